@@ -1,0 +1,165 @@
+//! The `GpuInventory` custom resource (`homelab.youngju.dev/v1`), kept wire-compatible with the article.
+//!
+//! Everything the scanner derives lands in [`GpuInventoryStatus`]; the spec only says which nodes an
+//! inventory covers.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// API group of every resource this operator owns.
+pub const GROUP: &str = "homelab.youngju.dev";
+/// Name of the CRD object (`<plural>.<group>`).
+pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
+
+/// What a `GpuInventory` covers.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "homelab.youngju.dev",
+    version = "v1",
+    kind = "GpuInventory",
+    plural = "gpuinventories",
+    shortname = "gpuinv",
+    status = "GpuInventoryStatus",
+    printcolumn = r#"{"name":"GPU-NODES","type":"integer","jsonPath":".status.totalGpuNodes"}"#,
+    printcolumn = r#"{"name":"READY","type":"integer","jsonPath":".status.readyGpuNodes"}"#,
+    printcolumn = r#"{"name":"GPUS","type":"integer","jsonPath":".status.totalGpus"}"#,
+    printcolumn = r#"{"name":"STATUS","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuInventorySpec {
+    /// Free text for humans; the operator never reads it.
+    #[serde(default)]
+    pub note: String,
+    /// Which nodes this inventory covers. Empty or absent selects every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+}
+
+/// What the operator observed about the selected nodes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuInventoryStatus {
+    /// When the current content was first observed. Unchanged while the content is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_time: Option<Time>,
+    /// The `metadata.generation` of the spec this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Number of GPU nodes among the selected nodes.
+    #[serde(default)]
+    pub total_gpu_nodes: u32,
+    /// Number of GPU nodes whose `Ready` condition is `True`.
+    #[serde(default)]
+    pub ready_gpu_nodes: u32,
+    /// Sum of `nodes[].count`.
+    #[serde(default)]
+    pub total_gpus: u64,
+    /// One entry per GPU node, sorted by name.
+    #[serde(default)]
+    pub nodes: Vec<GpuNodeEntry>,
+    /// `Ready` and `Degraded`, as `metav1.Condition`.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// One GPU node as the scanner sees it.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuNodeEntry {
+    /// The node's name.
+    pub name: String,
+    /// The node's `Ready` condition is `True`.
+    pub ready: bool,
+    /// `nvidia.com/gpu.product`; null when the label is absent (printed `<unlabeled>`).
+    pub product: Option<String>,
+    /// `nvidia.com/gpu.count` as GPU Feature Discovery writes it (MIG devices under MIG strategy `single`).
+    pub count: u64,
+    /// `nvidia.com/gpu.memory` in MiB; null when unknown.
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<u64>,
+    /// `nvidia.com/gpu.workload.config` (`container`, `vm-passthrough`, `vm-vgpu`); null when absent.
+    pub workload_config: Option<String>,
+    /// GPU sharing (time-slicing or MPS), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<GpuSharing>,
+    /// MIG configuration, when the node has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<MigInfo>,
+    /// The node's `nvidia.com/*` capacity (quantities as the API server prints them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: BTreeMap<String, String>,
+    /// The node's `nvidia.com/*` allocatable resources.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocatable: BTreeMap<String, String>,
+    /// The node is cordoned (`spec.unschedulable`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unschedulable: bool,
+    /// What is wrong with this node; empty when healthy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<NodeIssue>,
+}
+
+/// GPU sharing as the NVIDIA device plugin advertises it.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuSharing {
+    /// `nvidia.com/gpu.sharing-strategy`: `time-slicing`, `mps` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// `nvidia.com/gpu.replicas`: how many pods can share one GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u64>,
+    /// The shared GPUs are advertised as `nvidia.com/gpu.shared` instead of `nvidia.com/gpu`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub renamed_resource: bool,
+}
+
+/// MIG (Multi-Instance GPU) configuration of a node.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigInfo {
+    /// `nvidia.com/mig.strategy`: `single`, `mixed` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    /// `nvidia.com/mig.config` (the mig-parted profile requested for the node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    /// `nvidia.com/mig.config.state`: `pending`, `rebooting`, `success` or `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_state: Option<String>,
+    /// What `count` means on this node (under `single`, GFD counts MIG devices, not physical GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_meaning: Option<String>,
+    /// Under `mixed`: MIG devices per profile, sorted by profile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<MigDevice>,
+}
+
+/// MIG devices of one profile (`mixed` strategy).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigDevice {
+    /// The profile, e.g. `1g.10gb`; the resource is `nvidia.com/mig-<profile>`.
+    pub profile: String,
+    /// `nvidia.com/mig-<profile>.count`.
+    pub count: u64,
+    /// `nvidia.com/mig-<profile>.memory` in MiB.
+    #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+}
+
+/// Something wrong with a GPU node, in words an on-call engineer understands.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeIssue {
+    /// A `PascalCase` reason: `NotReady`, `GpuLabelsMissing`, `GpusNotAllocatable`, `GpusUnhealthy`,
+    /// `MigConfigFailed`, `MigInvalid`, `Unschedulable` or `InvalidLabel`.
+    pub reason: String,
+    /// What was seen, naming the label, condition or resource.
+    pub message: String,
+}

@@ -1,0 +1,6 @@
+//! gpu-inventory-operator: keeps an inventory of a Kubernetes cluster's GPU nodes and says what is wrong
+//! with them. See README.md for the big picture; `main.rs` only wires these modules together.
+
+pub mod crd;
+pub mod node_dump;
+pub mod scanner;

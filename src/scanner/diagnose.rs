@@ -1,0 +1,139 @@
+//! Per-node issues: what is wrong with a GPU node, and what an on-call engineer should look at.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::NodeCondition;
+
+use crate::crd::{GpuNodeEntry, NodeIssue};
+
+use super::IssueReason;
+use super::resources::{is_gpu_resource, quantity_value};
+
+fn issue(reason: IssueReason, message: String) -> NodeIssue {
+    NodeIssue {
+        reason: reason.to_string(),
+        message,
+    }
+}
+
+/// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
+pub fn diagnose(entry: &GpuNodeEntry, ready_condition: Option<&NodeCondition>) -> Vec<NodeIssue> {
+    let mut issues = Vec::new();
+    if !entry.ready {
+        issues.push(issue(
+            IssueReason::NotReady,
+            not_ready_message(ready_condition),
+        ));
+    }
+    let vm_workload = entry
+        .workload_config
+        .as_deref()
+        .is_some_and(|w| w != "container");
+    if entry.product.is_none() && !vm_workload {
+        issues.push(issue(
+            IssueReason::GpuLabelsMissing,
+            "GPU node without an nvidia.com/gpu.product label: GPU Feature Discovery has not labelled it \
+             (check the gpu-feature-discovery and nvidia-driver pods on this node)"
+                .to_owned(),
+        ));
+    }
+    if entry
+        .product
+        .as_deref()
+        .is_some_and(|p| p.ends_with("-MIG-INVALID"))
+    {
+        issues.push(issue(
+            IssueReason::MigInvalid,
+            "GPU Feature Discovery reports an invalid MIG configuration (product ends in -MIG-INVALID): \
+             the GPUs' MIG layout does not fit the MIG strategy; fix nvidia.com/mig.config"
+                .to_owned(),
+        ));
+    }
+    if let Some(state) = entry.mig.as_ref().and_then(|m| m.config_state.as_deref())
+        && state == "failed"
+    {
+        let config = entry
+            .mig
+            .as_ref()
+            .and_then(|m| m.config.as_deref())
+            .unwrap_or("<unset>");
+        issues.push(issue(
+            IssueReason::MigConfigFailed,
+            format!(
+                "the MIG manager failed to apply nvidia.com/mig.config={config} \
+                 (nvidia.com/mig.config.state=failed); see the nvidia-mig-manager pod's log"
+            ),
+        ));
+    }
+    if entry.ready && entry.count > 0 && gpu_allocatable_sum(&entry.allocatable) == 0.0 {
+        issues.push(issue(
+            IssueReason::GpusNotAllocatable,
+            format!(
+                "labels report {} GPU(s) but nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-* \
+                 allocatable sum to 0: the NVIDIA device plugin is not advertising them",
+                entry.count
+            ),
+        ));
+    }
+    let withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
+    if !withdrawn.is_empty() {
+        issues.push(issue(
+            IssueReason::GpusUnhealthy,
+            format!(
+                "{}: the device plugin withdrew unhealthy devices (check dmesg for Xid errors and DCGM health)",
+                withdrawn.join(", ")
+            ),
+        ));
+    }
+    if entry.unschedulable {
+        issues.push(issue(
+            IssueReason::Unschedulable,
+            "the node is cordoned (spec.unschedulable): no new pods land on its GPUs; \
+             `kubectl uncordon` it when maintenance is over"
+                .to_owned(),
+        ));
+    }
+    issues
+}
+
+fn not_ready_message(ready: Option<&NodeCondition>) -> String {
+    let Some(ready) = ready else {
+        return "the node reports no Ready condition (kubelet never posted status?)".to_owned();
+    };
+    let mut message = format!("Ready condition is {}", ready.status);
+    if let Some(reason) = ready.reason.as_deref().filter(|r| !r.is_empty()) {
+        message.push_str(&format!(" ({reason})"));
+    }
+    if let Some(text) = ready.message.as_deref().filter(|m| !m.is_empty()) {
+        let text: String = text.chars().take(256).collect();
+        message.push_str(&format!(": {text}"));
+    }
+    if let Some(since) = &ready.last_transition_time {
+        message.push_str(&format!(", since {}", since.0));
+    }
+    message
+}
+
+fn gpu_allocatable_sum(allocatable: &BTreeMap<String, String>) -> f64 {
+    allocatable
+        .iter()
+        .filter(|(name, _)| is_gpu_resource(name))
+        .filter_map(|(_, q)| quantity_value(q))
+        .sum()
+}
+
+/// `name capacity C, allocatable A` for every `nvidia.com/*` resource whose allocatable is below capacity.
+fn withdrawn_resources(
+    capacity: &BTreeMap<String, String>,
+    allocatable: &BTreeMap<String, String>,
+) -> Vec<String> {
+    capacity
+        .iter()
+        .filter_map(|(name, cap)| {
+            let cap_value = quantity_value(cap)?;
+            let alloc = allocatable.get(name).map(String::as_str).unwrap_or("0");
+            let alloc_value = quantity_value(alloc).unwrap_or(0.0);
+            (alloc_value < cap_value).then(|| format!("{name} capacity {cap}, allocatable {alloc}"))
+        })
+        .collect()
+}
