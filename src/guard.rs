@@ -1,0 +1,182 @@
+//! The write guard: the article's pitfall 2 (a reconcile storm fed by no-op writes), made structural.
+//!
+//! Both controllers hand the guard what the server holds and what they would write. The guard compares the
+//! meaningful content only (bookkeeping like `observedTime` and `lastTransitionTime` is ignored), carries the
+//! bookkeeping over when nothing changed, and says whether the write may go out. Writes done and skipped are
+//! counted per guard.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::crd::GpuInventoryStatus;
+
+/// Content that can be compared with what the server holds and stamped with bookkeeping times.
+pub trait GuardedContent {
+    /// Whether `self` and `current` differ only in bookkeeping fields.
+    fn same_content(&self, current: &Self) -> bool;
+    /// Fills bookkeeping fields of content that is about to be written: carried over from `current` where
+    /// they still hold, else `now`.
+    fn stamp(&mut self, current: Option<&Self>, now: Timestamp);
+}
+
+/// What the guard decided.
+#[derive(Debug, PartialEq)]
+pub enum Decision<T> {
+    /// The server already holds this content: send nothing.
+    Skip,
+    /// Send this (stamped) content.
+    Write(T),
+}
+
+/// Counts and decides writes for one kind of target (`status` or `configmap`).
+#[derive(Debug, Default)]
+pub struct WriteGuard {
+    written: AtomicU64,
+    skipped: AtomicU64,
+}
+
+impl WriteGuard {
+    /// Decides whether `desired` must be written over `current` (`None`: the server holds nothing yet).
+    pub fn decide<T: GuardedContent>(&self, current: Option<&T>, mut desired: T, now: Timestamp) -> Decision<T> {
+        let unchanged = current.is_some_and(|current| desired.same_content(current));
+        if unchanged {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            return Decision::Skip;
+        }
+        desired.stamp(current, now);
+        Decision::Write(desired)
+    }
+
+    /// Records that a write the guard let through reached the server.
+    pub fn record_write(&self) {
+        self.written.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes done so far.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Writes skipped so far.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+}
+
+impl GuardedContent for GpuInventoryStatus {
+    fn same_content(&self, current: &Self) -> bool {
+        self.observed_generation == current.observed_generation
+            && self.total_gpu_nodes == current.total_gpu_nodes
+            && self.ready_gpu_nodes == current.ready_gpu_nodes
+            && self.total_gpus == current.total_gpus
+            && self.nodes == current.nodes
+            && self.conditions.len() == current.conditions.len()
+            && self.conditions.iter().zip(&current.conditions).all(|(a, b)| {
+                a.type_ == b.type_
+                    && a.status == b.status
+                    && a.reason == b.reason
+                    && a.message == b.message
+                    && a.observed_generation == b.observed_generation
+            })
+    }
+
+    fn stamp(&mut self, current: Option<&Self>, now: Timestamp) {
+        // Only changed content is ever stamped, so this is when the new content was first observed.
+        self.observed_time = Some(Time(now));
+        for condition in &mut self.conditions {
+            // lastTransitionTime moves only when the condition's status flips (metav1.Condition contract).
+            let previous = current
+                .into_iter()
+                .flat_map(|c| &c.conditions)
+                .find(|c| c.type_ == condition.type_ && c.status == condition.status);
+            condition.last_transition_time = match previous {
+                Some(previous) => previous.last_transition_time.clone(),
+                None => Time(now),
+            };
+        }
+    }
+}
+
+/// A ConfigMap's `data`: compared as a whole, no bookkeeping.
+impl GuardedContent for std::collections::BTreeMap<String, String> {
+    fn same_content(&self, current: &Self) -> bool {
+        self == current
+    }
+
+    fn stamp(&mut self, _current: Option<&Self>, _now: Timestamp) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::inventory_conditions;
+    use crate::scanner::Inventory;
+
+    fn status(ready: u32) -> GpuInventoryStatus {
+        let inventory = Inventory {
+            total_gpu_nodes: 4,
+            ready_gpu_nodes: ready,
+            ..Default::default()
+        };
+        GpuInventoryStatus {
+            observed_generation: Some(1),
+            total_gpu_nodes: 4,
+            ready_gpu_nodes: ready,
+            conditions: inventory_conditions(&inventory, Some(1)),
+            ..Default::default()
+        }
+    }
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    fn written(decision: Decision<GpuInventoryStatus>) -> GpuInventoryStatus {
+        match decision {
+            Decision::Write(s) => s,
+            Decision::Skip => panic!("expected a write"),
+        }
+    }
+
+    #[test]
+    fn first_write_is_stamped_now() {
+        let guard = WriteGuard::default();
+        let s = written(guard.decide(None, status(0), t(100)));
+        assert_eq!(s.observed_time, Some(Time(t(100))));
+        assert!(s.conditions.iter().all(|c| c.last_transition_time == Time(t(100))));
+    }
+
+    #[test]
+    fn unchanged_content_is_skipped_whatever_the_times() {
+        let guard = WriteGuard::default();
+        let on_server = written(guard.decide(None, status(0), t(100)));
+        assert_eq!(guard.decide(Some(&on_server), status(0), t(200)), Decision::Skip);
+        assert_eq!((guard.skipped(), guard.written()), (1, 0));
+    }
+
+    #[test]
+    fn change_moves_observed_time_but_only_flipped_conditions() {
+        let guard = WriteGuard::default();
+        let on_server = written(guard.decide(None, status(0), t(100)));
+        // 1 of 4 ready: Ready stays False (message changes), so its transition time is carried over.
+        let s = written(guard.decide(Some(&on_server), status(1), t(200)));
+        assert_eq!(s.observed_time, Some(Time(t(200))));
+        assert_eq!(s.conditions[0].last_transition_time, Time(t(100)));
+        // 4 of 4 ready: Ready flips to True.
+        let s2 = written(guard.decide(Some(&s), status(4), t(300)));
+        assert_eq!(s2.conditions[0].status, "True");
+        assert_eq!(s2.conditions[0].last_transition_time, Time(t(300)));
+        assert_eq!(s2.conditions[1].last_transition_time, Time(t(100)), "Degraded did not flip");
+    }
+
+    #[test]
+    fn a_new_generation_is_a_change() {
+        let guard = WriteGuard::default();
+        let on_server = written(guard.decide(None, status(0), t(100)));
+        let mut next = status(0);
+        next.observed_generation = Some(2);
+        assert!(matches!(guard.decide(Some(&on_server), next, t(200)), Decision::Write(_)));
+    }
+}

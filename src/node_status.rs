@@ -1,0 +1,121 @@
+//! The content of the `gpu-node-status` ConfigMap (pure): one key per GPU node, plus a summary.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::scanner::Inventory;
+
+/// Default name of the ConfigMap.
+pub const CONFIGMAP_NAME: &str = "gpu-node-status";
+/// The summary key. Node names are lowercase DNS subdomains, so a leading `_` can never collide with one.
+pub const SUMMARY_KEY: &str = "_summary";
+/// The API server rejects a ConfigMap whose data exceeds 1 MiB; this leaves room for the summary.
+pub const DATA_BUDGET_BYTES: usize = 1024 * 1024 - 4 * 1024;
+
+/// The value of the summary key.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStatusSummary {
+    /// GPU nodes seen.
+    pub total_gpu_nodes: u32,
+    /// GPU nodes Ready.
+    pub ready_gpu_nodes: u32,
+    /// GPUs counted.
+    pub total_gpus: u64,
+    /// GPU nodes with at least one issue.
+    pub nodes_with_issues: usize,
+    /// Whether some node entries were left out to stay under the size limit.
+    pub truncated: bool,
+    /// How many node entries were left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted_nodes: usize,
+    /// Says what was left out and why, when something was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The ConfigMap data for an inventory, within [`DATA_BUDGET_BYTES`]. Entries are added in name order until
+/// the budget is spent; the summary says how many were left out.
+pub fn node_status_data(inventory: &Inventory, budget: usize) -> (BTreeMap<String, String>, NodeStatusSummary) {
+    let mut data = BTreeMap::new();
+    let mut used = 0usize;
+    let mut omitted = 0usize;
+    for entry in &inventory.nodes {
+        let value = serde_json::to_string(entry).expect("a node entry always serializes");
+        let size = entry.name.len() + value.len();
+        if omitted > 0 || used + size > budget {
+            omitted += 1;
+            continue;
+        }
+        used += size;
+        data.insert(entry.name.clone(), value);
+    }
+    let summary = NodeStatusSummary {
+        total_gpu_nodes: inventory.total_gpu_nodes,
+        ready_gpu_nodes: inventory.ready_gpu_nodes,
+        total_gpus: inventory.total_gpus,
+        nodes_with_issues: inventory.nodes.iter().filter(|n| !n.issues.is_empty()).count(),
+        truncated: omitted > 0,
+        omitted_nodes: omitted,
+        message: (omitted > 0).then(|| {
+            format!(
+                "{omitted} of {} GPU node entries left out: the ConfigMap would exceed the API server's 1 MiB \
+                 limit; read the GpuInventory status instead",
+                inventory.nodes.len()
+            )
+        }),
+    };
+    data.insert(
+        SUMMARY_KEY.to_owned(),
+        serde_json::to_string(&summary).expect("the summary always serializes"),
+    );
+    (data, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::GpuNodeEntry;
+
+    fn inventory(n: usize) -> Inventory {
+        Inventory {
+            total_gpu_nodes: n as u32,
+            ready_gpu_nodes: 0,
+            total_gpus: n as u64,
+            nodes: (0..n)
+                .map(|i| GpuNodeEntry {
+                    name: format!("gpu-{i:05}"),
+                    count: 1,
+                    product: Some("NVIDIA-H100-80GB-HBM3".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn one_key_per_node_plus_summary() {
+        let (data, summary) = node_status_data(&inventory(3), DATA_BUDGET_BYTES);
+        assert_eq!(data.len(), 4);
+        assert!(!summary.truncated);
+        let entry: serde_json::Value = serde_json::from_str(&data["gpu-00001"]).unwrap();
+        assert_eq!(entry["name"], "gpu-00001");
+        assert_eq!(entry["memoryMiB"], serde_json::Value::Null);
+        assert!(!data[SUMMARY_KEY].contains("message"));
+    }
+
+    #[test]
+    fn stays_within_budget_and_says_so() {
+        let (data, summary) = node_status_data(&inventory(10), 400);
+        let used: usize = data.iter().filter(|(k, _)| *k != SUMMARY_KEY).map(|(k, v)| k.len() + v.len()).sum();
+        assert!(used <= 400);
+        assert!(summary.truncated);
+        assert_eq!(summary.omitted_nodes + data.len() - 1, 10);
+        assert!(data[SUMMARY_KEY].contains("\"truncated\":true"));
+    }
+}
