@@ -80,11 +80,15 @@ run_go_build() { # <label> <module dir> <output> <ldflags> <package>
       -ldflags "${ldflags}" -o "${out}" "${pkg}"
   ) >"${log_file}" 2>&1 &
   pid=$!
+  local ticks=0
   while kill -0 "${pid}" 2>/dev/null; do
-    sleep 10
-    n="$(wc -l <"${log_file}")"
-    last_pkg="$(tail -n 1 "${log_file}" 2>/dev/null || true)"
-    log "  still building ${label}... $((SECONDS - start))s, ${n// /} packages compiled (last: ${last_pkg})"
+    sleep 1
+    ticks=$((ticks + 1))
+    if ((ticks % 15 == 0)); then
+      n="$(wc -l <"${log_file}")"
+      last_pkg="$(tail -n 1 "${log_file}" 2>/dev/null || true)"
+      log "  still building ${label}... $((SECONDS - start))s, ${n// /} packages compiled${last_pkg:+ (last: ${last_pkg})}"
+    fi
   done
   if ! wait "${pid}"; then
     log "go build of ${label} failed; last output:"
@@ -130,7 +134,7 @@ build_etcd() {
   fi
   require_go "etcd ${ETCD_VERSION}"
   check_module_available "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" "etcd"
-  log "etcd ${ETCD_VERSION}: building into ${dest} (first time only; takes a few minutes)"
+  log "etcd ${ETCD_VERSION}: building into ${dest} (first time only; ~1-2 minutes with a cold Go build cache)"
   mkdir -p "$(dirname "${dest}")"
   dir="$(etcd_module_dir)"
   tmp="$(dirname "${dest}")/.etcd.tmp.$$"
@@ -183,7 +187,7 @@ build_apiserver() {
   fi
   require_go "kube-apiserver ${KUBE_VERSION}"
   check_module_available "k8s.io/kubernetes@${KUBE_VERSION}" "kube-apiserver"
-  log "kube-apiserver ${KUBE_VERSION}: building into ${dest} (first time only; takes 10+ minutes on 2 cores)"
+  log "kube-apiserver ${KUBE_VERSION}: building into ${dest} (first time only; ~5 minutes on 2 cores with a cold Go build cache)"
   mkdir -p "$(dirname "${dest}")"
   dir="$(apiserver_module_dir)"
   v="${KUBE_VERSION#v}"

@@ -270,8 +270,10 @@ start_etcd() {
   log "starting etcd on 127.0.0.1:${port} (peer $(cat "${STATE_DIR}/etcd-peer.port")), log: ${STATE_DIR}/etcd.log"
   start_process "${bin}" "${STATE_DIR}/etcd.args" "${STATE_DIR}/etcd.log" "${STATE_DIR}/etcd.pid"
   for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
-    if ! pid_alive "${STATE_DIR}/etcd.pid" etcd; then
+    # (kill -0, not pid_alive: right after the fork the cmdline is not yet the binary's.)
+    if ! kill -0 "$(read_pid "${STATE_DIR}/etcd.pid")" 2>/dev/null; then
       show_log_tail "${STATE_DIR}/etcd.log"
+      rm -f "${STATE_DIR}/etcd.pid"
       die "etcd exited during startup"
     fi
     if curl -fsS --max-time 2 "http://127.0.0.1:${port}/health" 2>/dev/null | grep -q '"health":"true"'; then
@@ -280,11 +282,16 @@ start_etcd() {
     sleep 0.2
   done
   show_log_tail "${STATE_DIR}/etcd.log"
+  stop_process "${STATE_DIR}/etcd.pid" etcd kill
   die "etcd did not become healthy within ${READY_TIMEOUT}s"
 }
 
 # -------------------------------------------------------- kube-apiserver --
 
+# Admission: ServiceAccount is off (as in envtest: no token controller runs), and so is
+# TaintNodesByCondition, which would add node.kubernetes.io/not-ready:NoSchedule to every
+# created Node (no node-lifecycle controller runs here to remove it again), so fixture
+# Nodes are stored exactly as written.
 write_apiserver_args() {
   local port etcd_port
   port="$(free_port)"
@@ -304,7 +311,7 @@ write_apiserver_args() {
 --service-account-key-file=${PKI_DIR}/sa.pub
 --service-account-signing-key-file=${PKI_DIR}/sa.key
 --authorization-mode=RBAC
---disable-admission-plugins=ServiceAccount
+--disable-admission-plugins=ServiceAccount,TaintNodesByCondition
 --allow-privileged=true
 --enable-priority-and-fairness=false
 --audit-policy-file=${STATE_DIR}/audit-policy.yaml
@@ -336,8 +343,9 @@ start_apiserver() {
   log "starting kube-apiserver on https://127.0.0.1:${port}, log: ${STATE_DIR}/kube-apiserver.log"
   start_process "${bin}" "${STATE_DIR}/kube-apiserver.args" "${STATE_DIR}/kube-apiserver.log" "${STATE_DIR}/kube-apiserver.pid"
   for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
-    if ! pid_alive "${STATE_DIR}/kube-apiserver.pid" kube-apiserver; then
+    if ! kill -0 "$(read_pid "${STATE_DIR}/kube-apiserver.pid")" 2>/dev/null; then
       show_log_tail "${STATE_DIR}/kube-apiserver.log"
+      rm -f "${STATE_DIR}/kube-apiserver.pid"
       die "kube-apiserver exited during startup"
     fi
     if readyz_ok "${port}"; then
@@ -347,6 +355,7 @@ start_apiserver() {
     sleep 0.2
   done
   show_log_tail "${STATE_DIR}/kube-apiserver.log"
+  stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver kill
   die "kube-apiserver did not report /readyz ok within ${READY_TIMEOUT}s"
 }
 

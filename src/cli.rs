@@ -1,0 +1,155 @@
+//! The command line. Every flag can also be set through the environment variable named in `--help`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Keeps an inventory of a Kubernetes cluster's GPU nodes and says what is wrong with them.
+///
+/// Runs out of cluster against your kubeconfig (or in cluster with its service account), installs the
+/// GpuInventory CRD (homelab.youngju.dev/v1, short name gpuinv), writes each GpuInventory's status from the
+/// nodes' NVIDIA feature-discovery labels and Ready condition, and keeps the ConfigMap gpu-node-status current.
+#[derive(Debug, Parser)]
+#[command(name = "gpu-inventory-operator", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do; `run` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Flags of `run`, accepted without the subcommand so that `cargo run` runs the operator.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Connection and logging flags shared by all subcommands.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the operator (the default).
+    Run(RunArgs),
+    /// Print the GpuInventory CRD as YAML (for `kubectl apply -f -` or GitOps).
+    Crd,
+    /// Scan once and print the inventory; read-only. Exit code: 0 all GPU nodes healthy, 1 some issue, 2 error.
+    Scan(ScanArgs),
+}
+
+/// Flags every subcommand understands.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Kubeconfig file to use instead of $KUBECONFIG or ~/.kube/config.
+    #[arg(long, global = true, env = "GPUINV_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use instead of the current context.
+    #[arg(long, global = true, env = "GPUINV_CONTEXT")]
+    pub context: Option<String>,
+    /// Log format; the filter comes from RUST_LOG (default: info).
+    #[arg(long, global = true, env = "GPUINV_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How logs are printed (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Flags of `run`.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Namespace of the gpu-node-status ConfigMap (and, in cluster, of the leader-election Lease).
+    /// Default: the kubeconfig context's namespace, or the pod's namespace in cluster.
+    #[arg(long, short = 'n', env = "GPUINV_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// How often every GpuInventory is reconciled even when nothing changed (e.g. 30s, 2m).
+    #[arg(long, env = "GPUINV_REQUEUE", default_value = "30s", value_parser = parse_duration)]
+    pub requeue: Duration,
+    /// Name of the GpuInventory created at start-up when it does not exist; "" creates none.
+    #[arg(long, env = "GPUINV_DEFAULT_INVENTORY", default_value = "cluster")]
+    pub default_inventory: String,
+    /// Do not install or update the CRD; only check that it exists (for clusters where CRDs are managed
+    /// elsewhere; the operator then needs no write access to CRDs).
+    #[arg(long, env = "GPUINV_SKIP_CRD_INSTALL")]
+    pub skip_crd_install: bool,
+    /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`); default: all nodes.
+    #[arg(long, env = "GPUINV_NODE_LABEL_SELECTOR", value_name = "SELECTOR")]
+    pub node_label_selector: Option<String>,
+    /// Only reconcile GpuInventories matching this label selector (to shard inventories between operators).
+    /// Equality terms (`k=v`) are also set as labels on the default inventory so it is picked up.
+    #[arg(long, env = "GPUINV_INVENTORY_LABEL_SELECTOR", value_name = "SELECTOR")]
+    pub inventory_label_selector: Option<String>,
+    /// Name of the node-status ConfigMap.
+    #[arg(long, env = "GPUINV_CONFIGMAP_NAME", default_value = "gpu-node-status")]
+    pub configmap_name: String,
+    /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
+    #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub startup_timeout: Duration,
+}
+
+/// Flags of `scan`.
+#[derive(Debug, Args, Clone)]
+pub struct ScanArgs {
+    /// Read nodes from a `kubectl get nodes -o yaml|json` dump instead of the cluster; `-` reads stdin.
+    #[arg(long, short = 'f', env = "GPUINV_SCAN_FROM_FILE", value_name = "FILE")]
+    pub from_file: Option<String>,
+    /// Output format: `json` and `yaml` print exactly the GpuInventory status object.
+    #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// Only scan nodes matching this label selector.
+    #[arg(long, short = 'l', env = "GPUINV_SCAN_SELECTOR", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+}
+
+/// Output formats of `scan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The article's table, with issues.
+    Table,
+    /// The status object as JSON.
+    Json,
+    /// The status object as YAML.
+    Yaml,
+}
+
+/// Parses `30s`, `2m`, `1h 30m`, `500ms` or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let signed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration like 30s, 2m or 500ms: {e}"))?;
+    Duration::try_from(signed).map_err(|_| format!("{text:?} is negative"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_is_the_default() {
+        let cli = Cli::try_parse_from(["gpu-inventory-operator", "--requeue", "5s"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.run.requeue, Duration::from_secs(5));
+        assert_eq!(cli.run.default_inventory, "cluster");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,71 @@
+//! Building the Kubernetes client from the kubeconfig (or in-cluster), with clear errors.
+
+use std::path::PathBuf;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::cli::GlobalArgs;
+use crate::error::{Error, Result};
+
+/// A client and what the configuration said about where it points.
+pub struct Connection {
+    /// The client.
+    pub client: Client,
+    /// The kubeconfig context's namespace (or the pod's, in cluster).
+    pub namespace: String,
+    /// The API server URL, for messages.
+    pub cluster_url: String,
+}
+
+/// Builds the client from `--kubeconfig`/`--context`, else $KUBECONFIG or ~/.kube/config, else in-cluster.
+pub async fn connect(args: &GlobalArgs) -> Result<Connection> {
+    let config = load_config(args).await?;
+    let namespace = config.default_namespace.clone();
+    let cluster_url = config.cluster_url.to_string();
+    let client = Client::try_from(config)
+        .map_err(|e| Error::Kubeconfig(format!("cannot build a Kubernetes client: {e}")))?;
+    Ok(Connection {
+        client,
+        namespace,
+        cluster_url,
+    })
+}
+
+async fn load_config(args: &GlobalArgs) -> Result<Config> {
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
+    if let Some(path) = &args.kubeconfig {
+        let kubeconfig = Kubeconfig::read_from(path)
+            .map_err(|e| Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display())))?;
+        return Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|e| Error::Kubeconfig(format!("kubeconfig {}: {e}", path.display())));
+    }
+    match Config::from_kubeconfig(&options).await {
+        Ok(config) => Ok(config),
+        Err(kubeconfig_error) if args.context.is_none() => Config::incluster().map_err(|_| {
+            Error::Kubeconfig(format!(
+                "no usable kubeconfig: tried {} ({kubeconfig_error}), and this is not a pod in a cluster; \
+                 set KUBECONFIG or pass --kubeconfig FILE",
+                default_kubeconfig_paths()
+            ))
+        }),
+        Err(e) => Err(Error::Kubeconfig(format!(
+            "kubeconfig {}: {e}",
+            default_kubeconfig_paths()
+        ))),
+    }
+}
+
+fn default_kubeconfig_paths() -> String {
+    match std::env::var_os("KUBECONFIG") {
+        Some(paths) if !paths.is_empty() => format!("KUBECONFIG={}", paths.to_string_lossy()),
+        _ => {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            format!("{} (KUBECONFIG is not set)", home.join(".kube/config").display())
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The inventory controller: writes each GpuInventory's status from the shared node cache.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::Selector;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tracing::{debug, info, instrument, warn};
+
+use super::{Context, node_changes};
+use crate::FIELD_MANAGER;
+use crate::conditions::inventory_conditions;
+use crate::crd::{GpuInventory, GpuInventoryStatus};
+use crate::error::{Error, Result};
+use crate::guard::Decision;
+use crate::scanner::{Inventory, scan};
+use crate::shutdown::Shutdown;
+
+/// Runs the controller until shutdown.
+pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, shutdown: Shutdown) {
+    let api: Api<GpuInventory> = Api::all(ctx.client.clone());
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &inventory_label_selector {
+        config = config.labels(selector);
+    }
+    let health = ctx.health.clone();
+    Controller::new(api, config)
+        .reconcile_all_on(node_changes(ctx.nodes.subscribe()))
+        .graceful_shutdown_on(shutdown.wait())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| {
+            let health = health.clone();
+            async move {
+                match result {
+                    Ok(_) => {}
+                    Err(kube::runtime::controller::Error::QueueError(e)) => health.watch_failed("gpuinventories", &e),
+                    Err(kube::runtime::controller::Error::ReconcilerFailed(e, obj)) => {
+                        warn!(cr = %obj.name, error = %e, reason = e.metric_label(), "reconcile failed; retrying with backoff")
+                    }
+                    Err(other) => debug!(error = %other, "controller event"),
+                }
+            }
+        })
+        .await;
+    info!("inventory controller stopped");
+}
+
+/// The status a GpuInventory should have, before the guard stamps times.
+pub fn desired_status(inventory: Inventory, generation: Option<i64>) -> GpuInventoryStatus {
+    let conditions = inventory_conditions(&inventory, generation);
+    GpuInventoryStatus {
+        observed_time: None,
+        observed_generation: generation,
+        total_gpu_nodes: inventory.total_gpu_nodes,
+        ready_gpu_nodes: inventory.ready_gpu_nodes,
+        total_gpus: inventory.total_gpus,
+        nodes: inventory.nodes,
+        conditions,
+    }
+}
+
+/// The server-side apply body of a status: `apiVersion` and `kind` are required (the article's pitfall 1).
+pub fn status_apply_body(status: &GpuInventoryStatus) -> serde_json::Value {
+    json!({
+        "apiVersion": GpuInventory::api_version(&()),
+        "kind": GpuInventory::kind(&()),
+        "status": status,
+    })
+}
+
+fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
+    match &inventory.spec.node_selector {
+        None => Ok(Selector::default()),
+        Some(selector) => Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
+            name: inventory.name_any(),
+            reason: e.to_string(),
+        }),
+    }
+}
+
+#[instrument(skip_all, fields(cr = %inventory.name_any()))]
+async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Action> {
+    let name = inventory.name_any();
+    let selector = node_selector(&inventory)?;
+    let nodes = ctx.nodes.nodes();
+    let scanned = scan(nodes.iter().map(AsRef::as_ref), &selector);
+    let desired = desired_status(scanned, inventory.metadata.generation);
+    match ctx.status_guard.decide(inventory.status.as_ref(), desired, Timestamp::now()) {
+        Decision::Skip => debug!(cr = %name, "status unchanged; write skipped"),
+        Decision::Write(status) => {
+            let api: Api<GpuInventory> = Api::all(ctx.client.clone());
+            api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(status_apply_body(&status)))
+                .await
+                .map_err(Error::kube(format!("writing the status of GpuInventory {name} (server-side apply)")))?;
+            ctx.status_guard.record_write();
+            info!(
+                cr = %name,
+                gpu_nodes = status.total_gpu_nodes,
+                ready = status.ready_gpu_nodes,
+                gpus = status.total_gpus,
+                "reconciled GpuInventory"
+            );
+        }
+    }
+    ctx.reset_backoff(&name);
+    Ok(Action::requeue(ctx.requeue))
+}
+
+fn error_policy(inventory: Arc<GpuInventory>, _error: &Error, ctx: Arc<Context>) -> Action {
+    Action::requeue(ctx.backoff(&inventory.name_any()))
+}

@@ -1,0 +1,77 @@
+//! The two controllers of the process and what they share.
+
+pub mod inventory;
+pub mod node_status;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::Stream;
+use kube::Client;
+use tokio::sync::watch;
+
+use crate::guard::WriteGuard;
+use crate::health::Health;
+use crate::node_cache::NodeCache;
+
+/// Field manager of every write the operator makes.
+pub use crate::FIELD_MANAGER as CONTROLLER_FIELD_MANAGER;
+
+/// Everything a reconcile needs, shared by both controllers.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// The shared node cache.
+    pub nodes: NodeCache,
+    /// Guards GpuInventory status writes.
+    pub status_guard: WriteGuard,
+    /// Guards ConfigMap writes.
+    pub configmap_guard: WriteGuard,
+    /// Periodic reconcile interval.
+    pub requeue: Duration,
+    /// Readiness and failure reporting.
+    pub health: Health,
+    /// Consecutive failures per object, for backoff.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    /// A context with fresh guards.
+    pub fn new(client: Client, nodes: NodeCache, requeue: Duration, health: Health) -> Self {
+        Self {
+            client,
+            nodes,
+            status_guard: WriteGuard::default(),
+            configmap_guard: WriteGuard::default(),
+            requeue,
+            health,
+            failures: Mutex::default(),
+        }
+    }
+
+    /// The next retry delay for `key`: 1 s, 2 s, 4 s, ... capped at 60 s.
+    pub fn backoff(&self, key: &str) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let n = failures.entry(key.to_owned()).or_default();
+        *n = n.saturating_add(1);
+        Duration::from_secs(1u64 << (*n - 1).min(6)).min(Duration::from_secs(60))
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn reset_backoff(&self, key: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(key);
+        }
+    }
+}
+
+/// A stream that yields once per observed node change (changes that arrive together are coalesced).
+pub fn node_changes(mut changes: watch::Receiver<u64>) -> impl Stream<Item = ()> + Send + 'static {
+    changes.mark_unchanged();
+    futures::stream::unfold(changes, |mut rx| async move {
+        rx.changed().await.ok()?;
+        rx.mark_unchanged();
+        Some(((), rx))
+    })
+}

@@ -1,0 +1,183 @@
+//! The node-status controller: keeps the `gpu-node-status` ConfigMap current on node events.
+//!
+//! It wakes on node changes (from the shared cache), on changes to the ConfigMap itself (deleted, edited by
+//! hand) and every requeue period; wake-ups that arrive while it works are coalesced into one pass.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::Selector;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use tokio::sync::Notify;
+use tracing::{debug, error, info, warn};
+
+use super::Context;
+use crate::FIELD_MANAGER;
+use crate::error::{Error, Result};
+use crate::guard::Decision;
+use crate::node_status::{DATA_BUDGET_BYTES, node_status_data};
+use crate::scanner::scan;
+use crate::shutdown::Shutdown;
+
+/// Where the ConfigMap lives.
+#[derive(Clone, Debug)]
+pub struct ConfigMapTarget {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Runs the controller until shutdown.
+pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown) {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &target.namespace);
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let wake = Arc::new(Notify::new());
+    let watch_task = tokio::spawn(watch_configmap(
+        api.clone(),
+        target.name.clone(),
+        writer,
+        wake.clone(),
+        ctx.clone(),
+    ));
+    let mut node_changes = ctx.nodes.subscribe();
+    tokio::select! {
+        _ = store.wait_until_ready() => {}
+        _ = shutdown.clone().wait() => { watch_task.abort(); return; }
+    }
+    let key = format!("configmap/{}/{}", target.namespace, target.name);
+    loop {
+        let delay = match reconcile(&ctx, &api, &store, &target).await {
+            Ok(()) => {
+                ctx.reset_backoff(&key);
+                ctx.requeue
+            }
+            Err(e) => {
+                warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
+                      "updating the node-status ConfigMap failed; retrying with backoff");
+                ctx.backoff(&key)
+            }
+        };
+        tokio::select! {
+            changed = node_changes.changed() => if changed.is_err() { break },
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.clone().wait() => break,
+        }
+    }
+    watch_task.abort();
+    info!("node-status controller stopped");
+}
+
+async fn watch_configmap(
+    api: Api<ConfigMap>,
+    name: String,
+    writer: reflector::store::Writer<ConfigMap>,
+    wake: Arc<Notify>,
+    ctx: Arc<Context>,
+) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut events = watcher(api, config)
+        .default_backoff()
+        .modify(|cm| cm.metadata.managed_fields = None)
+        .reflect(writer)
+        .boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(_) => {
+                ctx.health.watch_ok("configmap");
+                wake.notify_one();
+            }
+            Err(e) => ctx.health.watch_failed("configmap", &e),
+        }
+    }
+}
+
+async fn reconcile(ctx: &Context, api: &Api<ConfigMap>, store: &Store<ConfigMap>, target: &ConfigMapTarget) -> Result<()> {
+    let nodes = ctx.nodes.nodes();
+    let inventory = scan(nodes.iter().map(AsRef::as_ref), &Selector::default());
+    let (desired, summary) = node_status_data(&inventory, DATA_BUDGET_BYTES);
+    let current = store.get(&ObjectRef::new(&target.name).within(&target.namespace));
+    let current_data = current.as_ref().map(|cm| cm.data.clone().unwrap_or_default());
+    let data = match ctx.configmap_guard.decide(current_data.as_ref(), desired, Timestamp::now()) {
+        Decision::Skip => {
+            debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
+            return Ok(());
+        }
+        Decision::Write(data) => data,
+    };
+    if summary.truncated {
+        error!(
+            configmap = %target.name,
+            omitted = summary.omitted_nodes,
+            "the node-status ConfigMap would exceed 1 MiB; {} node entries left out (see its _summary key)",
+            summary.omitted_nodes
+        );
+    }
+    let written = apply(api, target, &data).await?;
+    ctx.configmap_guard.record_write();
+    remove_foreign_keys(api, target, &written, &data).await?;
+    info!(
+        configmap = %target.name,
+        namespace = %target.namespace,
+        gpu_nodes = summary.total_gpu_nodes,
+        ready = summary.ready_gpu_nodes,
+        "updated node-status ConfigMap"
+    );
+    Ok(())
+}
+
+async fn apply(api: &Api<ConfigMap>, target: &ConfigMapTarget, data: &BTreeMap<String, String>) -> Result<ConfigMap> {
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": target.name,
+            "namespace": target.namespace,
+            "labels": { "app.kubernetes.io/managed-by": FIELD_MANAGER },
+        },
+        "data": data,
+    });
+    api.patch(&target.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
+        .await
+        .map_err(Error::kube(format!(
+            "writing ConfigMap {}/{} (server-side apply)",
+            target.namespace, target.name
+        )))
+}
+
+/// Server-side apply only removes keys this manager owns; keys added or taken over by someone else
+/// (a hand edit, then the node was deleted) are removed explicitly so the ConfigMap holds exactly our content.
+async fn remove_foreign_keys(
+    api: &Api<ConfigMap>,
+    target: &ConfigMapTarget,
+    written: &ConfigMap,
+    data: &BTreeMap<String, String>,
+) -> Result<()> {
+    let extra: serde_json::Map<String, serde_json::Value> = written
+        .data
+        .iter()
+        .flatten()
+        .filter(|(key, _)| !data.contains_key(*key))
+        .map(|(key, _)| (key.clone(), serde_json::Value::Null))
+        .collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    debug!(keys = ?extra.keys().collect::<Vec<_>>(), "removing keys the operator does not own");
+    api.patch(
+        &target.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "data": extra })),
+    )
+    .await
+    .map_err(Error::kube(format!("removing stale keys from ConfigMap {}/{}", target.namespace, target.name)))?;
+    Ok(())
+}
+

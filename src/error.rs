@@ -1,0 +1,103 @@
+//! The operator's errors. Each says which object and what to do; `metric_label` gives a short label.
+
+use kube::core::Status;
+
+/// Everything that can go wrong outside the pure parts.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No usable kubeconfig and not in a cluster.
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// A request to the API server failed.
+    #[error("{action}: {}", describe_kube_error(.source))]
+    Kube {
+        /// What the operator was doing, naming the object.
+        action: String,
+        /// The client's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The CRD is not installed and the operator may not install it.
+    #[error(
+        "the CustomResourceDefinition {0} is not installed and --skip-crd-install is set: install it with \
+         `gpu-inventory-operator crd | kubectl apply -f -` (or drop --skip-crd-install)"
+    )]
+    CrdMissing(String),
+    /// A GpuInventory's spec cannot be used.
+    #[error("GpuInventory {name}: spec.nodeSelector is invalid ({reason}); fix the selector")]
+    InvalidNodeSelector {
+        /// The inventory.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A flag value cannot be used.
+    #[error("{0}")]
+    InvalidFlag(String),
+    /// Something did not happen in time.
+    #[error("{0}")]
+    Timeout(String),
+}
+
+impl Error {
+    /// Wraps a client error with what the operator was doing.
+    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+        let action = action.into();
+        move |source| Error::Kube { action, source }
+    }
+
+    /// A short label for metrics and logs.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kubeconfig(_) => "kubeconfig",
+            Error::Kube { source, .. } => match api_status(source) {
+                Some(403) => "forbidden",
+                Some(404) => "not_found",
+                Some(409) => "conflict",
+                Some(_) => "api_error",
+                None => "unreachable",
+            },
+            Error::CrdMissing(_) => "crd_missing",
+            Error::InvalidNodeSelector { .. } => "invalid_selector",
+            Error::InvalidFlag(_) => "invalid_flag",
+            Error::Timeout(_) => "timeout",
+        }
+    }
+}
+
+/// The HTTP status of an API error response, if the server answered.
+pub fn api_status(error: &kube::Error) -> Option<u16> {
+    match error {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// A one-line description that keeps the API server's own message (it names verb, resource and user on 403).
+pub fn describe_kube_error(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => describe_status(status),
+        other => {
+            let mut text = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            format!("cannot reach the API server ({text})")
+        }
+    }
+}
+
+fn describe_status(status: &Status) -> String {
+    let hint = match status.code {
+        403 => " — grant the missing permission to this identity (see deploy/rbac.yaml)",
+        401 => " — the credentials in the kubeconfig were rejected",
+        _ => "",
+    };
+    format!("{} ({} {}){hint}", status.message, status.code, status.reason)
+}
+
+/// Result with the operator's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,157 @@
+//! The one node watch of the process, and the stripped, shared cache both controllers read.
+//!
+//! Nodes are big (images, managed fields, annotations) and chatty (heartbeats). The cache keeps only what the
+//! scanner reads, and it signals a change only when that part changed, so heartbeats wake nobody.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+use crate::health::Health;
+use crate::scanner::resources::NVIDIA_RESOURCE_PREFIX;
+
+/// A read handle on the shared node cache.
+#[derive(Clone)]
+pub struct NodeCache {
+    store: Store<Node>,
+    changes: watch::Receiver<u64>,
+}
+
+impl NodeCache {
+    /// Every cached (stripped) node.
+    pub fn nodes(&self) -> Vec<Arc<Node>> {
+        self.store.state()
+    }
+
+    /// A receiver that is marked changed whenever a node changed in a way the scanner can see.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.clone()
+    }
+
+    /// Resolves once the first full list has been cached.
+    pub async fn wait_until_ready(&self) {
+        // The writer lives as long as the watch task; if it is gone the process is shutting down anyway.
+        let _ = self.store.wait_until_ready().await;
+    }
+}
+
+/// Starts the node watch and returns the cache plus the task that feeds it (run it until shutdown).
+pub fn start(
+    client: Client,
+    label_selector: Option<&str>,
+    health: Health,
+) -> (NodeCache, impl std::future::Future<Output = ()> + Send + 'static) {
+    let (store, mut writer) = reflector::store::<Node>();
+    let (changed_tx, changed_rx) = watch::channel(0u64);
+    let mut config = watcher::Config::default();
+    if let Some(selector) = label_selector {
+        config = config.labels(selector);
+    }
+    let api: Api<Node> = Api::all(client);
+    let reader = store.clone();
+    let feed = async move {
+        let mut events = watcher(api, config).default_backoff().modify(strip_node).boxed();
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    health.watch_ok("nodes");
+                    let changed = is_visible_change(&reader, &event);
+                    writer.apply_watcher_event(&event);
+                    if changed {
+                        changed_tx.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                }
+                Err(error) => health.watch_failed("nodes", &error),
+            }
+        }
+    };
+    (
+        NodeCache {
+            store,
+            changes: changed_rx,
+        },
+        feed,
+    )
+}
+
+/// Whether applying `event` changes what the scanner would see.
+fn is_visible_change(store: &Store<Node>, event: &watcher::Event<Node>) -> bool {
+    match event {
+        watcher::Event::Apply(node) => match store.get(&ObjectRef::from_obj(node)) {
+            Some(cached) => !same_ignoring_version(&cached, node),
+            None => true,
+        },
+        watcher::Event::Delete(_) | watcher::Event::InitDone => true,
+        // During a (re)list the store swaps in the new set at InitDone; signal once then.
+        watcher::Event::Init | watcher::Event::InitApply(_) => false,
+    }
+}
+
+fn same_ignoring_version(a: &Node, b: &Node) -> bool {
+    a.metadata.labels == b.metadata.labels && a.spec == b.spec && a.status == b.status
+}
+
+/// Drops everything the scanner never reads, so 5,000 nodes fit in a few MiB and heartbeats compare equal.
+pub fn strip_node(node: &mut Node) {
+    let meta = &mut node.metadata;
+    meta.managed_fields = None;
+    meta.annotations = None;
+    meta.owner_references = None;
+    meta.finalizers = None;
+    meta.generate_name = None;
+    node.spec = node.spec.take().map(|spec| NodeSpec {
+        unschedulable: spec.unschedulable,
+        ..Default::default()
+    });
+    node.status = node.status.take().map(|status| NodeStatus {
+        capacity: status.capacity.map(only_nvidia),
+        allocatable: status.allocatable.map(only_nvidia),
+        conditions: status.conditions.map(|conditions| {
+            conditions
+                .into_iter()
+                .filter(|c| c.type_ == "Ready")
+                .map(|mut c| {
+                    // Heartbeats move every few seconds without changing anything the scanner reports.
+                    c.last_heartbeat_time = None;
+                    c
+                })
+                .collect()
+        }),
+        ..Default::default()
+    });
+}
+
+fn only_nvidia<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
+    resources
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(NVIDIA_RESOURCE_PREFIX))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node_dump::parse_node_dump;
+    use crate::scanner::scan;
+    use kube::core::Selector;
+
+    #[test]
+    fn stripping_keeps_the_scan_identical() {
+        for fixture in ["homelab-nodes.yaml", "gfd-nodes.yaml"] {
+            let path = format!("{}/../shared/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+            let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
+            let mut stripped = nodes.clone();
+            stripped.iter_mut().for_each(strip_node);
+            assert_eq!(scan(&nodes, &Selector::default()), scan(&stripped, &Selector::default()), "{fixture}");
+            let before: usize = nodes.iter().map(|n| serde_json::to_vec(n).unwrap().len()).sum();
+            let after: usize = stripped.iter().map(|n| serde_json::to_vec(n).unwrap().len()).sum();
+            assert!(after * 2 < before, "{fixture}: {after} bytes after stripping, {before} before");
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! `run`: start-up (API server, CRD, default inventory, node cache), then both controllers until shutdown.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, PostParams};
+use kube::Client;
+use tracing::{info, warn};
+
+use crate::cli::{GlobalArgs, RunArgs};
+use crate::client::connect;
+use crate::controllers::node_status::ConfigMapTarget;
+use crate::controllers::{self, Context};
+use crate::crd::{GpuInventory, GpuInventorySpec};
+use crate::crd_install::{install_crd, require_crd};
+use crate::error::{Error, Result, api_status, describe_kube_error};
+use crate::health::Health;
+use crate::node_cache;
+use crate::selector::{equality_labels, parse_selector};
+use crate::shutdown::Shutdown;
+
+/// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
+pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
+    for (flag, value) in [
+        ("--node-label-selector", &args.node_label_selector),
+        ("--inventory-label-selector", &args.inventory_label_selector),
+    ] {
+        if let Some(text) = value {
+            parse_selector(text).map_err(|e| Error::InvalidFlag(format!("{flag}: {e}")))?;
+        }
+    }
+    let connection = connect(global).await?;
+    let client = connection.client;
+    let namespace = args.namespace.clone().unwrap_or(connection.namespace);
+    tokio::select! {
+        result = wait_for_api_server(&client, &connection.cluster_url, args.startup_timeout) => result?,
+        _ = shutdown.clone().wait() => return Ok(()),
+    }
+    let health = Health::default();
+    if args.skip_crd_install {
+        require_crd(&client, args.startup_timeout).await?;
+    } else {
+        install_crd(&client, args.startup_timeout).await?;
+    }
+    health.set_crd_established();
+    if !args.default_inventory.is_empty() {
+        let labels = args.inventory_label_selector.as_deref().map(equality_labels).unwrap_or_default();
+        ensure_default_inventory(&client, &args.default_inventory, labels).await?;
+    }
+
+    let (nodes, feed) = node_cache::start(client.clone(), args.node_label_selector.as_deref(), health.clone());
+    let feed_task = tokio::spawn(feed);
+    tokio::select! {
+        _ = nodes.wait_until_ready() => {}
+        _ = shutdown.clone().wait() => { feed_task.abort(); return Ok(()); }
+    }
+    health.set_nodes_synced();
+    info!(nodes = nodes.nodes().len(), namespace = %namespace, "node cache synced; starting controllers");
+
+    let ctx = Arc::new(Context::new(client, nodes, args.requeue, health));
+    let target = ConfigMapTarget {
+        namespace,
+        name: args.configmap_name.clone(),
+    };
+    tokio::join!(
+        controllers::inventory::run(ctx.clone(), args.inventory_label_selector.clone(), shutdown.clone()),
+        controllers::node_status::run(ctx.clone(), target, shutdown.clone()),
+    );
+    feed_task.abort();
+    info!(
+        status_writes = ctx.status_guard.written(),
+        status_skipped = ctx.status_guard.skipped(),
+        configmap_writes = ctx.configmap_guard.written(),
+        configmap_skipped = ctx.configmap_guard.skipped(),
+        "stopped"
+    );
+    Ok(())
+}
+
+/// Retries `/version` with backoff (1 s doubling to 10 s) until the server answers or `timeout` passes.
+async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> Result<()> {
+    let started = Instant::now();
+    let mut delay = Duration::from_secs(1);
+    loop {
+        match client.apiserver_version().await {
+            Ok(version) => {
+                info!(server = url, version = %version.git_version, "connected to the API server");
+                return Ok(());
+            }
+            Err(e) if api_status(&e).is_some() => {
+                // The server answered (e.g. 401/403 on /version): it is up; let the real requests report.
+                warn!(server = url, "API server answered /version with {}", describe_kube_error(&e));
+                return Ok(());
+            }
+            Err(e) => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(Error::Timeout(format!(
+                        "API server {url} unreachable for {}s (--startup-timeout): {}",
+                        waited.as_secs(),
+                        describe_kube_error(&e)
+                    )));
+                }
+                warn!(server = url, retry_in_secs = delay.as_secs(), "API server unreachable: {}", describe_kube_error(&e));
+                tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
+                delay = (delay * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Creates the default inventory when it does not exist. A user who deletes it later keeps it deleted.
+async fn ensure_default_inventory(client: &Client, name: &str, labels: Vec<(String, String)>) -> Result<()> {
+    let api: Api<GpuInventory> = Api::all(client.clone());
+    let mut inventory = GpuInventory::new(
+        name,
+        GpuInventorySpec {
+            note: "default inventory created by gpu-inventory-operator (all nodes)".to_owned(),
+            node_selector: None,
+        },
+    );
+    if !labels.is_empty() {
+        inventory.metadata.labels = Some(labels.into_iter().collect());
+    }
+    match api.create(&PostParams::default(), &inventory).await {
+        Ok(_) => {
+            info!(cr = name, "created default GpuInventory");
+            Ok(())
+        }
+        Err(e) if api_status(&e) == Some(409) => Ok(()),
+        Err(e) => Err(Error::kube(format!("creating the default GpuInventory {name}"))(e)),
+    }
+}

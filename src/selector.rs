@@ -1,0 +1,123 @@
+//! Parsing label selector strings (`kubectl -l` syntax) for flags and offline scans.
+
+use std::collections::BTreeSet;
+
+use kube::core::{Expression, Selector};
+
+/// Parses `a=b,c!=d,e,!f,g in (h,i),j notin (k)` into a selector. Empty text selects everything.
+pub fn parse_selector(text: &str) -> Result<Selector, String> {
+    let mut expressions = Vec::new();
+    for term in split_terms(text)? {
+        let term = term.trim();
+        if term.is_empty() {
+            continue;
+        }
+        expressions.push(parse_term(term).map_err(|e| format!("label selector {text:?}: {e}"))?);
+    }
+    Ok(expressions.into_iter().collect())
+}
+
+/// The `key=value` terms of a selector string, e.g. to label an object so that the selector picks it.
+pub fn equality_labels(text: &str) -> Vec<(String, String)> {
+    split_terms(text)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|term| match parse_term(term.trim()) {
+            Ok(Expression::Equal(k, v)) => Some((k, v)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Splits on commas outside parentheses.
+fn split_terms(text: &str) -> Result<Vec<&str>, String> {
+    let mut terms = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                terms.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("label selector {text:?}: unbalanced ')'"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("label selector {text:?}: unbalanced '('"));
+    }
+    terms.push(&text[start..]);
+    Ok(terms)
+}
+
+fn parse_term(term: &str) -> Result<Expression, String> {
+    if let Some((key, values)) = split_set(term, " notin ") {
+        return Ok(Expression::NotIn(valid_key(key)?, values?));
+    }
+    if let Some((key, values)) = split_set(term, " in ") {
+        return Ok(Expression::In(valid_key(key)?, values?));
+    }
+    if let Some((key, value)) = term.split_once("!=") {
+        return Ok(Expression::NotEqual(valid_key(key)?, value.trim().to_owned()));
+    }
+    if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
+        return Ok(Expression::Equal(valid_key(key)?, value.trim().to_owned()));
+    }
+    if let Some(key) = term.strip_prefix('!') {
+        return Ok(Expression::DoesNotExist(valid_key(key)?));
+    }
+    Ok(Expression::Exists(valid_key(term)?))
+}
+
+fn split_set<'a>(term: &'a str, op: &str) -> Option<(&'a str, Result<BTreeSet<String>, String>)> {
+    let (key, rest) = term.split_once(op)?;
+    let values = rest
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .map(|inner| inner.split(',').map(|v| v.trim().to_owned()).collect())
+        .ok_or_else(|| format!("{term:?}: expected a value list in parentheses"));
+    Some((key, values))
+}
+
+fn valid_key(key: &str) -> Result<String, String> {
+    let key = key.trim();
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+    if ok { Ok(key.to_owned()) } else { Err(format!("{key:?} is not a valid label key")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::SelectorExt;
+    use std::collections::BTreeMap;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+    }
+
+    #[test]
+    fn parses_kubectl_syntax() {
+        let s = parse_selector("pool=gpu, tier in (a,b),!cordoned,zone!=x,gpu").unwrap();
+        assert!(s.matches(&labels(&[("pool", "gpu"), ("tier", "b"), ("zone", "y"), ("gpu", "")])));
+        assert!(!s.matches(&labels(&[("pool", "gpu"), ("tier", "c"), ("gpu", "")])));
+        assert!(parse_selector("").unwrap().selects_all());
+        assert!(parse_selector("a in (b").is_err());
+        assert!(parse_selector("bad key=1").is_err());
+    }
+
+    #[test]
+    fn equality_terms() {
+        assert_eq!(
+            equality_labels("a=1,b!=2,c in (3),d==4"),
+            vec![("a".into(), "1".into()), ("d".into(), "4".into())]
+        );
+    }
+}
