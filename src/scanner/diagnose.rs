@@ -105,7 +105,7 @@ fn not_ready_message(ready: Option<&NodeCondition>) -> String {
         message.push_str(&format!(" ({reason})"));
     }
     if let Some(text) = ready.message.as_deref().filter(|m| !m.is_empty()) {
-        let text: String = text.chars().take(256).collect();
+        let text: String = text.trim_end_matches('.').chars().take(256).collect();
         message.push_str(&format!(": {text}"));
     }
     if let Some(since) = &ready.last_transition_time {

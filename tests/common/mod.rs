@@ -1,0 +1,357 @@
+//! Integration test harness: a real API server, per-test isolation, fixture loading, node mutation, and the
+//! operator binary run as a child process scoped to the test's own nodes and inventories.
+//!
+//! The cluster is the one named by `GPUINV_TEST_KUBECONFIG`, else the local control plane that `make test`
+//! starts (`target/local-cluster/kubeconfig`). No cluster is a test failure with instructions, never a skip.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use gpu_inventory_operator::crd::GpuInventory;
+use gpu_inventory_operator::node_dump::parse_node_dump;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+/// The label every object a test creates carries, with the test's id as value.
+pub const TEST_LABEL: &str = "gpuinv-test";
+
+/// Path of the kubeconfig the tests use.
+pub fn kubeconfig_path() -> PathBuf {
+    match std::env::var_os("GPUINV_TEST_KUBECONFIG") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/local-cluster/kubeconfig"),
+    }
+}
+
+/// Whether the tests run against the local control plane (whose API server they may stop and start).
+pub fn is_local_cluster() -> bool {
+    std::env::var_os("GPUINV_TEST_KUBECONFIG").is_none_or(|p| p.is_empty())
+}
+
+fn no_cluster(reason: String) -> ! {
+    panic!(
+        "no Kubernetes cluster for the integration tests: {reason}.\n\
+         Start the local control plane with `make cluster-up` (or run everything with `make test`), \
+         or point GPUINV_TEST_KUBECONFIG at the kubeconfig of a cluster you may create nodes in."
+    )
+}
+
+/// A client for the test cluster; panics with instructions when there is none.
+pub async fn client() -> Client {
+    let path = kubeconfig_path();
+    let kubeconfig = Kubeconfig::read_from(&path)
+        .unwrap_or_else(|e| no_cluster(format!("cannot read kubeconfig {}: {e}", path.display())));
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| no_cluster(format!("kubeconfig {}: {e}", path.display())));
+    let client = Client::try_from(config).unwrap_or_else(|e| no_cluster(e.to_string()));
+    if let Err(e) = client.apiserver_version().await {
+        no_cluster(format!("API server from {} unreachable: {e}", path.display()));
+    }
+    client
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if started.elapsed() > timeout {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One test's slice of the cluster: a unique id, a namespace, and the nodes and inventories it made.
+pub struct TestEnv {
+    /// The client.
+    pub client: Client,
+    /// Unique id, also the value of [`TEST_LABEL`] and the prefix of node names.
+    pub id: String,
+    /// The test's namespace (holds the ConfigMap).
+    pub namespace: String,
+}
+
+impl TestEnv {
+    /// Creates the namespace of a new test environment.
+    pub async fn new(test: &str) -> TestEnv {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nonce = (std::process::id() as u64 * 1000 + COUNTER.fetch_add(1, Ordering::Relaxed) as u64)
+            ^ (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64);
+        let id = format!("t-{}-{:x}", test.replace('_', "-"), nonce % 0xffffff);
+        let id: String = id.chars().take(40).collect::<String>().trim_end_matches('-').to_owned();
+        let client = client().await;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace = serde_json::from_value(json!({
+            "metadata": { "name": id, "labels": { TEST_LABEL: id } }
+        }))
+        .unwrap();
+        namespaces.create(&PostParams::default(), &ns).await.expect("create test namespace");
+        TestEnv { client, namespace: id.clone(), id }
+    }
+
+    /// The test's name for a fixture node.
+    pub fn node_name(&self, fixture_name: &str) -> String {
+        format!("{}-{fixture_name}", self.id)
+    }
+
+    /// The name of the test's default inventory.
+    pub fn inventory_name(&self) -> String {
+        self.id.clone()
+    }
+
+    /// Creates the nodes of a fixture file (renamed and labelled for this test), status included.
+    pub async fn load_fixture(&self, file: &str) -> Vec<String> {
+        let path = format!("{}/../shared/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {path}: {e}"));
+        let nodes = parse_node_dump(&bytes, &path).expect("fixture parses");
+        let mut names = Vec::new();
+        for node in nodes {
+            names.push(self.create_node(node).await);
+        }
+        names
+    }
+
+    /// Creates one node, renamed and labelled for this test. The API server keeps the status on create.
+    pub async fn create_node(&self, mut node: Node) -> String {
+        let name = self.node_name(node.metadata.name.as_deref().unwrap_or("node"));
+        node.metadata.name = Some(name.clone());
+        node.metadata.resource_version = None;
+        node.metadata.uid = None;
+        node.metadata.creation_timestamp = None;
+        node.metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(TEST_LABEL.to_owned(), self.id.clone());
+        if let Some(labels) = node.metadata.labels.as_mut() {
+            labels.insert("kubernetes.io/hostname".to_owned(), name.clone());
+        }
+        let api: Api<Node> = Api::all(self.client.clone());
+        api.create(&PostParams::default(), &node)
+            .await
+            .unwrap_or_else(|e| panic!("creating node {name}: {e}"));
+        name
+    }
+
+    /// Sets a node's Ready condition through the status subresource.
+    pub async fn set_ready(&self, node: &str, status: &str) {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let mut current = nodes.get_status(node).await.expect("get node status");
+        let conditions = current.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new);
+        conditions.retain(|c| c.type_ != "Ready");
+        conditions.push(k8s_openapi::api::core::v1::NodeCondition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: Some(if status == "True" { "KubeletReady" } else { "KubeletNotReady" }.into()),
+            message: Some(format!("set to {status} by the test")),
+            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())),
+            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())),
+        });
+        let body = json!({ "status": { "conditions": conditions } });
+        nodes
+            .patch_status(node, &PatchParams::default(), &Patch::Merge(body))
+            .await
+            .unwrap_or_else(|e| panic!("patching Ready of {node}: {e}"));
+    }
+
+    /// Merges `resources` into a node's capacity or allocatable (`field`) through the status subresource.
+    pub async fn set_resources(&self, node: &str, field: &str, resources: &[(&str, &str)]) {
+        let map: serde_json::Map<String, serde_json::Value> =
+            resources.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect();
+        let body = json!({ "status": { field: map } });
+        Api::<Node>::all(self.client.clone())
+            .patch_status(node, &PatchParams::default(), &Patch::Merge(body))
+            .await
+            .unwrap_or_else(|e| panic!("patching {field} of {node}: {e}"));
+    }
+
+    /// Sets (or with `None` removes) a node label.
+    pub async fn set_label(&self, node: &str, key: &str, value: Option<&str>) {
+        let body = json!({ "metadata": { "labels": { key: value } } });
+        Api::<Node>::all(self.client.clone())
+            .patch(node, &PatchParams::default(), &Patch::Merge(body))
+            .await
+            .unwrap_or_else(|e| panic!("labelling {node}: {e}"));
+    }
+
+    /// Deletes a node.
+    pub async fn delete_node(&self, node: &str) {
+        Api::<Node>::all(self.client.clone())
+            .delete(node, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("deleting {node}: {e}"));
+    }
+
+    /// The test's inventory `name`, if it exists.
+    pub async fn inventory(&self, name: &str) -> Option<GpuInventory> {
+        Api::<GpuInventory>::all(self.client.clone()).get_opt(name).await.expect("get GpuInventory")
+    }
+
+    /// The test's node-status ConfigMap, if it exists.
+    pub async fn configmap(&self) -> Option<ConfigMap> {
+        Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
+            .get_opt("gpu-node-status")
+            .await
+            .expect("get ConfigMap")
+    }
+
+    /// Waits until the default inventory's status satisfies `check`.
+    pub async fn wait_inventory(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        check: impl Fn(&gpu_inventory_operator::crd::GpuInventoryStatus) -> bool,
+    ) -> GpuInventory {
+        eventually(timeout, what, || async {
+            let inv = self.inventory(name).await?;
+            check(inv.status.as_ref()?).then_some(inv)
+        })
+        .await
+    }
+
+    /// Waits until the ConfigMap's data satisfies `check`.
+    pub async fn wait_configmap(
+        &self,
+        timeout: Duration,
+        what: &str,
+        check: impl Fn(&BTreeMap<String, String>) -> bool,
+    ) -> ConfigMap {
+        eventually(timeout, what, || async {
+            let cm = self.configmap().await?;
+            check(cm.data.as_ref()?).then_some(cm)
+        })
+        .await
+    }
+
+    /// The operator's arguments that scope it to this test (kubeconfig, namespace, selectors, requeue).
+    pub fn operator_args(&self, requeue: &str) -> Vec<String> {
+        let selector = format!("{TEST_LABEL}={}", self.id);
+        vec![
+            "run".into(),
+            "--kubeconfig".into(),
+            kubeconfig_path().display().to_string(),
+            "--namespace".into(),
+            self.namespace.clone(),
+            "--node-label-selector".into(),
+            selector.clone(),
+            "--inventory-label-selector".into(),
+            selector,
+            "--default-inventory".into(),
+            self.inventory_name(),
+            "--requeue".into(),
+            requeue.into(),
+        ]
+    }
+
+    /// Starts the operator binary scoped to this test.
+    pub fn start_operator(&self, requeue: &str) -> OperatorProcess {
+        OperatorProcess::start(&self.id, &self.operator_args(requeue))
+    }
+
+    /// Deletes what the test created (nodes, inventories, namespace). Runs from `Drop` too.
+    pub async fn cleanup(&self) {
+        let selector = ListParams::default().labels(&format!("{TEST_LABEL}={}", self.id));
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let _ = nodes.delete_collection(&DeleteParams::default(), &selector).await;
+        let inventories: Api<GpuInventory> = Api::all(self.client.clone());
+        let _ = inventories.delete_collection(&DeleteParams::default(), &selector).await;
+        let _ = Api::<Namespace>::all(self.client.clone()).delete(&self.namespace, &DeleteParams::default()).await;
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let (id, namespace) = (self.id.clone(), self.namespace.clone());
+        // Drop cannot await, and the test's client is bound to the test's (now blocked) runtime: a short-lived
+        // runtime on its own thread makes a fresh client and does the deletes, also after a panic.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let env = TestEnv { client: client().await, id, namespace };
+                env.cleanup().await;
+                std::mem::forget(env);
+            });
+        })
+        .join();
+    }
+}
+
+/// The operator binary running as a child process, its output captured to `target/test-logs/<id>.log`.
+pub struct OperatorProcess {
+    child: Child,
+    /// Where its stderr/stdout go.
+    pub log_path: PathBuf,
+}
+
+impl OperatorProcess {
+    /// Spawns the binary with `args` (RUST_LOG from the environment, else info).
+    pub fn start(id: &str, args: &[String]) -> OperatorProcess {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
+        std::fs::create_dir_all(&dir).unwrap();
+        static N: AtomicU32 = AtomicU32::new(0);
+        let log_path = dir.join(format!("{id}-{}.log", N.fetch_add(1, Ordering::Relaxed)));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
+            .args(args)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn the operator binary");
+        OperatorProcess { child, log_path }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Sends a signal (`TERM`, `KILL`, `INT`).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill").args([&format!("-{signal}"), &self.pid().to_string()]).status().unwrap();
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits for exit up to `timeout`; returns the exit code (None: killed by a signal or still running).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<Option<i32>> {
+        let started = Instant::now();
+        while started.elapsed() < timeout {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
