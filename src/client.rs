@@ -8,6 +8,9 @@ use kube::{Client, Config};
 use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
 
+/// The user agent of every request the operator makes.
+pub const USER_AGENT: &str = concat!("gpu-inventory-operator/", env!("CARGO_PKG_VERSION"));
+
 /// A client and what the configuration said about where it points.
 pub struct Connection {
     /// The client.
@@ -20,7 +23,12 @@ pub struct Connection {
 
 /// Builds the client from `--kubeconfig`/`--context`, else $KUBECONFIG or ~/.kube/config, else in-cluster.
 pub async fn connect(args: &GlobalArgs) -> Result<Connection> {
-    let config = load_config(args).await?;
+    let mut config = load_config(args).await?;
+    // A user agent of our own tells the operator's requests apart in audit logs (and in `make bench`).
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
     let namespace = config.default_namespace.clone();
     let cluster_url = config.cluster_url.to_string();
     let client = Client::try_from(config)
