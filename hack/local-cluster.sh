@@ -16,9 +16,13 @@
 #   kubeconfig       print the kubeconfig path
 #
 # State (certs, etcd data, logs, pids, ports, args, kubeconfig, audit log) lives in
-# <repo>/target/local-cluster/.
+# <repo>/target/local-cluster/ (or $LOCAL_CLUSTER_STATE_DIR); the lock file sits beside it
+# (<repo>/target/.local-cluster.lock by default).
 #
 # Environment:
+#   LOCAL_CLUSTER_STATE_DIR      state directory (default target/local-cluster; a relative path is taken
+#                                from the repository root). Clusters with different state dirs are fully
+#                                independent (own ports, lock, audit log): `make bench` uses target/bench-cluster.
 #   KUBEBUILDER_ASSETS     directory with prebuilt etcd + kube-apiserver (skips the build)
 #   GPUINV_CACHE_DIR       binary cache root (see hack/build-control-plane.sh)
 #   ETCD_VERSION, KUBE_VERSION   versions to build (defaults v3.6.16, v1.34.4)
@@ -27,11 +31,15 @@ set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT_DIR="$(cd "${HACK_DIR}/.." && pwd)"
-STATE_DIR="${ROOT_DIR}/target/local-cluster"
+STATE_DIR="${LOCAL_CLUSTER_STATE_DIR:-target/local-cluster}"
+[[ "${STATE_DIR}" == /* ]] || STATE_DIR="${ROOT_DIR}/${STATE_DIR}"
+STATE_DIR="${STATE_DIR%/}"
+[[ -n "${STATE_DIR}" && "${STATE_DIR}" != "${ROOT_DIR}" ]] || { printf '[local-cluster] ERROR: LOCAL_CLUSTER_STATE_DIR must name a directory of its own\n' >&2; exit 1; }
 PKI_DIR="${STATE_DIR}/pki"
 KUBECONFIG_PATH="${STATE_DIR}/kubeconfig"
 AUDIT_LOG="${STATE_DIR}/audit.log"
-LOCK_FILE="${ROOT_DIR}/target/.local-cluster.lock"
+# One lock per state dir: target/local-cluster -> target/.local-cluster.lock (as before).
+LOCK_FILE="$(dirname "${STATE_DIR}")/.$(basename "${STATE_DIR}").lock"
 READY_TIMEOUT="${LOCAL_CLUSTER_READY_TIMEOUT:-90}"
 STOP_GRACE_SECONDS=5
 CONTEXT_NAME="local-cluster"
