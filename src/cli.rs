@@ -11,7 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// GpuInventory CRD (homelab.youngju.dev/v1, short name gpuinv), writes each GpuInventory's status from the
 /// nodes' NVIDIA feature-discovery labels and Ready condition, and keeps the ConfigMap gpu-node-status current.
 #[derive(Debug, Parser)]
-#[command(name = "gpu-inventory-operator", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "gpu-inventory-operator",
+    version,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to do; `run` when omitted.
     #[command(subcommand)]
@@ -100,7 +104,12 @@ pub struct ScanArgs {
     #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
     /// Only scan nodes matching this label selector.
-    #[arg(long, short = 'l', env = "GPUINV_SCAN_SELECTOR", value_name = "SELECTOR")]
+    #[arg(
+        long,
+        short = 'l',
+        env = "GPUINV_SCAN_SELECTOR",
+        value_name = "SELECTOR"
+    )]
     pub selector: Option<String>,
 }
 

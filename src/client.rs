@@ -46,8 +46,9 @@ async fn load_config(args: &GlobalArgs) -> Result<Config> {
         ..Default::default()
     };
     if let Some(path) = &args.kubeconfig {
-        let kubeconfig = Kubeconfig::read_from(path)
-            .map_err(|e| Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display())))?;
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
+            Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display()))
+        })?;
         return Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| Error::Kubeconfig(format!("kubeconfig {}: {e}", path.display())));
@@ -72,8 +73,13 @@ fn default_kubeconfig_paths() -> String {
     match std::env::var_os("KUBECONFIG") {
         Some(paths) if !paths.is_empty() => format!("KUBECONFIG={}", paths.to_string_lossy()),
         _ => {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-            format!("{} (KUBECONFIG is not set)", home.join(".kube/config").display())
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            format!(
+                "{} (KUBECONFIG is not set)",
+                home.join(".kube/config").display()
+            )
         }
     }
 }

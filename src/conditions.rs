@@ -13,10 +13,19 @@ pub const MAX_NAMED_NODES: usize = 10;
 
 /// `Ready` then `Degraded`, with `lastTransitionTime` left at the epoch for the guard to stamp.
 pub fn inventory_conditions(inventory: &Inventory, generation: Option<i64>) -> Vec<Condition> {
-    vec![ready_condition(inventory, generation), degraded_condition(inventory, generation)]
+    vec![
+        ready_condition(inventory, generation),
+        degraded_condition(inventory, generation),
+    ]
 }
 
-fn condition(type_: &str, status: bool, reason: &str, message: String, generation: Option<i64>) -> Condition {
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+) -> Condition {
     Condition {
         type_: type_.to_owned(),
         status: if status { "True" } else { "False" }.to_owned(),
@@ -30,14 +39,27 @@ fn condition(type_: &str, status: bool, reason: &str, message: String, generatio
 fn ready_condition(inventory: &Inventory, generation: Option<i64>) -> Condition {
     let (total, ready) = (inventory.total_gpu_nodes, inventory.ready_gpu_nodes);
     if total == 0 {
-        return condition("Ready", false, "NoGpuNodes", "no GPU nodes among the selected nodes".to_owned(), generation);
+        return condition(
+            "Ready",
+            false,
+            "NoGpuNodes",
+            "no GPU nodes among the selected nodes".to_owned(),
+            generation,
+        );
     }
     if ready == total {
         let message = format!("all {total} GPU nodes are Ready");
         return condition("Ready", true, "AllGpuNodesReady", message, generation);
     }
-    let not_ready = inventory.nodes.iter().filter(|n| !n.ready).map(|n| n.name.as_str());
-    let message = format!("{ready} of {total} GPU nodes Ready; not ready: {}", capped_list(not_ready));
+    let not_ready = inventory
+        .nodes
+        .iter()
+        .filter(|n| !n.ready)
+        .map(|n| n.name.as_str());
+    let message = format!(
+        "{ready} of {total} GPU nodes Ready; not ready: {}",
+        capped_list(not_ready)
+    );
     condition("Ready", false, "GpuNodesNotReady", message, generation)
 }
 
@@ -52,19 +74,36 @@ fn degraded_condition(inventory: &Inventory, generation: Option<i64>) -> Conditi
         }
     }
     if nodes_per_reason.is_empty() {
-        return condition("Degraded", false, "NoIssues", "no GPU node has an issue".to_owned(), generation);
+        return condition(
+            "Degraded",
+            false,
+            "NoIssues",
+            "no GPU node has an issue".to_owned(),
+            generation,
+        );
     }
     let counts: Vec<String> = nodes_per_reason
         .iter()
         .map(|(reason, n)| format!("{reason}: {n} node{}", if *n == 1 { "" } else { "s" }))
         .collect();
-    condition("Degraded", true, "GpuNodeIssues", counts.join(", "), generation)
+    condition(
+        "Degraded",
+        true,
+        "GpuNodeIssues",
+        counts.join(", "),
+        generation,
+    )
 }
 
 /// `a, b, c` or `a, b, ... and 7 more` past [`MAX_NAMED_NODES`].
 pub fn capped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
-    let shown = names.iter().take(MAX_NAMED_NODES).copied().collect::<Vec<_>>().join(", ");
+    let shown = names
+        .iter()
+        .take(MAX_NAMED_NODES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     match names.len().saturating_sub(MAX_NAMED_NODES) {
         0 => shown,
         more => format!("{shown} and {more} more"),
@@ -82,7 +121,10 @@ mod tests {
             ready,
             issues: reasons
                 .iter()
-                .map(|r| NodeIssue { reason: (*r).into(), message: String::new() })
+                .map(|r| NodeIssue {
+                    reason: (*r).into(),
+                    message: String::new(),
+                })
                 .collect(),
             ..Default::default()
         }
@@ -100,17 +142,33 @@ mod tests {
     #[test]
     fn no_gpu_nodes() {
         let c = inventory_conditions(&inventory(vec![]), Some(3));
-        assert_eq!((c[0].status.as_str(), c[0].reason.as_str()), ("False", "NoGpuNodes"));
+        assert_eq!(
+            (c[0].status.as_str(), c[0].reason.as_str()),
+            ("False", "NoGpuNodes")
+        );
         assert_eq!(c[0].observed_generation, Some(3));
-        assert_eq!((c[1].status.as_str(), c[1].reason.as_str()), ("False", "NoIssues"));
+        assert_eq!(
+            (c[1].status.as_str(), c[1].reason.as_str()),
+            ("False", "NoIssues")
+        );
     }
 
     #[test]
     fn not_ready_nodes_are_named_and_capped() {
-        let nodes = (0..13).map(|i| node(&format!("n{i:02}"), i == 0, &["NotReady"])).collect();
+        let nodes = (0..13)
+            .map(|i| node(&format!("n{i:02}"), i == 0, &["NotReady"]))
+            .collect();
         let c = inventory_conditions(&inventory(nodes), None);
-        assert_eq!((c[0].status.as_str(), c[0].reason.as_str()), ("False", "GpuNodesNotReady"));
-        assert!(c[0].message.starts_with("1 of 13 GPU nodes Ready; not ready: n01, n02"), "{}", c[0].message);
+        assert_eq!(
+            (c[0].status.as_str(), c[0].reason.as_str()),
+            ("False", "GpuNodesNotReady")
+        );
+        assert!(
+            c[0].message
+                .starts_with("1 of 13 GPU nodes Ready; not ready: n01, n02"),
+            "{}",
+            c[0].message
+        );
         assert!(c[0].message.ends_with("n10 and 2 more"), "{}", c[0].message);
     }
 
@@ -123,12 +181,18 @@ mod tests {
         ];
         let c = inventory_conditions(&inventory(nodes), None);
         assert_eq!(c[1].status, "True");
-        assert_eq!(c[1].message, "GpuLabelsMissing: 1 node, InvalidLabel: 1 node, NotReady: 2 nodes");
+        assert_eq!(
+            c[1].message,
+            "GpuLabelsMissing: 1 node, InvalidLabel: 1 node, NotReady: 2 nodes"
+        );
     }
 
     #[test]
     fn all_ready() {
         let c = inventory_conditions(&inventory(vec![node("a", true, &[])]), None);
-        assert_eq!((c[0].status.as_str(), c[0].reason.as_str()), ("True", "AllGpuNodesReady"));
+        assert_eq!(
+            (c[0].status.as_str(), c[0].reason.as_str()),
+            ("True", "AllGpuNodesReady")
+        );
     }
 }

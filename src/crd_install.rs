@@ -8,9 +8,9 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, CustomResourceExt};
 use tracing::info;
 
+use crate::FIELD_MANAGER;
 use crate::crd::{CRD_NAME, GpuInventory};
 use crate::error::{Error, Result, api_status};
-use crate::FIELD_MANAGER;
 
 /// The CRD as the operator installs it.
 pub fn crd() -> CustomResourceDefinition {
@@ -25,9 +25,15 @@ pub fn crd_yaml() -> String {
 /// Applies the CRD (server-side apply, forced) and waits until it is Established.
 pub async fn install_crd(client: &Client, timeout: Duration) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(CRD_NAME, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(crd()))
-        .await
-        .map_err(Error::kube(format!("installing CustomResourceDefinition {CRD_NAME} (server-side apply)")))?;
+    api.patch(
+        CRD_NAME,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(crd()),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "installing CustomResourceDefinition {CRD_NAME} (server-side apply)"
+    )))?;
     wait_established(&api, timeout).await?;
     info!(crd = CRD_NAME, "CRD installed and established");
     Ok(())
@@ -39,7 +45,9 @@ pub async fn require_crd(client: &Client, timeout: Duration) -> Result<()> {
     match api.get(CRD_NAME).await {
         Ok(_) => wait_established(&api, timeout).await,
         Err(e) if api_status(&e) == Some(404) => Err(Error::CrdMissing(CRD_NAME.to_owned())),
-        Err(e) => Err(Error::kube(format!("reading CustomResourceDefinition {CRD_NAME}"))(e)),
+        Err(e) => Err(Error::kube(format!(
+            "reading CustomResourceDefinition {CRD_NAME}"
+        ))(e)),
     }
 }
 
@@ -47,7 +55,9 @@ async fn wait_established(api: &Api<CustomResourceDefinition>, timeout: Duration
     let established = await_condition(api.clone(), CRD_NAME, conditions::is_crd_established());
     match tokio::time::timeout(timeout, established).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(Error::Timeout(format!("waiting for CRD {CRD_NAME} to be Established: {e}"))),
+        Ok(Err(e)) => Err(Error::Timeout(format!(
+            "waiting for CRD {CRD_NAME} to be Established: {e}"
+        ))),
         Err(_) => Err(Error::Timeout(format!(
             "CRD {CRD_NAME} not Established after {}s; check `kubectl describe crd {CRD_NAME}`",
             timeout.as_secs()

@@ -96,7 +96,10 @@ fn describe_status(status: &Status) -> String {
         401 => " — the credentials in the kubeconfig were rejected",
         _ => "",
     };
-    format!("{} ({} {}){hint}", status.message, status.code, status.reason)
+    format!(
+        "{} ({} {}){hint}",
+        status.message, status.code, status.reason
+    )
 }
 
 /// Result with the operator's error.

@@ -5,6 +5,8 @@
 //! bookkeeping over when nothing changed, and says whether the write may go out. Writes done and skipped are
 //! counted per guard.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jiff::Timestamp;
@@ -39,7 +41,12 @@ pub struct WriteGuard {
 
 impl WriteGuard {
     /// Decides whether `desired` must be written over `current` (`None`: the server holds nothing yet).
-    pub fn decide<T: GuardedContent>(&self, current: Option<&T>, mut desired: T, now: Timestamp) -> Decision<T> {
+    pub fn decide<T: GuardedContent>(
+        &self,
+        current: Option<&T>,
+        mut desired: T,
+        now: Timestamp,
+    ) -> Decision<T> {
         let unchanged = current.is_some_and(|current| desired.same_content(current));
         if unchanged {
             self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -65,6 +72,52 @@ impl WriteGuard {
     }
 }
 
+/// Our last write per object, until the watch cache has caught up with it.
+///
+/// A reconcile can start between our write and the watch event that brings it into the cache. Compared with
+/// the stale cache, the content looks changed and the same write would go out again. The guard compares with
+/// our own last write instead while the cache still shows the version it showed when we wrote.
+#[derive(Debug)]
+pub struct RecentWrites<T> {
+    writes: Mutex<HashMap<String, (Option<String>, T)>>,
+}
+
+impl<T> Default for RecentWrites<T> {
+    fn default() -> Self {
+        Self {
+            writes: Mutex::default(),
+        }
+    }
+}
+
+impl<T> RecentWrites<T> {
+    /// Records that `written` was written while the cache showed version `cache_version` of `key`.
+    pub fn record(&self, key: &str, cache_version: Option<String>, written: T) {
+        let mut writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        writes.insert(key.to_owned(), (cache_version, written));
+    }
+
+    /// Calls `f` with what the server holds as far as we know: our last write while the cache still shows
+    /// `cache_version`, else `cached`.
+    pub fn with_current<R>(
+        &self,
+        key: &str,
+        cache_version: Option<&str>,
+        cached: Option<&T>,
+        f: impl FnOnce(Option<&T>) -> R,
+    ) -> R {
+        let mut writes = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        match writes.get(key) {
+            Some((version, written)) if version.as_deref() == cache_version => f(Some(written)),
+            Some(_) => {
+                writes.remove(key);
+                f(cached)
+            }
+            None => f(cached),
+        }
+    }
+}
+
 impl GuardedContent for GpuInventoryStatus {
     fn same_content(&self, current: &Self) -> bool {
         self.observed_generation == current.observed_generation
@@ -73,13 +126,17 @@ impl GuardedContent for GpuInventoryStatus {
             && self.total_gpus == current.total_gpus
             && self.nodes == current.nodes
             && self.conditions.len() == current.conditions.len()
-            && self.conditions.iter().zip(&current.conditions).all(|(a, b)| {
-                a.type_ == b.type_
-                    && a.status == b.status
-                    && a.reason == b.reason
-                    && a.message == b.message
-                    && a.observed_generation == b.observed_generation
-            })
+            && self
+                .conditions
+                .iter()
+                .zip(&current.conditions)
+                .all(|(a, b)| {
+                    a.type_ == b.type_
+                        && a.status == b.status
+                        && a.reason == b.reason
+                        && a.message == b.message
+                        && a.observed_generation == b.observed_generation
+                })
     }
 
     fn stamp(&mut self, current: Option<&Self>, now: Timestamp) {
@@ -145,14 +202,21 @@ mod tests {
         let guard = WriteGuard::default();
         let s = written(guard.decide(None, status(0), t(100)));
         assert_eq!(s.observed_time, Some(Time(t(100))));
-        assert!(s.conditions.iter().all(|c| c.last_transition_time == Time(t(100))));
+        assert!(
+            s.conditions
+                .iter()
+                .all(|c| c.last_transition_time == Time(t(100)))
+        );
     }
 
     #[test]
     fn unchanged_content_is_skipped_whatever_the_times() {
         let guard = WriteGuard::default();
         let on_server = written(guard.decide(None, status(0), t(100)));
-        assert_eq!(guard.decide(Some(&on_server), status(0), t(200)), Decision::Skip);
+        assert_eq!(
+            guard.decide(Some(&on_server), status(0), t(200)),
+            Decision::Skip
+        );
         assert_eq!((guard.skipped(), guard.written()), (1, 0));
     }
 
@@ -168,7 +232,31 @@ mod tests {
         let s2 = written(guard.decide(Some(&s), status(4), t(300)));
         assert_eq!(s2.conditions[0].status, "True");
         assert_eq!(s2.conditions[0].last_transition_time, Time(t(300)));
-        assert_eq!(s2.conditions[1].last_transition_time, Time(t(100)), "Degraded did not flip");
+        assert_eq!(
+            s2.conditions[1].last_transition_time,
+            Time(t(100)),
+            "Degraded did not flip"
+        );
+    }
+
+    #[test]
+    fn recent_writes_cover_a_stale_cache() {
+        let recent = RecentWrites::default();
+        recent.record("cm", Some("7".into()), 1);
+        let seen = |version: Option<&str>, cached: Option<&i32>| {
+            recent.with_current("cm", version, cached, |c| c.copied())
+        };
+        assert_eq!(
+            seen(Some("7"), None),
+            Some(1),
+            "cache still at the pre-write version"
+        );
+        assert_eq!(
+            seen(Some("8"), Some(&2)),
+            Some(2),
+            "cache caught up: it wins from now on"
+        );
+        assert_eq!(seen(Some("7"), Some(&3)), Some(3), "the record is gone");
     }
 
     #[test]
@@ -177,6 +265,9 @@ mod tests {
         let on_server = written(guard.decide(None, status(0), t(100)));
         let mut next = status(0);
         next.observed_generation = Some(2);
-        assert!(matches!(guard.decide(Some(&on_server), next, t(200)), Decision::Write(_)));
+        assert!(matches!(
+            guard.decide(Some(&on_server), next, t(200)),
+            Decision::Write(_)
+        ));
     }
 }

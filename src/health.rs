@@ -49,7 +49,9 @@ impl Health {
             .lock()
             .map(|o| o.since.is_none_or(|since| since.elapsed() < grace))
             .unwrap_or(false);
-        self.0.crd_established.load(Ordering::Relaxed) && self.0.nodes_synced.load(Ordering::Relaxed) && outage_ok
+        self.0.crd_established.load(Ordering::Relaxed)
+            && self.0.nodes_synced.load(Ordering::Relaxed)
+            && outage_ok
     }
 
     /// Number of watch failures (each one restarts a watch after a backoff).
@@ -59,10 +61,16 @@ impl Health {
 
     /// A watch delivered an event: the API server is reachable.
     pub fn watch_ok(&self, watch: &str) {
-        let Ok(mut outage) = self.0.outage.lock() else { return };
+        let Ok(mut outage) = self.0.outage.lock() else {
+            return;
+        };
         if let Some(since) = outage.since.take() {
             outage.last_warned = None;
-            info!(watch, after_secs = since.elapsed().as_secs(), "API server reachable again; watch resumed");
+            info!(
+                watch,
+                after_secs = since.elapsed().as_secs(),
+                "API server reachable again; watch resumed"
+            );
         }
     }
 
@@ -83,10 +91,15 @@ impl Health {
 
     /// Any other failed request: counts toward the outage and is logged rate-limited.
     pub fn failure(&self, what: &str, message: &str) {
-        let Ok(mut outage) = self.0.outage.lock() else { return };
+        let Ok(mut outage) = self.0.outage.lock() else {
+            return;
+        };
         let now = Instant::now();
         let since = *outage.since.get_or_insert(now);
-        if outage.last_warned.is_none_or(|t| now.duration_since(t) >= WARN_EVERY) {
+        if outage
+            .last_warned
+            .is_none_or(|t| now.duration_since(t) >= WARN_EVERY)
+        {
             outage.last_warned = Some(now);
             warn!(
                 what,

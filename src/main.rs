@@ -17,12 +17,14 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Scan(args) => scan_cmd::run(&cli.global, &args).await,
-        Command::Run(args) => match operator::run(&cli.global, args, Shutdown::on_signals()).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                tracing::error!(reason = e.metric_label(), "{e}");
-                ExitCode::FAILURE
+        Command::Run(args) => {
+            match operator::run(&cli.global, args, Shutdown::on_signals()).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(reason = e.metric_label(), "{e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
     }
 }

@@ -46,7 +46,10 @@ pub fn start(
     client: Client,
     label_selector: Option<&str>,
     health: Health,
-) -> (NodeCache, impl std::future::Future<Output = ()> + Send + 'static) {
+) -> (
+    NodeCache,
+    impl std::future::Future<Output = ()> + Send + 'static,
+) {
     let (store, mut writer) = reflector::store::<Node>();
     let (changed_tx, changed_rx) = watch::channel(0u64);
     let mut config = watcher::Config::default();
@@ -56,7 +59,10 @@ pub fn start(
     let api: Api<Node> = Api::all(client);
     let reader = store.clone();
     let feed = async move {
-        let mut events = watcher(api, config).default_backoff().modify(strip_node).boxed();
+        let mut events = watcher(api, config)
+            .default_backoff()
+            .modify(strip_node)
+            .boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
@@ -144,14 +150,30 @@ mod tests {
     #[test]
     fn stripping_keeps_the_scan_identical() {
         for fixture in ["homelab-nodes.yaml", "gfd-nodes.yaml"] {
-            let path = format!("{}/../shared/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+            let path = format!(
+                "{}/../shared/fixtures/{fixture}",
+                env!("CARGO_MANIFEST_DIR")
+            );
             let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
             let mut stripped = nodes.clone();
             stripped.iter_mut().for_each(strip_node);
-            assert_eq!(scan(&nodes, &Selector::default()), scan(&stripped, &Selector::default()), "{fixture}");
-            let before: usize = nodes.iter().map(|n| serde_json::to_vec(n).unwrap().len()).sum();
-            let after: usize = stripped.iter().map(|n| serde_json::to_vec(n).unwrap().len()).sum();
-            assert!(after * 2 < before, "{fixture}: {after} bytes after stripping, {before} before");
+            assert_eq!(
+                scan(&nodes, &Selector::default()),
+                scan(&stripped, &Selector::default()),
+                "{fixture}"
+            );
+            let before: usize = nodes
+                .iter()
+                .map(|n| serde_json::to_vec(n).unwrap().len())
+                .sum();
+            let after: usize = stripped
+                .iter()
+                .map(|n| serde_json::to_vec(n).unwrap().len())
+                .sum();
+            assert!(
+                after * 2 < before,
+                "{fixture}: {after} bytes after stripping, {before} before"
+            );
         }
     }
 }

@@ -41,7 +41,10 @@ fn is_zero(n: &usize) -> bool {
 
 /// The ConfigMap data for an inventory, within [`DATA_BUDGET_BYTES`]. Entries are added in name order until
 /// the budget is spent; the summary says how many were left out.
-pub fn node_status_data(inventory: &Inventory, budget: usize) -> (BTreeMap<String, String>, NodeStatusSummary) {
+pub fn node_status_data(
+    inventory: &Inventory,
+    budget: usize,
+) -> (BTreeMap<String, String>, NodeStatusSummary) {
     let mut data = BTreeMap::new();
     let mut used = 0usize;
     let mut omitted = 0usize;
@@ -112,7 +115,11 @@ mod tests {
     #[test]
     fn stays_within_budget_and_says_so() {
         let (data, summary) = node_status_data(&inventory(10), 400);
-        let used: usize = data.iter().filter(|(k, _)| *k != SUMMARY_KEY).map(|(k, v)| k.len() + v.len()).sum();
+        let used: usize = data
+            .iter()
+            .filter(|(k, _)| *k != SUMMARY_KEY)
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
         assert!(used <= 400);
         assert!(summary.truncated);
         assert_eq!(summary.omitted_nodes + data.len() - 1, 10);

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, PostParams};
 use kube::Client;
+use kube::api::{Api, PostParams};
 use tracing::{info, warn};
 
 use crate::cli::{GlobalArgs, RunArgs};
@@ -44,11 +44,19 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
     }
     health.set_crd_established();
     if !args.default_inventory.is_empty() {
-        let labels = args.inventory_label_selector.as_deref().map(equality_labels).unwrap_or_default();
+        let labels = args
+            .inventory_label_selector
+            .as_deref()
+            .map(equality_labels)
+            .unwrap_or_default();
         ensure_default_inventory(&client, &args.default_inventory, labels).await?;
     }
 
-    let (nodes, feed) = node_cache::start(client.clone(), args.node_label_selector.as_deref(), health.clone());
+    let (nodes, feed) = node_cache::start(
+        client.clone(),
+        args.node_label_selector.as_deref(),
+        health.clone(),
+    );
     let feed_task = tokio::spawn(feed);
     tokio::select! {
         _ = nodes.wait_until_ready() => {}
@@ -63,7 +71,11 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         name: args.configmap_name.clone(),
     };
     tokio::join!(
-        controllers::inventory::run(ctx.clone(), args.inventory_label_selector.clone(), shutdown.clone()),
+        controllers::inventory::run(
+            ctx.clone(),
+            args.inventory_label_selector.clone(),
+            shutdown.clone()
+        ),
         controllers::node_status::run(ctx.clone(), target, shutdown.clone()),
     );
     feed_task.abort();
@@ -89,7 +101,11 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
             }
             Err(e) if api_status(&e).is_some() => {
                 // The server answered (e.g. 401/403 on /version): it is up; let the real requests report.
-                warn!(server = url, "API server answered /version with {}", describe_kube_error(&e));
+                warn!(
+                    server = url,
+                    "API server answered /version with {}",
+                    describe_kube_error(&e)
+                );
                 return Ok(());
             }
             Err(e) => {
@@ -101,7 +117,12 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
                         describe_kube_error(&e)
                     )));
                 }
-                warn!(server = url, retry_in_secs = delay.as_secs(), "API server unreachable: {}", describe_kube_error(&e));
+                warn!(
+                    server = url,
+                    retry_in_secs = delay.as_secs(),
+                    "API server unreachable: {}",
+                    describe_kube_error(&e)
+                );
                 tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
                 delay = (delay * 2).min(Duration::from_secs(10));
             }
@@ -110,7 +131,11 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
 }
 
 /// Creates the default inventory when it does not exist. A user who deletes it later keeps it deleted.
-async fn ensure_default_inventory(client: &Client, name: &str, labels: Vec<(String, String)>) -> Result<()> {
+async fn ensure_default_inventory(
+    client: &Client,
+    name: &str,
+    labels: Vec<(String, String)>,
+) -> Result<()> {
     let api: Api<GpuInventory> = Api::all(client.clone());
     let mut inventory = GpuInventory::new(
         name,
@@ -128,6 +153,8 @@ async fn ensure_default_inventory(client: &Client, name: &str, labels: Vec<(Stri
             Ok(())
         }
         Err(e) if api_status(&e) == Some(409) => Ok(()),
-        Err(e) => Err(Error::kube(format!("creating the default GpuInventory {name}"))(e)),
+        Err(e) => Err(Error::kube(format!(
+            "creating the default GpuInventory {name}"
+        ))(e)),
     }
 }

@@ -27,8 +27,13 @@ pub const EXIT_ERROR: u8 = 2;
 
 /// Runs the scan and prints it; the exit code says whether any issue was found.
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    match scan_status(global, args).await.and_then(|status| print(&status, args.output).map(|()| status)) {
-        Ok(status) if status.nodes.iter().any(|n| !n.issues.is_empty()) => ExitCode::from(EXIT_ISSUES),
+    match scan_status(global, args)
+        .await
+        .and_then(|status| print(&status, args.output).map(|()| status))
+    {
+        Ok(status) if status.nodes.iter().any(|n| !n.issues.is_empty()) => {
+            ExitCode::from(EXIT_ISSUES)
+        }
         Ok(_) => ExitCode::from(EXIT_HEALTHY),
         Err(e) => {
             eprintln!("error: {e}");
@@ -39,7 +44,9 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
 
 async fn scan_status(global: &GlobalArgs, args: &ScanArgs) -> Result<GpuInventoryStatus> {
     let selector = match &args.selector {
-        Some(text) => parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?,
+        Some(text) => {
+            parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
+        }
         None => Selector::default(),
     };
     let nodes = match args.from_file.as_deref() {
@@ -59,7 +66,8 @@ fn read_dump(path: &str) -> Result<Vec<Node>> {
             .map_err(|e| Error::InvalidFlag(format!("reading stdin: {e}")))?;
         (bytes, "<stdin>".to_owned())
     } else {
-        let bytes = std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
         (bytes, path.to_owned())
     };
     parse_node_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))
@@ -72,16 +80,18 @@ async fn list_nodes(global: &GlobalArgs, selector: Option<&str>) -> Result<Vec<N
     if let Some(selector) = selector {
         params = params.labels(selector);
     }
-    let list = api
-        .list(&params)
-        .await
-        .map_err(Error::kube(format!("listing nodes on {}", connection.cluster_url)))?;
+    let list = api.list(&params).await.map_err(Error::kube(format!(
+        "listing nodes on {}",
+        connection.cluster_url
+    )))?;
     Ok(list.items)
 }
 
 fn print(status: &GpuInventoryStatus, format: OutputFormat) -> Result<()> {
     let text = match format {
-        OutputFormat::Json => serde_json::to_string_pretty(status).expect("status serializes") + "\n",
+        OutputFormat::Json => {
+            serde_json::to_string_pretty(status).expect("status serializes") + "\n"
+        }
         OutputFormat::Yaml => serde_saphyr::to_string(status).expect("status serializes"),
         OutputFormat::Table => table(status),
     };
@@ -91,7 +101,9 @@ fn print(status: &GpuInventoryStatus, format: OutputFormat) -> Result<()> {
 
 /// The article's table, plus an ISSUES column and one line per issue below it.
 pub fn table(status: &GpuInventoryStatus) -> String {
-    let header = ["NAME", "READY", "PRODUCT", "GPUS", "MEMORY", "WORKLOAD", "ISSUES"];
+    let header = [
+        "NAME", "READY", "PRODUCT", "GPUS", "MEMORY", "WORKLOAD", "ISSUES",
+    ];
     let rows: Vec<[String; 7]> = status
         .nodes
         .iter()
@@ -101,11 +113,19 @@ pub fn table(status: &GpuInventoryStatus) -> String {
             [
                 n.name.clone(),
                 n.ready.to_string(),
-                n.product.clone().unwrap_or_else(|| "<unlabeled>".to_owned()),
+                n.product
+                    .clone()
+                    .unwrap_or_else(|| "<unlabeled>".to_owned()),
                 n.count.to_string(),
-                n.memory_mib.map(|m| format!("{m}MiB")).unwrap_or_else(|| "-".to_owned()),
+                n.memory_mib
+                    .map(|m| format!("{m}MiB"))
+                    .unwrap_or_else(|| "-".to_owned()),
                 n.workload_config.clone().unwrap_or_else(|| "-".to_owned()),
-                if reasons.is_empty() { "-".to_owned() } else { reasons.join(",") },
+                if reasons.is_empty() {
+                    "-".to_owned()
+                } else {
+                    reasons.join(",")
+                },
             ]
         })
         .collect();
@@ -116,7 +136,11 @@ pub fn table(status: &GpuInventoryStatus) -> String {
         }
     }
     let line = |cells: &[String]| -> String {
-        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         padded.join("  ").trim_end().to_owned() + "\n"
     };
     let mut out = format!(
@@ -130,7 +154,11 @@ pub fn table(status: &GpuInventoryStatus) -> String {
     let issues: Vec<String> = status
         .nodes
         .iter()
-        .flat_map(|n| n.issues.iter().map(move |i| format!("  {}: {}: {}\n", n.name, i.reason, i.message)))
+        .flat_map(|n| {
+            n.issues
+                .iter()
+                .map(move |i| format!("  {}: {}: {}\n", n.name, i.reason, i.message))
+        })
         .collect();
     if !issues.is_empty() {
         out += "\nissues:\n";

@@ -62,7 +62,10 @@ fn parse_term(term: &str) -> Result<Expression, String> {
         return Ok(Expression::In(valid_key(key)?, values?));
     }
     if let Some((key, value)) = term.split_once("!=") {
-        return Ok(Expression::NotEqual(valid_key(key)?, value.trim().to_owned()));
+        return Ok(Expression::NotEqual(
+            valid_key(key)?,
+            value.trim().to_owned(),
+        ));
     }
     if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
         return Ok(Expression::Equal(valid_key(key)?, value.trim().to_owned()));
@@ -90,7 +93,11 @@ fn valid_key(key: &str) -> Result<String, String> {
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
-    if ok { Ok(key.to_owned()) } else { Err(format!("{key:?} is not a valid label key")) }
+    if ok {
+        Ok(key.to_owned())
+    } else {
+        Err(format!("{key:?} is not a valid label key"))
+    }
 }
 
 #[cfg(test)]
@@ -100,13 +107,21 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
     }
 
     #[test]
     fn parses_kubectl_syntax() {
         let s = parse_selector("pool=gpu, tier in (a,b),!cordoned,zone!=x,gpu").unwrap();
-        assert!(s.matches(&labels(&[("pool", "gpu"), ("tier", "b"), ("zone", "y"), ("gpu", "")])));
+        assert!(s.matches(&labels(&[
+            ("pool", "gpu"),
+            ("tier", "b"),
+            ("zone", "y"),
+            ("gpu", "")
+        ])));
         assert!(!s.matches(&labels(&[("pool", "gpu"), ("tier", "c"), ("gpu", "")])));
         assert!(parse_selector("").unwrap().selects_all());
         assert!(parse_selector("a in (b").is_err());

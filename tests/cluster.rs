@@ -12,7 +12,10 @@ async fn a_home_lab_node_is_created_not_ready_and_read_back() {
     let names = env.load_fixture("homelab-nodes.yaml").await;
     assert_eq!(names.len(), 8);
     let nodes: Api<Node> = Api::all(env.client.clone());
-    let nuc1 = nodes.get(&env.node_name("nuc1")).await.expect("read nuc1 back");
+    let nuc1 = nodes
+        .get(&env.node_name("nuc1"))
+        .await
+        .expect("read nuc1 back");
     let ready = nuc1
         .status
         .as_ref()
@@ -22,11 +25,21 @@ async fn a_home_lab_node_is_created_not_ready_and_read_back() {
     assert_eq!(ready.status, "False");
     assert_eq!(ready.reason.as_deref(), Some("KubeletNotReady"));
     let labels = nuc1.metadata.labels.unwrap();
-    assert_eq!(labels["nvidia.com/gpu.product"], "NVIDIA-GeForce-RTX-4070-Laptop-GPU-SHARED");
+    assert_eq!(
+        labels["nvidia.com/gpu.product"],
+        "NVIDIA-GeForce-RTX-4070-Laptop-GPU-SHARED"
+    );
 
     env.set_ready(&env.node_name("nuc1"), "True").await;
     let nuc1 = nodes.get(&env.node_name("nuc1")).await.unwrap();
-    let ready = nuc1.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
+    let ready = nuc1
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
     assert_eq!(ready.status, "True", "status subresource changes are kept");
 }
 
@@ -41,7 +54,10 @@ async fn rbac_is_enforced() {
     .unwrap();
     config.auth_info.impersonate = Some("system:serviceaccount:nobody:nobody".into());
     let nobody = kube::Client::try_from(config).unwrap();
-    let err = Api::<Node>::all(nobody).list(&Default::default()).await.expect_err("RBAC must refuse");
+    let err = Api::<Node>::all(nobody)
+        .list(&Default::default())
+        .await
+        .expect_err("RBAC must refuse");
     assert!(err.to_string().contains("forbidden"), "{err}");
     drop(env);
 }

@@ -76,10 +76,12 @@ pub fn status_apply_body(status: &GpuInventoryStatus) -> serde_json::Value {
 fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
     match &inventory.spec.node_selector {
         None => Ok(Selector::default()),
-        Some(selector) => Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
-            name: inventory.name_any(),
-            reason: e.to_string(),
-        }),
+        Some(selector) => {
+            Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
+                name: inventory.name_any(),
+                reason: e.to_string(),
+            })
+        }
     }
 }
 
@@ -90,13 +92,26 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
     let nodes = ctx.nodes.nodes();
     let scanned = scan(nodes.iter().map(AsRef::as_ref), &selector);
     let desired = desired_status(scanned, inventory.metadata.generation);
-    match ctx.status_guard.decide(inventory.status.as_ref(), desired, Timestamp::now()) {
+    let cache_version = inventory.metadata.resource_version.as_deref();
+    let decision = ctx.recent_status.with_current(
+        &name,
+        cache_version,
+        inventory.status.as_ref(),
+        |current| ctx.status_guard.decide(current, desired, Timestamp::now()),
+    );
+    match decision {
         Decision::Skip => debug!(cr = %name, "status unchanged; write skipped"),
         Decision::Write(status) => {
             let api: Api<GpuInventory> = Api::all(ctx.client.clone());
-            api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(status_apply_body(&status)))
-                .await
-                .map_err(Error::kube(format!("writing the status of GpuInventory {name} (server-side apply)")))?;
+            api.patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(status_apply_body(&status)),
+            )
+            .await
+            .map_err(Error::kube(format!(
+                "writing the status of GpuInventory {name} (server-side apply)"
+            )))?;
             ctx.status_guard.record_write();
             info!(
                 cr = %name,
@@ -105,6 +120,8 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
                 gpus = status.total_gpus,
                 "reconciled GpuInventory"
             );
+            ctx.recent_status
+                .record(&name, cache_version.map(str::to_owned), status);
         }
     }
     ctx.reset_backoff(&name);

@@ -3,7 +3,7 @@
 pub mod inventory;
 pub mod node_status;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -11,7 +11,8 @@ use futures::Stream;
 use kube::Client;
 use tokio::sync::watch;
 
-use crate::guard::WriteGuard;
+use crate::crd::GpuInventoryStatus;
+use crate::guard::{RecentWrites, WriteGuard};
 use crate::health::Health;
 use crate::node_cache::NodeCache;
 
@@ -28,6 +29,10 @@ pub struct Context {
     pub status_guard: WriteGuard,
     /// Guards ConfigMap writes.
     pub configmap_guard: WriteGuard,
+    /// Status writes the GpuInventory cache has not shown yet.
+    pub recent_status: RecentWrites<GpuInventoryStatus>,
+    /// ConfigMap writes the ConfigMap cache has not shown yet.
+    pub recent_configmap: RecentWrites<BTreeMap<String, String>>,
     /// Periodic reconcile interval.
     pub requeue: Duration,
     /// Readiness and failure reporting.
@@ -44,6 +49,8 @@ impl Context {
             nodes,
             status_guard: WriteGuard::default(),
             configmap_guard: WriteGuard::default(),
+            recent_status: RecentWrites::default(),
+            recent_configmap: RecentWrites::default(),
             requeue,
             health,
             failures: Mutex::default(),

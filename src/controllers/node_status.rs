@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -39,11 +40,13 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &target.namespace);
     let (store, writer) = reflector::store::<ConfigMap>();
     let wake = Arc::new(Notify::new());
+    let cache_events = Arc::new(AtomicU64::new(0));
     let watch_task = tokio::spawn(watch_configmap(
         api.clone(),
         target.name.clone(),
         writer,
         wake.clone(),
+        cache_events.clone(),
         ctx.clone(),
     ));
     let mut node_changes = ctx.nodes.subscribe();
@@ -53,7 +56,11 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
     }
     let key = format!("configmap/{}/{}", target.namespace, target.name);
     loop {
-        let delay = match reconcile(&ctx, &api, &store, &target).await {
+        let cache = ConfigMapCache {
+            store: &store,
+            events: &cache_events,
+        };
+        let delay = match reconcile(&ctx, &api, cache, &target).await {
             Ok(()) => {
                 ctx.reset_backoff(&key);
                 ctx.requeue
@@ -80,6 +87,7 @@ async fn watch_configmap(
     name: String,
     writer: reflector::store::Writer<ConfigMap>,
     wake: Arc<Notify>,
+    cache_events: Arc<AtomicU64>,
     ctx: Arc<Context>,
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -92,6 +100,7 @@ async fn watch_configmap(
         match event {
             Ok(_) => {
                 ctx.health.watch_ok("configmap");
+                cache_events.fetch_add(1, Ordering::SeqCst);
                 wake.notify_one();
             }
             Err(e) => ctx.health.watch_failed("configmap", &e),
@@ -99,13 +108,43 @@ async fn watch_configmap(
     }
 }
 
-async fn reconcile(ctx: &Context, api: &Api<ConfigMap>, store: &Store<ConfigMap>, target: &ConfigMapTarget) -> Result<()> {
+/// The ConfigMap watch cache, and how many events it has applied (its version, for [`RecentWrites`]).
+///
+/// [`RecentWrites`]: crate::guard::RecentWrites
+#[derive(Clone, Copy)]
+struct ConfigMapCache<'a> {
+    store: &'a Store<ConfigMap>,
+    events: &'a AtomicU64,
+}
+
+async fn reconcile(
+    ctx: &Context,
+    api: &Api<ConfigMap>,
+    cache: ConfigMapCache<'_>,
+    target: &ConfigMapTarget,
+) -> Result<()> {
     let nodes = ctx.nodes.nodes();
     let inventory = scan(nodes.iter().map(AsRef::as_ref), &Selector::default());
     let (desired, summary) = node_status_data(&inventory, DATA_BUDGET_BYTES);
-    let current = store.get(&ObjectRef::new(&target.name).within(&target.namespace));
-    let current_data = current.as_ref().map(|cm| cm.data.clone().unwrap_or_default());
-    let data = match ctx.configmap_guard.decide(current_data.as_ref(), desired, Timestamp::now()) {
+    // Read the event count before the object, so a version can only be older than the object, never newer.
+    let cache_version = cache.events.load(Ordering::SeqCst).to_string();
+    let current = cache
+        .store
+        .get(&ObjectRef::new(&target.name).within(&target.namespace));
+    let empty = BTreeMap::new();
+    let current_data = current
+        .as_ref()
+        .map(|cm| cm.data.as_ref().unwrap_or(&empty));
+    let decision = ctx.recent_configmap.with_current(
+        &target.name,
+        Some(&cache_version),
+        current_data,
+        |current| {
+            ctx.configmap_guard
+                .decide(current, desired, Timestamp::now())
+        },
+    );
+    let data = match decision {
         Decision::Skip => {
             debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
             return Ok(());
@@ -123,6 +162,8 @@ async fn reconcile(ctx: &Context, api: &Api<ConfigMap>, store: &Store<ConfigMap>
     let written = apply(api, target, &data).await?;
     ctx.configmap_guard.record_write();
     remove_foreign_keys(api, target, &written, &data).await?;
+    ctx.recent_configmap
+        .record(&target.name, Some(cache_version), data);
     info!(
         configmap = %target.name,
         namespace = %target.namespace,
@@ -133,7 +174,11 @@ async fn reconcile(ctx: &Context, api: &Api<ConfigMap>, store: &Store<ConfigMap>
     Ok(())
 }
 
-async fn apply(api: &Api<ConfigMap>, target: &ConfigMapTarget, data: &BTreeMap<String, String>) -> Result<ConfigMap> {
+async fn apply(
+    api: &Api<ConfigMap>,
+    target: &ConfigMapTarget,
+    data: &BTreeMap<String, String>,
+) -> Result<ConfigMap> {
     let body = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -144,12 +189,16 @@ async fn apply(api: &Api<ConfigMap>, target: &ConfigMapTarget, data: &BTreeMap<S
         },
         "data": data,
     });
-    api.patch(&target.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body))
-        .await
-        .map_err(Error::kube(format!(
-            "writing ConfigMap {}/{} (server-side apply)",
-            target.namespace, target.name
-        )))
+    api.patch(
+        &target.name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "writing ConfigMap {}/{} (server-side apply)",
+        target.namespace, target.name
+    )))
 }
 
 /// Server-side apply only removes keys this manager owns; keys added or taken over by someone else
@@ -177,7 +226,9 @@ async fn remove_foreign_keys(
         &Patch::Merge(json!({ "data": extra })),
     )
     .await
-    .map_err(Error::kube(format!("removing stale keys from ConfigMap {}/{}", target.namespace, target.name)))?;
+    .map_err(Error::kube(format!(
+        "removing stale keys from ConfigMap {}/{}",
+        target.namespace, target.name
+    )))?;
     Ok(())
 }
-

@@ -55,7 +55,10 @@ pub async fn client() -> Client {
         .unwrap_or_else(|e| no_cluster(format!("kubeconfig {}: {e}", path.display())));
     let client = Client::try_from(config).unwrap_or_else(|e| no_cluster(e.to_string()));
     if let Err(e) = client.apiserver_version().await {
-        no_cluster(format!("API server from {} unreachable: {e}", path.display()));
+        no_cluster(format!(
+            "API server from {} unreachable: {e}",
+            path.display()
+        ));
     }
     client
 }
@@ -92,18 +95,34 @@ impl TestEnv {
     /// Creates the namespace of a new test environment.
     pub async fn new(test: &str) -> TestEnv {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let nonce = (std::process::id() as u64 * 1000 + COUNTER.fetch_add(1, Ordering::Relaxed) as u64)
-            ^ (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64);
+        let nonce = (std::process::id() as u64 * 1000
+            + COUNTER.fetch_add(1, Ordering::Relaxed) as u64)
+            ^ (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64);
         let id = format!("t-{}-{:x}", test.replace('_', "-"), nonce % 0xffffff);
-        let id: String = id.chars().take(40).collect::<String>().trim_end_matches('-').to_owned();
+        let id: String = id
+            .chars()
+            .take(40)
+            .collect::<String>()
+            .trim_end_matches('-')
+            .to_owned();
         let client = client().await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace = serde_json::from_value(json!({
             "metadata": { "name": id, "labels": { TEST_LABEL: id } }
         }))
         .unwrap();
-        namespaces.create(&PostParams::default(), &ns).await.expect("create test namespace");
-        TestEnv { client, namespace: id.clone(), id }
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create test namespace");
+        TestEnv {
+            client,
+            namespace: id.clone(),
+            id,
+        }
     }
 
     /// The test's name for a fixture node.
@@ -153,15 +172,30 @@ impl TestEnv {
     pub async fn set_ready(&self, node: &str, status: &str) {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let mut current = nodes.get_status(node).await.expect("get node status");
-        let conditions = current.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new);
+        let conditions = current
+            .status
+            .get_or_insert_with(Default::default)
+            .conditions
+            .get_or_insert_with(Vec::new);
         conditions.retain(|c| c.type_ != "Ready");
         conditions.push(k8s_openapi::api::core::v1::NodeCondition {
             type_: "Ready".into(),
             status: status.into(),
-            reason: Some(if status == "True" { "KubeletReady" } else { "KubeletNotReady" }.into()),
+            reason: Some(
+                if status == "True" {
+                    "KubeletReady"
+                } else {
+                    "KubeletNotReady"
+                }
+                .into(),
+            ),
             message: Some(format!("set to {status} by the test")),
-            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())),
-            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())),
+            last_transition_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::now(),
+            )),
+            last_heartbeat_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::now(),
+            )),
         });
         let body = json!({ "status": { "conditions": conditions } });
         nodes
@@ -172,8 +206,10 @@ impl TestEnv {
 
     /// Merges `resources` into a node's capacity or allocatable (`field`) through the status subresource.
     pub async fn set_resources(&self, node: &str, field: &str, resources: &[(&str, &str)]) {
-        let map: serde_json::Map<String, serde_json::Value> =
-            resources.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect();
+        let map: serde_json::Map<String, serde_json::Value> = resources
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
         let body = json!({ "status": { field: map } });
         Api::<Node>::all(self.client.clone())
             .patch_status(node, &PatchParams::default(), &Patch::Merge(body))
@@ -200,7 +236,10 @@ impl TestEnv {
 
     /// The test's inventory `name`, if it exists.
     pub async fn inventory(&self, name: &str) -> Option<GpuInventory> {
-        Api::<GpuInventory>::all(self.client.clone()).get_opt(name).await.expect("get GpuInventory")
+        Api::<GpuInventory>::all(self.client.clone())
+            .get_opt(name)
+            .await
+            .expect("get GpuInventory")
     }
 
     /// The test's node-status ConfigMap, if it exists.
@@ -269,10 +308,16 @@ impl TestEnv {
     pub async fn cleanup(&self) {
         let selector = ListParams::default().labels(&format!("{TEST_LABEL}={}", self.id));
         let nodes: Api<Node> = Api::all(self.client.clone());
-        let _ = nodes.delete_collection(&DeleteParams::default(), &selector).await;
+        let _ = nodes
+            .delete_collection(&DeleteParams::default(), &selector)
+            .await;
         let inventories: Api<GpuInventory> = Api::all(self.client.clone());
-        let _ = inventories.delete_collection(&DeleteParams::default(), &selector).await;
-        let _ = Api::<Namespace>::all(self.client.clone()).delete(&self.namespace, &DeleteParams::default()).await;
+        let _ = inventories
+            .delete_collection(&DeleteParams::default(), &selector)
+            .await;
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .delete(&self.namespace, &DeleteParams::default())
+            .await;
     }
 }
 
@@ -282,9 +327,16 @@ impl Drop for TestEnv {
         // Drop cannot await, and the test's client is bound to the test's (now blocked) runtime: a short-lived
         // runtime on its own thread makes a fresh client and does the deletes, also after a panic.
         let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
-                let env = TestEnv { client: client().await, id, namespace };
+                let env = TestEnv {
+                    client: client().await,
+                    id,
+                    namespace,
+                };
                 env.cleanup().await;
                 std::mem::forget(env);
             });
@@ -310,7 +362,10 @@ impl OperatorProcess {
         let log = std::fs::File::create(&log_path).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
             .args(args)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -332,7 +387,10 @@ impl OperatorProcess {
 
     /// Sends a signal (`TERM`, `KILL`, `INT`).
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill").args([&format!("-{signal}"), &self.pid().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success(), "kill -{signal} failed");
     }
 
