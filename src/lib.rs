@@ -11,6 +11,7 @@ pub mod controllers;
 pub mod crd;
 pub mod crd_install;
 pub mod error;
+pub mod events;
 pub mod guard;
 pub mod health;
 pub mod node_cache;

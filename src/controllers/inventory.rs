@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::Event;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -16,7 +17,8 @@ use super::{Context, node_changes};
 use crate::FIELD_MANAGER;
 use crate::conditions::inventory_conditions;
 use crate::crd::{GpuInventory, GpuInventoryStatus};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, describe_kube_error};
+use crate::events::{InventoryEvent, transitions};
 use crate::guard::Decision;
 use crate::scanner::{Inventory, scan};
 use crate::shutdown::Shutdown;
@@ -93,11 +95,18 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
     let scanned = scan(nodes.iter().map(AsRef::as_ref), &selector);
     let desired = desired_status(scanned, inventory.metadata.generation);
     let cache_version = inventory.metadata.resource_version.as_deref();
-    let decision = ctx.recent_status.with_current(
+    let (decision, events) = ctx.recent_status.with_current(
         &name,
         cache_version,
         inventory.status.as_ref(),
-        |current| ctx.status_guard.decide(current, desired, Timestamp::now()),
+        |current| {
+            let decision = ctx.status_guard.decide(current, desired, Timestamp::now());
+            let events = match &decision {
+                Decision::Write(status) => transitions(current, status),
+                Decision::Skip => Vec::new(),
+            };
+            (decision, events)
+        },
     );
     match decision {
         Decision::Skip => debug!(cr = %name, "status unchanged; write skipped"),
@@ -122,10 +131,36 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
             );
             ctx.recent_status
                 .record(&name, cache_version.map(str::to_owned), status);
+            publish(&ctx, &inventory, events).await;
         }
     }
     ctx.reset_backoff(&name);
     Ok(Action::requeue(ctx.requeue))
+}
+
+/// Publishes events on the inventory. A failure is logged, not retried: the status already says it all.
+async fn publish(ctx: &Context, inventory: &GpuInventory, events: Vec<InventoryEvent>) {
+    let reference = inventory.object_ref(&());
+    for event in events {
+        let event = Event {
+            type_: event.type_,
+            reason: event.reason,
+            note: Some(event.note.chars().take(1000).collect()),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            ctx.health.failure(
+                "events",
+                &format!(
+                    "publishing event {} on GpuInventory {}: {}",
+                    event.reason,
+                    inventory.name_any(),
+                    describe_kube_error(&e)
+                ),
+            );
+        }
+    }
 }
 
 fn error_policy(inventory: Arc<GpuInventory>, _error: &Error, ctx: Arc<Context>) -> Action {

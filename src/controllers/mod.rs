@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
 use tokio::sync::watch;
 
 use crate::crd::GpuInventoryStatus;
@@ -37,6 +38,8 @@ pub struct Context {
     pub requeue: Duration,
     /// Readiness and failure reporting.
     pub health: Health,
+    /// Publishes Kubernetes Events on the inventories.
+    pub recorder: Recorder,
     /// Consecutive failures per object, for backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -44,7 +47,15 @@ pub struct Context {
 impl Context {
     /// A context with fresh guards.
     pub fn new(client: Client, nodes: NodeCache, requeue: Duration, health: Health) -> Self {
+        let reporter = Reporter {
+            controller: crate::FIELD_MANAGER.to_owned(),
+            // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
+            instance: std::env::var("POD_NAME")
+                .or_else(|_| std::env::var("HOSTNAME"))
+                .ok(),
+        };
         Self {
+            recorder: Recorder::new(client.clone(), reporter),
             client,
             nodes,
             status_guard: WriteGuard::default(),

@@ -81,6 +81,18 @@ where
     }
 }
 
+/// The nodes of a fixture file in ../shared/fixtures.
+pub fn fixture_nodes(file: &str) -> Vec<Node> {
+    let path = fixture_path(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {path}: {e}"));
+    parse_node_dump(&bytes, &path).expect("fixture parses")
+}
+
+/// The path of a fixture file in ../shared/fixtures.
+pub fn fixture_path(file: &str) -> String {
+    format!("{}/../shared/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))
+}
+
 /// One test's slice of the cluster: a unique id, a namespace, and the nodes and inventories it made.
 pub struct TestEnv {
     /// The client.
@@ -137,12 +149,17 @@ impl TestEnv {
 
     /// Creates the nodes of a fixture file (renamed and labelled for this test), status included.
     pub async fn load_fixture(&self, file: &str) -> Vec<String> {
-        let path = format!("{}/../shared/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {path}: {e}"));
-        let nodes = parse_node_dump(&bytes, &path).expect("fixture parses");
+        self.load_fixture_only(file, &[]).await
+    }
+
+    /// Like [`load_fixture`](Self::load_fixture), but only the named nodes (all when `only` is empty).
+    pub async fn load_fixture_only(&self, file: &str, only: &[&str]) -> Vec<String> {
         let mut names = Vec::new();
-        for node in nodes {
-            names.push(self.create_node(node).await);
+        for node in fixture_nodes(file) {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            if only.is_empty() || only.contains(&name.as_str()) {
+                names.push(self.create_node(node).await);
+            }
         }
         names
     }
@@ -248,6 +265,16 @@ impl TestEnv {
             .get_opt("gpu-node-status")
             .await
             .expect("get ConfigMap")
+    }
+
+    /// The events regarding the object `name` (cluster-scoped objects' events live in `default`), oldest first.
+    pub async fn events_about(&self, name: &str) -> Vec<k8s_openapi::api::core::v1::Event> {
+        let api: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(self.client.clone(), "default");
+        let params = ListParams::default().fields(&format!("involvedObject.name={name}"));
+        let mut events = api.list(&params).await.expect("list events").items;
+        events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        events
     }
 
     /// Waits until the default inventory's status satisfies `check`.

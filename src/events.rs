@@ -1,0 +1,334 @@
+//! Kubernetes Events for what changed between two statuses (pure: the controller publishes them).
+//!
+//! One event per transition, never one per reconcile: events come only from a status write, and a status
+//! write happens only when the content changed. A mass change (a rack losing power) is folded into one event
+//! per kind of transition, naming the first few nodes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kube::runtime::events::EventType;
+
+use crate::conditions::capped_list;
+use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
+use crate::scanner::IssueReason;
+
+/// Above this many transitions of one kind, they are reported as one event.
+pub const MAX_EVENTS_PER_KIND: usize = 5;
+
+/// An event to publish on the GpuInventory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InventoryEvent {
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// PascalCase reason, e.g. `GpuNodeNotReady`.
+    pub reason: String,
+    /// The human-readable note, naming the node(s).
+    pub note: String,
+}
+
+fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
+    InventoryEvent {
+        type_,
+        reason: reason.to_owned(),
+        note,
+    }
+}
+
+/// The events for going from `old` to `new`. With no `old` (first observation), one summary event.
+pub fn transitions(
+    old: Option<&GpuInventoryStatus>,
+    new: &GpuInventoryStatus,
+) -> Vec<InventoryEvent> {
+    let Some(old) = old else {
+        return vec![event(
+            EventType::Normal,
+            "InventoryObserved",
+            format!(
+                "{} GPU nodes ({} Ready) with {} GPUs",
+                new.total_gpu_nodes, new.ready_gpu_nodes, new.total_gpus
+            ),
+        )];
+    };
+    let before: BTreeMap<&str, &GpuNodeEntry> =
+        old.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let after: BTreeMap<&str, &GpuNodeEntry> =
+        new.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut events = Vec::new();
+
+    let added: Vec<&str> = after
+        .keys()
+        .filter(|n| !before.contains_key(*n))
+        .copied()
+        .collect();
+    let removed: Vec<&str> = before
+        .keys()
+        .filter(|n| !after.contains_key(*n))
+        .copied()
+        .collect();
+    let became_ready: Vec<&str> = common(&before, &after, |b, a| !b.ready && a.ready);
+    let became_not_ready: Vec<&str> = common(&before, &after, |b, a| b.ready && !a.ready);
+    per_node(
+        &mut events,
+        EventType::Normal,
+        "GpuNodeAdded",
+        "GPU node appeared",
+        &added,
+        |name| {
+            let node = after[name];
+            format!(
+                "GPU node {name} appeared ({} x {})",
+                node.count,
+                product(node)
+            )
+        },
+    );
+    per_node(
+        &mut events,
+        EventType::Normal,
+        "GpuNodeRemoved",
+        "GPU node disappeared",
+        &removed,
+        |name| {
+            format!(
+                "GPU node {name} disappeared (had {} GPUs)",
+                before[name].count
+            )
+        },
+    );
+    per_node(
+        &mut events,
+        EventType::Warning,
+        "GpuNodeNotReady",
+        "GPU node became NotReady",
+        &became_not_ready,
+        |name| {
+            let why = after[name]
+                .issues
+                .iter()
+                .find(|i| i.reason == IssueReason::NotReady.as_str())
+                .map(|i| format!(": {}", i.message))
+                .unwrap_or_default();
+            format!("GPU node {name} became NotReady{why}")
+        },
+    );
+    per_node(
+        &mut events,
+        EventType::Normal,
+        "GpuNodeReady",
+        "GPU node is Ready again",
+        &became_ready,
+        |name| format!("GPU node {name} is Ready again"),
+    );
+    if old.total_gpus != new.total_gpus {
+        events.push(event(
+            EventType::Normal,
+            "GpuCountChanged",
+            format!("GPUs: {} -> {}", old.total_gpus, new.total_gpus),
+        ));
+    }
+    issue_events(&mut events, &before, &after);
+    events
+}
+
+fn product(node: &GpuNodeEntry) -> &str {
+    node.product.as_deref().unwrap_or("<unlabeled>")
+}
+
+fn common<'a>(
+    before: &BTreeMap<&'a str, &GpuNodeEntry>,
+    after: &BTreeMap<&'a str, &GpuNodeEntry>,
+    changed: impl Fn(&GpuNodeEntry, &GpuNodeEntry) -> bool,
+) -> Vec<&'a str> {
+    after
+        .iter()
+        .filter_map(|(name, a)| before.get(name).filter(|b| changed(b, a)).map(|_| *name))
+        .collect()
+}
+
+/// One event per node, or one folded event past [`MAX_EVENTS_PER_KIND`].
+fn per_node(
+    events: &mut Vec<InventoryEvent>,
+    type_: EventType,
+    reason: &str,
+    folded: &str,
+    names: &[&str],
+    note: impl Fn(&str) -> String,
+) {
+    if names.len() > MAX_EVENTS_PER_KIND {
+        let list = capped_list(names.iter().copied());
+        events.push(event(
+            type_,
+            reason,
+            format!("{} nodes: {folded}: {list}", names.len()),
+        ));
+    } else {
+        events.extend(names.iter().map(|name| event(type_, reason, note(name))));
+    }
+}
+
+/// Issues that appeared or cleared on nodes present before and after. `NotReady` is left out: the
+/// Ready transitions above already tell that story.
+fn issue_events(
+    events: &mut Vec<InventoryEvent>,
+    before: &BTreeMap<&str, &GpuNodeEntry>,
+    after: &BTreeMap<&str, &GpuNodeEntry>,
+) {
+    let reasons = |node: &GpuNodeEntry| -> BTreeSet<String> {
+        node.issues
+            .iter()
+            .filter(|i| i.reason != IssueReason::NotReady.as_str())
+            .map(|i| i.reason.clone())
+            .collect()
+    };
+    let mut appeared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut cleared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (name, a) in after {
+        let Some(b) = before.get(name) else { continue };
+        let (was, is) = (reasons(b), reasons(a));
+        for reason in is.difference(&was) {
+            appeared.entry(reason.clone()).or_default().push(name);
+        }
+        for reason in was.difference(&is) {
+            cleared.entry(reason.clone()).or_default().push(name);
+        }
+    }
+    for (reason, names) in &appeared {
+        per_node(
+            events,
+            EventType::Warning,
+            reason,
+            &format!("{reason} appeared"),
+            names,
+            |name| {
+                let message = after[name]
+                    .issues
+                    .iter()
+                    .find(|i| &i.reason == reason)
+                    .map(|i| i.message.as_str())
+                    .unwrap_or_default();
+                format!("{name}: {message}")
+            },
+        );
+    }
+    for (reason, names) in &cleared {
+        let cleared_reason = format!("{reason}Resolved");
+        per_node(
+            events,
+            EventType::Normal,
+            &cleared_reason,
+            &format!("{reason} cleared"),
+            names,
+            |name| format!("{name}: {reason} cleared"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::NodeIssue;
+
+    fn node(name: &str, ready: bool, issues: &[&str]) -> GpuNodeEntry {
+        GpuNodeEntry {
+            name: name.into(),
+            ready,
+            count: 1,
+            issues: issues
+                .iter()
+                .map(|r| NodeIssue {
+                    reason: (*r).into(),
+                    message: format!("{r} details"),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn status(nodes: Vec<GpuNodeEntry>) -> GpuInventoryStatus {
+        GpuInventoryStatus {
+            total_gpu_nodes: nodes.len() as u32,
+            ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
+            total_gpus: nodes.iter().map(|n| n.count).sum(),
+            nodes,
+            ..Default::default()
+        }
+    }
+
+    fn reasons(events: &[InventoryEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.reason.as_str()).collect()
+    }
+
+    #[test]
+    fn first_observation_is_one_summary() {
+        let events = transitions(None, &status(vec![node("a", true, &[])]));
+        assert_eq!(reasons(&events), ["InventoryObserved"]);
+    }
+
+    #[test]
+    fn not_ready_is_one_warning_naming_the_node() {
+        let old = status(vec![node("a", true, &[]), node("b", true, &[])]);
+        let new = status(vec![node("a", false, &["NotReady"]), node("b", true, &[])]);
+        let events = transitions(Some(&old), &new);
+        assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
+        assert_eq!(events[0].type_, EventType::Warning);
+        assert!(
+            events[0]
+                .note
+                .starts_with("GPU node a became NotReady: NotReady details"),
+            "{}",
+            events[0].note
+        );
+        assert_eq!(reasons(&transitions(Some(&new), &old)), ["GpuNodeReady"]);
+        assert!(
+            transitions(Some(&new), &new).is_empty(),
+            "no change, no event"
+        );
+    }
+
+    #[test]
+    fn nodes_gpus_and_issues() {
+        let old = status(vec![
+            node("a", true, &[]),
+            node("b", true, &["GpusUnhealthy"]),
+        ]);
+        let new = status(vec![
+            node("b", true, &[]),
+            node("c", true, &["Unschedulable"]),
+        ]);
+        let events = transitions(Some(&old), &new);
+        assert_eq!(
+            reasons(&events),
+            ["GpuNodeAdded", "GpuNodeRemoved", "GpusUnhealthyResolved"]
+        );
+        let new2 = status(vec![
+            node("b", true, &["GpusUnhealthy"]),
+            node("c", true, &["Unschedulable"]),
+        ]);
+        let events = transitions(Some(&new), &new2);
+        assert_eq!(reasons(&events), ["GpusUnhealthy"]);
+        assert_eq!(events[0].note, "b: GpusUnhealthy details");
+    }
+
+    #[test]
+    fn mass_changes_are_folded() {
+        let old = status(
+            (0..20)
+                .map(|i| node(&format!("n{i:02}"), true, &[]))
+                .collect(),
+        );
+        let new = status(
+            (0..20)
+                .map(|i| node(&format!("n{i:02}"), false, &["NotReady"]))
+                .collect(),
+        );
+        let events = transitions(Some(&old), &new);
+        assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
+        assert!(
+            events[0]
+                .note
+                .starts_with("20 nodes: GPU node became NotReady: n00, n01"),
+            "{}",
+            events[0].note
+        );
+    }
+}
