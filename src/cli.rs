@@ -89,6 +89,26 @@ pub struct RunArgs {
     /// Name of the node-status ConfigMap.
     #[arg(long, env = "GPUINV_CONFIGMAP_NAME", default_value = "gpu-node-status")]
     pub configmap_name: String,
+    /// Address of the HTTP endpoint serving /healthz, /readyz and /metrics; "" disables it.
+    #[arg(long, env = "GPUINV_METRICS_ADDR", default_value = "127.0.0.1:8080")]
+    pub metrics_addr: String,
+    /// /readyz turns 503 once the API server has been failing for this long.
+    #[arg(long, env = "GPUINV_READINESS_GRACE", default_value = "15s", value_parser = parse_duration)]
+    pub readiness_grace: Duration,
+    /// Run the controllers only while holding a Lease (for several replicas in a cluster).
+    #[arg(long, env = "GPUINV_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// Name of the leader-election Lease (in --namespace).
+    #[arg(
+        long,
+        env = "GPUINV_LEASE_NAME",
+        default_value = "gpu-inventory-operator"
+    )]
+    pub lease_name: String,
+    /// How long the lease stays valid without renewal: a standby takes over at most this long after the
+    /// leader died.
+    #[arg(long, env = "GPUINV_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
     /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
     #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub startup_timeout: Duration,

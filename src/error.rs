@@ -34,6 +34,9 @@ pub enum Error {
     /// A flag value cannot be used.
     #[error("{0}")]
     InvalidFlag(String),
+    /// Another process took over the leader lease.
+    #[error("{0}")]
+    LeadershipLost(String),
     /// Something did not happen in time.
     #[error("{0}")]
     Timeout(String),
@@ -61,6 +64,7 @@ impl Error {
             Error::InvalidNodeSelector { .. } => "invalid_selector",
             Error::InvalidFlag(_) => "invalid_flag",
             Error::Timeout(_) => "timeout",
+            Error::LeadershipLost(_) => "leadership_lost",
         }
     }
 }

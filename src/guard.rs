@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::metrics::counter::Counter;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -35,11 +36,16 @@ pub enum Decision<T> {
 /// Counts and decides writes for one kind of target (`status` or `configmap`).
 #[derive(Debug, Default)]
 pub struct WriteGuard {
-    written: AtomicU64,
-    skipped: AtomicU64,
+    written: Counter,
+    skipped: Counter,
 }
 
 impl WriteGuard {
+    /// A guard counting into the given (registered) counters.
+    pub fn new(written: Counter, skipped: Counter) -> Self {
+        Self { written, skipped }
+    }
+
     /// Decides whether `desired` must be written over `current` (`None`: the server holds nothing yet).
     pub fn decide<T: GuardedContent>(
         &self,
@@ -49,7 +55,7 @@ impl WriteGuard {
     ) -> Decision<T> {
         let unchanged = current.is_some_and(|current| desired.same_content(current));
         if unchanged {
-            self.skipped.fetch_add(1, Ordering::Relaxed);
+            self.skipped.inc();
             return Decision::Skip;
         }
         desired.stamp(current, now);
@@ -58,17 +64,17 @@ impl WriteGuard {
 
     /// Records that a write the guard let through reached the server.
     pub fn record_write(&self) {
-        self.written.fetch_add(1, Ordering::Relaxed);
+        self.written.inc();
     }
 
     /// Writes done so far.
     pub fn written(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
+        self.written.get()
     }
 
     /// Writes skipped so far.
     pub fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
+        self.skipped.get()
     }
 }
 

@@ -5,9 +5,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tracing::{debug, info, warn};
 
 use crate::error::describe_kube_error;
+use crate::metrics::WatchLabels;
 
 /// How often the same kind of failure is logged at warn; in between it goes to debug.
 const WARN_EVERY: Duration = Duration::from_secs(30);
@@ -21,6 +24,7 @@ struct Inner {
     crd_established: AtomicBool,
     nodes_synced: AtomicBool,
     watch_failures: AtomicU64,
+    watch_restarts: Family<WatchLabels, Counter>,
     outage: Mutex<Outage>,
 }
 
@@ -31,6 +35,14 @@ struct Outage {
 }
 
 impl Health {
+    /// Health whose watch failures are also counted in `watch_restarts`.
+    pub fn new(watch_restarts: Family<WatchLabels, Counter>) -> Self {
+        Health(Arc::new(Inner {
+            watch_restarts,
+            ..Default::default()
+        }))
+    }
+
     /// The CRD is installed and Established.
     pub fn set_crd_established(&self) {
         self.0.crd_established.store(true, Ordering::Relaxed);
@@ -42,16 +54,22 @@ impl Health {
     }
 
     /// Ready: CRD established, nodes synced, and the API server not failing for longer than `grace`.
-    pub fn is_ready(&self, grace: Duration) -> bool {
-        let outage_ok = self
-            .0
-            .outage
-            .lock()
-            .map(|o| o.since.is_none_or(|since| since.elapsed() < grace))
-            .unwrap_or(false);
-        self.0.crd_established.load(Ordering::Relaxed)
-            && self.0.nodes_synced.load(Ordering::Relaxed)
-            && outage_ok
+    /// The error says what is missing.
+    pub fn readiness(&self, grace: Duration) -> Result<(), String> {
+        if !self.0.crd_established.load(Ordering::Relaxed) {
+            return Err("the GpuInventory CRD is not established yet".to_owned());
+        }
+        if !self.0.nodes_synced.load(Ordering::Relaxed) {
+            return Err("the node cache has not synced yet".to_owned());
+        }
+        let outage = self.0.outage.lock().unwrap_or_else(|e| e.into_inner());
+        match outage.since {
+            Some(since) if since.elapsed() >= grace => Err(format!(
+                "the API server has been failing for {}s",
+                since.elapsed().as_secs()
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Number of watch failures (each one restarts a watch after a backoff).
@@ -77,6 +95,12 @@ impl Health {
     /// A watch failed; it is retried with backoff. Logged at warn at most every 30 s.
     pub fn watch_failed(&self, watch: &str, error: &kube::runtime::watcher::Error) {
         self.0.watch_failures.fetch_add(1, Ordering::Relaxed);
+        self.0
+            .watch_restarts
+            .get_or_create(&WatchLabels {
+                watch: watch.to_owned(),
+            })
+            .inc();
         let message = match error {
             kube::runtime::watcher::Error::InitialListFailed(e)
             | kube::runtime::watcher::Error::WatchStartFailed(e)

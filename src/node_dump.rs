@@ -87,13 +87,8 @@ pub fn parse_node_dump(bytes: &[u8], source_name: &str) -> Result<Vec<Node>, Nod
 
 fn parse<T: for<'de> Deserialize<'de>>(text: &str, is_json: bool) -> Result<T, String> {
     if is_json {
-        serde_json::from_str(text).map_err(|e| {
-            format!(
-                "invalid JSON at line {}, column {}: {e}",
-                e.line(),
-                e.column()
-            )
-        })
+        // serde_json's message already ends with "at line L column C".
+        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))
     } else {
         serde_saphyr::from_str(text).map_err(|e| match e.location() {
             Some(at) => format!(

@@ -15,6 +15,8 @@ use crate::crd::{GpuInventory, GpuInventorySpec};
 use crate::crd_install::{install_crd, require_crd};
 use crate::error::{Error, Result, api_status, describe_kube_error};
 use crate::health::Health;
+use crate::leader::{LeaseConfig, default_identity, run_while_leader};
+use crate::metrics::Metrics;
 use crate::node_cache;
 use crate::selector::{equality_labels, parse_selector};
 use crate::shutdown::Shutdown;
@@ -36,7 +38,18 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         result = wait_for_api_server(&client, &connection.cluster_url, args.startup_timeout) => result?,
         _ = shutdown.clone().wait() => return Ok(()),
     }
-    let health = Health::default();
+    let metrics = Arc::new(Metrics::new());
+    let health = Health::new(metrics.watch_restarts.clone());
+    if !args.metrics_addr.is_empty() {
+        crate::http::serve(
+            &args.metrics_addr,
+            health.clone(),
+            metrics.clone(),
+            args.readiness_grace,
+            shutdown.clone(),
+        )
+        .await?;
+    }
     if args.skip_crd_install {
         require_crd(&client, args.startup_timeout).await?;
     } else {
@@ -65,19 +78,40 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
     health.set_nodes_synced();
     info!(nodes = nodes.nodes().len(), namespace = %namespace, "node cache synced; starting controllers");
 
-    let ctx = Arc::new(Context::new(client, nodes, args.requeue, health));
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        nodes,
+        args.requeue,
+        health,
+        metrics.clone(),
+    ));
     let target = ConfigMapTarget {
-        namespace,
+        namespace: namespace.clone(),
         name: args.configmap_name.clone(),
     };
-    tokio::join!(
-        controllers::inventory::run(
-            ctx.clone(),
-            args.inventory_label_selector.clone(),
-            shutdown.clone()
-        ),
-        controllers::node_status::run(ctx.clone(), target, shutdown.clone()),
-    );
+    let inventory_selector = args.inventory_label_selector.clone();
+    let controllers = |stop: Shutdown| {
+        let ctx = ctx.clone();
+        async move {
+            tokio::join!(
+                controllers::inventory::run(ctx.clone(), inventory_selector, stop.clone()),
+                controllers::node_status::run(ctx.clone(), target, stop),
+            );
+        }
+    };
+    let result = if args.leader_elect {
+        let lease = LeaseConfig {
+            name: args.lease_name.clone(),
+            namespace,
+            identity: default_identity(),
+            duration: args.lease_duration,
+        };
+        run_while_leader(client, lease, &metrics, shutdown, controllers).await
+    } else {
+        metrics.leader.set(1);
+        controllers(shutdown).await;
+        Ok(())
+    };
     feed_task.abort();
     info!(
         status_writes = ctx.status_guard.written(),
@@ -86,7 +120,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         configmap_skipped = ctx.configmap_guard.skipped(),
         "stopped"
     );
-    Ok(())
+    result
 }
 
 /// Retries `/version` with backoff (1 s doubling to 10 s) until the server answers or `timeout` passes.

@@ -1,6 +1,7 @@
 //! The inventory controller: writes each GpuInventory's status from the shared node cache.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -8,6 +9,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Event;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -31,12 +33,16 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
         config = config.labels(selector);
     }
     let health = ctx.health.clone();
-    Controller::new(api, config)
+    let metrics = ctx.metrics.clone();
+    let controller = Controller::new(api, config);
+    let inventories = controller.store();
+    controller
         .reconcile_all_on(node_changes(ctx.nodes.subscribe()))
         .graceful_shutdown_on(shutdown.wait())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| {
             let health = health.clone();
+            metrics.retain_inventories(|name| inventories.get(&ObjectRef::new(name)).is_some());
             async move {
                 match result {
                     Ok(_) => {}
@@ -89,11 +95,19 @@ fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
 
 #[instrument(skip_all, fields(cr = %inventory.name_any()))]
 async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Action> {
+    let started = Instant::now();
+    let result = reconcile_inner(&inventory, &ctx).await;
+    ctx.observe_reconcile("inventory", started, result.as_ref().err());
+    result
+}
+
+async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> Result<Action> {
     let name = inventory.name_any();
-    let selector = node_selector(&inventory)?;
+    let selector = node_selector(inventory)?;
     let nodes = ctx.nodes.nodes();
     let scanned = scan(nodes.iter().map(AsRef::as_ref), &selector);
     let desired = desired_status(scanned, inventory.metadata.generation);
+    ctx.metrics.export_inventory(&name, &desired);
     let cache_version = inventory.metadata.resource_version.as_deref();
     let (decision, events) = ctx.recent_status.with_current(
         &name,
@@ -131,7 +145,7 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
             );
             ctx.recent_status
                 .record(&name, cache_version.map(str::to_owned), status);
-            publish(&ctx, &inventory, events).await;
+            publish(ctx, inventory, events).await;
         }
     }
     ctx.reset_backoff(&name);

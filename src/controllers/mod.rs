@@ -4,8 +4,9 @@ pub mod inventory;
 pub mod node_status;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use std::time::Instant;
 
 use futures::Stream;
 use kube::Client;
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use crate::crd::GpuInventoryStatus;
 use crate::guard::{RecentWrites, WriteGuard};
 use crate::health::Health;
+use crate::metrics::{ControllerLabels, ErrorLabels, Metrics, TargetLabels};
 use crate::node_cache::NodeCache;
 
 /// Field manager of every write the operator makes.
@@ -38,6 +40,8 @@ pub struct Context {
     pub requeue: Duration,
     /// Readiness and failure reporting.
     pub health: Health,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
     /// Publishes Kubernetes Events on the inventories.
     pub recorder: Recorder,
     /// Consecutive failures per object, for backoff.
@@ -46,7 +50,22 @@ pub struct Context {
 
 impl Context {
     /// A context with fresh guards.
-    pub fn new(client: Client, nodes: NodeCache, requeue: Duration, health: Health) -> Self {
+    pub fn new(
+        client: Client,
+        nodes: NodeCache,
+        requeue: Duration,
+        health: Health,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let target = |name: &str| TargetLabels {
+            target: name.to_owned(),
+        };
+        let guard = |name: &str| {
+            WriteGuard::new(
+                metrics.guard_writes.get_or_create_owned(&target(name)),
+                metrics.guard_skipped.get_or_create_owned(&target(name)),
+            )
+        };
         let reporter = Reporter {
             controller: crate::FIELD_MANAGER.to_owned(),
             // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
@@ -58,8 +77,9 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             nodes,
-            status_guard: WriteGuard::default(),
-            configmap_guard: WriteGuard::default(),
+            status_guard: guard("status"),
+            configmap_guard: guard("configmap"),
+            metrics,
             recent_status: RecentWrites::default(),
             recent_configmap: RecentWrites::default(),
             requeue,
@@ -74,6 +94,30 @@ impl Context {
         let n = failures.entry(key.to_owned()).or_default();
         *n = n.saturating_add(1);
         Duration::from_secs(1u64 << (*n - 1).min(6)).min(Duration::from_secs(60))
+    }
+
+    /// Records a finished reconcile of `controller` in the metrics.
+    pub fn observe_reconcile(
+        &self,
+        controller: &str,
+        started: Instant,
+        error: Option<&crate::error::Error>,
+    ) {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        self.metrics.reconciles.get_or_create(&labels).inc();
+        self.metrics
+            .reconcile_duration
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+        if let Some(error) = error {
+            let labels = ErrorLabels {
+                controller: controller.to_owned(),
+                reason: error.metric_label().to_owned(),
+            };
+            self.metrics.reconcile_errors.get_or_create(&labels).inc();
+        }
     }
 
     /// Forgets the failures of `key` after a success.

@@ -60,7 +60,10 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
             store: &store,
             events: &cache_events,
         };
-        let delay = match reconcile(&ctx, &api, cache, &target).await {
+        let started = std::time::Instant::now();
+        let result = reconcile(&ctx, &api, cache, &target).await;
+        ctx.observe_reconcile("node-status", started, result.as_ref().err());
+        let delay = match result {
             Ok(()) => {
                 ctx.reset_backoff(&key);
                 ctx.requeue

@@ -323,6 +323,8 @@ impl TestEnv {
             self.inventory_name(),
             "--requeue".into(),
             requeue.into(),
+            "--metrics-addr".into(),
+            "127.0.0.1:0".into(),
         ]
     }
 
@@ -372,6 +374,30 @@ impl Drop for TestEnv {
     }
 }
 
+/// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): (status code, body).
+pub async fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
 /// The operator binary running as a child process, its output captured to `target/test-logs/<id>.log`.
 pub struct OperatorProcess {
     child: Child,
@@ -410,6 +436,27 @@ impl OperatorProcess {
     /// Everything it logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The address of its HTTP endpoint (from its log; waits up to 30 s for it to appear).
+    pub async fn http_addr(&self) -> String {
+        eventually(
+            Duration::from_secs(30),
+            "the operator's HTTP address in its log",
+            || async {
+                let log = self.log();
+                let line = log.lines().find(|l| l.contains("serving /healthz"))?;
+                let at = line.find("http://")? + "http://".len();
+                Some(line[at..].split_whitespace().next()?.to_owned())
+            },
+        )
+        .await
+    }
+
+    /// GET `path` on its HTTP endpoint: (status code, body).
+    pub async fn http_get(&self, path: &str) -> (u16, String) {
+        let addr = self.http_addr().await;
+        http_get(&addr, path).await
     }
 
     /// Sends a signal (`TERM`, `KILL`, `INT`).
