@@ -432,7 +432,7 @@ fn start_operator_as(env: &TestEnv, user: &str, extra: &[&str]) -> ScopedOperato
     args[i] = NAMESPACE.to_owned();
     let configmap = format!("gpu-node-status-{}", env.id);
     args.extend(["--configmap-name".to_owned(), configmap.clone()]);
-    if operator_has_flag("--metrics-addr") {
+    if operator_has_flag("--metrics-addr") && !args.iter().any(|a| a == "--metrics-addr") {
         // Tests run operators side by side: no fixed port.
         args.extend(["--metrics-addr".to_owned(), "127.0.0.1:0".to_owned()]);
     }
@@ -522,12 +522,9 @@ async fn the_operator_converges_with_nothing_but_the_deploy_rbac() {
     let env = TestEnv::new("deploy-sa").await;
     apply_deploy();
     env.load_fixture("homelab-nodes.yaml").await;
-    // With leader election when the binary has it: the Lease RBAC is exercised too.
-    let leader_elect: &[&str] = if operator_has_flag("--leader-elect") {
-        &["--leader-elect"]
-    } else {
-        &[]
-    };
+    // With leader election as in the Deployment (Lease gpu-inventory-operator in gpu-inventory-system): the
+    // Lease RBAC is exercised too. A short lease so that a lease left by an earlier, killed run expires fast.
+    let leader_elect: &[&str] = &["--leader-elect", "--lease-duration", "5s"];
     let mut scoped = start_operator_as(&env, SERVICE_ACCOUNT, leader_elect);
     wait_converged(
         &env,
@@ -559,6 +556,34 @@ async fn the_operator_converges_with_nothing_but_the_deploy_rbac() {
     assert!(
         operator.wait_exit(Duration::from_millis(60)).is_none(),
         "the operator exited:\n{log}"
+    );
+    let lease = kubectl(&[
+        "get",
+        "lease",
+        "gpu-inventory-operator",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+    ]);
+    assert!(
+        !String::from_utf8_lossy(&lease.stdout).trim().is_empty(),
+        "the operator holds the Lease gpu-inventory-operator in {NAMESPACE}: {}",
+        String::from_utf8_lossy(&lease.stderr)
+    );
+
+    // A clean stop (SIGTERM, as the kubelet does) needs no further permission either.
+    operator.signal("TERM");
+    let code = operator.wait_exit(Duration::from_secs(20));
+    let log = operator.log();
+    assert_eq!(
+        code,
+        Some(Some(0)),
+        "the operator stops cleanly on SIGTERM:\n{log}"
+    );
+    assert!(
+        forbidden_lines(&log).is_empty(),
+        "refused requests while stopping:\n{log}"
     );
 }
 
