@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `make bench`: the operator against the article-style baseline (benches/baseline_operator.rs), side by side,
+# in the same run, on a local control plane of its own (target/bench-cluster; the integration tests' cluster
+# in target/local-cluster is never touched). DESIGN §6 lists the targets.
+#
+#   1. builds the operator and benches/ (release),
+#   2. starts the bench cluster (LOCAL_CLUSTER_STATE_DIR=target/bench-cluster hack/local-cluster.sh up),
+#   3. runs the driver (benches/bench_driver.rs) for every N in BENCH_NODES and both programs,
+#   4. writes target/bench/results.json and prints the table (target/bench/results.txt),
+#   5. stops and deletes the bench cluster, also on failure or Ctrl-C.
+#
+# Knobs (environment):
+#   BENCH_NODES          node counts                          (default "1000 5000")
+#   BENCH_QUIET_SECS     quiet period per run, seconds        (default 300)
+#   BENCH_CHURN_SECS     churn period per run, seconds        (default 60)
+#   BENCH_CHURN_RATE     label changes per second in churn    (default 20)
+#   BENCH_CHANGES        single-node changes for latency      (default 200)
+#   BENCH_BURST_CHANGES  label changes before the 2nd RSS     (default 1000)
+#   BENCH_PROGRAMS       which programs                       (default "operator baseline")
+#   BENCH_KEEP_CLUSTER=1 leave the bench cluster running afterwards (for poking at it)
+#   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver.rs
+# Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 hack/bench.sh
+set -euo pipefail
+
+ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT_DIR}"
+CARGO="${CARGO:-cargo}"
+export LOCAL_CLUSTER_STATE_DIR="target/bench-cluster"
+OUT_DIR="${ROOT_DIR}/target/bench"
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+
+log "building release binaries (operator, baseline, driver)"
+"${CARGO}" build --locked --release --bin gpu-inventory-operator --example baseline-operator --example bench-driver
+
+cleanup() {
+  local status=$?
+  if [[ "${BENCH_KEEP_CLUSTER:-0}" == 1 ]]; then
+    log "leaving the bench cluster running (BENCH_KEEP_CLUSTER=1); stop it with: LOCAL_CLUSTER_STATE_DIR=${LOCAL_CLUSTER_STATE_DIR} hack/local-cluster.sh down"
+  else
+    # Keep the audit log and the API server log of the run for inspection.
+    if [[ -d "${LOCAL_CLUSTER_STATE_DIR}" ]]; then
+      cp -f "${LOCAL_CLUSTER_STATE_DIR}/kube-apiserver.log" "${OUT_DIR}/kube-apiserver.log" 2>/dev/null || true
+      gzip -c "${LOCAL_CLUSTER_STATE_DIR}/audit.log" >"${OUT_DIR}/audit.log.gz" 2>/dev/null || true
+    fi
+    hack/local-cluster.sh down || true
+  fi
+  exit "${status}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "${OUT_DIR}/logs"
+# A fresh cluster per bench run: etcd and the audit log start empty.
+hack/local-cluster.sh down
+hack/local-cluster.sh up
+
+export BENCH_KUBECONFIG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/kubeconfig"
+export BENCH_AUDIT_LOG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/audit.log"
+export BENCH_OPERATOR_BIN="${ROOT_DIR}/target/release/gpu-inventory-operator"
+export BENCH_BASELINE_BIN="${ROOT_DIR}/target/release/examples/baseline-operator"
+export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/../shared/fixtures}"
+export BENCH_OUT="${OUT_DIR}/results.json"
+export BENCH_TABLE="${OUT_DIR}/results.txt"
+export BENCH_LOG_DIR="${OUT_DIR}/logs"
+rm -f "${BENCH_OUT}" "${BENCH_TABLE}"
+
+status=0
+"${ROOT_DIR}/target/release/examples/bench-driver" || status=$?
+if [[ -f "${BENCH_TABLE}" ]]; then
+  printf '\n'
+  cat "${BENCH_TABLE}"
+  printf '\nresults: %s\nprogram logs: %s/logs\n' "${BENCH_OUT}" "${OUT_DIR}"
+fi
+exit "${status}"
