@@ -57,8 +57,12 @@ hack/local-cluster.sh up
 
 export BENCH_KUBECONFIG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/kubeconfig"
 export BENCH_AUDIT_LOG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/audit.log"
-export BENCH_OPERATOR_BIN="${ROOT_DIR}/target/release/gpu-inventory-operator"
-export BENCH_BASELINE_BIN="${ROOT_DIR}/target/release/examples/baseline-operator"
+# Private copies: a concurrent `cargo build --release` must not swap a binary in the middle of the run.
+mkdir -p "${OUT_DIR}/bin"
+cp -f target/release/gpu-inventory-operator target/release/examples/baseline-operator \
+  target/release/examples/bench-driver "${OUT_DIR}/bin/"
+export BENCH_OPERATOR_BIN="${OUT_DIR}/bin/gpu-inventory-operator"
+export BENCH_BASELINE_BIN="${OUT_DIR}/bin/baseline-operator"
 export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/../shared/fixtures}"
 export BENCH_OUT="${OUT_DIR}/results.json"
 export BENCH_TABLE="${OUT_DIR}/results.txt"
@@ -66,7 +70,7 @@ export BENCH_LOG_DIR="${OUT_DIR}/logs"
 rm -f "${BENCH_OUT}" "${BENCH_TABLE}"
 
 status=0
-"${ROOT_DIR}/target/release/examples/bench-driver" || status=$?
+"${OUT_DIR}/bin/bench-driver" || status=$?
 if [[ -f "${BENCH_TABLE}" ]]; then
   printf '\n'
   cat "${BENCH_TABLE}"
