@@ -10,6 +10,8 @@ pub mod conditions;
 pub mod controllers;
 pub mod crd;
 pub mod crd_install;
+pub mod crd_watch;
+pub mod default_inventory;
 pub mod error;
 pub mod events;
 pub mod guard;
@@ -26,6 +28,7 @@ pub mod scanner;
 pub mod selector;
 pub mod shutdown;
 pub mod telemetry;
+pub mod watch_backoff;
 
 /// Field manager of every write the operator makes (server-side apply).
 pub const FIELD_MANAGER: &str = "gpu-inventory-operator";

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::health::Health;
 use crate::scanner::resources::NVIDIA_RESOURCE_PREFIX;
+use crate::watch_backoff::WatchBackoff;
 
 /// A read handle on the shared node cache.
 #[derive(Clone)]
@@ -60,13 +61,16 @@ pub fn start(
     let reader = store.clone();
     let feed = async move {
         let mut events = watcher(api, config)
-            .default_backoff()
+            .backoff(WatchBackoff::default())
             .modify(strip_node)
             .boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
-                    health.watch_ok("nodes");
+                    // `Init` precedes every (re)list, also one that is about to fail: it proves nothing.
+                    if !matches!(event, watcher::Event::Init) {
+                        health.watch_ok("nodes");
+                    }
                     let changed = is_visible_change(&reader, &event);
                     writer.apply_watcher_event(&event);
                     if changed {

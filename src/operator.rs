@@ -4,15 +4,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Client;
-use kube::api::{Api, PostParams};
 use tracing::{info, warn};
 
 use crate::cli::{GlobalArgs, RunArgs};
 use crate::client::connect;
 use crate::controllers::node_status::ConfigMapTarget;
 use crate::controllers::{self, Context};
-use crate::crd::{GpuInventory, GpuInventorySpec};
 use crate::crd_install::{install_crd, require_crd};
+use crate::crd_watch::{CrdPolicy, watch_crd};
+use crate::default_inventory::{DefaultInventory, ensure_default_inventory};
 use crate::error::{Error, Result, api_status, describe_kube_error};
 use crate::health::Health;
 use crate::leader::{LeaseConfig, default_identity, run_while_leader};
@@ -56,14 +56,28 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         install_crd(&client, args.startup_timeout).await?;
     }
     health.set_crd_established();
-    if !args.default_inventory.is_empty() {
-        let labels = args
+    let default_inventory = (!args.default_inventory.is_empty()).then(|| DefaultInventory {
+        name: args.default_inventory.clone(),
+        labels: args
             .inventory_label_selector
             .as_deref()
             .map(equality_labels)
-            .unwrap_or_default();
-        ensure_default_inventory(&client, &args.default_inventory, labels).await?;
+            .unwrap_or_default(),
+    });
+    if let Some(default) = &default_inventory {
+        ensure_default_inventory(&client, default).await?;
     }
+    let crd_policy = CrdPolicy {
+        self_install: !args.skip_crd_install,
+        default_inventory,
+        timeout: args.startup_timeout,
+    };
+    let crd_task = tokio::spawn(watch_crd(
+        client.clone(),
+        crd_policy,
+        health.clone(),
+        shutdown.clone(),
+    ));
 
     let (nodes, feed) = node_cache::start(
         client.clone(),
@@ -113,6 +127,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         Ok(())
     };
     feed_task.abort();
+    crd_task.abort();
     info!(
         status_writes = ctx.status_guard.written(),
         status_skipped = ctx.status_guard.skipped(),
@@ -161,34 +176,5 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
                 delay = (delay * 2).min(Duration::from_secs(10));
             }
         }
-    }
-}
-
-/// Creates the default inventory when it does not exist. A user who deletes it later keeps it deleted.
-async fn ensure_default_inventory(
-    client: &Client,
-    name: &str,
-    labels: Vec<(String, String)>,
-) -> Result<()> {
-    let api: Api<GpuInventory> = Api::all(client.clone());
-    let mut inventory = GpuInventory::new(
-        name,
-        GpuInventorySpec {
-            note: "default inventory created by gpu-inventory-operator (all nodes)".to_owned(),
-            node_selector: None,
-        },
-    );
-    if !labels.is_empty() {
-        inventory.metadata.labels = Some(labels.into_iter().collect());
-    }
-    match api.create(&PostParams::default(), &inventory).await {
-        Ok(_) => {
-            info!(cr = name, "created default GpuInventory");
-            Ok(())
-        }
-        Err(e) if api_status(&e) == Some(409) => Ok(()),
-        Err(e) => Err(Error::kube(format!(
-            "creating the default GpuInventory {name}"
-        ))(e)),
     }
 }

@@ -6,9 +6,15 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::LogFormat;
 
+/// The filter when RUST_LOG is unset. kube logs every failed request and watch retry itself; the operator
+/// reports those failures once, rate-limited and with what to do, so kube's own lines are muted.
+pub const DEFAULT_FILTER: &str =
+    "info,kube_client::client::builder=off,kube_client::client=error,kube_runtime::watcher=error";
+
 /// Installs the global subscriber. Call once, first thing in `main`.
 pub fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

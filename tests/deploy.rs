@@ -9,12 +9,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{OperatorProcess, TEST_LABEL, TestEnv, kubeconfig_path};
+use common::{OperatorProcess, TEST_LABEL, TestEnv, impersonating_kubeconfig, kubeconfig_path};
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventoryStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{Api, PostParams};
-use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
 /// The operator's namespace and service account, as in deploy/.
@@ -354,23 +353,6 @@ async fn the_service_account_can_do_what_the_operator_does_and_nothing_else() {
         "RBAC of deploy/ is wrong for {SERVICE_ACCOUNT}:\n{}",
         wrong.join("\n")
     );
-}
-
-/// A kubeconfig for the test cluster that impersonates `user` (the admin credentials stay; every request
-/// carries `Impersonate-User`, so RBAC judges it as `user`).
-fn impersonating_kubeconfig(user: &str, id: &str) -> PathBuf {
-    let mut config = Kubeconfig::read_from(kubeconfig_path()).expect("read the test kubeconfig");
-    for named in &mut config.auth_infos {
-        if let Some(auth) = named.auth_info.as_mut() {
-            auth.impersonate = Some(user.to_owned());
-        }
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{id}-kubeconfig.json"));
-    // JSON is YAML: every kubeconfig reader takes it.
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
-    path
 }
 
 /// Whether the operator binary knows a flag (flags other work adds, such as --leader-elect).

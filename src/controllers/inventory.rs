@@ -24,6 +24,7 @@ use crate::events::{InventoryEvent, transitions};
 use crate::guard::Decision;
 use crate::scanner::{Inventory, scan};
 use crate::shutdown::Shutdown;
+use crate::watch_backoff::WatchBackoff;
 
 /// Runs the controller until shutdown.
 pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, shutdown: Shutdown) {
@@ -34,7 +35,7 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
     }
     let health = ctx.health.clone();
     let metrics = ctx.metrics.clone();
-    let controller = Controller::new(api, config);
+    let controller = Controller::new(api, config).trigger_backoff(WatchBackoff::default());
     let inventories = controller.store();
     controller
         .reconcile_all_on(node_changes(ctx.nodes.subscribe()))

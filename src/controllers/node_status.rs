@@ -25,6 +25,7 @@ use crate::guard::Decision;
 use crate::node_status::{DATA_BUDGET_BYTES, node_status_data};
 use crate::scanner::scan;
 use crate::shutdown::Shutdown;
+use crate::watch_backoff::WatchBackoff;
 
 /// Where the ConfigMap lives.
 #[derive(Clone, Debug)]
@@ -95,14 +96,16 @@ async fn watch_configmap(
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(|cm| cm.metadata.managed_fields = None)
         .reflect(writer)
         .boxed();
     while let Some(event) = events.next().await {
         match event {
-            Ok(_) => {
-                ctx.health.watch_ok("configmap");
+            Ok(event) => {
+                if !matches!(event, watcher::Event::Init) {
+                    ctx.health.watch_ok("configmap");
+                }
                 cache_events.fetch_add(1, Ordering::SeqCst);
                 wake.notify_one();
             }

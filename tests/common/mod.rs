@@ -63,6 +63,46 @@ pub async fn client() -> Client {
     client
 }
 
+/// A kubeconfig for the test cluster that impersonates `user` (the admin credentials stay; every request
+/// carries `Impersonate-User`, so RBAC judges it as `user`).
+pub fn impersonating_kubeconfig(user: &str, id: &str) -> PathBuf {
+    let mut config = Kubeconfig::read_from(kubeconfig_path()).expect("read the test kubeconfig");
+    for named in &mut config.auth_infos {
+        if let Some(auth) = named.auth_info.as_mut() {
+            auth.impersonate = Some(user.to_owned());
+        }
+    }
+    write_kubeconfig(&config, &format!("{id}-as"))
+}
+
+/// Writes a kubeconfig under target/test-logs and returns its path.
+pub fn write_kubeconfig(config: &Kubeconfig, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}-kubeconfig.json"));
+    // JSON is YAML: every kubeconfig reader takes it.
+    std::fs::write(&path, serde_json::to_vec_pretty(config).unwrap()).unwrap();
+    path
+}
+
+/// Runs `hack/local-cluster.sh <verb> [args]` (fault tests stop and start the local API server).
+pub fn local_cluster(verb_and_args: &str) {
+    assert!(
+        is_local_cluster(),
+        "this fault test stops and starts the API server, which only the local control plane allows; \
+         unset GPUINV_TEST_KUBECONFIG (or skip tests matching fault_apiserver on other clusters)"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/local-cluster.sh");
+    let status = Command::new(script)
+        .args(verb_and_args.split_whitespace())
+        .status()
+        .expect("run hack/local-cluster.sh");
+    assert!(
+        status.success(),
+        "hack/local-cluster.sh {verb_and_args} failed"
+    );
+}
+
 /// Polls `check` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
 where
@@ -333,6 +373,24 @@ impl TestEnv {
         OperatorProcess::start(&self.id, &self.operator_args(requeue))
     }
 
+    /// Starts the operator scoped to this test, with extra flags (`--flag value` pairs replace the defaults).
+    pub fn start_operator_with(&self, requeue: &str, extra: &[&str]) -> OperatorProcess {
+        let mut args = self.operator_args(requeue);
+        let mut extra = extra.iter().peekable();
+        while let Some(arg) = extra.next() {
+            let value = extra.next_if(|v| !v.starts_with("--"));
+            match (args.iter().position(|a| a == arg), value) {
+                (Some(at), Some(value)) => args[at + 1] = (*value).to_owned(),
+                (_, value) => args.extend(
+                    std::iter::once(*arg)
+                        .chain(value.copied())
+                        .map(str::to_owned),
+                ),
+            }
+        }
+        OperatorProcess::start(&self.id, &args)
+    }
+
     /// Deletes what the test created (nodes, inventories, namespace). Runs from `Drop` too.
     pub async fn cleanup(&self) {
         let selector = ListParams::default().labels(&format!("{TEST_LABEL}={}", self.id));
@@ -406,7 +464,7 @@ pub struct OperatorProcess {
 }
 
 impl OperatorProcess {
-    /// Spawns the binary with `args` (RUST_LOG from the environment, else info).
+    /// Spawns the binary with `args` (RUST_LOG from the environment, else the binary's default filter).
     pub fn start(id: &str, args: &[String]) -> OperatorProcess {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
         std::fs::create_dir_all(&dir).unwrap();
@@ -415,10 +473,6 @@ impl OperatorProcess {
         let log = std::fs::File::create(&log_path).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
             .args(args)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            )
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())

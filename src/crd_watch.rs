@@ -1,0 +1,83 @@
+//! Keeps the CRD in place while the operator runs: a deleted CRD is reinstalled (self-install on) or reported
+//! clearly (`--skip-crd-install`). The controllers' own watches recover by themselves once it is back.
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use std::time::Duration;
+use tracing::{error, info, warn};
+
+use crate::crd::CRD_NAME;
+use crate::crd_install::install_crd;
+use crate::default_inventory::{DefaultInventory, ensure_default_inventory};
+use crate::health::Health;
+use crate::shutdown::Shutdown;
+use crate::watch_backoff::WatchBackoff;
+
+/// What to do when the CRD disappears.
+#[derive(Clone, Debug)]
+pub struct CrdPolicy {
+    /// Reinstall it (else only report).
+    pub self_install: bool,
+    /// Recreate the default inventory after a reinstall (deleting the CRD deleted it too).
+    pub default_inventory: Option<DefaultInventory>,
+    /// How long to wait for the reinstalled CRD to be Established.
+    pub timeout: Duration,
+}
+
+/// Watches the CRD until shutdown.
+pub async fn watch_crd(client: Client, policy: CrdPolicy, health: Health, shutdown: Shutdown) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={CRD_NAME}"));
+    let (store, writer) = reflector::store();
+    let mut events = watcher(api, config)
+        .backoff(WatchBackoff::default())
+        .reflect(writer)
+        .boxed();
+    loop {
+        let event = tokio::select! {
+            event = events.next() => event,
+            _ = shutdown.clone().wait() => return,
+        };
+        match event {
+            None => return,
+            Some(Err(e)) => health.watch_failed("customresourcedefinitions", &e),
+            // After a deletion, or a relist that came back without it, the CRD is gone.
+            Some(Ok(watcher::Event::Delete(_) | watcher::Event::InitDone)) if store.is_empty() => {
+                crd_missing(&client, &policy, &shutdown).await
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+async fn crd_missing(client: &Client, policy: &CrdPolicy, shutdown: &Shutdown) {
+    if !policy.self_install {
+        error!(
+            crd = CRD_NAME,
+            "the CustomResourceDefinition is gone and --skip-crd-install is set: GpuInventories cannot be \
+             served; reinstall it with `gpu-inventory-operator crd | kubectl apply -f -`"
+        );
+        return;
+    }
+    warn!(
+        crd = CRD_NAME,
+        "the CustomResourceDefinition was deleted; reinstalling it"
+    );
+    let mut retry = Duration::from_secs(1);
+    while let Err(e) = install_crd(client, policy.timeout).await {
+        error!(error = %e, "reinstalling the CustomResourceDefinition failed; retrying in {}s", retry.as_secs());
+        tokio::select! {
+            _ = tokio::time::sleep(retry) => retry = (retry * 2).min(Duration::from_secs(60)),
+            _ = shutdown.clone().wait() => return,
+        }
+    }
+    info!(crd = CRD_NAME, "CustomResourceDefinition reinstalled");
+    if let Some(default) = &policy.default_inventory
+        && let Err(e) = ensure_default_inventory(client, default).await
+    {
+        warn!(error = %e, "recreating the default GpuInventory after the reinstall failed");
+    }
+}

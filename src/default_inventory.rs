@@ -1,0 +1,44 @@
+//! The default inventory (`cluster` unless `--default-inventory` says otherwise).
+
+use kube::Client;
+use kube::api::{Api, PostParams};
+use tracing::info;
+
+use crate::crd::{GpuInventory, GpuInventorySpec};
+use crate::error::{Error, Result, api_status};
+
+/// Name and labels of the default inventory.
+#[derive(Clone, Debug)]
+pub struct DefaultInventory {
+    /// Its name.
+    pub name: String,
+    /// Its labels (the equality terms of `--inventory-label-selector`, so this operator picks it up).
+    pub labels: Vec<(String, String)>,
+}
+
+/// Creates the default inventory when it does not exist. It is created at start-up (and after the CRD was
+/// reinstalled) only: a user who deletes it later keeps it deleted.
+pub async fn ensure_default_inventory(client: &Client, default: &DefaultInventory) -> Result<()> {
+    let api: Api<GpuInventory> = Api::all(client.clone());
+    let mut inventory = GpuInventory::new(
+        &default.name,
+        GpuInventorySpec {
+            note: "default inventory created by gpu-inventory-operator (all nodes)".to_owned(),
+            node_selector: None,
+        },
+    );
+    if !default.labels.is_empty() {
+        inventory.metadata.labels = Some(default.labels.iter().cloned().collect());
+    }
+    match api.create(&PostParams::default(), &inventory).await {
+        Ok(_) => {
+            info!(cr = %default.name, "created default GpuInventory");
+            Ok(())
+        }
+        Err(e) if api_status(&e) == Some(409) => Ok(()),
+        Err(e) => Err(Error::kube(format!(
+            "creating the default GpuInventory {}",
+            default.name
+        ))(e)),
+    }
+}

@@ -1,0 +1,457 @@
+//! Faults and bad input against the real local control plane: outages, RBAC gaps, deleted objects, foreign
+//! writers, oversize content, signals. These tests run one at a time, after the others (`make test`): some
+//! stop the API server or delete the shared CRD. Every test name starts with `fault_`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{OperatorProcess, TestEnv, eventually, impersonating_kubeconfig, local_cluster};
+use futures::StreamExt;
+use gpu_inventory_operator::crd::{CRD_NAME, GpuInventory};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(30);
+
+fn homelab(s: &gpu_inventory_operator::crd::GpuInventoryStatus) -> bool {
+    (s.total_gpu_nodes, s.ready_gpu_nodes, s.total_gpus) == (4, 0, 1)
+}
+
+/// Stops the local API server; starts it again when dropped, also when the test fails.
+struct ApiServerOutage;
+
+impl ApiServerOutage {
+    fn start() -> ApiServerOutage {
+        local_cluster("stop-apiserver --kill");
+        ApiServerOutage
+    }
+}
+
+impl Drop for ApiServerOutage {
+    fn drop(&mut self) {
+        local_cluster("start-apiserver");
+    }
+}
+
+#[tokio::test]
+async fn fault_apiserver_outage_is_survived_and_caught_up() {
+    let env = TestEnv::new("fault-outage").await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    let operator = env.start_operator_with("2s", &["--readiness-grace", "5s"]);
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "converged", homelab)
+        .await;
+    eventually(CONVERGE, "/readyz 200", || async {
+        (operator.http_get("/readyz").await.0 == 200).then_some(())
+    })
+    .await;
+    let log_before = operator.log().lines().count();
+
+    let stopped = Instant::now();
+    let outage = ApiServerOutage::start();
+    let readyz = eventually(
+        Duration::from_secs(15),
+        "/readyz 503 after the grace period",
+        || async {
+            let (code, body) = operator.http_get("/readyz").await;
+            (code == 503).then_some(body)
+        },
+    )
+    .await;
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(4),
+        "503 only after the 5 s grace: {readyz}"
+    );
+    assert!(readyz.contains("API server"), "{readyz}");
+    assert_eq!(
+        operator.http_get("/healthz").await.0,
+        200,
+        "alive throughout"
+    );
+    tokio::time::sleep(Duration::from_secs(20).saturating_sub(stopped.elapsed())).await;
+    drop(outage);
+
+    // A change made as the API server comes back, before the operator's watches have reconnected.
+    let nuc1 = env.node_name("nuc1");
+    env.set_ready(&nuc1, "True").await;
+    let started = Instant::now();
+    env.wait_inventory(
+        &inv,
+        Duration::from_secs(10),
+        "the change in the status",
+        |s| s.ready_gpu_nodes == 1,
+    )
+    .await;
+    env.wait_configmap(
+        Duration::from_secs(10),
+        "the change in the ConfigMap",
+        |d| d[&nuc1].contains("\"ready\":true"),
+    )
+    .await;
+    println!("caught up {:?} after the restart", started.elapsed());
+    eventually(Duration::from_secs(10), "/readyz 200 again", || async {
+        (operator.http_get("/readyz").await.0 == 200).then_some(())
+    })
+    .await;
+    let log = operator.log();
+    let outage_log: Vec<&str> = log.lines().skip(log_before).collect();
+    let warnings = outage_log.iter().filter(|l| l.contains("WARN")).count();
+    assert!(
+        outage_log
+            .iter()
+            .any(|l| l.contains("cannot reach the API server")),
+        "a clear warning:\n{log}"
+    );
+    assert!(
+        warnings <= 12,
+        "warnings are rate-limited, got {warnings}:\n{}",
+        outage_log.join("\n")
+    );
+    assert!(log.contains("API server reachable again"), "{log}");
+}
+
+#[tokio::test]
+async fn fault_unreachable_apiserver_at_startup_gives_up_after_the_timeout() {
+    let mut config = kube::config::Kubeconfig::read_from(common::kubeconfig_path()).unwrap();
+    for cluster in &mut config.clusters {
+        if let Some(c) = cluster.cluster.as_mut() {
+            c.server = Some("https://127.0.0.1:9".to_owned());
+        }
+    }
+    let path = common::write_kubeconfig(&config, "unreachable");
+    let args: Vec<String> = [
+        "run",
+        "--kubeconfig",
+        &path.display().to_string(),
+        "--startup-timeout",
+        "3s",
+        "--metrics-addr",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut operator = OperatorProcess::start("fault-unreachable", &args);
+    let code = operator
+        .wait_exit(Duration::from_secs(15))
+        .expect("gave up in time");
+    assert_eq!(code, Some(1));
+    let log = operator.log();
+    assert!(
+        log.contains("API server unreachable") && log.contains("retry_in_secs"),
+        "retries with backoff:\n{log}"
+    );
+    assert!(
+        log.contains("--startup-timeout") && log.contains("127.0.0.1:9"),
+        "{log}"
+    );
+}
+
+/// RBAC for `user` with everything the operator needs, minus `missing` (resource, verb).
+async fn grant(env: &TestEnv, user: &str, missing: Option<(&str, &str)>) {
+    let rules = [
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "get,list,watch,create,patch",
+        ),
+        ("", "nodes", "get,list,watch"),
+        (
+            "homelab.youngju.dev",
+            "gpuinventories",
+            "get,list,watch,create,patch",
+        ),
+        ("homelab.youngju.dev", "gpuinventories/status", "patch"),
+        ("", "configmaps", "get,list,watch,create,patch"),
+        ("events.k8s.io", "events", "create,patch"),
+    ];
+    let rules: Vec<serde_json::Value> = rules
+        .iter()
+        .map(|(group, resource, verbs)| {
+            let verbs: Vec<&str> = verbs
+                .split(',')
+                .filter(|v| missing != Some((resource, v)))
+                .collect();
+            json!({ "apiGroups": [group], "resources": [resource], "verbs": verbs })
+        })
+        .filter(|rule| !rule["verbs"].as_array().unwrap().is_empty())
+        .collect();
+    let name = format!("{}-operator", env.id);
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { common::TEST_LABEL: env.id } }, "rules": rules }))
+    .unwrap();
+    let roles: Api<ClusterRole> = Api::all(env.client.clone());
+    roles
+        .patch(
+            &name,
+            &PatchParams::apply("fault-test").force(),
+            &Patch::Apply(&role),
+        )
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { common::TEST_LABEL: env.id } },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }] }))
+    .unwrap();
+    let bindings: Api<ClusterRoleBinding> = Api::all(env.client.clone());
+    bindings
+        .patch(
+            &name,
+            &PatchParams::apply("fault-test").force(),
+            &Patch::Apply(&binding),
+        )
+        .await
+        .unwrap();
+}
+
+async fn revoke_all(env: &TestEnv) {
+    let name = format!("{}-operator", env.id);
+    let _ = Api::<ClusterRoleBinding>::all(env.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = Api::<ClusterRole>::all(env.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+}
+
+async fn missing_permission_is_reported_and_recovers(
+    test: &str,
+    missing: (&str, &str),
+    expected: &str,
+) {
+    let env = TestEnv::new(test).await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    let user = format!("{}-user", env.id);
+    grant(&env, &user, Some(missing)).await;
+    let kubeconfig = impersonating_kubeconfig(&user, &env.id);
+    let mut args = env.operator_args("2s");
+    let at = args.iter().position(|a| a == "--kubeconfig").unwrap();
+    args[at + 1] = kubeconfig.display().to_string();
+    let operator = OperatorProcess::start(&env.id, &args);
+    eventually(
+        CONVERGE,
+        "an error naming verb, resource and identity",
+        || async {
+            let log = operator.log();
+            (log.contains(expected) && log.contains(&user)).then_some(())
+        },
+    )
+    .await;
+    // No tight loop: over 10 s, only a handful of log lines about it.
+    let before = operator.log().matches("forbidden").count();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let during = operator.log().matches("forbidden").count() - before;
+    assert!(
+        during <= 6,
+        "{during} forbidden lines in 10 s:\n{}",
+        operator.log()
+    );
+
+    grant(&env, &user, None).await;
+    env.wait_inventory(
+        &env.inventory_name(),
+        Duration::from_secs(60),
+        "recovery once granted",
+        homelab,
+    )
+    .await;
+    revoke_all(&env).await;
+}
+
+#[tokio::test]
+async fn fault_without_list_nodes_the_operator_says_so_and_recovers() {
+    missing_permission_is_reported_and_recovers(
+        "fault-rbac-nodes",
+        ("nodes", "list"),
+        "cannot list resource \"nodes\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_without_status_patch_the_operator_says_so_and_recovers() {
+    missing_permission_is_reported_and_recovers(
+        "fault-rbac-status",
+        ("gpuinventories/status", "patch"),
+        "cannot patch resource \"gpuinventories/status\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
+    let env = TestEnv::new("fault-crd").await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    let operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "converged", homelab)
+        .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.delete(CRD_NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(CONVERGE, "the reinstall", || async {
+        operator
+            .log()
+            .contains("CustomResourceDefinition reinstalled")
+            .then_some(())
+    })
+    .await;
+    env.wait_inventory(
+        &inv,
+        CONVERGE,
+        "the default inventory back, converged",
+        homelab,
+    )
+    .await;
+    drop(operator);
+
+    // With --skip-crd-install: reported clearly, and recovered once someone reinstalls it.
+    let operator = env.start_operator_with("2s", &["--skip-crd-install"]);
+    eventually(CONVERGE, "the operator running", || async {
+        operator.log().contains("node cache synced").then_some(())
+    })
+    .await;
+    crds.delete(CRD_NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(CONVERGE, "a clear report", || async {
+        operator
+            .log()
+            .contains("--skip-crd-install is set")
+            .then_some(())
+    })
+    .await;
+    gpu_inventory_operator::crd_install::install_crd(&env.client, CONVERGE)
+        .await
+        .unwrap();
+    let api: Api<GpuInventory> = Api::all(env.client.clone());
+    let again: GpuInventory = serde_json::from_value(json!({
+        "apiVersion": "homelab.youngju.dev/v1", "kind": "GpuInventory",
+        "metadata": { "name": inv, "labels": { common::TEST_LABEL: env.id } }, "spec": {} }))
+    .unwrap();
+    eventually(CONVERGE, "the inventory recreated", || async {
+        api.create(&PostParams::default(), &again).await.ok()
+    })
+    .await;
+    env.wait_inventory(
+        &inv,
+        Duration::from_secs(60),
+        "recovered without a restart",
+        homelab,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_a_foreign_status_writer_is_undone_without_a_write_war() {
+    let env = TestEnv::new("fault-foreign").await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    let _operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "converged", homelab)
+        .await;
+    let api: Api<GpuInventory> = Api::all(env.client.clone());
+    let intruder = PatchParams {
+        field_manager: Some("intruder".into()),
+        ..Default::default()
+    };
+    api.patch_status(
+        &inv,
+        &intruder,
+        &Patch::Merge(json!({ "status": { "totalGpuNodes": 99, "totalGpus": 42 } })),
+    )
+    .await
+    .unwrap();
+    env.wait_inventory(&inv, Duration::from_secs(5), "our fields restored", homelab)
+        .await;
+    let rv = env.inventory(&inv).await.unwrap().metadata.resource_version;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        env.inventory(&inv).await.unwrap().metadata.resource_version,
+        rv,
+        "no write war"
+    );
+}
+
+#[tokio::test]
+async fn fault_5000_gpu_nodes_overflowing_1_mib_are_truncated_on_the_server() {
+    let env = TestEnv::new("fault-big").await;
+    let mut template = common::fixture_nodes("gfd-nodes.yaml").remove(0);
+    let labels = template
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default);
+    // A malformed memory label makes every entry carry an InvalidLabel message: well over 1 MiB in all.
+    labels.insert("nvidia.com/gpu.memory".into(), "81559MiB-per-device".into());
+    let nodes: Vec<Node> = (0..5000)
+        .map(|i| {
+            let mut node = template.clone();
+            node.metadata.name = Some(format!("gpu-{i:04}"));
+            node
+        })
+        .collect();
+    futures::stream::iter(nodes)
+        .for_each_concurrent(32, |node| {
+            let env = &env;
+            async move {
+                env.create_node(node).await;
+            }
+        })
+        .await;
+    let operator = env.start_operator_with("30s", &["--default-inventory", ""]);
+    let cm = env
+        .wait_configmap(Duration::from_secs(60), "a truncated ConfigMap", |d| {
+            d.get("_summary")
+                .is_some_and(|s| s.contains("\"truncated\":true"))
+        })
+        .await;
+    let data = cm.data.unwrap();
+    let size: usize = data.iter().map(|(k, v)| k.len() + v.len()).sum();
+    assert!(size <= 1024 * 1024, "{size} bytes");
+    let summary: serde_json::Value = serde_json::from_str(&data["_summary"]).unwrap();
+    assert_eq!(summary["totalGpuNodes"], 5000);
+    let omitted = summary["omittedNodes"].as_u64().unwrap();
+    assert_eq!(
+        data.len() as u64 - 1 + omitted,
+        5000,
+        "every node is either in or counted as left out"
+    );
+    assert!(summary["message"].as_str().unwrap().contains("1 MiB"));
+    assert!(
+        operator.log().contains("would exceed 1 MiB"),
+        "an error is logged:\n{}",
+        operator.log()
+    );
+}
+
+#[tokio::test]
+async fn fault_sigterm_mid_work_exits_0_within_5_s_leaving_valid_objects() {
+    let env = TestEnv::new("fault-sigterm").await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    let mut operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "converged", homelab)
+        .await;
+    // Changes in flight while the signal lands.
+    for name in ["nuc1", "nuc2", "omen"] {
+        env.set_ready(&env.node_name(name), "True").await;
+    }
+    operator.signal("TERM");
+    let signalled = Instant::now();
+    let code = operator
+        .wait_exit(Duration::from_secs(5))
+        .expect("exited within 5 s");
+    assert_eq!(code, Some(0), "{}", operator.log());
+    println!("exited {:?} after SIGTERM", signalled.elapsed());
+    let status = env.inventory(&inv).await.unwrap().status.expect("a status");
+    assert_eq!(status.total_gpu_nodes, 4, "a complete, valid status");
+    let data = env.configmap().await.unwrap().data.unwrap();
+    for (key, value) in &data {
+        serde_json::from_str::<serde_json::Value>(value).unwrap_or_else(|e| panic!("{key}: {e}"));
+    }
+}
