@@ -95,8 +95,13 @@ pub fn scan<'a>(nodes: impl IntoIterator<Item = &'a Node>, selector: &Selector) 
         .filter(|node| selector.matches(node.labels()))
         .filter_map(scan_node)
         .collect();
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    // Names are unique in a real cluster; a hand-made dump may repeat one, and the output stays deterministic.
+    // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
+    // the one kept does not depend on the input order.
+    entries.sort_by(|a, b| {
+        a.name
+            .cmp(&b.name)
+            .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
+    });
     entries.dedup_by(|a, b| a.name == b.name);
     let total_gpu_nodes = u32::try_from(entries.len()).unwrap_or(u32::MAX);
     let ready_gpu_nodes =
@@ -181,3 +186,6 @@ fn is_gpu_node(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;
