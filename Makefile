@@ -4,7 +4,6 @@ SHELL := /usr/bin/env bash
 CARGO ?= cargo
 CLUSTER := hack/local-cluster.sh
 KUBECONFIG_LOCAL := $(CURDIR)/target/local-cluster/kubeconfig
-FIXTURES := $(CURDIR)/../shared/fixtures
 
 .PHONY: help build lint unit-test integration-test test cluster-up cluster-down cluster-status demo demo-ci bench crd-manifest
 
@@ -24,7 +23,7 @@ unit-test: ## Unit tests (no cluster)
 # Integration tests: against GPUINV_TEST_KUBECONFIG when set, else against the local control plane.
 # Fault tests stop and start the API server, so they run alone, after the others.
 integration-test: ## Integration tests against the running cluster
-	$(CARGO) test --locked --tests --test '*' -- --skip fault_
+	$(CARGO) test --locked --test '*' -- --skip fault_
 	$(CARGO) test --locked --test faults -- --test-threads=1
 
 test: lint unit-test ## Everything: lint, unit tests, cluster-up, integration tests, cluster-down

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The article's home lab on a local control plane: 8 nodes, 4 of them GPU nodes, all 4 NotReady.
-# Starts the control plane, loads ../shared/fixtures/homelab-nodes.yaml, runs the operator and shows what it
+# Starts the control plane, loads tests/fixtures/homelab-nodes.yaml (the article's home lab), runs the operator and shows what it
 # found. Interactive by default (the operator keeps running until Ctrl-C); `--once` exits after showing the
 # result and stops the control plane (CI runs that form).
 set -euo pipefail
@@ -8,7 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 ONCE=false
 [[ "${1:-}" == "--once" ]] && ONCE=true
-FIXTURE="${GPUINV_DEMO_FIXTURE:-$ROOT/../shared/fixtures/homelab-nodes.yaml}"
+FIXTURE="${GPUINV_DEMO_FIXTURE:-$ROOT/tests/fixtures/homelab-nodes.yaml}"
 export KUBECONFIG="$ROOT/target/local-cluster/kubeconfig"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -154,10 +154,7 @@ mod tests {
     #[test]
     fn stripping_keeps_the_scan_identical() {
         for fixture in ["homelab-nodes.yaml", "gfd-nodes.yaml"] {
-            let path = format!(
-                "{}/../shared/fixtures/{fixture}",
-                env!("CARGO_MANIFEST_DIR")
-            );
+            let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
             let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
             let mut stripped = nodes.clone();
             stripped.iter_mut().for_each(strip_node);

@@ -9,7 +9,7 @@ use super::*;
 use crate::node_dump::parse_node_dump;
 
 fn fixture(name: &str) -> Vec<Node> {
-    let path = format!("{}/../shared/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     parse_node_dump(&bytes, &path).expect("fixture parses")
 }
@@ -401,4 +401,26 @@ fn time_slicing_with_renamed_resource() {
         "shared GPUs count as allocatable: {:?}",
         e.issues
     );
+}
+
+/// tests/fixtures is a copy of ../shared/fixtures (so a hosted CI runner has them too); it must not drift.
+#[test]
+fn vendored_fixtures_match_the_shared_ones() {
+    let shared = format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let Ok(entries) = std::fs::read_dir(&shared) else {
+        eprintln!(
+            "note: {shared} is absent (hosted CI); the vendored fixtures are used as they are"
+        );
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let theirs = std::fs::read(entry.path()).unwrap();
+        assert_eq!(
+            std::fs::read(&ours).ok().as_ref(),
+            Some(&theirs),
+            "tests/fixtures/{name} differs from {shared}/{name}: copy it over"
+        );
+    }
 }

@@ -121,16 +121,16 @@ where
     }
 }
 
-/// The nodes of a fixture file in ../shared/fixtures.
+/// The nodes of a fixture file in tests/fixtures (a copy of ../shared/fixtures).
 pub fn fixture_nodes(file: &str) -> Vec<Node> {
     let path = fixture_path(file);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {path}: {e}"));
     parse_node_dump(&bytes, &path).expect("fixture parses")
 }
 
-/// The path of a fixture file in ../shared/fixtures.
+/// The path of a fixture file in tests/fixtures.
 pub fn fixture_path(file: &str) -> String {
-    format!("{}/../shared/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// One test's slice of the cluster: a unique id, a namespace, and the nodes and inventories it made.
