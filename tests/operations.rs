@@ -164,7 +164,10 @@ async fn a_leader_that_loses_its_lease_stops_its_controllers_and_exits() {
     env.load_fixture("homelab-nodes.yaml").await;
     let lease = format!("{}-lease", env.id);
     let mut leader = OperatorProcess::start(&env.id, &leader_args(&env, &lease));
-    env.wait_inventory(&env.inventory_name(), CONVERGE, "converged", |s| s.total_gpu_nodes == 4).await;
+    env.wait_inventory(&env.inventory_name(), CONVERGE, "converged", |s| {
+        s.total_gpu_nodes == 4
+    })
+    .await;
     // Another identity takes the Lease over, as a partitioned leader would find after its lease expired.
     let leases: Api<Lease> = Api::namespaced(env.client.clone(), &env.namespace);
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
@@ -172,14 +175,27 @@ async fn a_leader_that_loses_its_lease_stops_its_controllers_and_exits() {
         "holderIdentity": "someone-else", "leaseDurationSeconds": 3600,
         "acquireTime": now, "renewTime": now } });
     leases
-        .patch(&lease, &PatchParams::apply("intruder").force(), &Patch::Apply(serde_json::json!({
+        .patch(
+            &lease,
+            &PatchParams::apply("intruder").force(),
+            &Patch::Apply(serde_json::json!({
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": { "name": lease },
-            "spec": takeover["spec"] })))
+            "spec": takeover["spec"] })),
+        )
         .await
         .expect("take the lease");
-    let code = leader.wait_exit(Duration::from_secs(20)).expect("the old leader exits");
+    let code = leader
+        .wait_exit(Duration::from_secs(20))
+        .expect("the old leader exits");
     assert_eq!(code, Some(1));
     let log = leader.log();
-    assert!(log.contains("lost the leader lease; stopping controllers"), "{log}");
-    assert!(log.contains("inventory controller stopped") && log.contains("node-status controller stopped"), "{log}");
+    assert!(
+        log.contains("lost the leader lease; stopping controllers"),
+        "{log}"
+    );
+    assert!(
+        log.contains("inventory controller stopped")
+            && log.contains("node-status controller stopped"),
+        "{log}"
+    );
 }
