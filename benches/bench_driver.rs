@@ -198,7 +198,7 @@ fn load_templates(dir: &std::path::Path) -> Res<Templates> {
 /// Node `i` of N: every fifth a GPU node (fixture label sets, incl. NotReady ones), else a CPU node (every
 /// tenth of those NotReady). Each carries `images` container images, as kubelets report them.
 fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
-    let gpu = i % 5 == 0;
+    let gpu = i.is_multiple_of(5);
     let (mut node, name) = if gpu {
         (
             templates.gpu[(i / 5) % templates.gpu.len()].clone(),
@@ -610,15 +610,9 @@ async fn label_changes(
         }
     }
     let api = changer.api.clone();
-    if rate == 0 {
-        futures::stream::iter(requests)
-            .map(|r| send(&api, r))
-            .buffer_unordered(16)
-            .try_collect::<()>()
-            .await?;
-    } else {
+    if let Some(period_us) = 1_000_000u64.checked_div(rate) {
         // Open loop: one write every 1/rate s, whatever the previous writes' latency.
-        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+        let mut tick = tokio::time::interval(Duration::from_micros(period_us));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         let mut inflight = tokio::task::JoinSet::new();
         for request in requests {
@@ -629,6 +623,12 @@ async fn label_changes(
         while let Some(joined) = inflight.join_next().await {
             joined??;
         }
+    } else {
+        futures::stream::iter(requests)
+            .map(|r| send(&api, r))
+            .buffer_unordered(16)
+            .try_collect::<()>()
+            .await?;
     }
     Ok(total)
 }
