@@ -1,5 +1,6 @@
 //! The inventory controller: writes each GpuInventory's status from the shared node cache.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
+use serde::Serialize;
 use tracing::{debug, info, instrument, warn};
 
 use super::{Context, node_changes};
@@ -74,12 +75,21 @@ pub fn desired_status(inventory: Inventory, generation: Option<i64>) -> GpuInven
 }
 
 /// The server-side apply body of a status: `apiVersion` and `kind` are required (the article's pitfall 1).
-pub fn status_apply_body(status: &GpuInventoryStatus) -> serde_json::Value {
-    json!({
-        "apiVersion": GpuInventory::api_version(&()),
-        "kind": GpuInventory::kind(&()),
-        "status": status,
-    })
+pub fn status_apply_body(status: &GpuInventoryStatus) -> StatusApply<'_> {
+    StatusApply {
+        api_version: GpuInventory::api_version(&()),
+        kind: GpuInventory::kind(&()),
+        status,
+    }
+}
+
+/// The server-side apply body of a status, serialized straight from the borrowed status (no JSON tree copy).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusApply<'a> {
+    api_version: Cow<'static, str>,
+    kind: Cow<'static, str>,
+    status: &'a GpuInventoryStatus,
 }
 
 fn node_selector(inventory: &GpuInventory) -> Result<Selector> {

@@ -128,12 +128,27 @@ impl Context {
     }
 }
 
-/// A stream that yields once per observed node change (changes that arrive together are coalesced).
+/// How long a node change waits for more changes before the controllers act on them all at once.
+///
+/// Under churn (say 20 label changes a second) this turns one write per change into one write per window,
+/// for at most this much extra latency on a single change.
+pub const COALESCE_WINDOW: Duration = Duration::from_millis(100);
+
+/// Waits for the next node change, then for [`COALESCE_WINDOW`], and marks everything seen.
+/// `false` when the node cache is gone (shutdown).
+pub async fn next_node_changes(changes: &mut watch::Receiver<u64>) -> bool {
+    if changes.changed().await.is_err() {
+        return false;
+    }
+    tokio::time::sleep(COALESCE_WINDOW).await;
+    changes.mark_unchanged();
+    true
+}
+
+/// A stream that yields once per coalesced batch of node changes.
 pub fn node_changes(mut changes: watch::Receiver<u64>) -> impl Stream<Item = ()> + Send + 'static {
     changes.mark_unchanged();
     futures::stream::unfold(changes, |mut rx| async move {
-        rx.changed().await.ok()?;
-        rx.mark_unchanged();
-        Some(((), rx))
+        next_node_changes(&mut rx).await.then_some(((), rx))
     })
 }

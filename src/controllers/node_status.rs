@@ -14,11 +14,12 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use serde::Serialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
-use super::Context;
+use super::{Context, next_node_changes};
 use crate::FIELD_MANAGER;
 use crate::error::{Error, Result};
 use crate::guard::Decision;
@@ -76,7 +77,7 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
             }
         };
         tokio::select! {
-            changed = node_changes.changed() => if changed.is_err() { break },
+            alive = next_node_changes(&mut node_changes) => if !alive { break },
             _ = wake.notified() => {}
             _ = tokio::time::sleep(delay) => {}
             _ = shutdown.clone().wait() => break,
@@ -180,21 +181,47 @@ async fn reconcile(
     Ok(())
 }
 
+/// The server-side apply body of the ConfigMap.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigMapApply<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ApplyMetadata<'a>,
+    data: &'a BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ApplyMetadata<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    labels: ManagedBy,
+}
+
+#[derive(Debug, Serialize)]
+struct ManagedBy {
+    #[serde(rename = "app.kubernetes.io/managed-by")]
+    managed_by: &'static str,
+}
+
 async fn apply(
     api: &Api<ConfigMap>,
     target: &ConfigMapTarget,
     data: &BTreeMap<String, String>,
 ) -> Result<ConfigMap> {
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": target.name,
-            "namespace": target.namespace,
-            "labels": { "app.kubernetes.io/managed-by": FIELD_MANAGER },
+    // Serialized straight from borrowed data: no intermediate JSON tree of a (up to 1 MiB) ConfigMap.
+    let body = ConfigMapApply {
+        api_version: "v1",
+        kind: "ConfigMap",
+        metadata: ApplyMetadata {
+            name: &target.name,
+            namespace: &target.namespace,
+            labels: ManagedBy {
+                managed_by: FIELD_MANAGER,
+            },
         },
-        "data": data,
-    });
+        data,
+    };
     api.patch(
         &target.name,
         &PatchParams::apply(FIELD_MANAGER).force(),
