@@ -62,6 +62,10 @@ pub struct GpuInventoryStatus {
     /// One entry per GPU node, sorted by name.
     #[serde(default)]
     pub nodes: Vec<GpuNodeEntry>,
+    /// GPU nodes left out of `nodes` to keep the object under the API server's size limit (totals and
+    /// conditions still count them). Absent when `nodes` is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_nodes: Option<u32>,
     /// `Ready` and `Degraded`, as `metav1.Condition`.
     #[serde(default)]
     pub conditions: Vec<Condition>,

@@ -131,6 +131,7 @@ impl GuardedContent for GpuInventoryStatus {
             && self.ready_gpu_nodes == current.ready_gpu_nodes
             && self.total_gpus == current.total_gpus
             && self.nodes == current.nodes
+            && self.omitted_nodes == current.omitted_nodes
             && self.conditions.len() == current.conditions.len()
             && self
                 .conditions

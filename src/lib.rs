@@ -27,6 +27,7 @@ pub mod scan_cmd;
 pub mod scanner;
 pub mod selector;
 pub mod shutdown;
+pub mod status_size;
 pub mod telemetry;
 pub mod watch_backoff;
 

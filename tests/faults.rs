@@ -403,7 +403,7 @@ async fn fault_5000_gpu_nodes_overflowing_1_mib_are_truncated_on_the_server() {
             }
         })
         .await;
-    let operator = env.start_operator_with("30s", &["--default-inventory", ""]);
+    let operator = env.start_operator("30s");
     let cm = env
         .wait_configmap(Duration::from_secs(60), "a truncated ConfigMap", |d| {
             d.get("_summary")
@@ -425,6 +425,28 @@ async fn fault_5000_gpu_nodes_overflowing_1_mib_are_truncated_on_the_server() {
     assert!(
         operator.log().contains("would exceed 1 MiB"),
         "an error is logged:\n{}",
+        operator.log()
+    );
+
+    // The inventory's status would pass etcd's object limit too: written with the entries that fit.
+    let status = env
+        .wait_inventory(
+            &env.inventory_name(),
+            Duration::from_secs(60),
+            "a truncated status",
+            |s| s.omitted_nodes.is_some(),
+        )
+        .await
+        .status
+        .unwrap();
+    assert_eq!(status.total_gpu_nodes, 5000, "totals cover every node");
+    assert_eq!(
+        status.nodes.len() as u32 + status.omitted_nodes.unwrap(),
+        5000
+    );
+    assert!(
+        operator.log().contains("status.omittedNodes"),
+        "{}",
         operator.log()
     );
 }

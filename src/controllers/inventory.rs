@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
-use tracing::{debug, info, instrument, warn};
+use tracing::{debug, error, info, instrument, warn};
 
 use super::{Context, node_changes};
 use crate::FIELD_MANAGER;
@@ -25,6 +25,7 @@ use crate::events::{InventoryEvent, transitions};
 use crate::guard::Decision;
 use crate::scanner::{Inventory, scan};
 use crate::shutdown::Shutdown;
+use crate::status_size::{STATUS_NODES_BUDGET_BYTES, fit_nodes};
 use crate::watch_backoff::WatchBackoff;
 
 /// Runs the controller until shutdown.
@@ -70,6 +71,7 @@ pub fn desired_status(inventory: Inventory, generation: Option<i64>) -> GpuInven
         ready_gpu_nodes: inventory.ready_gpu_nodes,
         total_gpus: inventory.total_gpus,
         nodes: inventory.nodes,
+        omitted_nodes: None,
         conditions,
     }
 }
@@ -117,8 +119,9 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     let selector = node_selector(inventory)?;
     let nodes = ctx.nodes.nodes();
     let scanned = scan(nodes.iter().map(AsRef::as_ref), &selector);
-    let desired = desired_status(scanned, inventory.metadata.generation);
+    let mut desired = desired_status(scanned, inventory.metadata.generation);
     ctx.metrics.export_inventory(&name, &desired);
+    fit_nodes(&mut desired, STATUS_NODES_BUDGET_BYTES);
     let cache_version = inventory.metadata.resource_version.as_deref();
     let (decision, events) = ctx.recent_status.with_current(
         &name,
@@ -154,6 +157,15 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
                 gpus = status.total_gpus,
                 "reconciled GpuInventory"
             );
+            if let Some(omitted) = status.omitted_nodes {
+                // Logged per write, not per reconcile: writes happen only when the content changed.
+                error!(
+                    cr = %name,
+                    omitted,
+                    "the status would exceed the API server's object size limit; {omitted} GPU node entries \
+                     left out (status.omittedNodes); split the inventory with spec.nodeSelector"
+                );
+            }
             ctx.recent_status
                 .record(&name, cache_version.map(str::to_owned), status);
             publish(ctx, inventory, events).await;
