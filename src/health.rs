@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
@@ -23,7 +23,6 @@ pub struct Health(Arc<Inner>);
 struct Inner {
     crd_established: AtomicBool,
     nodes_synced: AtomicBool,
-    watch_failures: AtomicU64,
     watch_restarts: Family<WatchLabels, Counter>,
     outage: Mutex<Outage>,
 }
@@ -72,11 +71,6 @@ impl Health {
         }
     }
 
-    /// Number of watch failures (each one restarts a watch after a backoff).
-    pub fn watch_failures(&self) -> u64 {
-        self.0.watch_failures.load(Ordering::Relaxed)
-    }
-
     /// A watch delivered an event: the API server is reachable.
     pub fn watch_ok(&self, watch: &str) {
         let Ok(mut outage) = self.0.outage.lock() else {
@@ -94,7 +88,6 @@ impl Health {
 
     /// A watch failed; it is retried with backoff. Logged at warn at most every 30 s.
     pub fn watch_failed(&self, watch: &str, error: &kube::runtime::watcher::Error) {
-        self.0.watch_failures.fetch_add(1, Ordering::Relaxed);
         self.0
             .watch_restarts
             .get_or_create(&WatchLabels {

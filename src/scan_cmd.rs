@@ -27,10 +27,11 @@ pub const EXIT_ERROR: u8 = 2;
 
 /// Runs the scan and prints it; the exit code says whether any issue was found.
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    match scan_status(global, args)
-        .await
-        .and_then(|status| print(&status, args.output).map(|()| status))
-    {
+    let scanned = scan_status(global, args).await;
+    if let Ok(status) = &scanned {
+        print(status, args.output);
+    }
+    match scanned {
         Ok(status) if status.nodes.iter().any(|n| !n.issues.is_empty()) => {
             ExitCode::from(EXIT_ISSUES)
         }
@@ -87,7 +88,7 @@ async fn list_nodes(global: &GlobalArgs, selector: Option<&str>) -> Result<Vec<N
     Ok(list.items)
 }
 
-fn print(status: &GpuInventoryStatus, format: OutputFormat) -> Result<()> {
+fn print(status: &GpuInventoryStatus, format: OutputFormat) {
     let text = match format {
         OutputFormat::Json => {
             serde_json::to_string_pretty(status).expect("status serializes") + "\n"
@@ -96,7 +97,6 @@ fn print(status: &GpuInventoryStatus, format: OutputFormat) -> Result<()> {
         OutputFormat::Table => table(status),
     };
     print!("{text}");
-    Ok(())
 }
 
 /// The article's table, plus an ISSUES column and one line per issue below it.

@@ -32,11 +32,6 @@ impl Shutdown {
     pub async fn wait(mut self) {
         let _ = self.0.wait_for(|stop| *stop).await;
     }
-
-    /// Whether shutdown has started.
-    pub fn is_triggered(&self) -> bool {
-        *self.0.borrow()
-    }
 }
 
 impl ShutdownTrigger {

@@ -19,9 +19,6 @@ use crate::health::Health;
 use crate::metrics::{ControllerLabels, ErrorLabels, Metrics, TargetLabels};
 use crate::node_cache::NodeCache;
 
-/// Field manager of every write the operator makes.
-pub use crate::FIELD_MANAGER as CONTROLLER_FIELD_MANAGER;
-
 /// Everything a reconcile needs, shared by both controllers.
 pub struct Context {
     /// The API client.
