@@ -9,8 +9,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{OperatorProcess, TEST_LABEL, TestEnv, impersonating_kubeconfig, kubeconfig_path};
-use gpu_inventory_operator::crd::{GpuInventory, GpuInventoryStatus};
+use common::{
+    OperatorProcess, TEST_LABEL, TestEnv, impersonating_kubeconfig, is_homelab, kubeconfig_path,
+};
+use gpu_inventory_operator::crd::GpuInventory;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{Api, PostParams};
@@ -424,10 +426,6 @@ fn start_operator_as(env: &TestEnv, user: &str, extra: &[&str]) -> ScopedOperato
         _cleanup: DeleteConfigMapOnDrop(configmap.clone()),
         configmap,
     }
-}
-
-fn is_homelab(s: &GpuInventoryStatus) -> bool {
-    (s.total_gpu_nodes, s.ready_gpu_nodes, s.total_gpus) == (4, 0, 1)
 }
 
 /// Waits until the inventory reaches the home-lab numbers and the ConfigMap holds the four GPU nodes; on

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{TEST_LABEL, TestEnv, eventually, kubeconfig_path};
+use common::{TEST_LABEL, TestEnv, eventually, is_homelab, kubeconfig_path};
 use gpu_inventory_operator::crd::{CRD_NAME, GpuInventory, GpuInventoryStatus};
 use gpu_inventory_operator::crd_install;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -14,10 +14,6 @@ use serde_json::json;
 
 const CONVERGE: Duration = Duration::from_secs(30);
 const REACT: Duration = Duration::from_secs(2);
-
-fn is_homelab(s: &GpuInventoryStatus) -> bool {
-    (s.total_gpu_nodes, s.ready_gpu_nodes, s.total_gpus) == (4, 0, 1)
-}
 
 /// Home-lab nodes loaded, operator started, inventory and ConfigMap converged.
 async fn converged_home_lab(test: &str) -> (TestEnv, common::OperatorProcess) {

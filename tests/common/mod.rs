@@ -63,6 +63,11 @@ pub async fn client() -> Client {
     client
 }
 
+/// The article's home lab as the operator must report it: 4 GPU nodes, 0 Ready, 1 GPU.
+pub fn is_homelab(s: &gpu_inventory_operator::crd::GpuInventoryStatus) -> bool {
+    (s.total_gpu_nodes, s.ready_gpu_nodes, s.total_gpus) == (4, 0, 1)
+}
+
 /// A kubeconfig for the test cluster that impersonates `user` (the admin credentials stay; every request
 /// carries `Impersonate-User`, so RBAC judges it as `user`).
 pub fn impersonating_kubeconfig(user: &str, id: &str) -> PathBuf {
