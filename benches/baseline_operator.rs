@@ -14,7 +14,7 @@
 //!   as one event (one write at `InitDone`), not one event per listed node.
 //!
 //! Both controllers compute their content with the operator library's scanner (`scanner::scan`,
-//! `desired_status`, `node_status_data`), so the output is the same and only the I/O strategy differs.
+//! `desired_status`, `configmap_data`), so the output is the same and only the I/O strategy differs.
 //! Requests carry the User-Agent `gpu-inventory-baseline/0.1.0`, so the audit log tells them apart.
 //!
 //! Flags: `--kubeconfig FILE --namespace NS --default-inventory NAME [--node-label-selector SEL] [--requeue 30s]`.
@@ -25,12 +25,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use futures::StreamExt;
-use gpu_inventory_operator::cli::parse_duration;
-use gpu_inventory_operator::controllers::inventory::{desired_status, status_apply_body};
+use gpu_inventory_operator::cmd::cli::parse_duration;
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus};
-use gpu_inventory_operator::crd_install::install_crd;
-use gpu_inventory_operator::node_status::{DATA_BUDGET_BYTES, node_status_data};
-use gpu_inventory_operator::scanner::scan;
+use gpu_inventory_operator::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
+use gpu_inventory_operator::inventory::scanner::scan;
+use gpu_inventory_operator::inventory::status::desired_status;
+use gpu_inventory_operator::publish::crd::install_crd;
+use gpu_inventory_operator::publish::status::status_apply_body;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -166,7 +167,7 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Ctx>) -> Result<Action
     }
     let list = nodes.list(&params).await?;
     let scanned = scan(list.items.iter(), &Selector::default());
-    let mut status = desired_status(scanned, inventory.metadata.generation);
+    let mut status = desired_status(&scanned, inventory.metadata.generation);
     let now = Time(Timestamp::now());
     status.observed_time = Some(now.clone());
     for condition in &mut status.conditions {
@@ -233,7 +234,7 @@ async fn write_configmap(
 ) -> Result<(), kube::Error> {
     let nodes = store.state();
     let inventory = scan(nodes.iter().map(AsRef::as_ref), &Selector::default());
-    let (data, _summary) = node_status_data(&inventory, DATA_BUDGET_BYTES);
+    let (data, _summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     let body = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",

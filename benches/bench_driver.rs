@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
-use gpu_inventory_operator::node_dump::parse_node_dump;
-use gpu_inventory_operator::scanner::scan_node;
+use gpu_inventory_operator::inventory::scanner::scan_node;
+use gpu_inventory_operator::sources::dump::parse_node_dump;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, ContainerImage, Namespace, Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -1231,7 +1231,7 @@ async fn main() -> Res<()> {
         s.fixtures.display()
     ));
     // The CRD is installed once, up front, so neither program pays for its establishment at start-up.
-    gpu_inventory_operator::crd_install::install_crd(&client, Duration::from_secs(60)).await?;
+    gpu_inventory_operator::publish::crd::install_crd(&client, Duration::from_secs(60)).await?;
     let ticks = clock_ticks();
     let started = Timestamp::now();
     let mut results = Vec::new();

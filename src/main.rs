@@ -3,28 +3,28 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use gpu_inventory_operator::cli::{Cli, Command};
-use gpu_inventory_operator::shutdown::Shutdown;
-use gpu_inventory_operator::{crd_install, operator, scan_cmd, telemetry};
+use gpu_inventory_operator::cmd::cli::{Cli, Command};
+use gpu_inventory_operator::cmd::{run, scan};
+use gpu_inventory_operator::publish::crd::crd_yaml;
+use gpu_inventory_operator::runtime::logging;
+use gpu_inventory_operator::runtime::shutdown::Shutdown;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    telemetry::init_logging(cli.global.log_format);
+    logging::init_logging(cli.global.log_format);
     match cli.command.unwrap_or(Command::Run(cli.run)) {
         Command::Crd => {
-            print!("{}", crd_install::crd_yaml());
+            print!("{}", crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Scan(args) => scan_cmd::run(&cli.global, &args).await,
-        Command::Run(args) => {
-            match operator::run(&cli.global, args, Shutdown::on_signals()).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!(reason = e.metric_label(), "{e}");
-                    ExitCode::FAILURE
-                }
+        Command::Scan(args) => scan::run(&cli.global, &args).await,
+        Command::Run(args) => match run::run(&cli.global, args, Shutdown::on_signals()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!(reason = e.metric_label(), "{e}");
+                ExitCode::FAILURE
             }
-        }
+        },
     }
 }

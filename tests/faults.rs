@@ -324,7 +324,7 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
             .then_some(())
     })
     .await;
-    gpu_inventory_operator::crd_install::install_crd(&env.client, CONVERGE)
+    gpu_inventory_operator::publish::crd::install_crd(&env.client, CONVERGE)
         .await
         .unwrap();
     let api: Api<GpuInventory> = Api::all(env.client.clone());

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{TEST_LABEL, TestEnv, eventually, is_homelab, kubeconfig_path};
 use gpu_inventory_operator::crd::{CRD_NAME, GpuInventory, GpuInventoryStatus};
-use gpu_inventory_operator::crd_install;
+use gpu_inventory_operator::publish::crd as crd_install;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -185,7 +185,7 @@ async fn pitfall_1_status_apply_needs_api_version_and_kind() {
         total_gpu_nodes: 1,
         ..Default::default()
     };
-    let ours = gpu_inventory_operator::controllers::inventory::status_apply_body(&status);
+    let ours = gpu_inventory_operator::publish::status::status_apply_body(&status);
     let applied = api
         .patch_status(&env.inventory_name(), &params, &Patch::Apply(ours))
         .await

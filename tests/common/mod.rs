@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::crd::GpuInventory;
-use gpu_inventory_operator::node_dump::parse_node_dump;
+use gpu_inventory_operator::sources::dump::parse_node_dump;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kube::runtime::events::EventType;
 
-use crate::conditions::capped_list;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::scanner::IssueReason;
+use crate::inventory::conditions::capped_list;
+use crate::inventory::scanner::IssueReason;
 
 /// Above this many transitions of one kind, they are reported as one event.
 pub const MAX_EVENTS_PER_KIND: usize = 5;

@@ -8,15 +8,15 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::core::Selector;
 
-use crate::cli::{GlobalArgs, OutputFormat, ScanArgs};
-use crate::client::connect;
-use crate::controllers::inventory::desired_status;
+use super::cli::{GlobalArgs, OutputFormat, ScanArgs};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
-use crate::guard::GuardedContent;
-use crate::node_dump::parse_node_dump;
-use crate::scanner::scan;
-use crate::selector::parse_selector;
+use crate::inventory::plan::plan_status;
+use crate::inventory::scanner::scan;
+use crate::inventory::selector::parse_selector;
+use crate::inventory::status::desired_status;
+use crate::runtime::client::connect;
+use crate::sources::dump::parse_node_dump;
 
 /// Exit code: every GPU node healthy.
 pub const EXIT_HEALTHY: u8 = 0;
@@ -54,9 +54,12 @@ async fn scan_status(global: &GlobalArgs, args: &ScanArgs) -> Result<GpuInventor
         Some(path) => read_dump(path)?,
         None => list_nodes(global, args.selector.as_deref()).await?,
     };
-    let mut status = desired_status(scan(&nodes, &selector), None);
-    status.stamp(None, Timestamp::now());
-    Ok(status)
+    let desired = desired_status(&scan(&nodes, &selector), None);
+    // Planned against nothing on a server: the status the operator would write first, times stamped now.
+    let plan = plan_status(desired, None, Timestamp::now());
+    Ok(plan
+        .write
+        .expect("a status planned against nothing is always written"))
 }
 
 fn read_dump(path: &str) -> Result<Vec<Node>> {
@@ -75,7 +78,7 @@ fn read_dump(path: &str) -> Result<Vec<Node>> {
 }
 
 async fn list_nodes(global: &GlobalArgs, selector: Option<&str>) -> Result<Vec<Node>> {
-    let connection = connect(global).await?;
+    let connection = connect(&global.client_config()).await?;
     let api: Api<Node> = Api::all(connection.client);
     let mut params = ListParams::default();
     if let Some(selector) = selector {

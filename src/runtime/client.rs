@@ -1,15 +1,23 @@
 //! Building the Kubernetes client from the kubeconfig (or in-cluster), with clear errors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::cli::GlobalArgs;
 use crate::error::{Error, Result};
 
 /// The user agent of every request the operator makes.
 pub const USER_AGENT: &str = concat!("gpu-inventory-operator/", env!("CARGO_PKG_VERSION"));
+
+/// Where to connect: the kubeconfig file and context (`None`: the usual defaults).
+#[derive(Clone, Debug, Default)]
+pub struct ClientConfig {
+    /// A kubeconfig file to use instead of $KUBECONFIG or ~/.kube/config.
+    pub kubeconfig: Option<PathBuf>,
+    /// A context to use instead of the kubeconfig's current one.
+    pub context: Option<String>,
+}
 
 /// A client and what the configuration said about where it points.
 pub struct Connection {
@@ -21,9 +29,9 @@ pub struct Connection {
     pub cluster_url: String,
 }
 
-/// Builds the client from `--kubeconfig`/`--context`, else $KUBECONFIG or ~/.kube/config, else in-cluster.
-pub async fn connect(args: &GlobalArgs) -> Result<Connection> {
-    let mut config = load_config(args).await?;
+/// Builds the client from the given kubeconfig/context, else $KUBECONFIG or ~/.kube/config, else in-cluster.
+pub async fn connect(target: &ClientConfig) -> Result<Connection> {
+    let mut config = load_config(target.kubeconfig.as_deref(), target.context.as_deref()).await?;
     // A user agent of our own tells the operator's requests apart in audit logs (and in `make bench`).
     config.headers.push((
         http::header::USER_AGENT,
@@ -40,12 +48,12 @@ pub async fn connect(args: &GlobalArgs) -> Result<Connection> {
     })
 }
 
-async fn load_config(args: &GlobalArgs) -> Result<Config> {
+async fn load_config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Config> {
     let options = KubeConfigOptions {
-        context: args.context.clone(),
+        context: context.map(str::to_owned),
         ..Default::default()
     };
-    if let Some(path) = &args.kubeconfig {
+    if let Some(path) = kubeconfig {
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
             Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display()))
         })?;
@@ -55,7 +63,7 @@ async fn load_config(args: &GlobalArgs) -> Result<Config> {
     }
     match Config::from_kubeconfig(&options).await {
         Ok(config) => Ok(config),
-        Err(kubeconfig_error) if args.context.is_none() => Config::incluster().map_err(|_| {
+        Err(kubeconfig_error) if context.is_none() => Config::incluster().map_err(|_| {
             Error::Kubeconfig(format!(
                 "no usable kubeconfig: tried {} ({kubeconfig_error}), and this is not a pod in a cluster; \
                  set KUBECONFIG or pass --kubeconfig FILE",

@@ -4,7 +4,14 @@ use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::LogFormat;
+/// How logs are printed (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// The filter when RUST_LOG is unset. kube logs every failed request and watch retry itself; the operator
 /// reports those failures once, rate-limited and with what to do, so kube's own lines are muted.

@@ -13,10 +13,10 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tracing::info;
 
+use super::health::Health;
+use super::metrics::Metrics;
+use super::shutdown::Shutdown;
 use crate::error::{Error, Result};
-use crate::health::Health;
-use crate::metrics::Metrics;
-use crate::shutdown::Shutdown;
 
 #[derive(Clone)]
 struct AppState {

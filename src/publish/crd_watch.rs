@@ -9,12 +9,12 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use std::time::Duration;
 use tracing::{error, info, warn};
 
+use super::crd::install_crd;
+use super::default_inventory::{DefaultInventory, ensure_default_inventory};
 use crate::crd::CRD_NAME;
-use crate::crd_install::install_crd;
-use crate::default_inventory::{DefaultInventory, ensure_default_inventory};
-use crate::health::Health;
-use crate::shutdown::Shutdown;
-use crate::watch_backoff::WatchBackoff;
+use crate::runtime::backoff;
+use crate::runtime::health::Health;
+use crate::runtime::shutdown::Shutdown;
 
 /// What to do when the CRD disappears.
 #[derive(Clone, Debug)]
@@ -33,7 +33,7 @@ pub async fn watch_crd(client: Client, policy: CrdPolicy, health: Health, shutdo
     let config = watcher::Config::default().fields(&format!("metadata.name={CRD_NAME}"));
     let (store, writer) = reflector::store();
     let mut events = watcher(api, config)
-        .backoff(WatchBackoff::default())
+        .backoff(backoff::WATCH.backoff())
         .reflect(writer)
         .boxed();
     loop {
@@ -66,11 +66,12 @@ async fn crd_missing(client: &Client, policy: &CrdPolicy, shutdown: &Shutdown) {
         crd = CRD_NAME,
         "the CustomResourceDefinition was deleted; reinstalling it"
     );
-    let mut retry = Duration::from_secs(1);
+    let mut retry = backoff::CRD_REINSTALL.backoff();
     while let Err(e) = install_crd(client, policy.timeout).await {
-        error!(error = %e, "reinstalling the CustomResourceDefinition failed; retrying in {}s", retry.as_secs());
+        let delay = retry.next_delay();
+        error!(error = %e, "reinstalling the CustomResourceDefinition failed; retrying in {}s", delay.as_secs());
         tokio::select! {
-            _ = tokio::time::sleep(retry) => retry = (retry * 2).min(Duration::from_secs(60)),
+            _ = tokio::time::sleep(delay) => {}
             _ = shutdown.clone().wait() => return,
         }
     }

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::runtime::client::ClientConfig;
+pub use crate::runtime::logging::LogFormat;
+
 /// Keeps an inventory of a Kubernetes cluster's GPU nodes and says what is wrong with them.
 ///
 /// Runs out of cluster against your kubeconfig (or in cluster with its service account), installs the
@@ -53,13 +56,14 @@ pub struct GlobalArgs {
     pub log_format: LogFormat,
 }
 
-/// How logs are printed (to stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
+impl GlobalArgs {
+    /// Where to connect, as the client module takes it.
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+        }
+    }
 }
 
 /// Flags of `run`.

@@ -1,58 +1,31 @@
-//! The one node watch of the process, and the stripped, shared cache both controllers read.
+//! The one node watch of the process, and the stripped cache every publisher reads.
 //!
 //! Nodes are big (images, managed fields, annotations) and chatty (heartbeats). The cache keeps only what the
 //! scanner reads, and it signals a change only when that part changed, so heartbeats wake nobody.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::future::Future;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use tokio::sync::watch;
 
-use crate::health::Health;
-use crate::scanner::resources::NVIDIA_RESOURCE_PREFIX;
-use crate::watch_backoff::WatchBackoff;
+use super::ChangeSignal;
+use crate::inventory::scanner::resources::NVIDIA_RESOURCE_PREFIX;
+use crate::runtime::backoff;
+use crate::runtime::health::Health;
 
-/// A read handle on the shared node cache.
-#[derive(Clone)]
-pub struct NodeCache {
-    store: Store<Node>,
-    changes: watch::Receiver<u64>,
-}
-
-impl NodeCache {
-    /// Every cached (stripped) node.
-    pub fn nodes(&self) -> Vec<Arc<Node>> {
-        self.store.state()
-    }
-
-    /// A receiver that is marked changed whenever a node changed in a way the scanner can see.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changes.clone()
-    }
-
-    /// Resolves once the first full list has been cached.
-    pub async fn wait_until_ready(&self) {
-        // The writer lives as long as the watch task; if it is gone the process is shutting down anyway.
-        let _ = self.store.wait_until_ready().await;
-    }
-}
-
-/// Starts the node watch and returns the cache plus the task that feeds it (run it until shutdown).
-pub fn start(
+/// Starts the node watch: returns the cache and the task that feeds it (run it until shutdown). The task
+/// signals `changes` whenever a node changed in a way the scanner can see.
+pub fn watch_nodes(
     client: Client,
     label_selector: Option<&str>,
     health: Health,
-) -> (
-    NodeCache,
-    impl std::future::Future<Output = ()> + Send + 'static,
-) {
+    changes: ChangeSignal,
+) -> (Store<Node>, impl Future<Output = ()> + Send + 'static) {
     let (store, mut writer) = reflector::store::<Node>();
-    let (changed_tx, changed_rx) = watch::channel(0u64);
     // Pages are decoded whole before stripping: 100 full nodes (~1.5 MiB) instead of the default 500 keeps the
     // start-up peak low at the cost of a few more LIST pages.
     let mut config = watcher::Config::default().page_size(100);
@@ -63,7 +36,7 @@ pub fn start(
     let reader = store.clone();
     let feed = async move {
         let mut events = watcher(api, config)
-            .backoff(WatchBackoff::default())
+            .backoff(backoff::WATCH.backoff())
             .modify(strip_node)
             .boxed();
         while let Some(event) = events.next().await {
@@ -76,20 +49,14 @@ pub fn start(
                     let changed = is_visible_change(&reader, &event);
                     writer.apply_watcher_event(&event);
                     if changed {
-                        changed_tx.send_modify(|n| *n = n.wrapping_add(1));
+                        changes.notify();
                     }
                 }
                 Err(error) => health.watch_failed("nodes", &error),
             }
         }
     };
-    (
-        NodeCache {
-            store,
-            changes: changed_rx,
-        },
-        feed,
-    )
+    (store, feed)
 }
 
 /// Whether applying `event` changes what the scanner would see.
@@ -149,8 +116,8 @@ fn only_nvidia<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node_dump::parse_node_dump;
-    use crate::scanner::scan;
+    use crate::inventory::scanner::scan;
+    use crate::sources::dump::parse_node_dump;
     use kube::core::Selector;
 
     #[test]

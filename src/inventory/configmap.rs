@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::scanner::Inventory;
+use crate::inventory::scanner::Inventory;
 
 /// Default name of the ConfigMap.
 pub const CONFIGMAP_NAME: &str = "gpu-node-status";
@@ -41,7 +41,7 @@ fn is_zero(n: &usize) -> bool {
 
 /// The ConfigMap data for an inventory, within [`DATA_BUDGET_BYTES`]. Entries are added in name order until
 /// the budget is spent; the summary says how many were left out.
-pub fn node_status_data(
+pub fn configmap_data(
     inventory: &Inventory,
     budget: usize,
 ) -> (BTreeMap<String, String>, NodeStatusSummary) {
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn one_key_per_node_plus_summary() {
-        let (data, summary) = node_status_data(&inventory(3), DATA_BUDGET_BYTES);
+        let (data, summary) = configmap_data(&inventory(3), DATA_BUDGET_BYTES);
         assert_eq!(data.len(), 4);
         assert!(!summary.truncated);
         let entry: serde_json::Value = serde_json::from_str(&data["gpu-00001"]).unwrap();
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn stays_within_budget_and_says_so() {
-        let (data, summary) = node_status_data(&inventory(10), 400);
+        let (data, summary) = configmap_data(&inventory(10), 400);
         let used: usize = data
             .iter()
             .filter(|(k, _)| *k != SUMMARY_KEY)

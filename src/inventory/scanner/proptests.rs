@@ -9,7 +9,7 @@ use kube::core::Selector;
 use proptest::prelude::*;
 
 use super::{scan, scan_node};
-use crate::node_dump::parse_node_dump;
+use crate::sources::dump::parse_node_dump;
 
 /// Keys biased toward the ones the scanner reads, plus random ones.
 fn label_key() -> impl Strategy<Value = String> {

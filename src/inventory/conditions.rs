@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use crate::scanner::Inventory;
+use crate::inventory::scanner::Inventory;
 
 /// How many node names a condition message lists before it says "and N more".
 pub const MAX_NAMED_NODES: usize = 10;

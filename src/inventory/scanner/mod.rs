@@ -1,7 +1,7 @@
 //! The scanner: nodes (and a selector) in, [`Inventory`] out.
 //!
 //! Pure and deterministic: no I/O, no clock, output sorted by node name. Everything the operator knows about
-//! GPU labels lives here (rules: DESIGN §3), so both controllers and the `scan` command agree by construction.
+//! GPU labels lives here (the reading rules are in README.md), so every publisher and the `scan` command agree by construction.
 
 mod diagnose;
 mod features;
@@ -167,7 +167,7 @@ pub fn ready_condition(node: &Node) -> Option<&NodeCondition> {
         .find(|c| c.type_ == "Ready")
 }
 
-/// DESIGN §3: any one signal makes a GPU node; `gpu.present=false` alone makes nothing.
+/// Any one signal makes a GPU node; `gpu.present=false` alone makes nothing.
 fn is_gpu_node(
     labels: &LabelReader<'_>,
     nvidia_capacity: &std::collections::BTreeMap<String, String>,

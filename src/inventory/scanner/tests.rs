@@ -1,4 +1,4 @@
-//! Scanner tests on the shared fixtures and on hand-made nodes.
+//! Scanner tests on the fixtures in `tests/fixtures/` and on hand-made nodes.
 
 use std::collections::BTreeMap;
 
@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 
 use super::*;
-use crate::node_dump::parse_node_dump;
+use crate::sources::dump::parse_node_dump;
 
 fn fixture(name: &str) -> Vec<Node> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -401,26 +401,4 @@ fn time_slicing_with_renamed_resource() {
         "shared GPUs count as allocatable: {:?}",
         e.issues
     );
-}
-
-/// tests/fixtures is a copy of ../shared/fixtures (so a hosted CI runner has them too); it must not drift.
-#[test]
-fn vendored_fixtures_match_the_shared_ones() {
-    let shared = format!("{}/../shared/fixtures", env!("CARGO_MANIFEST_DIR"));
-    let Ok(entries) = std::fs::read_dir(&shared) else {
-        eprintln!(
-            "note: {shared} is absent (hosted CI); the vendored fixtures are used as they are"
-        );
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-        let theirs = std::fs::read(entry.path()).unwrap();
-        assert_eq!(
-            std::fs::read(&ours).ok().as_ref(),
-            Some(&theirs),
-            "tests/fixtures/{name} differs from {shared}/{name}: copy it over"
-        );
-    }
 }

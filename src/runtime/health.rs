@@ -9,8 +9,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use tracing::{debug, info, warn};
 
+use super::metrics::WatchLabels;
 use crate::error::describe_kube_error;
-use crate::metrics::WatchLabels;
 
 /// How often the same kind of failure is logged at warn; in between it goes to debug.
 const WARN_EVERY: Duration = Duration::from_secs(30);

@@ -1,14 +1,13 @@
-//! The node-status controller: keeps the `gpu-node-status` ConfigMap current on node events.
+//! The ConfigMap publisher: keeps the `gpu-node-status` ConfigMap (one key per GPU node) current.
 //!
-//! It wakes on node changes (from the shared cache), on changes to the ConfigMap itself (deleted, edited by
-//! hand) and every requeue period; wake-ups that arrive while it works are coalesced into one pass.
+//! It wakes on the sources' changes, on changes to the ConfigMap itself (deleted, edited by hand) and every
+//! requeue period; wake-ups that arrive while it works are coalesced into one pass.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
@@ -19,14 +18,14 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
-use super::{Context, next_node_changes};
+use super::Context;
+use super::writer::Cached;
 use crate::FIELD_MANAGER;
 use crate::error::{Error, Result};
-use crate::guard::Decision;
-use crate::node_status::{DATA_BUDGET_BYTES, node_status_data};
-use crate::scanner::scan;
-use crate::shutdown::Shutdown;
-use crate::watch_backoff::WatchBackoff;
+use crate::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
+use crate::inventory::plan::plan_configmap;
+use crate::runtime::backoff;
+use crate::runtime::shutdown::Shutdown;
 
 /// Where the ConfigMap lives.
 #[derive(Clone, Debug)]
@@ -51,7 +50,7 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
         cache_events.clone(),
         ctx.clone(),
     ));
-    let mut node_changes = ctx.nodes.subscribe();
+    let mut changes = ctx.sources.changes();
     tokio::select! {
         _ = store.wait_until_ready() => {}
         _ = shutdown.clone().wait() => { watch_task.abort(); return; }
@@ -77,7 +76,7 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
             }
         };
         tokio::select! {
-            alive = next_node_changes(&mut node_changes) => if !alive { break },
+            alive = changes.next() => if !alive { break },
             _ = wake.notified() => {}
             _ = tokio::time::sleep(delay) => {}
             _ = shutdown.clone().wait() => break,
@@ -97,7 +96,7 @@ async fn watch_configmap(
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut events = watcher(api, config)
-        .backoff(WatchBackoff::default())
+        .backoff(backoff::WATCH.backoff())
         .modify(|cm| cm.metadata.managed_fields = None)
         .reflect(writer)
         .boxed();
@@ -115,48 +114,41 @@ async fn watch_configmap(
     }
 }
 
-/// The ConfigMap watch cache, and how many events it has applied (its version, for [`RecentWrites`]).
+/// The ConfigMap watch cache, and how many events it has applied (its version, for the guarded writer).
 ///
-/// [`RecentWrites`]: crate::guard::RecentWrites
 #[derive(Clone, Copy)]
 struct ConfigMapCache<'a> {
     store: &'a Store<ConfigMap>,
     events: &'a AtomicU64,
 }
 
+/// Read (the shared scan, the cached ConfigMap), plan (pure), write (apply, then remove foreign keys).
 async fn reconcile(
     ctx: &Context,
     api: &Api<ConfigMap>,
     cache: ConfigMapCache<'_>,
     target: &ConfigMapTarget,
 ) -> Result<()> {
-    let nodes = ctx.nodes.nodes();
-    let inventory = scan(nodes.iter().map(AsRef::as_ref), &Selector::default());
-    let (desired, summary) = node_status_data(&inventory, DATA_BUDGET_BYTES);
+    let inventory = ctx.inventory(&Selector::default());
+    let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     // Read the event count before the object, so a version can only be older than the object, never newer.
     let cache_version = cache.events.load(Ordering::SeqCst).to_string();
     let current = cache
         .store
         .get(&ObjectRef::new(&target.name).within(&target.namespace));
     let empty = BTreeMap::new();
-    let current_data = current
-        .as_ref()
-        .map(|cm| cm.data.as_ref().unwrap_or(&empty));
-    let decision = ctx.recent_configmap.with_current(
-        &target.name,
-        Some(&cache_version),
-        current_data,
-        |current| {
-            ctx.configmap_guard
-                .decide(current, desired, Timestamp::now())
-        },
-    );
-    let data = match decision {
-        Decision::Skip => {
-            debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
-            return Ok(());
-        }
-        Decision::Write(data) => data,
+    let cached = Cached {
+        version: Some(&cache_version),
+        content: current
+            .as_ref()
+            .map(|cm| cm.data.as_ref().unwrap_or(&empty)),
+    };
+    let (write, ()) = ctx.configmap_writer.plan(&target.name, cached, |current| {
+        (plan_configmap(desired, current), ())
+    });
+    let Some(data) = write else {
+        debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
+        return Ok(());
     };
     if summary.truncated {
         error!(
@@ -167,10 +159,9 @@ async fn reconcile(
         );
     }
     let written = apply(api, target, &data).await?;
-    ctx.configmap_guard.record_write();
     remove_foreign_keys(api, target, &written, &data).await?;
-    ctx.recent_configmap
-        .record(&target.name, Some(cache_version), data);
+    ctx.configmap_writer
+        .record_write(&target.name, Some(cache_version), data);
     info!(
         configmap = %target.name,
         namespace = %target.namespace,

@@ -9,9 +9,10 @@ use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::backoff;
+use super::metrics::Metrics;
+use super::shutdown::Shutdown;
 use crate::error::{Error, Result};
-use crate::metrics::Metrics;
-use crate::shutdown::Shutdown;
 
 /// Where the lease lives and who we are.
 #[derive(Clone, Debug)]
@@ -56,7 +57,7 @@ where
 {
     let duration = lease.duration.as_secs().max(2);
     let grace = (duration / 3).max(1);
-    let mut retry = Duration::from_secs(1);
+    let mut retry = backoff::LEADER_ELECTION.backoff();
     let manager = loop {
         let built = LeaseManagerBuilder::new(client.clone(), &lease.name)
             .with_namespace(&lease.namespace)
@@ -69,10 +70,11 @@ where
         match built {
             Ok(manager) => break manager,
             Err(e) => {
+                let delay = retry.next_delay();
                 warn!(lease = %lease.name, namespace = %lease.namespace, error = %e,
-                      "cannot set up the leader-election Lease; retrying in {}s", retry.as_secs());
+                      "cannot set up the leader-election Lease; retrying in {}s", delay.as_secs());
                 tokio::select! {
-                    _ = tokio::time::sleep(retry) => retry = (retry * 2).min(Duration::from_secs(30)),
+                    _ = tokio::time::sleep(delay) => {}
                     _ = shutdown.clone().wait() => return Ok(()),
                 }
             }

@@ -1,0 +1,210 @@
+//! `run`: start-up (API server, CRD, default inventory, sources), then the publishers until shutdown.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use super::cli::{GlobalArgs, RunArgs};
+use crate::error::{Error, Result, api_status, describe_kube_error};
+use crate::inventory::selector::{equality_labels, parse_selector};
+use crate::publish::configmap::ConfigMapTarget;
+use crate::publish::crd::{install_crd, require_crd};
+use crate::publish::crd_watch::{CrdPolicy, watch_crd};
+use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
+use crate::publish::{self, Context};
+use crate::runtime::backoff;
+use crate::runtime::client::connect;
+use crate::runtime::health::Health;
+use crate::runtime::leader::{LeaseConfig, default_identity, run_while_leader};
+use crate::runtime::metrics::Metrics;
+use crate::runtime::shutdown::Shutdown;
+use crate::sources::{Sources, SourcesConfig};
+
+/// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
+pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
+    check_selectors(&args)?;
+    let connection = connect(&global.client_config()).await?;
+    let client = connection.client;
+    let namespace = args.namespace.clone().unwrap_or(connection.namespace);
+    tokio::select! {
+        result = wait_for_api_server(&client, &connection.cluster_url, args.startup_timeout) => result?,
+        _ = shutdown.clone().wait() => return Ok(()),
+    }
+    let metrics = Arc::new(Metrics::new());
+    let health = Health::new(metrics.watch_restarts.clone());
+    if !args.metrics_addr.is_empty() {
+        let grace = args.readiness_grace;
+        let (h, m, s) = (health.clone(), metrics.clone(), shutdown.clone());
+        crate::runtime::http::serve(&args.metrics_addr, h, m, grace, s).await?;
+    }
+    let crd_task = set_up_crd(&client, &args, &health, &shutdown).await?;
+
+    let sources_config = SourcesConfig {
+        node_label_selector: args.node_label_selector.clone(),
+    };
+    let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
+    let feed_task = tokio::spawn(feed);
+    tokio::select! {
+        _ = sources.wait_until_ready() => {}
+        _ = shutdown.clone().wait() => { feed_task.abort(); return Ok(()); }
+    }
+    health.set_nodes_synced();
+    let cached_nodes = sources.snapshot().nodes.len();
+    info!(nodes = cached_nodes, namespace = %namespace, "node cache synced; starting controllers");
+
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        sources,
+        args.requeue,
+        health,
+        metrics.clone(),
+    ));
+    let result = run_publishers(&ctx, &args, namespace, shutdown).await;
+    feed_task.abort();
+    crd_task.abort();
+    info!(
+        status_writes = ctx.status_writer.written(),
+        status_skipped = ctx.status_writer.skipped(),
+        configmap_writes = ctx.configmap_writer.written(),
+        configmap_skipped = ctx.configmap_writer.skipped(),
+        scans = ctx.scans.computed(),
+        "stopped"
+    );
+    result
+}
+
+/// Rejects a malformed selector flag before anything connects.
+fn check_selectors(args: &RunArgs) -> Result<()> {
+    for (flag, value) in [
+        ("--node-label-selector", &args.node_label_selector),
+        ("--inventory-label-selector", &args.inventory_label_selector),
+    ] {
+        if let Some(text) = value {
+            parse_selector(text).map_err(|e| Error::InvalidFlag(format!("{flag}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Installs (or requires) the CRD, creates the default inventory, and starts the task that keeps both.
+async fn set_up_crd(
+    client: &Client,
+    args: &RunArgs,
+    health: &Health,
+    shutdown: &Shutdown,
+) -> Result<JoinHandle<()>> {
+    if args.skip_crd_install {
+        require_crd(client, args.startup_timeout).await?;
+    } else {
+        install_crd(client, args.startup_timeout).await?;
+    }
+    health.set_crd_established();
+    let default_inventory = (!args.default_inventory.is_empty()).then(|| DefaultInventory {
+        name: args.default_inventory.clone(),
+        labels: args
+            .inventory_label_selector
+            .as_deref()
+            .map(equality_labels)
+            .unwrap_or_default(),
+    });
+    if let Some(default) = &default_inventory {
+        ensure_default_inventory(client, default).await?;
+    }
+    let crd_policy = CrdPolicy {
+        self_install: !args.skip_crd_install,
+        default_inventory,
+        timeout: args.startup_timeout,
+    };
+    Ok(tokio::spawn(watch_crd(
+        client.clone(),
+        crd_policy,
+        health.clone(),
+        shutdown.clone(),
+    )))
+}
+
+/// Runs the status and ConfigMap publishers until shutdown (while leader, with `--leader-elect`).
+async fn run_publishers(
+    ctx: &Arc<Context>,
+    args: &RunArgs,
+    namespace: String,
+    shutdown: Shutdown,
+) -> Result<()> {
+    let target = ConfigMapTarget {
+        namespace: namespace.clone(),
+        name: args.configmap_name.clone(),
+    };
+    let inventory_selector = args.inventory_label_selector.clone();
+    let publishers = |stop: Shutdown| {
+        let ctx = ctx.clone();
+        async move {
+            tokio::join!(
+                publish::status::run(ctx.clone(), inventory_selector, stop.clone()),
+                publish::configmap::run(ctx.clone(), target, stop),
+            );
+        }
+    };
+    if !args.leader_elect {
+        ctx.metrics.leader.set(1);
+        publishers(shutdown).await;
+        return Ok(());
+    }
+    let lease = LeaseConfig {
+        name: args.lease_name.clone(),
+        namespace,
+        identity: default_identity(),
+        duration: args.lease_duration,
+    };
+    run_while_leader(
+        ctx.client.clone(),
+        lease,
+        &ctx.metrics,
+        shutdown,
+        publishers,
+    )
+    .await
+}
+
+/// Retries `/version` (policy [`backoff::API_SERVER_STARTUP`]) until the server answers or `timeout` passes.
+async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> Result<()> {
+    let started = Instant::now();
+    let mut retry = backoff::API_SERVER_STARTUP.backoff();
+    loop {
+        match client.apiserver_version().await {
+            Ok(version) => {
+                info!(server = url, version = %version.git_version, "connected to the API server");
+                return Ok(());
+            }
+            Err(e) if api_status(&e).is_some() => {
+                // The server answered (e.g. 401/403 on /version): it is up; let the real requests report.
+                warn!(
+                    server = url,
+                    "API server answered /version with {}",
+                    describe_kube_error(&e)
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(Error::Timeout(format!(
+                        "API server {url} unreachable for {}s (--startup-timeout): {}",
+                        waited.as_secs(),
+                        describe_kube_error(&e)
+                    )));
+                }
+                let delay = retry.next_delay();
+                warn!(
+                    server = url,
+                    retry_in_secs = delay.as_secs(),
+                    "API server unreachable: {}",
+                    describe_kube_error(&e)
+                );
+                tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
+            }
+        }
+    }
+}

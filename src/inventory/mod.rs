@@ -1,0 +1,14 @@
+//! The pure core: cluster objects in, the inventory and the writes that publish it out.
+//!
+//! Nothing here does I/O or reads the clock (times are passed in), so every rule is unit-tested without an
+//! API server, and the operator and the one-shot `scan` agree by construction.
+
+pub mod conditions;
+pub mod configmap;
+pub mod events;
+pub mod plan;
+pub mod scanner;
+pub mod selector;
+pub mod shared_scan;
+pub mod size_budget;
+pub mod status;

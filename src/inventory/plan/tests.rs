@@ -1,0 +1,287 @@
+//! `plan` without an API server: objects in, the write (or none) and the events out.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResourceExt;
+use serde_json::Value;
+
+use super::*;
+use crate::crd::{GpuInventory, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
+use crate::inventory::conditions::inventory_conditions;
+use crate::inventory::scanner::Inventory;
+use crate::inventory::status::desired_status;
+
+fn t(secs: i64) -> Timestamp {
+    Timestamp::from_second(secs).unwrap()
+}
+
+fn status(ready: u32) -> GpuInventoryStatus {
+    let inventory = Inventory {
+        total_gpu_nodes: 4,
+        ready_gpu_nodes: ready,
+        ..Default::default()
+    };
+    GpuInventoryStatus {
+        observed_generation: Some(1),
+        total_gpu_nodes: 4,
+        ready_gpu_nodes: ready,
+        conditions: inventory_conditions(&inventory, Some(1)),
+        ..Default::default()
+    }
+}
+
+fn written(plan: StatusPlan) -> GpuInventoryStatus {
+    plan.write.expect("expected a write")
+}
+
+#[test]
+fn first_write_is_stamped_now() {
+    let s = written(plan_status(status(0), None, t(100)));
+    assert_eq!(s.observed_time, Some(Time(t(100))));
+    assert!(
+        s.conditions
+            .iter()
+            .all(|c| c.last_transition_time == Time(t(100)))
+    );
+}
+
+#[test]
+fn unchanged_content_is_skipped_whatever_the_times() {
+    let on_server = written(plan_status(status(0), None, t(100)));
+    let plan = plan_status(status(0), Some(&on_server), t(200));
+    assert_eq!(plan.write, None);
+    assert!(plan.events.is_empty(), "no write, no event");
+}
+
+#[test]
+fn change_moves_observed_time_but_only_flipped_conditions() {
+    let on_server = written(plan_status(status(0), None, t(100)));
+    // 1 of 4 ready: Ready stays False (message changes), so its transition time is carried over.
+    let s = written(plan_status(status(1), Some(&on_server), t(200)));
+    assert_eq!(s.observed_time, Some(Time(t(200))));
+    assert_eq!(s.conditions[0].last_transition_time, Time(t(100)));
+    // 4 of 4 ready: Ready flips to True.
+    let s2 = written(plan_status(status(4), Some(&s), t(300)));
+    assert_eq!(s2.conditions[0].status, "True");
+    assert_eq!(s2.conditions[0].last_transition_time, Time(t(300)));
+    assert_eq!(
+        s2.conditions[1].last_transition_time,
+        Time(t(100)),
+        "Degraded did not flip"
+    );
+}
+
+#[test]
+fn a_new_generation_is_a_change() {
+    let on_server = written(plan_status(status(0), None, t(100)));
+    let mut next = status(0);
+    next.observed_generation = Some(2);
+    assert!(plan_status(next, Some(&on_server), t(200)).write.is_some());
+}
+
+fn node(name: &str, ready: bool) -> GpuNodeEntry {
+    GpuNodeEntry {
+        name: name.into(),
+        ready,
+        count: 8,
+        product: Some("NVIDIA-H100-80GB-HBM3".into()),
+        issues: if ready {
+            vec![]
+        } else {
+            vec![NodeIssue {
+                reason: "NotReady".into(),
+                message: "Ready condition is False".into(),
+            }]
+        },
+        ..Default::default()
+    }
+}
+
+fn inventory(nodes: Vec<GpuNodeEntry>) -> Inventory {
+    Inventory {
+        total_gpu_nodes: nodes.len() as u32,
+        ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
+        total_gpus: nodes.iter().map(|n| n.count).sum(),
+        nodes,
+    }
+}
+
+/// The way linkerd2 tests its status index: feed states in, assert the writes and events that come out.
+#[test]
+fn a_node_going_not_ready_and_back_is_two_writes_and_two_events() {
+    let healthy = inventory(vec![node("a", true), node("b", true)]);
+    let broken = inventory(vec![node("a", true), node("b", false)]);
+    let first = written(plan_status(desired_status(&healthy, Some(1)), None, t(10)));
+
+    let plan = plan_status(desired_status(&broken, Some(1)), Some(&first), t(20));
+    let reasons: Vec<&str> = plan.events.iter().map(|e| e.reason.as_str()).collect();
+    assert!(reasons.contains(&"GpuNodeNotReady"), "{reasons:?}");
+    let second = written(plan);
+    assert_eq!(second.ready_gpu_nodes, 1);
+
+    let again = plan_status(desired_status(&broken, Some(1)), Some(&second), t(30));
+    assert_eq!(
+        (again.write, again.events.len()),
+        (None, 0),
+        "a repeat is nothing"
+    );
+
+    let plan = plan_status(desired_status(&healthy, Some(1)), Some(&second), t(40));
+    let reasons: Vec<&str> = plan.events.iter().map(|e| e.reason.as_str()).collect();
+    assert!(reasons.contains(&"GpuNodeReady"), "{reasons:?}");
+    assert_eq!(
+        written(plan).conditions[0].last_transition_time,
+        Time(t(40))
+    );
+}
+
+#[test]
+fn configmap_data_is_written_only_when_it_differs() {
+    let data = |v: &str| BTreeMap::from([("a".to_owned(), v.to_owned())]);
+    assert_eq!(plan_configmap(data("1"), None), Some(data("1")));
+    assert_eq!(plan_configmap(data("1"), Some(&data("1"))), None);
+    assert_eq!(plan_configmap(data("2"), Some(&data("1"))), Some(data("2")));
+    let mut extra = data("1");
+    extra.insert("b".into(), "x".into());
+    assert_eq!(plan_configmap(data("1"), Some(&extra)), Some(data("1")));
+}
+
+/// A status with every field set, nested ones included.
+fn full_status() -> GpuInventoryStatus {
+    let mut entry = node("a", false);
+    entry.memory_mib = Some(81559);
+    entry.workload_config = Some("container".into());
+    entry.sharing = Some(GpuSharing {
+        strategy: Some("time-slicing".into()),
+        replicas: Some(4),
+        renamed_resource: true,
+    });
+    entry.mig = Some(MigInfo {
+        strategy: Some("mixed".into()),
+        config: Some("all-balanced".into()),
+        config_state: Some("success".into()),
+        count_meaning: Some("physical GPUs".into()),
+        devices: vec![MigDevice {
+            profile: "1g.10gb".into(),
+            count: 2,
+            memory_mib: Some(9728),
+        }],
+    });
+    entry.capacity = BTreeMap::from([("nvidia.com/gpu".into(), "8".into())]);
+    entry.allocatable = BTreeMap::from([("nvidia.com/gpu".into(), "7".into())]);
+    entry.unschedulable = true;
+    let mut status = desired_status(&inventory(vec![entry]), Some(3));
+    status.omitted_nodes = Some(1);
+    written(plan_status(status, None, t(100)))
+}
+
+/// Every leaf of a JSON value, as a path of keys and indexes.
+fn leaves(value: &Value, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                leaves(v, [path.clone(), vec![k.clone()]].concat(), out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                leaves(v, [path.clone(), vec![i.to_string()]].concat(), out);
+            }
+        }
+        _ => out.push(path),
+    }
+}
+
+fn changed(value: &Value) -> Value {
+    match value {
+        Value::Bool(b) => Value::Bool(!b),
+        Value::Number(n) => Value::from(n.as_u64().map_or(1, |n| n + 1)),
+        Value::String(s) if s.ends_with('Z') => Value::from("2001-02-03T04:05:06Z"),
+        Value::String(s) => Value::from(format!("{s}x")),
+        other => panic!("the full status has an empty or null leaf: {other}"),
+    }
+}
+
+fn is_bookkeeping(path: &[String]) -> bool {
+    path == ["observedTime"]
+        || (path.first().is_some_and(|p| p == "conditions")
+            && path.last().is_some_and(|p| p == "lastTransitionTime"))
+}
+
+/// Any change to any field is a write, except the bookkeeping times. The fields are not listed here: they
+/// are found by walking the serialized status, so a field added later is covered without touching this.
+#[test]
+fn every_field_but_bookkeeping_takes_part_in_the_comparison() {
+    let on_server = full_status();
+    let json = serde_json::to_value(&on_server).unwrap();
+    let mut paths = Vec::new();
+    leaves(&json, Vec::new(), &mut paths);
+    assert!(paths.len() > 30, "{} leaves", paths.len());
+    for path in paths {
+        let mut edited = json.clone();
+        let leaf = path.iter().fold(&mut edited, |v, key| match v {
+            Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
+            other => &mut other[key.as_str()],
+        });
+        *leaf = changed(leaf);
+        let desired: GpuInventoryStatus = serde_json::from_value(edited).unwrap();
+        let plan = plan_status(desired, Some(&on_server), t(200));
+        assert_eq!(
+            plan.write.is_none(),
+            is_bookkeeping(&path),
+            "changing {} must {}be a write",
+            path.join("."),
+            if is_bookkeeping(&path) { "not " } else { "" }
+        );
+    }
+}
+
+/// The status a user could add a field to is the CRD's: every property of its schema, nested ones too,
+/// must be set in [`full_status`], so the test above really walks every field.
+#[test]
+fn the_full_status_sets_every_property_of_the_crd_schema() {
+    let crd = serde_json::to_value(GpuInventory::crd()).unwrap();
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+    let json = serde_json::to_value(full_status()).unwrap();
+    let mut missing = Vec::new();
+    covered(schema, &json, "status", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "full_status() leaves unset: {missing:?}"
+    );
+}
+
+fn covered(schema: &Value, value: &Value, path: &str, missing: &mut Vec<String>) {
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, sub) in properties {
+            match value.get(name) {
+                None | Some(Value::Null) => missing.push(format!("{path}.{name}")),
+                Some(v) => covered(sub, v, &format!("{path}.{name}"), missing),
+            }
+        }
+    } else if let Some(items) = schema.get("items") {
+        match value.as_array().and_then(|a| a.first()) {
+            Some(first) => covered(items, first, &format!("{path}[0]"), missing),
+            None => missing.push(format!("{path}[]")),
+        }
+    }
+}
+
+/// The test the architecture issue asked for, spelled out: a status value gains a field (here a new node
+/// resource, the kind of addition the allocation work makes) and the guard sees the difference.
+#[test]
+fn a_field_added_to_a_status_value_is_seen() {
+    let on_server = full_status();
+    let mut desired = on_server.clone();
+    desired.observed_time = None;
+    desired.nodes[0]
+        .capacity
+        .insert("nvidia.com/mig-1g.10gb".into(), "0".into());
+    assert!(
+        plan_status(desired, Some(&on_server), t(300))
+            .write
+            .is_some()
+    );
+}

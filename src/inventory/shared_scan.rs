@@ -1,0 +1,97 @@
+//! One scan per coalesced change and selector, shared by every publisher that asks for it.
+//!
+//! The status publisher (one reconcile per GpuInventory) and the ConfigMap publisher used to scan the same
+//! nodes separately after every change. Scans are remembered by (change version, selector): the second
+//! publisher to ask after a change gets the first one's result. Only the newest version is kept, so memory
+//! holds at most one inventory per distinct selector.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::core::Selector;
+
+use super::scanner::{Inventory, scan};
+
+/// The memo. Pure apart from its lock: no I/O, no clock.
+#[derive(Debug, Default)]
+pub struct SharedScans {
+    scans: Mutex<HashMap<String, (u64, Arc<Inventory>)>>,
+    computed: std::sync::atomic::AtomicU64,
+}
+
+impl SharedScans {
+    /// The inventory of the nodes `selector` picks at change `version`; `nodes` is called only when no
+    /// scan of that version and selector exists yet. `nodes` must be at least as new as `version`.
+    pub fn inventory<N: AsRef<Node>>(
+        &self,
+        version: u64,
+        selector: &Selector,
+        nodes: impl FnOnce() -> Vec<N>,
+    ) -> Arc<Inventory> {
+        let key = selector.to_string();
+        let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, inventory)) = scans.get(&key)
+            && *at == version
+        {
+            return inventory.clone();
+        }
+        // Scanning under the lock: a second publisher asking for the same scan waits for it instead of
+        // repeating it.
+        let nodes = nodes();
+        let inventory = Arc::new(scan(nodes.iter().map(AsRef::as_ref), selector));
+        self.computed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        scans.retain(|_, (at, _)| *at >= version);
+        scans.insert(key, (version, inventory.clone()));
+        inventory
+    }
+
+    /// How many scans were computed (not served from the memo) so far.
+    pub fn computed(&self) -> u64 {
+        self.computed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::selector::parse_selector;
+    use crate::sources::dump::parse_node_dump;
+
+    fn nodes() -> Vec<Arc<Node>> {
+        let path = format!(
+            "{}/tests/fixtures/homelab-nodes.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
+        nodes.into_iter().map(Arc::new).collect()
+    }
+
+    #[test]
+    fn one_scan_per_version_and_selector() {
+        let scans = SharedScans::default();
+        let all = Selector::default();
+        let a = scans.inventory(1, &all, nodes);
+        let b = scans.inventory(1, &all, || -> Vec<Arc<Node>> { panic!("scanned twice") });
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(scans.computed(), 1);
+
+        let some = parse_selector("kubernetes.io/hostname=nothing").unwrap();
+        let c = scans.inventory(1, &some, nodes);
+        assert_eq!(
+            (c.total_gpu_nodes, scans.computed()),
+            (0, 2),
+            "another selector, another scan"
+        );
+
+        let d = scans.inventory(2, &all, nodes);
+        assert!(!Arc::ptr_eq(&a, &d), "a new change version scans again");
+        assert_eq!(*a, *d, "same nodes, same result");
+        assert_eq!(
+            scans.scans.lock().unwrap().len(),
+            1,
+            "older versions are dropped"
+        );
+    }
+}

@@ -1,0 +1,38 @@
+//! The events publisher: sends the events a status plan produced, as Kubernetes Events on the inventory.
+
+use kube::Resource;
+use kube::ResourceExt;
+use kube::runtime::events::Event;
+
+use super::Context;
+use crate::crd::GpuInventory;
+use crate::error::describe_kube_error;
+use crate::inventory::events::InventoryEvent;
+
+/// The API server rejects an Event note longer than 1 KiB.
+const MAX_NOTE_CHARS: usize = 1000;
+
+/// Publishes `events` on `inventory`. A failure is logged, not retried: the status already says it all.
+pub async fn publish_events(ctx: &Context, inventory: &GpuInventory, events: Vec<InventoryEvent>) {
+    let reference = inventory.object_ref(&());
+    for event in events {
+        let event = Event {
+            type_: event.type_,
+            reason: event.reason,
+            note: Some(event.note.chars().take(MAX_NOTE_CHARS).collect()),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            ctx.health.failure(
+                "events",
+                &format!(
+                    "publishing event {} on GpuInventory {}: {}",
+                    event.reason,
+                    inventory.name_any(),
+                    describe_kube_error(&e)
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Publishers: one guarded writer per output. Each follows the sources' change stream, reads a shared scan,
+//! asks the pure core for a plan and sends the write it names (or none).
+//!
+//! - [`status`]: each GpuInventory's status (server-side apply) and the events of its transitions;
+//! - [`configmap`]: the `gpu-node-status` ConfigMap;
+//! - [`events`]: Kubernetes Events on the inventories;
+//! - [`metrics`]: the inventories' gauges on `/metrics`;
+//! - [`crd`], [`crd_watch`], [`default_inventory`]: the CRD and the default inventory the others rely on.
+
+pub mod configmap;
+pub mod crd;
+pub mod crd_watch;
+pub mod default_inventory;
+pub mod events;
+pub mod metrics;
+pub mod status;
+pub mod writer;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+use kube::core::Selector;
+use kube::runtime::events::{Recorder, Reporter};
+
+use crate::crd::GpuInventoryStatus;
+use crate::inventory::scanner::Inventory;
+use crate::inventory::shared_scan::SharedScans;
+use crate::runtime::backoff::{self, Backoff};
+use crate::runtime::health::Health;
+use crate::runtime::metrics::{ControllerLabels, ErrorLabels, Metrics};
+use crate::sources::Sources;
+use writer::GuardedWriter;
+
+/// Everything a publisher needs, shared by all of them.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// The sources' caches and change stream.
+    pub sources: Sources,
+    /// Scans shared between publishers (one per change and selector).
+    pub scans: SharedScans,
+    /// Guards GpuInventory status writes.
+    pub status_writer: GuardedWriter<GpuInventoryStatus>,
+    /// Guards ConfigMap writes.
+    pub configmap_writer: GuardedWriter<BTreeMap<String, String>>,
+    /// Periodic reconcile interval.
+    pub requeue: Duration,
+    /// Readiness and failure reporting.
+    pub health: Health,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    /// Publishes Kubernetes Events on the inventories.
+    pub recorder: Recorder,
+    /// Retry backoff per object whose last reconcile failed.
+    failures: Mutex<HashMap<String, Backoff>>,
+}
+
+impl Context {
+    /// A context with fresh writers.
+    pub fn new(
+        client: Client,
+        sources: Sources,
+        requeue: Duration,
+        health: Health,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: crate::FIELD_MANAGER.to_owned(),
+            // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
+            instance: std::env::var("POD_NAME")
+                .or_else(|_| std::env::var("HOSTNAME"))
+                .ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            sources,
+            scans: SharedScans::default(),
+            status_writer: GuardedWriter::for_target(&metrics, "status"),
+            configmap_writer: GuardedWriter::for_target(&metrics, "configmap"),
+            metrics,
+            requeue,
+            health,
+            failures: Mutex::default(),
+        }
+    }
+
+    /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
+    pub fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
+        let version = self.sources.version();
+        self.scans
+            .inventory(version, selector, || -> Vec<Arc<Node>> {
+                self.sources.snapshot().nodes
+            })
+    }
+
+    /// The next retry delay for `key` (policy [`backoff::RECONCILE`]).
+    pub fn backoff(&self, key: &str) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures
+            .entry(key.to_owned())
+            .or_insert_with(|| backoff::RECONCILE.backoff())
+            .next_delay()
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn reset_backoff(&self, key: &str) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        failures.remove(key);
+    }
+
+    /// Records a finished reconcile of `controller` in the metrics.
+    pub fn observe_reconcile(
+        &self,
+        controller: &str,
+        started: Instant,
+        error: Option<&crate::error::Error>,
+    ) {
+        let labels = ControllerLabels {
+            controller: controller.to_owned(),
+        };
+        self.metrics.reconciles.get_or_create(&labels).inc();
+        self.metrics
+            .reconcile_duration
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+        if let Some(error) = error {
+            let labels = ErrorLabels {
+                controller: controller.to_owned(),
+                reason: error.metric_label().to_owned(),
+            };
+            self.metrics.reconcile_errors.get_or_create(&labels).inc();
+        }
+    }
+}

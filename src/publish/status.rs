@@ -1,0 +1,158 @@
+//! The status publisher (the inventory controller): each GpuInventory's status, from the shared scan of
+//! the nodes its `spec.nodeSelector` picks, plus an event per transition.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::Selector;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use tracing::{debug, error, info, instrument, warn};
+
+use super::Context;
+use super::events::publish_events;
+use super::metrics::{export_inventory, retain_inventories};
+use super::writer::Cached;
+use crate::FIELD_MANAGER;
+use crate::crd::{GpuInventory, GpuInventoryStatus};
+use crate::error::{Error, Result};
+use crate::inventory::plan::plan_status;
+use crate::inventory::size_budget::{STATUS_NODES_BUDGET_BYTES, fit_nodes};
+use crate::inventory::status::desired_status;
+use crate::runtime::backoff;
+use crate::runtime::shutdown::Shutdown;
+
+/// Runs the controller until shutdown.
+pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, shutdown: Shutdown) {
+    let api: Api<GpuInventory> = Api::all(ctx.client.clone());
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &inventory_label_selector {
+        config = config.labels(selector);
+    }
+    let health = ctx.health.clone();
+    let metrics = ctx.metrics.clone();
+    let controller = Controller::new(api, config).trigger_backoff(backoff::WATCH.backoff());
+    let inventories = controller.store();
+    controller
+        .reconcile_all_on(ctx.sources.changes().into_stream())
+        .graceful_shutdown_on(shutdown.wait())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| {
+            let health = health.clone();
+            retain_inventories(&metrics, |name| inventories.get(&ObjectRef::new(name)).is_some());
+            async move {
+                match result {
+                    Ok(_) => {}
+                    Err(kube::runtime::controller::Error::QueueError(e)) => health.watch_failed("gpuinventories", &e),
+                    Err(kube::runtime::controller::Error::ReconcilerFailed(e, obj)) => {
+                        warn!(cr = %obj.name, error = %e, reason = e.metric_label(), "reconcile failed; retrying with backoff")
+                    }
+                    Err(other) => debug!(error = %other, "controller event"),
+                }
+            }
+        })
+        .await;
+    info!("inventory controller stopped");
+}
+
+/// The server-side apply body of a status: `apiVersion` and `kind` are required (the article's pitfall 1).
+pub fn status_apply_body(status: &GpuInventoryStatus) -> StatusApply<'_> {
+    StatusApply {
+        api_version: GpuInventory::api_version(&()),
+        kind: GpuInventory::kind(&()),
+        status,
+    }
+}
+
+/// The server-side apply body of a status, serialized straight from the borrowed status (no JSON tree copy).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusApply<'a> {
+    api_version: Cow<'static, str>,
+    kind: Cow<'static, str>,
+    status: &'a GpuInventoryStatus,
+}
+
+fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
+    match &inventory.spec.node_selector {
+        None => Ok(Selector::default()),
+        Some(selector) => {
+            Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
+                name: inventory.name_any(),
+                reason: e.to_string(),
+            })
+        }
+    }
+}
+
+#[instrument(skip_all, fields(cr = %inventory.name_any()))]
+async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Action> {
+    let started = Instant::now();
+    let result = reconcile_inner(&inventory, &ctx).await;
+    ctx.observe_reconcile("inventory", started, result.as_ref().err());
+    result
+}
+
+/// Read (the shared scan, the cached status), plan (pure), write (apply, then events).
+async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> Result<Action> {
+    let name = inventory.name_any();
+    let scanned = ctx.inventory(&node_selector(inventory)?);
+    let mut desired = desired_status(&scanned, inventory.metadata.generation);
+    export_inventory(&ctx.metrics, &name, &desired);
+    fit_nodes(&mut desired, STATUS_NODES_BUDGET_BYTES);
+    let cached = Cached {
+        version: inventory.metadata.resource_version.as_deref(),
+        content: inventory.status.as_ref(),
+    };
+    let (write, events) = ctx.status_writer.plan(&name, cached, |current| {
+        let plan = plan_status(desired, current, Timestamp::now());
+        (plan.write, plan.events)
+    });
+    let Some(status) = write else {
+        debug!(cr = %name, "status unchanged; write skipped");
+        ctx.reset_backoff(&name);
+        return Ok(Action::requeue(ctx.requeue));
+    };
+    let api: Api<GpuInventory> = Api::all(ctx.client.clone());
+    api.patch_status(
+        &name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(status_apply_body(&status)),
+    )
+    .await
+    .map_err(Error::kube(format!(
+        "writing the status of GpuInventory {name} (server-side apply)"
+    )))?;
+    info!(
+        cr = %name,
+        gpu_nodes = status.total_gpu_nodes,
+        ready = status.ready_gpu_nodes,
+        gpus = status.total_gpus,
+        "reconciled GpuInventory"
+    );
+    if let Some(omitted) = status.omitted_nodes {
+        // Logged per write, not per reconcile: writes happen only when the content changed.
+        error!(
+            cr = %name,
+            omitted,
+            "the status would exceed the API server's object size limit; {omitted} GPU node entries \
+             left out (status.omittedNodes); split the inventory with spec.nodeSelector"
+        );
+    }
+    ctx.status_writer
+        .record_write(&name, cached.version.map(str::to_owned), status);
+    publish_events(ctx, inventory, events).await;
+    ctx.reset_backoff(&name);
+    Ok(Action::requeue(ctx.requeue))
+}
+
+fn error_policy(inventory: Arc<GpuInventory>, _error: &Error, ctx: Arc<Context>) -> Action {
+    Action::requeue(ctx.backoff(&inventory.name_any()))
+}

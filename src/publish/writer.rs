@@ -1,0 +1,160 @@
+//! The guarded writer: one per output (GpuInventory status, ConfigMap). It decides what "the server holds"
+//! means for a plan, and counts the writes done and skipped.
+//!
+//! A reconcile can start between our write and the watch event that brings it into the cache. Compared with
+//! the stale cache, the content looks changed and the same write would go out again. So while the cache
+//! still shows the version it showed when we wrote, the plan is made against our own last write instead.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use prometheus_client::metrics::counter::Counter;
+
+use crate::runtime::metrics::{Metrics, TargetLabels};
+
+/// Guards the writes of one kind of output; keyed by object name.
+#[derive(Debug)]
+pub struct GuardedWriter<T> {
+    recent: Mutex<HashMap<String, RecentWrite<T>>>,
+    written: Counter,
+    skipped: Counter,
+}
+
+#[derive(Debug)]
+struct RecentWrite<T> {
+    cache_version: Option<String>,
+    content: T,
+}
+
+/// Where the cache stood when a plan was made: the object's version there, and what it held.
+#[derive(Debug)]
+pub struct Cached<'a, T> {
+    /// The cache's version of the object (`resourceVersion`, or an event count for a cache without one).
+    pub version: Option<&'a str>,
+    /// The object's content in the cache; `None` when the cache has no such object.
+    pub content: Option<&'a T>,
+}
+
+// Derived Clone/Copy would require `T: Copy`; the fields are references.
+impl<T> Clone for Cached<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Cached<'_, T> {}
+
+impl<T> GuardedWriter<T> {
+    /// A writer counting into the `guard_writes`/`guard_skipped_writes` series of `target`.
+    pub fn for_target(metrics: &Metrics, target: &str) -> Self {
+        let labels = TargetLabels {
+            target: target.to_owned(),
+        };
+        Self::new(
+            metrics.guard_writes.get_or_create_owned(&labels),
+            metrics.guard_skipped.get_or_create_owned(&labels),
+        )
+    }
+
+    /// A writer counting into the given (registered) counters.
+    pub fn new(written: Counter, skipped: Counter) -> Self {
+        Self {
+            recent: Mutex::default(),
+            written,
+            skipped,
+        }
+    }
+
+    /// Runs `plan` against what the server holds as far as we know, and returns what it planned to write.
+    /// A plan that writes nothing counts as a skipped write.
+    pub fn plan<W, R>(
+        &self,
+        key: &str,
+        cached: Cached<'_, T>,
+        plan: impl FnOnce(Option<&T>) -> (Option<W>, R),
+    ) -> (Option<W>, R) {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let current = match recent.get(key) {
+            Some(ours) if ours.cache_version.as_deref() == cached.version => Some(&ours.content),
+            Some(_) => {
+                // The cache has moved past our write: it wins from now on.
+                recent.remove(key);
+                cached.content
+            }
+            None => cached.content,
+        };
+        let (write, rest) = plan(current);
+        if write.is_none() {
+            self.skipped.inc();
+        }
+        (write, rest)
+    }
+
+    /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
+    pub fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
+        self.written.inc();
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.insert(
+            key.to_owned(),
+            RecentWrite {
+                cache_version,
+                content,
+            },
+        );
+    }
+
+    /// Writes done so far.
+    pub fn written(&self) -> u64 {
+        self.written.get()
+    }
+
+    /// Writes skipped so far.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> GuardedWriter<i32> {
+        GuardedWriter::new(Counter::default(), Counter::default())
+    }
+
+    /// What the plan sees as the server's content, when the cache is at `version` holding `content`.
+    fn seen(w: &GuardedWriter<i32>, version: &str, content: Option<&i32>) -> Option<i32> {
+        let cached = Cached {
+            version: Some(version),
+            content,
+        };
+        w.plan("cm", cached, |current| (None::<i32>, current.copied()))
+            .1
+    }
+
+    #[test]
+    fn our_last_write_covers_a_stale_cache() {
+        let w = writer();
+        w.record_write("cm", Some("7".into()), 1);
+        assert_eq!(
+            seen(&w, "7", None),
+            Some(1),
+            "cache still at the pre-write version"
+        );
+        assert_eq!(seen(&w, "8", Some(&2)), Some(2), "cache caught up: it wins");
+        assert_eq!(seen(&w, "7", Some(&3)), Some(3), "the record is gone");
+        assert_eq!((w.written(), w.skipped()), (1, 3));
+    }
+
+    #[test]
+    fn a_plan_that_writes_counts_no_skip() {
+        let w = writer();
+        let cached = Cached {
+            version: None,
+            content: None,
+        };
+        let (write, ()) = w.plan("x", cached, |_| (Some(5), ()));
+        assert_eq!(write, Some(5));
+        assert_eq!(w.skipped(), 0);
+    }
+}

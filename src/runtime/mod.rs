@@ -1,0 +1,11 @@
+//! Runtime plumbing that knows nothing about GPUs: the API client, the HTTP endpoint, health, the metrics
+//! registry, leader election, shutdown, logging and the backoff policies.
+
+pub mod backoff;
+pub mod client;
+pub mod health;
+pub mod http;
+pub mod leader;
+pub mod logging;
+pub mod metrics;
+pub mod shutdown;
