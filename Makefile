@@ -22,7 +22,8 @@ unit-test: ## Unit tests (no cluster)
 
 # Integration tests: against GPUINV_TEST_KUBECONFIG when set, else against the local control plane.
 # Fault tests stop and start the API server, so they run alone, after the others.
-integration-test: ## Integration tests against the running cluster
+integration-test: ## Integration tests against the running cluster (builds examples/ first: tests/examples.rs runs them)
+	$(CARGO) build --locked --examples
 	$(CARGO) test --locked --test '*' -- --skip fault_
 	$(CARGO) test --locked --test faults -- --test-threads=1
 

@@ -296,12 +296,19 @@ impl TestEnv {
             .unwrap_or_else(|e| panic!("deleting {node}: {e}"));
     }
 
-    /// The test's inventory `name`, if it exists.
+    /// The test's inventory `name`, if it exists and can be read. Right after the operator starts on a fresh
+    /// cluster its CRD may not be served yet: that reads as "not there yet", and callers poll.
     pub async fn inventory(&self, name: &str) -> Option<GpuInventory> {
-        Api::<GpuInventory>::all(self.client.clone())
+        match Api::<GpuInventory>::all(self.client.clone())
             .get_opt(name)
             .await
-            .expect("get GpuInventory")
+        {
+            Ok(found) => found,
+            Err(e) => {
+                eprintln!("reading GpuInventory {name}: {e} (retrying)");
+                None
+            }
+        }
     }
 
     /// The test's node-status ConfigMap, if it exists.
