@@ -113,30 +113,11 @@ pub fn capped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{GpuNodeEntry, NodeIssue};
+    use crate::crd::GpuNodeEntry;
+    use crate::inventory::test_support::{entry, inventory};
 
     fn node(name: &str, ready: bool, reasons: &[&str]) -> GpuNodeEntry {
-        GpuNodeEntry {
-            name: name.into(),
-            ready,
-            issues: reasons
-                .iter()
-                .map(|r| NodeIssue {
-                    reason: (*r).into(),
-                    message: String::new(),
-                })
-                .collect(),
-            ..Default::default()
-        }
-    }
-
-    fn inventory(nodes: Vec<GpuNodeEntry>) -> Inventory {
-        Inventory {
-            total_gpu_nodes: nodes.len() as u32,
-            ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
-            total_gpus: 0,
-            nodes,
-        }
+        entry(name, ready, 0, reasons)
     }
 
     #[test]

@@ -226,32 +226,15 @@ fn issue_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::NodeIssue;
+    use crate::inventory::status::desired_status;
+    use crate::inventory::test_support::{entry, inventory};
 
     fn node(name: &str, ready: bool, issues: &[&str]) -> GpuNodeEntry {
-        GpuNodeEntry {
-            name: name.into(),
-            ready,
-            count: 1,
-            issues: issues
-                .iter()
-                .map(|r| NodeIssue {
-                    reason: (*r).into(),
-                    message: format!("{r} details"),
-                })
-                .collect(),
-            ..Default::default()
-        }
+        entry(name, ready, 1, issues)
     }
 
     fn status(nodes: Vec<GpuNodeEntry>) -> GpuInventoryStatus {
-        GpuInventoryStatus {
-            total_gpu_nodes: nodes.len() as u32,
-            ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
-            total_gpus: nodes.iter().map(|n| n.count).sum(),
-            nodes,
-            ..Default::default()
-        }
+        desired_status(&inventory(nodes), None)
     }
 
     fn reasons(events: &[InventoryEvent]) -> Vec<&str> {

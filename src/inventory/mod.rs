@@ -12,3 +12,6 @@ pub mod selector;
 pub mod shared_scan;
 pub mod size_budget;
 pub mod status;
+
+#[cfg(test)]
+mod test_support;

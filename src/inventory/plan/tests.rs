@@ -8,10 +8,11 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 
 use super::*;
-use crate::crd::{GpuInventory, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
+use crate::crd::{GpuInventory, GpuNodeEntry, GpuSharing, MigDevice, MigInfo};
 use crate::inventory::conditions::inventory_conditions;
 use crate::inventory::scanner::Inventory;
 use crate::inventory::status::desired_status;
+use crate::inventory::test_support::{entry, inventory};
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(secs).unwrap()
@@ -82,29 +83,10 @@ fn a_new_generation_is_a_change() {
 }
 
 fn node(name: &str, ready: bool) -> GpuNodeEntry {
+    let reasons: &[&str] = if ready { &[] } else { &["NotReady"] };
     GpuNodeEntry {
-        name: name.into(),
-        ready,
-        count: 8,
         product: Some("NVIDIA-H100-80GB-HBM3".into()),
-        issues: if ready {
-            vec![]
-        } else {
-            vec![NodeIssue {
-                reason: "NotReady".into(),
-                message: "Ready condition is False".into(),
-            }]
-        },
-        ..Default::default()
-    }
-}
-
-fn inventory(nodes: Vec<GpuNodeEntry>) -> Inventory {
-    Inventory {
-        total_gpu_nodes: nodes.len() as u32,
-        ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
-        total_gpus: nodes.iter().map(|n| n.count).sum(),
-        nodes,
+        ..entry(name, ready, 8, reasons)
     }
 }
 
