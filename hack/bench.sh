@@ -5,7 +5,7 @@
 #
 #   1. builds the operator and benches/ (release),
 #   2. starts the bench cluster (LOCAL_CLUSTER_STATE_DIR=target/bench-cluster hack/local-cluster.sh up),
-#   3. runs the driver (benches/bench_driver.rs) for every N in BENCH_NODES and both programs,
+#   3. runs the driver (benches/bench_driver/) for every N in BENCH_NODES and both programs,
 #   4. writes target/bench/results.json and prints the table (target/bench/results.txt),
 #   5. stops and deletes the bench cluster, also on failure or Ctrl-C.
 #
@@ -18,7 +18,7 @@
 #   BENCH_BURST_CHANGES  label changes before the 2nd RSS     (default 1000)
 #   BENCH_PROGRAMS       which programs                       (default "operator baseline")
 #   BENCH_KEEP_CLUSTER=1 leave the bench cluster running afterwards (for poking at it)
-#   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver.rs
+#   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
 # Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 hack/bench.sh
 set -euo pipefail
 
