@@ -1,4 +1,5 @@
-//! BASELINE for `make bench` — NOT the operator. Built as `cargo build --release --example baseline-operator`.
+//! BASELINE for `make bench` — NOT the operator. A `harness = false` bench target, built as
+//! `cargo build --release --bench baseline-operator`.
 //!
 //! The operator written the way the article wrote it (../shared/seed/SUMMARY.md), so `make bench` can compare
 //! the real operator with it side by side, in the same run, on the same cluster:
@@ -83,6 +84,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A plain `cargo bench` runs every bench target with `--bench`; this one is started by the bench driver.
+    if std::env::args().skip(1).any(|a| a == "--bench") {
+        eprintln!(
+            "baseline-operator: started by the bench driver (`make bench`), not by `cargo bench`; skipping"
+        );
+        return Ok(());
+    }
     let args = Args::parse();
     let mut config = match &args.kubeconfig {
         Some(path) => {

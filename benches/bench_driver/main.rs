@@ -1,4 +1,5 @@
-//! `make bench` driver (built as `cargo build --release --example bench-driver`; run by hack/bench.sh).
+//! `make bench` driver (a `harness = false` bench target: `cargo build --release --bench bench-driver`; run by
+//! hack/bench.sh).
 //!
 //! For every node count N and for each of the two programs — the operator (`gpu-inventory-operator run`) and
 //! the article-style baseline (benches/baseline_operator.rs) — in the same run, on the same control plane:
@@ -66,6 +67,13 @@ fn log(msg: impl AsRef<str>) {
 
 #[tokio::main]
 async fn main() -> Res<()> {
+    // A plain `cargo bench` runs every bench target with `--bench`; this one needs the cluster hack/bench.sh sets up.
+    if std::env::args().skip(1).any(|a| a == "--bench") {
+        eprintln!(
+            "bench-driver: run by hack/bench.sh (`make bench`), not by `cargo bench`; skipping"
+        );
+        return Ok(());
+    }
     let s = Settings::from_env();
     let client = client(&s).await?;
     let templates = cluster::load_templates(&s.fixtures)?;

@@ -51,10 +51,8 @@ impl Settings {
                 "BENCH_OPERATOR_BIN",
                 "target/release/gpu-inventory-operator",
             ),
-            baseline_bin: path(
-                "BENCH_BASELINE_BIN",
-                "target/release/examples/baseline-operator",
-            ),
+            // No stable default path: cargo names bench binaries target/release/deps/<name>-<hash>.
+            baseline_bin: path("BENCH_BASELINE_BIN", "target/bench/bin/baseline-operator"),
             fixtures: path(
                 "BENCH_FIXTURES",
                 &root.join("../shared/fixtures").to_string_lossy(),
