@@ -1,8 +1,10 @@
 //! BASELINE for `make bench` — NOT the operator. A `harness = false` bench target, built as
 //! `cargo build --release --bench baseline-operator`.
 //!
-//! The operator written the way the article wrote it (../shared/seed/SUMMARY.md), so `make bench` can compare
-//! the real operator with it side by side, in the same run, on the same cluster:
+//! The operator written the way the blog article this project started from wrote it ("Building a Kubernetes
+//! GPU operator in Rust": two controllers in one process, a LIST of every node on every reconcile, a ConfigMap
+//! rewrite on every node event), so `make bench` can compare the real operator with it side by side, in the
+//! same run, on the same cluster:
 //!
 //! * Controller 1, on `GpuInventory`: every reconcile LISTs all nodes (`Api::list`, full objects, nothing
 //!   stripped, no cache), scans them, and writes the status with a fresh `observedTime` through server-side

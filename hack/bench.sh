@@ -18,8 +18,9 @@
 #   BENCH_BURST_CHANGES  label changes before the 2nd RSS     (default 1000)
 #   BENCH_PROGRAMS       which programs                       (default "operator baseline")
 #   BENCH_KEEP_CLUSTER=1 leave the bench cluster running afterwards (for poking at it)
+#   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
 #   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
-# Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 hack/bench.sh
+# Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 BENCH_BURST_CHANGES=100 hack/bench.sh
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,7 +84,7 @@ cp -f "${BASELINE_BUILT}" "${OUT_DIR}/bin/baseline-operator"
 cp -f "${DRIVER_BUILT}" "${OUT_DIR}/bin/bench-driver"
 export BENCH_OPERATOR_BIN="${OUT_DIR}/bin/gpu-inventory-operator"
 export BENCH_BASELINE_BIN="${OUT_DIR}/bin/baseline-operator"
-export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/../shared/fixtures}"
+export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/tests/fixtures}"
 export BENCH_OUT="${OUT_DIR}/results.json"
 export BENCH_TABLE="${OUT_DIR}/results.txt"
 export BENCH_LOG_DIR="${OUT_DIR}/logs"

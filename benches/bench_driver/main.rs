@@ -4,8 +4,8 @@
 //! For every node count N and for each of the two programs — the operator (`gpu-inventory-operator run`) and
 //! the article-style baseline (benches/baseline_operator.rs) — in the same run, on the same control plane:
 //!
-//! 1. creates N nodes (1 in 5 a GPU node cloned from ../shared/fixtures, some NotReady; the rest CPU nodes),
-//!    32 creates in flight, before the program starts; a fresh namespace for the ConfigMap;
+//! 1. creates N nodes (1 in 5 a GPU node cloned from the fixtures in tests/fixtures, some NotReady; the rest
+//!    CPU nodes), 32 creates in flight, before the program starts; a fresh namespace for the ConfigMap;
 //! 2. starts the program and measures the time until converged: the inventory status totals and entries and
 //!    the ConfigMap's keys all match what the scanner says about the created nodes (seen through watches);
 //! 3. peak RSS (VmHWM) after convergence;
@@ -22,8 +22,8 @@
 //! table (BENCH_TABLE) with ratios operator / baseline.
 //!
 //! Environment (hack/bench.sh sets the paths): BENCH_KUBECONFIG, BENCH_AUDIT_LOG, BENCH_OPERATOR_BIN,
-//! BENCH_BASELINE_BIN, BENCH_FIXTURES, BENCH_OUT, BENCH_TABLE, BENCH_LOG_DIR, BENCH_NODES ("1000 5000"),
-//! BENCH_QUIET_SECS (300), BENCH_CHURN_SECS (60), BENCH_CHURN_RATE (20), BENCH_CHANGES (200),
+//! BENCH_BASELINE_BIN, BENCH_FIXTURES (tests/fixtures), BENCH_OUT, BENCH_TABLE, BENCH_LOG_DIR, BENCH_NODES
+//! ("1000 5000"), BENCH_QUIET_SECS (300), BENCH_CHURN_SECS (60), BENCH_CHURN_RATE (20), BENCH_CHANGES (200),
 //! BENCH_BURST_CHANGES (1000), BENCH_CHANGE_GAP_MS (500: the longest wait before the next latency change when
 //! the previous one is not visible yet), BENCH_NODE_IMAGES (20 container images per node, as kubelets report),
 //! BENCH_SETTLE_SECS (120: the longest wait for convergence), BENCH_PROGRAMS ("operator baseline").

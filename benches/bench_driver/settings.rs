@@ -42,7 +42,6 @@ pub struct Settings {
 
 impl Settings {
     pub fn from_env() -> Self {
-        let root = std::env::current_dir().expect("cwd");
         let path = |name: &str, default: &str| PathBuf::from(env_str(name, default));
         Settings {
             kubeconfig: path("BENCH_KUBECONFIG", "target/bench-cluster/kubeconfig"),
@@ -53,10 +52,8 @@ impl Settings {
             ),
             // No stable default path: cargo names bench binaries target/release/deps/<name>-<hash>.
             baseline_bin: path("BENCH_BASELINE_BIN", "target/bench/bin/baseline-operator"),
-            fixtures: path(
-                "BENCH_FIXTURES",
-                &root.join("../shared/fixtures").to_string_lossy(),
-            ),
+            // The fixtures the repository vendors for its tests.
+            fixtures: path("BENCH_FIXTURES", "tests/fixtures"),
             out: path("BENCH_OUT", "target/bench/results.json"),
             table: path("BENCH_TABLE", "target/bench/results.txt"),
             log_dir: path("BENCH_LOG_DIR", "target/bench/logs"),
