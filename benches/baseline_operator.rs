@@ -28,11 +28,18 @@ use std::time::Duration;
 
 use clap::Parser;
 use futures::StreamExt;
+// Imports from the operator library, with their paths after its reorganization in the comment above each.
+// After: `cmd::cli::parse_duration`.
 use gpu_inventory_operator::cli::parse_duration;
+// After: `inventory::status::desired_status` and `publish::status::status_apply_body`.
 use gpu_inventory_operator::controllers::inventory::{desired_status, status_apply_body};
+// After: `crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus}` (unchanged).
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus};
+// After: `publish::crd::install_crd`.
 use gpu_inventory_operator::crd_install::install_crd;
+// After: `inventory::configmap::{DATA_BUDGET_BYTES, configmap_data}` (same signature as node_status_data).
 use gpu_inventory_operator::node_status::{DATA_BUDGET_BYTES, node_status_data};
+// After: `inventory::scanner::scan`.
 use gpu_inventory_operator::scanner::scan;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
