@@ -5,7 +5,7 @@
 #
 #   1. builds the operator and benches/ (release),
 #   2. starts the bench cluster (LOCAL_CLUSTER_STATE_DIR=target/bench-cluster hack/local-cluster.sh up),
-#   3. runs the driver (benches/bench_driver.rs) for every N in BENCH_NODES and both programs,
+#   3. runs the driver (benches/bench_driver/) for every N in BENCH_NODES and both programs,
 #   4. writes target/bench/results.json and prints the table (target/bench/results.txt),
 #   5. stops and deletes the bench cluster, also on failure or Ctrl-C.
 #
@@ -18,8 +18,9 @@
 #   BENCH_BURST_CHANGES  label changes before the 2nd RSS     (default 1000)
 #   BENCH_PROGRAMS       which programs                       (default "operator baseline")
 #   BENCH_KEEP_CLUSTER=1 leave the bench cluster running afterwards (for poking at it)
-#   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver.rs
-# Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 hack/bench.sh
+#   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
+#   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
+# Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 BENCH_BURST_CHANGES=100 hack/bench.sh
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,7 +32,26 @@ OUT_DIR="${ROOT_DIR}/target/bench"
 log() { printf '[bench] %s\n' "$*" >&2; }
 
 log "building release binaries (operator, baseline, driver)"
-"${CARGO}" build --locked --release --bin gpu-inventory-operator --example baseline-operator --example bench-driver
+# The baseline and the driver are `harness = false` bench targets, built to target/release/deps/<name>-<hash>.
+# Cargo names each built executable in a compiler-artifact message (one JSON object a line on stdout); the
+# diagnostics still go to stderr as usual.
+artifacts="$("${CARGO}" build --locked --release --bin gpu-inventory-operator \
+  --bench baseline-operator --bench bench-driver --message-format=json-render-diagnostics)"
+
+# executable TARGET: the path of TARGET's executable in cargo's messages.
+executable() {
+  local path
+  path="$(printf '%s\n' "${artifacts}" | grep -F '"reason":"compiler-artifact"' | grep -F "\"name\":\"$1\"" |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+  if [[ -z "${path}" || ! -x "${path}" ]]; then
+    log "cargo reported no executable for ${1}"
+    exit 1
+  fi
+  printf '%s\n' "${path}"
+}
+OPERATOR_BUILT="$(executable gpu-inventory-operator)"
+BASELINE_BUILT="$(executable baseline-operator)"
+DRIVER_BUILT="$(executable bench-driver)"
 
 cleanup() {
   local status=$?
@@ -59,11 +79,12 @@ export BENCH_KUBECONFIG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/kubeconfig"
 export BENCH_AUDIT_LOG="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}/audit.log"
 # Private copies: a concurrent `cargo build --release` must not swap a binary in the middle of the run.
 mkdir -p "${OUT_DIR}/bin"
-cp -f target/release/gpu-inventory-operator target/release/examples/baseline-operator \
-  target/release/examples/bench-driver "${OUT_DIR}/bin/"
+cp -f "${OPERATOR_BUILT}" "${OUT_DIR}/bin/gpu-inventory-operator"
+cp -f "${BASELINE_BUILT}" "${OUT_DIR}/bin/baseline-operator"
+cp -f "${DRIVER_BUILT}" "${OUT_DIR}/bin/bench-driver"
 export BENCH_OPERATOR_BIN="${OUT_DIR}/bin/gpu-inventory-operator"
 export BENCH_BASELINE_BIN="${OUT_DIR}/bin/baseline-operator"
-export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/../shared/fixtures}"
+export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/tests/fixtures}"
 export BENCH_OUT="${OUT_DIR}/results.json"
 export BENCH_TABLE="${OUT_DIR}/results.txt"
 export BENCH_LOG_DIR="${OUT_DIR}/logs"

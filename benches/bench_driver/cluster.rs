@@ -1,0 +1,217 @@
+//! Cluster set-up and tear-down: the bench nodes (cloned from the fixtures), the namespace for the ConfigMap,
+//! the inventory; and what the scanner says about the nodes as the API server stores them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ContainerImage, Namespace, Node, NodeCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::Res;
+use crate::lib_api::{GpuInventory, GpuNodeEntry, parse_node_dump, scan_node};
+
+/// The label every bench node carries, so one selector finds (and deletes) them all.
+const BENCH_LABEL: &str = "bench.gpu-inventory.dev/node";
+const CREATE_CONCURRENCY: usize = 32;
+
+pub struct Templates {
+    pub gpu: Vec<Node>,
+    pub cpu: Vec<Node>,
+}
+
+/// The GPU and CPU nodes of the fixture dumps in `dir` (gfd-nodes.yaml, homelab-nodes.yaml).
+pub fn load_templates(dir: &Path) -> Res<Templates> {
+    let mut gpu = Vec::new();
+    let mut cpu = Vec::new();
+    for file in ["gfd-nodes.yaml", "homelab-nodes.yaml"] {
+        let path = dir.join(file);
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for node in parse_node_dump(&bytes, &path.to_string_lossy())? {
+            if scan_node(&node).is_some() {
+                gpu.push(node);
+            } else {
+                cpu.push(node);
+            }
+        }
+    }
+    if gpu.is_empty() || cpu.is_empty() {
+        return Err("the fixtures need GPU and CPU nodes".into());
+    }
+    Ok(Templates { gpu, cpu })
+}
+
+/// Node `i` of N: every fifth a GPU node (fixture label sets, incl. NotReady ones), else a CPU node (every
+/// tenth of those NotReady). Each carries `images` container images, as kubelets report them.
+fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
+    let gpu = i.is_multiple_of(5);
+    let (mut node, name) = if gpu {
+        (
+            templates.gpu[(i / 5) % templates.gpu.len()].clone(),
+            format!("bench-gpu-{i:05}"),
+        )
+    } else {
+        (
+            templates.cpu[i % templates.cpu.len()].clone(),
+            format!("bench-cpu-{i:05}"),
+        )
+    };
+    let mut labels = node.metadata.labels.take().unwrap_or_default();
+    labels.insert("kubernetes.io/hostname".into(), name.clone());
+    labels.insert(BENCH_LABEL.into(), "true".into());
+    node.metadata = ObjectMeta {
+        name: Some(name),
+        labels: Some(labels),
+        annotations: node.metadata.annotations.take(),
+        ..Default::default()
+    };
+    if let Some(status) = node.status.as_mut() {
+        if !gpu && i % 10 == 3 {
+            set_ready(
+                status.conditions.get_or_insert_with(Vec::new),
+                false,
+                "2026-01-01T00:00:00Z",
+            );
+        }
+        status.images = Some((0..images).map(|k| container_image(i, k)).collect());
+    }
+    node
+}
+
+/// Image `k` of node `i`: a digest and a tag, 50 MB and up.
+fn container_image(i: usize, k: usize) -> ContainerImage {
+    ContainerImage {
+        names: Some(vec![
+            format!(
+                "registry.example.com/platform/service-{k:02}@sha256:{:064x}",
+                (i * 131 + k) as u128 * 0x9e3779b97f4a7c15
+            ),
+            format!(
+                "registry.example.com/platform/service-{k:02}:v1.{k}.{}",
+                i % 7
+            ),
+        ]),
+        size_bytes: Some(50_000_000 + (k as i64) * 1_000_003),
+    }
+}
+
+pub fn set_ready(conditions: &mut Vec<NodeCondition>, ready: bool, at: &str) {
+    let time = Time(at.parse().expect("timestamp"));
+    let (status, reason, message) = if ready {
+        ("True", "KubeletReady", "kubelet is posting ready status")
+    } else {
+        ("False", "KubeletNotReady", "bench: Ready flipped")
+    };
+    let condition = NodeCondition {
+        type_: "Ready".into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(time.clone()),
+        last_transition_time: Some(time),
+    };
+    match conditions.iter_mut().find(|c| c.type_ == "Ready") {
+        Some(c) => *c = condition,
+        None => conditions.push(condition),
+    }
+}
+
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True")
+}
+
+fn bench_nodes() -> ListParams {
+    ListParams::default().labels(&format!("{BENCH_LABEL}=true"))
+}
+
+/// Deletes every bench node and waits (up to 120 s) until they are gone.
+pub async fn delete_bench_nodes(client: &Client) -> Res<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    let lp = bench_nodes();
+    let _ = api.delete_collection(&DeleteParams::default(), &lp).await?;
+    for _ in 0..600 {
+        let left = api.list_metadata(&lp.clone().limit(1)).await?;
+        if left.items.is_empty() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err("bench nodes were not deleted within 120 s".into())
+}
+
+/// Creates nodes 0..n, CREATE_CONCURRENCY creates in flight; returns how long that took.
+pub async fn create_nodes(
+    client: &Client,
+    templates: &Templates,
+    n: usize,
+    images: usize,
+) -> Res<Duration> {
+    let api: Api<Node> = Api::all(client.clone());
+    let started = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let node = make_node(templates, i, images);
+            async move { api.create(&PostParams::default(), &node).await.map(|_| ()) }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// Before a run: no bench nodes, no inventory of that name left over; a fresh namespace.
+pub async fn clean_slate(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
+    delete_bench_nodes(client).await?;
+    let inventories: Api<GpuInventory> = Api::all(client.clone());
+    let _ = inventories
+        .delete(inventory, &DeleteParams::default())
+        .await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": namespace } }))?,
+        )
+        .await?;
+    Ok(())
+}
+
+/// After a run: the inventory, the namespace and the bench nodes go.
+pub async fn tear_down(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
+    let inventories: Api<GpuInventory> = Api::all(client.clone());
+    let _ = inventories
+        .delete(inventory, &DeleteParams::default())
+        .await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let _ = namespaces.delete(namespace, &DeleteParams::default()).await; // never finishes (no controller-manager)
+    delete_bench_nodes(client).await
+}
+
+/// The bench's GPU nodes as stored, and the scanner's entry for each (the truth the watches are held to).
+pub struct GpuNodes {
+    pub nodes: BTreeMap<String, Node>,
+    pub truth: HashMap<String, GpuNodeEntry>,
+}
+
+pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
+    let api: Api<Node> = Api::all(client.clone());
+    let listed = api.list(&bench_nodes()).await?;
+    let mut nodes = BTreeMap::new();
+    let mut truth = HashMap::new();
+    for node in listed.items {
+        if let Some(entry) = scan_node(&node) {
+            truth.insert(entry.name.clone(), entry);
+            nodes.insert(node.name_any(), node);
+        }
+    }
+    Ok(GpuNodes { nodes, truth })
+}

@@ -1,0 +1,135 @@
+//! `make bench` driver (a `harness = false` bench target: `cargo build --release --bench bench-driver`; run by
+//! hack/bench.sh).
+//!
+//! For every node count N and for each of the two programs — the operator (`gpu-inventory-operator run`) and
+//! the article-style baseline (benches/baseline_operator.rs) — in the same run, on the same control plane:
+//!
+//! 1. creates N nodes (1 in 5 a GPU node cloned from the fixtures in tests/fixtures, some NotReady; the rest
+//!    CPU nodes), 32 creates in flight, before the program starts; a fresh namespace for the ConfigMap;
+//! 2. starts the program and measures the time until converged: the inventory status totals and entries and
+//!    the ConfigMap's keys all match what the scanner says about the created nodes (seen through watches);
+//! 3. peak RSS (VmHWM) after convergence;
+//! 4. API requests per verb and resource from the audit log (by User-Agent prefix) at start-up and in a quiet
+//!    period (BENCH_QUIET_SECS), with CPU seconds (utime+stime) in the quiet period;
+//! 5. reaction latency over BENCH_CHANGES single-node changes (alternating a GPU label change and a Ready
+//!    flip through the status subresource): from the write's response to the change visible in the inventory
+//!    status AND in the ConfigMap, both observed by watches;
+//! 6. a churn period (BENCH_CHURN_RATE label changes per second for BENCH_CHURN_SECS, then until converged):
+//!    CPU seconds and the writes (status / ConfigMap patches) in it;
+//! 7. BENCH_BURST_CHANGES (1,000) label changes as fast as possible, then peak RSS again;
+//!
+//! then stops the program and deletes the nodes and the namespace. Writes results JSON (BENCH_OUT) and a
+//! table (BENCH_TABLE) with ratios operator / baseline.
+//!
+//! Environment (hack/bench.sh sets the paths): BENCH_KUBECONFIG, BENCH_AUDIT_LOG, BENCH_OPERATOR_BIN,
+//! BENCH_BASELINE_BIN, BENCH_FIXTURES (tests/fixtures), BENCH_OUT, BENCH_TABLE, BENCH_LOG_DIR, BENCH_NODES
+//! ("1000 5000"), BENCH_QUIET_SECS (300), BENCH_CHURN_SECS (60), BENCH_CHURN_RATE (20), BENCH_CHANGES (200),
+//! BENCH_BURST_CHANGES (1000), BENCH_CHANGE_GAP_MS (500: the longest wait before the next latency change when
+//! the previous one is not visible yet), BENCH_NODE_IMAGES (20 container images per node, as kubelets report),
+//! BENCH_SETTLE_SECS (120: the longest wait for convergence), BENCH_PROGRAMS ("operator baseline").
+//!
+//! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the process under
+//! test), `observe` (the watches that decide convergence), `changes` (the node writes), `measure` (CPU, RSS,
+//! audit-log requests, percentiles), `scenario` (one run's phases), `report` (JSON and table), `lib_api`
+//! (every import from the operator library).
+
+mod changes;
+mod cluster;
+mod lib_api;
+mod measure;
+mod observe;
+mod program;
+mod report;
+mod scenario;
+mod settings;
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+use crate::settings::Settings;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type Res<T> = Result<T, BoxError>;
+
+const DRIVER_UA: &str = "gpu-inventory-bench-driver/0.1.0";
+
+fn log(msg: impl AsRef<str>) {
+    eprintln!(
+        "[bench {}] {}",
+        Timestamp::now().strftime("%H:%M:%S"),
+        msg.as_ref()
+    );
+}
+
+#[tokio::main]
+async fn main() -> Res<()> {
+    // A plain `cargo bench` runs every bench target with `--bench`; this one needs the cluster hack/bench.sh sets up.
+    if std::env::args().skip(1).any(|a| a == "--bench") {
+        eprintln!(
+            "bench-driver: run by hack/bench.sh (`make bench`), not by `cargo bench`; skipping"
+        );
+        return Ok(());
+    }
+    let s = Settings::from_env();
+    let client = client(&s).await?;
+    let templates = cluster::load_templates(&s.fixtures)?;
+    log(format!(
+        "{} GPU and {} CPU node templates from {}",
+        templates.gpu.len(),
+        templates.cpu.len(),
+        s.fixtures.display()
+    ));
+    // The CRD is installed once, up front, so neither program pays for its establishment at start-up.
+    lib_api::install_crd(&client, Duration::from_secs(60)).await?;
+    let ticks = measure::clock_ticks();
+    let started = Timestamp::now();
+    let mut results = Vec::new();
+    let mut failures = Vec::new();
+    for &n in &s.nodes {
+        for &program in &s.programs {
+            match scenario::bench_one(&client, &s, &templates, n, program, ticks).await {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    log(format!("FAILED {} at {n} nodes: {e}", program.name()));
+                    failures.push(
+                        json!({ "program": program.name(), "nodes": n, "error": e.to_string() }),
+                    );
+                }
+            }
+        }
+    }
+    let doc = report::document(&s, started, &results, &failures);
+    if let Some(dir) = s.out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&s.out, serde_json::to_string_pretty(&doc)?)?;
+    std::fs::write(&s.table, report::table(&results, &s))?;
+    log(format!(
+        "results: {}, table: {}",
+        s.out.display(),
+        s.table.display()
+    ));
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} run(s) failed", failures.len()).into())
+    }
+}
+
+/// A client for BENCH_KUBECONFIG whose requests carry the driver's User-Agent (the audit counts skip it).
+async fn client(s: &Settings) -> Res<Client> {
+    let mut config = Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(&s.kubeconfig)?,
+        &KubeConfigOptions::default(),
+    )
+    .await?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(DRIVER_UA),
+    ));
+    Ok(Client::try_from(config)?)
+}

@@ -1,0 +1,228 @@
+//! Observation: watches on the inventory and the ConfigMap, held against what the scanner says about the
+//! driver's nodes. They decide convergence and time the latency changes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+use crate::lib_api::{GpuInventory, GpuNodeEntry};
+use crate::log;
+
+const CONFIGMAP: &str = "gpu-node-status";
+
+/// What the driver expects and what its watches saw.
+#[derive(Default)]
+pub struct Obs {
+    /// The expected entry of every GPU node (scanner output on the driver's copy of the node).
+    pub truth: HashMap<String, GpuNodeEntry>,
+    /// Status totals and entries, as last seen.
+    status: Option<(u32, u32, u64)>,
+    status_entries: HashMap<String, GpuNodeEntry>,
+    /// ConfigMap entries, as last seen.
+    cm: HashMap<String, GpuNodeEntry>,
+    /// Latency changes in flight, by node.
+    pub pending: HashMap<String, Pending>,
+    /// Finished latencies.
+    pub latencies: Vec<Duration>,
+}
+
+/// A latency change: when it was written, and when the status and the ConfigMap showed it.
+#[derive(Default)]
+pub struct Pending {
+    pub written: Option<Instant>,
+    status_at: Option<Instant>,
+    cm_at: Option<Instant>,
+}
+
+impl Obs {
+    /// The status totals and entries and the ConfigMap's entries all match the truth.
+    pub fn converged(&self) -> bool {
+        let Some((total, ready, gpus)) = self.status else {
+            return false;
+        };
+        let want_ready = self.truth.values().filter(|e| e.ready).count() as u32;
+        let want_gpus: u64 = self.truth.values().map(|e| e.count).sum();
+        total as usize == self.truth.len()
+            && ready == want_ready
+            && gpus == want_gpus
+            && self.status_entries.len() == self.truth.len()
+            && self.cm.len() == self.truth.len()
+            && self.truth.iter().all(|(name, want)| {
+                self.status_entries.get(name) == Some(want) && self.cm.get(name) == Some(want)
+            })
+    }
+
+    /// Marks, at `now`, the pending changes that the status or the ConfigMap now shows.
+    pub fn settle_pending(&mut self, now: Instant) {
+        let truth = &self.truth;
+        let status = &self.status_entries;
+        let cm = &self.cm;
+        for (name, p) in self.pending.iter_mut() {
+            let want = truth.get(name);
+            if p.status_at.is_none() && status.get(name) == want {
+                p.status_at = Some(now);
+            }
+            if p.cm_at.is_none() && cm.get(name) == want {
+                p.cm_at = Some(now);
+            }
+        }
+        self.finish_pending();
+    }
+
+    /// Moves the changes seen in both places to `latencies` (write to the later of the two).
+    fn finish_pending(&mut self) {
+        let done: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.written.is_some() && p.status_at.is_some() && p.cm_at.is_some())
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in done {
+            let p = self.pending.remove(&name).expect("pending");
+            let seen = p.status_at.unwrap().max(p.cm_at.unwrap());
+            self.latencies
+                .push(seen.saturating_duration_since(p.written.unwrap()));
+        }
+    }
+}
+
+pub struct Observer {
+    pub obs: Arc<Mutex<Obs>>,
+    changed: watch::Receiver<u64>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Observer {
+    /// Starts the watches on the inventory `inventory` and on the ConfigMap in `namespace`.
+    pub fn start(
+        client: &Client,
+        inventory: &str,
+        namespace: &str,
+        truth: HashMap<String, GpuNodeEntry>,
+    ) -> Self {
+        let obs = Arc::new(Mutex::new(Obs {
+            truth,
+            ..Default::default()
+        }));
+        let (tx, rx) = watch::channel(0u64);
+        let tx = Arc::new(tx);
+        let inv_task = watch_inventory(client, inventory, obs.clone(), tx.clone());
+        let cm_task = watch_configmap(client, namespace, obs.clone(), tx);
+        Observer {
+            obs,
+            changed: rx,
+            tasks: vec![inv_task, cm_task],
+        }
+    }
+
+    /// Waits until `cond` holds (checked after every watch event); returns false on timeout.
+    pub async fn wait_for(&mut self, timeout: Duration, cond: impl Fn(&Obs) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if cond(&self.obs.lock().unwrap()) {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, self.changed.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return cond(&self.obs.lock().unwrap()),
+            }
+        }
+    }
+
+    pub fn stop(self) {
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}
+
+type Changed = Arc<watch::Sender<u64>>;
+
+fn watch_inventory(
+    client: &Client,
+    inventory: &str,
+    obs: Arc<Mutex<Obs>>,
+    changed: Changed,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<GpuInventory> = Api::all(client.clone());
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={inventory}"));
+    tokio::spawn(async move {
+        let mut events = watcher(api, cfg).boxed();
+        while let Some(event) = events.next().await {
+            let now = Instant::now();
+            let inventory = match event {
+                Ok(watcher::Event::Apply(i) | watcher::Event::InitApply(i)) => i,
+                Ok(_) => continue,
+                Err(e) => {
+                    log(format!("inventory watch: {e}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            let Some(status) = inventory.status else {
+                continue;
+            };
+            let mut obs = obs.lock().unwrap();
+            obs.status = Some((
+                status.total_gpu_nodes,
+                status.ready_gpu_nodes,
+                status.total_gpus,
+            ));
+            obs.status_entries = status
+                .nodes
+                .into_iter()
+                .map(|e| (e.name.clone(), e))
+                .collect();
+            obs.settle_pending(now);
+            drop(obs);
+            changed.send_modify(|n| *n += 1);
+        }
+    })
+}
+
+fn watch_configmap(
+    client: &Client,
+    namespace: &str,
+    obs: Arc<Mutex<Obs>>,
+    changed: Changed,
+) -> tokio::task::JoinHandle<()> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP}"));
+    tokio::spawn(async move {
+        let mut events = watcher(api, cfg).boxed();
+        while let Some(event) = events.next().await {
+            let now = Instant::now();
+            let cm = match event {
+                Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => c,
+                Ok(_) => continue,
+                Err(e) => {
+                    log(format!("configmap watch: {e}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            let entries = configmap_entries(cm);
+            let mut obs = obs.lock().unwrap();
+            obs.cm = entries;
+            obs.settle_pending(now);
+            drop(obs);
+            changed.send_modify(|n| *n += 1);
+        }
+    })
+}
+
+/// The node entries of the ConfigMap (keys starting with `_` are summaries, not nodes).
+fn configmap_entries(cm: ConfigMap) -> HashMap<String, GpuNodeEntry> {
+    cm.data
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with('_'))
+        .filter_map(|(k, v)| serde_json::from_str(&v).ok().map(|e| (k, e)))
+        .collect()
+}

@@ -1,0 +1,222 @@
+//! The report: results JSON (BENCH_OUT) and the table (BENCH_TABLE) with ratios operator / baseline.
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::measure::{count_where, is_write, percentile, writes_to_outputs};
+use crate::program::Program;
+use crate::scenario::{Phases, Setup};
+use crate::settings::Settings;
+
+/// One run's element of `results`.
+pub fn run_json(s: &Settings, program: Program, setup: &Setup, p: &Phases) -> Value {
+    let ms = &p.latency.ms;
+    json!({
+        "program": program.name(),
+        "nodes": setup.nodes,
+        "gpu_nodes": setup.gpu_nodes,
+        "gpu_nodes_ready": setup.gpu_nodes_ready,
+        "node_create_secs": setup.create_secs,
+        "converge_secs": p.startup.converge_secs,
+        "rss_converged_mib": p.startup.rss_mib,
+        "rss_after_burst_mib": p.burst.rss_after_mib,
+        "burst": { "changes": s.burst_changes, "converged": p.burst.converged, "secs": p.burst.secs },
+        "latency_ms": {
+            "changes": s.changes, "measured": ms.len(), "lost": p.latency.lost, "run_secs": p.latency.run_secs,
+            "min": ms.first().copied().unwrap_or(f64::NAN),
+            "p50": percentile(ms, 50.0), "p95": percentile(ms, 95.0), "p99": percentile(ms, 99.0),
+            "max": ms.last().copied().unwrap_or(f64::NAN),
+        },
+        "startup_requests": p.startup.requests,
+        "quiet": {
+            "secs": s.quiet_secs, "requests": p.quiet.requests,
+            "writes": count_where(&p.quiet.requests, is_write),
+            "lists": count_where(&p.quiet.requests, |k| k.starts_with("list ")),
+            "cpu_secs": p.quiet.cpu_secs,
+        },
+        "churn": {
+            "rate_per_sec": s.churn_rate, "secs": s.churn_secs, "changes": p.churn.changes,
+            "send_secs": p.churn.send_secs, "settle_secs": p.churn.settle_secs, "converged": p.churn.converged,
+            "cpu_secs": p.churn.cpu_secs, "writes": writes_to_outputs(&p.churn.requests),
+            "requests": p.churn.requests,
+        },
+        "total_cpu_secs": p.burst.total_cpu_secs,
+        "alive_at_end": p.burst.alive,
+    })
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0)
+}
+
+/// The whole of results.json.
+pub fn document(s: &Settings, started: Timestamp, results: &[Value], failures: &[Value]) -> Value {
+    let host = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+        c.lines().find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+    });
+    json!({
+        "started": started.to_string(),
+        "finished": Timestamp::now().to_string(),
+        "machine": { "cpus": cpus(), "cpu_model": host },
+        "settings": {
+            "nodes": s.nodes, "quiet_secs": s.quiet_secs, "churn_secs": s.churn_secs, "churn_rate": s.churn_rate,
+            "changes": s.changes, "burst_changes": s.burst_changes, "change_gap_ms": s.change_gap.as_millis() as u64,
+            "node_images": s.node_images,
+        },
+        "results": results,
+        "failures": failures,
+    })
+}
+
+/// How a table cell shows a result.
+enum Cell {
+    /// The number at this path, with this many decimals.
+    Num(&'static [&'static str], usize),
+    /// Latency min..max.
+    Range,
+    /// The sum of the start-up requests.
+    StartupTotal,
+}
+
+const ROWS: [(&str, Cell); 14] = [
+    (
+        "converged after start (s)",
+        Cell::Num(&["converge_secs"], 2),
+    ),
+    (
+        "peak RSS after convergence (MiB)",
+        Cell::Num(&["rss_converged_mib"], 1),
+    ),
+    (
+        "peak RSS after +1,000 changes (MiB)",
+        Cell::Num(&["rss_after_burst_mib"], 1),
+    ),
+    ("latency p50 (ms)", Cell::Num(&["latency_ms", "p50"], 0)),
+    ("latency p95 (ms)", Cell::Num(&["latency_ms", "p95"], 0)),
+    ("latency p99 (ms)", Cell::Num(&["latency_ms", "p99"], 0)),
+    ("latency min..max (ms)", Cell::Range),
+    (
+        "changes not seen (of BENCH_CHANGES)",
+        Cell::Num(&["latency_ms", "lost"], 0),
+    ),
+    ("quiet: writes", Cell::Num(&["quiet", "writes"], 0)),
+    ("quiet: LISTs", Cell::Num(&["quiet", "lists"], 0)),
+    ("quiet: CPU s", Cell::Num(&["quiet", "cpu_secs"], 2)),
+    ("churn: CPU s", Cell::Num(&["churn", "cpu_secs"], 2)),
+    (
+        "churn: status+ConfigMap writes",
+        Cell::Num(&["churn", "writes"], 0),
+    ),
+    ("total requests at start-up", Cell::StartupTotal),
+];
+
+fn f(v: &Value, path: &[&str]) -> f64 {
+    let mut cur = v;
+    for p in path {
+        cur = &cur[*p];
+    }
+    cur.as_f64().unwrap_or(f64::NAN)
+}
+
+impl Cell {
+    /// The value (NaN if it has no ratio) and its text; "-" for a missing run.
+    fn show(&self, r: Option<&Value>) -> (f64, String) {
+        let Some(r) = r else {
+            return (f64::NAN, "-".into());
+        };
+        match self {
+            Cell::Range => (
+                f64::NAN,
+                format!(
+                    "{:.0}..{:.0}",
+                    f(r, &["latency_ms", "min"]),
+                    f(r, &["latency_ms", "max"])
+                ),
+            ),
+            Cell::StartupTotal => {
+                let total: u64 = r["startup_requests"]
+                    .as_object()
+                    .map(|m| m.values().filter_map(Value::as_u64).sum())
+                    .unwrap_or(0);
+                (total as f64, total.to_string())
+            }
+            Cell::Num(path, decimals) => {
+                let v = f(r, path);
+                (v, format!("{v:.decimals$}"))
+            }
+        }
+    }
+}
+
+/// The table: per node count, a row per measurement with operator, baseline and their ratio, then each
+/// program's requests.
+pub fn table(results: &[Value], s: &Settings) -> String {
+    let mut out = format!(
+        "gpu-inventory-operator bench ({} cores; quiet {}s, churn {}/s for {}s, {} latency changes)\n",
+        cpus(),
+        s.quiet_secs,
+        s.churn_rate,
+        s.churn_secs,
+        s.changes
+    );
+    let mut ns: Vec<u64> = results.iter().filter_map(|r| r["nodes"].as_u64()).collect();
+    ns.dedup();
+    for n in ns {
+        let get = |p: &str| {
+            results
+                .iter()
+                .find(|r| r["nodes"].as_u64() == Some(n) && r["program"] == p)
+        };
+        section(&mut out, n, get("operator"), get("baseline"));
+    }
+    out
+}
+
+fn section(out: &mut String, n: u64, op: Option<&Value>, base: Option<&Value>) {
+    out.push_str(&format!(
+        "\n{n} nodes\n{:<40} {:>12} {:>12} {:>9}\n",
+        "", "operator", "baseline", "ratio"
+    ));
+    for (label, cell) in &ROWS {
+        let (a, at) = cell.show(op);
+        let (b, bt) = cell.show(base);
+        let ratio = if a.is_finite() && b.is_finite() && b != 0.0 {
+            format!("{:.3}", a / b)
+        } else {
+            "-".into()
+        };
+        out.push_str(&format!("{label:<40} {at:>12} {bt:>12} {ratio:>9}\n"));
+    }
+    for (name, r) in [("operator", op), ("baseline", base)] {
+        if let Some(r) = r {
+            out.push_str(&format!(
+                "  {name} requests at start-up: {}\n",
+                compact(&r["startup_requests"])
+            ));
+            out.push_str(&format!(
+                "  {name} requests in quiet period: {}\n",
+                compact(&r["quiet"]["requests"])
+            ));
+            out.push_str(&format!(
+                "  {name} requests in churn: {}\n",
+                compact(&r["churn"]["requests"])
+            ));
+        }
+    }
+}
+
+fn compact(v: &Value) -> String {
+    match v.as_object() {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "none".into(),
+    }
+}
