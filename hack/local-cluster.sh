@@ -395,21 +395,10 @@ write_apiserver_args() {
 --audit-log-format=json
 --audit-log-maxsize=0
 --profiling=false
+--enable-priority-and-fairness=false
 EOF
     [[ -z "${admission}" ]] || printf '%s\n' "${admission}"
-    apiserver_version_flags
   } >"${STATE_DIR}/kube-apiserver.args"
-}
-
-# Flags whose availability differs between the supported releases (see hack/README.md).
-apiserver_version_flags() {
-  local minor
-  minor="$(kube_minor)"
-  # API Priority and Fairness off: one client (a test) must not be throttled by APF's small default
-  # seats for workload-low. --enable-priority-and-fairness is accepted by every supported release.
-  if ((minor <= 37)); then
-    printf '%s\n' "--enable-priority-and-fairness=false"
-  fi
 }
 
 readyz_ok() { # <port>
@@ -530,9 +519,24 @@ component_healthy() { # <name>
 
 component_running() { pid_alive "${STATE_DIR}/$1.pid" "$1"; }
 
+# A controller-manager or scheduler that died (e.g. "leaderelection lost" after a long API-server
+# outage) leaves its leader Lease in kube-system behind; a new instance would wait a full lease
+# duration (60s) before it takes over, with no controllers running meanwhile. The holder is known
+# to be gone (we only start what is not running), so delete the Lease and let the new one take it.
+release_stale_leader_lease() { # <name>
+  local code
+  code="$(api DELETE "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$1" -o /dev/null -w '%{http_code}')" || true
+  if [[ "${code}" == 200 ]]; then
+    log "deleted the leader Lease kube-system/$1 left by the previous $1"
+  fi
+}
+
 # Start <name> from its stored binary and args and wait until it is healthy.
 start_component() { # <name>
   local name="$1" bin port i start="${SECONDS}" log_file="${STATE_DIR}/$1.log" pidfile="${STATE_DIR}/$1.pid"
+  case "${name}" in
+    kube-controller-manager | kube-scheduler) release_stale_leader_lease "${name}" ;;
+  esac
   bin="$(cat "${STATE_DIR}/${name}.bin")"
   port="$(cat "${STATE_DIR}/${name}.port")"
   # The port may still be held for a moment by a just-killed instance.
