@@ -398,7 +398,21 @@ write_apiserver_args() {
 --enable-priority-and-fairness=false
 EOF
     [[ -z "${admission}" ]] || printf '%s\n' "${admission}"
+    apiserver_version_flags
   } >"${STATE_DIR}/kube-apiserver.args"
+}
+
+# Flags that differ between the supported releases (see hack/README.md, "Kubernetes versions").
+apiserver_version_flags() {
+  local minor
+  minor="$(kube_minor)"
+  # From v1.37 the lease endpoint reconciler refuses a loopback --advertise-address ("cannot use
+  # public IP 127.0.0.1 with endpoint reconciler: may not be in the loopback range"). Nothing in
+  # this cluster reaches the API server through the `kubernetes` Service, so v1.37+ runs without
+  # reconciling its endpoints; earlier releases keep the default (lease, endpoints 127.0.0.1).
+  if [[ -n "${minor}" ]] && ((minor >= 37)); then
+    printf '%s\n' "--endpoint-reconciler-type=none"
+  fi
 }
 
 readyz_ok() { # <port>
