@@ -362,7 +362,7 @@ main() {
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       return 0
       ;;
-    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths)" ;;
+    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths|regenerate-modules)" ;;
   esac
   check_k8s_version
   if ASSETS_DIR="$(assets_dir)"; then
