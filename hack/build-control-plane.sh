@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
-# Build (once) the control-plane binaries used by hack/local-cluster.sh:
-#   - etcd            from go.etcd.io/etcd/server/v3 (module: hack/go/etcd)
-#   - kube-apiserver  from k8s.io/kubernetes/cmd/kube-apiserver (module: hack/go/kube-apiserver)
+# Build (once) the binaries used by hack/local-cluster.sh, from their Go modules:
+#   - etcd                     go.etcd.io/etcd/server/v3             (module: hack/go/etcd)
+#   - kube-apiserver           k8s.io/kubernetes/cmd/kube-apiserver   (module: hack/go/kubernetes,
+#   - kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager   one module builds
+#   - kube-scheduler           k8s.io/kubernetes/cmd/kube-scheduler              all three)
+#   - kwok                     sigs.k8s.io/kwok/cmd/kwok              (module: hack/go/kwok)
+# and, on request only, a developer tool:
+#   - actionlint               github.com/rhysd/actionlint/cmd/actionlint (module: hack/go/actionlint)
 #
 # Binaries are cached outside the repository, keyed by version:
 #   ${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-inventory-operator}/bin/<name>-<version>/<name>
-# and are only rebuilt when missing. If KUBEBUILDER_ASSETS names a directory that
-# contains both `etcd` and `kube-apiserver`, those are used and nothing is built.
+# and are only rebuilt when missing. A lock per binary and version makes concurrent callers wait
+# for one build instead of starting a second one. If KUBEBUILDER_ASSETS names a directory that
+# contains `etcd` and `kube-apiserver`, those two are used from there (and kube-controller-manager,
+# kube-scheduler and kwok too when that directory has them); the rest is built.
 #
-# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|paths]
-#   all (default)   ensure both binaries exist (build if needed)
-#   etcd            ensure etcd only
-#   kube-apiserver  ensure kube-apiserver only
-#   paths           like `all`, then print ETCD=<path> and KUBE_APISERVER=<path> on stdout
-# All progress output goes to stderr; only `paths` writes to stdout.
+# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths]
+#   all (default)   ensure the five cluster binaries exist (build what is missing)
+#   <name>          ensure that binary only; `actionlint` also prints its path on stdout
+#   paths [<name>...]
+#                   like `all` (or only the named binaries), then print ETCD=, KUBE_APISERVER=,
+#                   KUBE_CONTROLLER_MANAGER=, KUBE_SCHEDULER= and KWOK=<path> lines on stdout
+#   regenerate-modules
+#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint} for
+#                   K8S_VERSION, KWOK_VERSION and ACTIONLINT_VERSION (after changing a default)
+# All progress output goes to stderr; only `paths` and `actionlint` write to stdout.
 #
 # Environment:
-#   ETCD_VERSION         etcd version to build             (default v3.6.16)
-#   KUBE_VERSION         kube-apiserver version to build   (default v1.34.4)
+#   K8S_VERSION          Kubernetes version of kube-apiserver, kube-controller-manager and
+#                        kube-scheduler (default v1.34.4; tested: v1.32.13, v1.34.4, v1.37.2).
+#                        KUBE_VERSION is the older name of the same setting.
+#   ETCD_VERSION         etcd version        (default v3.6.16)
+#   KWOK_VERSION         KWOK version        (default v0.8.0)
+#   ACTIONLINT_VERSION   actionlint version  (default v1.7.12)
 #   GPUINV_CACHE_DIR     cache root (see above)
 #   KUBEBUILDER_ASSETS   use prebuilt binaries from this directory instead
 set -euo pipefail
@@ -26,17 +41,46 @@ HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GO_DIR="${HACK_DIR}/go"
 
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
-KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"
+K8S_VERSION="${K8S_VERSION:-${KUBE_VERSION:-v1.34.4}}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
+SUPPORTED_K8S_VERSIONS="v1.32.13 v1.34.4 v1.37.2"
 CACHE_DIR="${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpu-inventory-operator}"
 BIN_CACHE="${CACHE_DIR}/bin"
+# Generated Go modules for versions other than the pinned ones under hack/go/ live here, so a
+# second build of the same version does not resolve the module graph again.
+MOD_CACHE="${CACHE_DIR}/go"
+KUBE_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler"
 
 log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 die() { printf '[build-control-plane] ERROR: %s\n' "$*" >&2; exit 1; }
 
-etcd_path() { printf '%s/etcd-%s/etcd' "${BIN_CACHE}" "${ETCD_VERSION}"; }
-apiserver_path() { printf '%s/kube-apiserver-%s/kube-apiserver' "${BIN_CACHE}" "${KUBE_VERSION}"; }
+# <name> -> the version it is built at.
+version_of() {
+  case "$1" in
+    etcd) printf '%s' "${ETCD_VERSION}" ;;
+    kube-apiserver | kube-controller-manager | kube-scheduler) printf '%s' "${K8S_VERSION}" ;;
+    kwok) printf '%s' "${KWOK_VERSION}" ;;
+    actionlint) printf '%s' "${ACTIONLINT_VERSION}" ;;
+    *) die "internal: unknown binary '$1'" ;;
+  esac
+}
 
-# If KUBEBUILDER_ASSETS holds both binaries, use them.
+cache_path() { # <name>
+  printf '%s/%s-%s/%s' "${BIN_CACHE}" "$1" "$(version_of "$1")" "$1"
+}
+
+# Where a binary comes from: KUBEBUILDER_ASSETS when it holds it (etcd and kube-apiserver must
+# both be there for the directory to count), else the cache.
+binary_path() { # <name>
+  if [[ -n "${ASSETS_DIR:-}" && -x "${ASSETS_DIR}/$1" ]]; then
+    printf '%s/%s' "${ASSETS_DIR}" "$1"
+  else
+    cache_path "$1"
+  fi
+}
+
+# If KUBEBUILDER_ASSETS holds etcd and kube-apiserver, use it.
 assets_dir() {
   if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
     if [[ -x "${KUBEBUILDER_ASSETS}/etcd" && -x "${KUBEBUILDER_ASSETS}/kube-apiserver" ]]; then
@@ -52,21 +96,33 @@ require_go() {
   if ! command -v go >/dev/null 2>&1; then
     die "'go' is not installed or not on PATH, and $1 is not built yet.
   Either install Go (>= 1.26, https://go.dev/dl/) so the binaries can be built once into ${BIN_CACHE},
-  or point KUBEBUILDER_ASSETS at a directory that contains prebuilt 'etcd' and 'kube-apiserver'
-  binaries (e.g. from 'setup-envtest use -p path 1.34.x')."
+  or point KUBEBUILDER_ASSETS at a directory that contains prebuilt binaries
+  (e.g. etcd and kube-apiserver from 'setup-envtest use -p path 1.34.x')."
   fi
+}
+
+# `go mod download -json <module@version>`, run outside any workspace.
+mod_download_json() { # <module@version>
+  (cd "${GO_DIR}/etcd" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1")
 }
 
 # Check that the Go module proxy (or the module cache) can serve a module.
 check_module_available() { # <module@version> <what>
   local mod="$1" what="$2" out
-  if ! out="$(cd "${GO_DIR}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "${mod}" 2>&1)"; then
+  if ! out="$(mod_download_json "${mod}" 2>&1)"; then
     die "cannot download ${mod} (needed to build ${what}).
   GOPROXY=$(go env GOPROXY) -- is the Go module proxy reachable? Set GOPROXY to a reachable proxy
   (GOPROXY=off only works when the Go module cache already holds every module), or set
-  KUBEBUILDER_ASSETS to a directory containing prebuilt 'etcd' and 'kube-apiserver' binaries.
+  KUBEBUILDER_ASSETS to a directory containing prebuilt binaries.
   go said: $(printf '%s' "${out}" | tail -n 5)"
   fi
+}
+
+# The "Time" of a module version (from its .info file): a reproducible build date.
+module_time() { # <module@version>
+  local info
+  info="$(mod_download_json "$1" | sed -n 's/^[[:space:]]*"Info": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -f "${info}" ]] && sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "${info}"
 }
 
 # Run `go build` in the background, relaying `-v` package names and a heartbeat.
@@ -103,139 +159,244 @@ run_go_build() { # <label> <module dir> <output> <ldflags> <package>
   log "  built ${label} in $((SECONDS - start))s"
 }
 
-# Install a freshly built temp file atomically.
-install_atomically() { # <tmp> <dest>
-  chmod 0755 "$1"
-  mv -f "$1" "$2"
-}
+# --------------------------------------------------------- Go modules --
 
-# Prepare the Go module used to build etcd at ETCD_VERSION. Prints the module dir.
-etcd_module_dir() {
-  local src="${GO_DIR}/etcd" pinned work
-  pinned="$(sed -n 's#^require go.etcd.io/etcd/server/v3 \(v[^ ]*\).*#\1#p' "${src}/go.mod")"
-  if [[ "${pinned}" == "${ETCD_VERSION}" ]]; then
-    printf '%s' "${src}"
+# The module pinned under hack/go/<dir> when it requires <module> at <version>, else a module
+# generated (once) by <generator> into the cache. Prints the module dir.
+module_dir_for() { # <hack/go subdir> <module> <version> <generator>
+  local sub="$1" module="$2" version="$3" generator="$4" pinned dir tmp
+  pinned="$(sed -n "s#^[[:space:]]*\(require \)\{0,1\}${module//./\\.} \(v[^ ]*\).*#\2#p" "${GO_DIR}/${sub}/go.mod" 2>/dev/null | head -n 1)"
+  if [[ "${pinned}" == "${version}" ]]; then
+    printf '%s' "${GO_DIR}/${sub}"
     return
   fi
-  log "hack/go/etcd pins ${pinned:-?}; generating a module for ${ETCD_VERSION} in a temp dir"
-  work="$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-etcd-mod.XXXXXX")"
-  cp "${src}/main.go" "${work}/"
-  printf 'module gpu-inventory-operator/hack/go/etcd\n\ngo 1.24\n' >"${work}/go.mod"
-  (cd "${work}" && GOWORK=off go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2 && GOWORK=off go mod tidy >&2)
-  printf '%s' "${work}"
-}
-
-build_etcd() {
-  local dest tmp dir
-  dest="$(etcd_path)"
-  if [[ -x "${dest}" ]]; then
-    log "etcd ${ETCD_VERSION}: using cached ${dest}"
+  dir="${MOD_CACHE}/${sub}-${version}"
+  if [[ -f "${dir}/go.sum" ]]; then
+    log "hack/go/${sub} pins ${pinned:-?}; using the module generated for ${version} in ${dir}"
+    printf '%s' "${dir}"
     return
   fi
-  require_go "etcd ${ETCD_VERSION}"
-  check_module_available "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" "etcd"
-  log "etcd ${ETCD_VERSION}: building into ${dest} (first time only; ~1-2 minutes with a cold Go build cache)"
-  mkdir -p "$(dirname "${dest}")"
-  dir="$(etcd_module_dir)"
-  tmp="$(dirname "${dest}")/.etcd.tmp.$$"
-  trap 'rm -f "${tmp}"' EXIT
-  run_go_build "etcd ${ETCD_VERSION}" "${dir}" "${tmp}" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" "."
-  install_atomically "${tmp}" "${dest}"
-  trap - EXIT
-  log "etcd ${ETCD_VERSION}: $("${dest}" --version | head -n 1)"
+  log "hack/go/${sub} pins ${pinned:-?}; generating a module for ${module} ${version} in ${dir}"
+  mkdir -p "${MOD_CACHE}"
+  tmp="$(mktemp -d "${MOD_CACHE}/.${sub}-${version}.XXXXXX")"
+  "${generator}" "${version}" "${tmp}" || { rm -rf "${tmp}"; die "generating the Go module for ${module} ${version} failed (see above)"; }
+  rm -rf "${dir}"
+  mv "${tmp}" "${dir}"
+  printf '%s' "${dir}"
 }
 
-# Write a go.mod building k8s.io/kubernetes/cmd/kube-apiserver at $1 into dir $2.
-# The staging-module replace list is derived from k8s.io/kubernetes's own go.mod.
-generate_apiserver_gomod() { # <version> <dir>
-  local version="$1" dir="$2" staging gomod
+# The version of staging module <module> to build with: <staging version> (v0.34.4 for v1.34.4)
+# when the module proxy has it. Some proxies miss single staging releases (k8s.io/endpointslice
+# v0.32.13 is one); then the newest earlier patch release of the same minor is used, with a warning,
+# so the build still works. Modules not imported by the three commands (k8s.io/sample-*) are
+# never downloaded by `go mod tidy`, so a missing one does not matter: it keeps <staging version>.
+staging_module_version() { # <module> <staging version>
+  local m="$1" want="$2" prefix fallback
+  if mod_download_json "${m}@${want}" >/dev/null 2>&1 || [[ "${m}" == k8s.io/sample-* ]]; then
+    printf '%s' "${want}"
+    return
+  fi
+  prefix="${want%.*}."
+  # The release just before <staging version> among the minor's published ones.
+  fallback="$( (cd "${GO_DIR}/etcd" && GOWORK=off go list -m -versions "${m}" 2>/dev/null | tr ' ' '\n' |
+    grep -E "^${prefix//./\\.}[0-9]+$"; printf '%s\n' "${want}") | sort -uV | grep -B1 -xF "${want}" | grep -vxF "${want}" || true)"
+  if [[ -z "${fallback}" ]]; then
+    printf '%s' "${want}" # let `go mod tidy` report the missing module if it is needed
+    return
+  fi
+  log "warning: ${m}@${want} is not available from the module proxy ($(go env GOPROXY)); using ${fallback}, the newest earlier ${prefix}x release"
+  printf '%s' "${fallback}"
+}
+
+# A go.mod building k8s.io/kubernetes/cmd/{kube-apiserver,kube-controller-manager,kube-scheduler}
+# at <version> in <dir>. k8s.io/kubernetes points its staging modules (k8s.io/api, k8s.io/client-go,
+# ...) at ./staging/src/..., which only works inside its own repository; as a dependency they must be
+# replaced by the published k8s.io/X v0.<minor>.<patch> modules. That list is derived from
+# k8s.io/kubernetes's own go.mod (it grows between releases: v1.37 added k8s.io/streaming and
+# k8s.io/cri-streaming), and so are the go directive and the godebug defaults.
+generate_kubernetes_gomod() { # <version> <dir>
+  local version="$1" dir="$2" staging gomod go_version c m
   staging="v0.${version#v1.}"
-  gomod="$(cd "${GO_DIR}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${version}" |
+  gomod="$(mod_download_json "k8s.io/kubernetes@${version}" |
     sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
   [[ -f "${gomod}" ]] || die "could not download the go.mod of k8s.io/kubernetes@${version}"
+  go_version="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "${gomod}")"
+  # `tool` directives need go >= 1.24 (v1.32 still says go 1.23.0).
+  if [[ "$(printf '%s\n1.24.0\n' "${go_version}" | sort -V | head -n 1)" != 1.24.0 ]]; then
+    go_version=1.24.0
+  fi
   {
-    printf '// Generated by hack/build-control-plane.sh: builds k8s.io/kubernetes/cmd/kube-apiserver %s.\n' "${version}"
-    printf 'module gpu-inventory-operator/hack/go/kube-apiserver\n\ngo 1.24.0\n\ngodebug default=go1.24\n\n'
-    printf 'tool k8s.io/kubernetes/cmd/kube-apiserver\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "${version}"
-    sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/k8s\.io/.*#\t\1 => \1 '"${staging}"'#p' "${gomod}"
+    printf '// Generated by hack/build-control-plane.sh: builds kube-apiserver, kube-controller-manager\n'
+    printf '// and kube-scheduler of k8s.io/kubernetes %s.\n' "${version}"
+    printf 'module gpu-inventory-operator/hack/go/kubernetes\n\ngo %s\n\n' "${go_version}"
+    grep '^godebug ' "${gomod}" || true
+    printf '\n'
+    for c in ${KUBE_COMPONENTS}; do printf 'tool k8s.io/kubernetes/cmd/%s\n' "${c}"; done
+    printf '\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "${version}"
+    for m in $(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/k8s\.io/.*#\1#p' "${gomod}"); do
+      printf '\t%s => %s %s\n' "${m}" "${m}" "$(staging_module_version "${m}" "${staging}")"
+    done
     printf ')\n'
   } >"${dir}/go.mod"
   rm -f "${dir}/go.sum"
   (cd "${dir}" && GOWORK=off go mod tidy >&2)
 }
 
-# Prepare the Go module used to build kube-apiserver at KUBE_VERSION. Prints the module dir.
-apiserver_module_dir() {
-  local src="${GO_DIR}/kube-apiserver" pinned work
-  pinned="$(sed -n 's#^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*#\1#p' "${src}/go.mod" 2>/dev/null | head -n 1)"
-  if [[ "${pinned}" == "${KUBE_VERSION}" ]]; then
-    printf '%s' "${src}"
-    return
-  fi
-  log "hack/go/kube-apiserver pins ${pinned:-?}; generating a module for ${KUBE_VERSION} in a temp dir"
-  work="$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-kas-mod.XXXXXX")"
-  generate_apiserver_gomod "${KUBE_VERSION}" "${work}"
-  printf '%s' "${work}"
+# A go.mod with one `tool` (<package>) from <module>@<version>; `go get` picks the go directive.
+generate_tool_gomod() { # <module> <package> <version> <dir>
+  local module="$1" pkg="$2" version="$3" dir="$4" name
+  name="$(basename "${pkg}")"
+  printf '// Generated by hack/build-control-plane.sh: builds %s %s.\nmodule gpu-inventory-operator/hack/go/%s\n\ngo 1.24.0\n\ntool %s\n' \
+    "${pkg}" "${version}" "${name}" "${pkg}" >"${dir}/go.mod"
+  (cd "${dir}" && GOWORK=off go get "${module}@${version}" >&2 && GOWORK=off go mod tidy >&2)
+}
+generate_kwok_gomod() { generate_tool_gomod sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$@"; }
+generate_actionlint_gomod() { generate_tool_gomod github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint "$@"; }
+
+generate_etcd_gomod() { # <version> <dir>
+  cp "${GO_DIR}/etcd/main.go" "$2/"
+  printf 'module gpu-inventory-operator/hack/go/etcd\n\ngo 1.24\n' >"$2/go.mod"
+  (cd "$2" && GOWORK=off go get "go.etcd.io/etcd/server/v3@$1" >&2 && GOWORK=off go mod tidy >&2)
 }
 
-build_apiserver() {
-  local dest tmp dir v minor build_date ldflags pkg info
-  dest="$(apiserver_path)"
+# ------------------------------------------------------------- building --
+
+# Build <name> from <package> in the module at <module dir> into the cache, unless it is there.
+# Holds ${BIN_CACHE}/.<name>-<version>.lock meanwhile, so a parallel caller waits for this build.
+ensure_binary() { # <name> <module@version to check> <module dir function> <package> <ldflags> <hint>
+  local name="$1" mod="$2" dir_fn="$3" pkg="$4" ldflags="$5" hint="$6"
+  local version dest tmp dir lock
+  version="$(version_of "${name}")"
+  dest="$(binary_path "${name}")"
   if [[ -x "${dest}" ]]; then
-    log "kube-apiserver ${KUBE_VERSION}: using cached ${dest}"
+    log "${name} ${version}: using ${dest}"
     return
   fi
-  require_go "kube-apiserver ${KUBE_VERSION}"
-  check_module_available "k8s.io/kubernetes@${KUBE_VERSION}" "kube-apiserver"
-  log "kube-apiserver ${KUBE_VERSION}: building into ${dest} (first time only; ~5 minutes on 2 cores with a cold Go build cache)"
   mkdir -p "$(dirname "${dest}")"
-  dir="$(apiserver_module_dir)"
-  v="${KUBE_VERSION#v}"
-  minor="$(printf '%s' "${v}" | cut -d. -f2)"
-  # The release time of the module is the reproducible "build date".
-  info="$(cd "${GO_DIR}" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}")"
-  build_date="$(printf '%s' "${info}" | sed -n 's/^[[:space:]]*"Time": "\(.*\)",\{0,1\}$/\1/p' | head -n 1)"
-  build_date="${build_date:-1970-01-01T00:00:00Z}"
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${minor}"
-    ldflags+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=${build_date}"
-  done
-  tmp="$(dirname "${dest}")/.kube-apiserver.tmp.$$"
+  lock="${BIN_CACHE}/.${name}-${version}.lock"
+  exec 8>"${lock}"
+  if command -v flock >/dev/null 2>&1 && ! flock -n 8; then
+    log "${name} ${version}: another build of it is running; waiting for it (${lock})"
+    flock 8
+  fi
+  if [[ -x "${dest}" ]]; then
+    exec 8>&-
+    log "${name} ${version}: using ${dest} (built meanwhile)"
+    return
+  fi
+  require_go "${name} ${version}"
+  check_module_available "${mod}" "${name}"
+  log "${name} ${version}: building into ${dest} (first time only; ${hint} on 2 cores with a cold Go build cache)"
+  dir="$("${dir_fn}")"
+  tmp="$(dirname "${dest}")/.${name}.tmp.$$"
   trap 'rm -f "${tmp}"' EXIT
-  run_go_build "kube-apiserver ${KUBE_VERSION}" "${dir}" "${tmp}" "${ldflags}" "k8s.io/kubernetes/cmd/kube-apiserver"
-  install_atomically "${tmp}" "${dest}"
+  run_go_build "${name} ${version}" "${dir}" "${tmp}" "${ldflags}" "${pkg}"
+  chmod 0755 "${tmp}"
+  mv -f "${tmp}" "${dest}"
   trap - EXIT
-  log "kube-apiserver ${KUBE_VERSION}: $("${dest}" --version)"
+  exec 8>&-
+  log "${name} ${version}: $("${dest}" --version 2>&1 | head -n 1)"
+}
+
+etcd_module_dir() { module_dir_for etcd go.etcd.io/etcd/server/v3 "${ETCD_VERSION}" generate_etcd_gomod; }
+kubernetes_module_dir() { module_dir_for kubernetes k8s.io/kubernetes "${K8S_VERSION}" generate_kubernetes_gomod; }
+kwok_module_dir() { module_dir_for kwok sigs.k8s.io/kwok "${KWOK_VERSION}" generate_kwok_gomod; }
+actionlint_module_dir() { module_dir_for actionlint github.com/rhysd/actionlint "${ACTIONLINT_VERSION}" generate_actionlint_gomod; }
+
+build_etcd() {
+  ensure_binary etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" etcd_module_dir . \
+    "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" "~1-2 minutes"
+}
+
+# kube-apiserver, kube-controller-manager or kube-scheduler at K8S_VERSION. The version ldflags
+# (as Kubernetes' own hack/lib/version.sh sets them) make /version and --version report it.
+build_kube() { # <component>
+  local c="$1" minor build_date ldflags p hint
+  minor="$(printf '%s' "${K8S_VERSION#v}" | cut -d. -f2)"
+  build_date="$(module_time "k8s.io/kubernetes@${K8S_VERSION}" 2>/dev/null || true)"
+  ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X ${p}.gitVersion=${K8S_VERSION} -X ${p}.gitMajor=1 -X ${p}.gitMinor=${minor}"
+    ldflags+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=${build_date:-1970-01-01T00:00:00Z}"
+  done
+  case "${c}" in
+    kube-apiserver) hint="~5 minutes" ;;
+    kube-controller-manager) hint="~3 minutes after kube-apiserver" ;;
+    *) hint="~1-2 minutes after kube-apiserver" ;;
+  esac
+  ensure_binary "${c}" "k8s.io/kubernetes@${K8S_VERSION}" kubernetes_module_dir "k8s.io/kubernetes/cmd/${c}" "${ldflags}" "${hint}"
+}
+
+build_kwok() {
+  ensure_binary kwok "sigs.k8s.io/kwok@${KWOK_VERSION}" kwok_module_dir sigs.k8s.io/kwok/cmd/kwok \
+    "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}" "~2-3 minutes"
+}
+
+build_actionlint() {
+  ensure_binary actionlint "github.com/rhysd/actionlint@${ACTIONLINT_VERSION}" actionlint_module_dir \
+    github.com/rhysd/actionlint/cmd/actionlint \
+    "-s -w -X github.com/rhysd/actionlint.version=${ACTIONLINT_VERSION#v}" "~1 minute"
+}
+
+check_k8s_version() {
+  [[ "${K8S_VERSION}" =~ ^v1\.[0-9]+\.[0-9]+$ ]] ||
+    die "K8S_VERSION='${K8S_VERSION}' is not a Kubernetes release like v1.34.4 (supported: ${SUPPORTED_K8S_VERSIONS})"
+  if [[ " ${SUPPORTED_K8S_VERSIONS} " != *" ${K8S_VERSION} "* ]]; then
+    log "warning: K8S_VERSION=${K8S_VERSION} is not one of the tested versions (${SUPPORTED_K8S_VERSIONS}); trying anyway"
+  fi
 }
 
 main() {
-  local what="${1:-all}" assets
+  local what="${1:-all}"
   case "${what}" in
-    all | etcd | kube-apiserver | paths) ;;
+    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | paths) ;;
+    regenerate-modules)
+      check_k8s_version
+      generate_kubernetes_gomod "${K8S_VERSION}" "${GO_DIR}/kubernetes"
+      generate_kwok_gomod "${KWOK_VERSION}" "${GO_DIR}/kwok"
+      generate_actionlint_gomod "${ACTIONLINT_VERSION}" "${GO_DIR}/actionlint"
+      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION})"
+      return 0
+      ;;
     -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       return 0
       ;;
-    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|paths)" ;;
+    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths|regenerate-modules)" ;;
   esac
-  if assets="$(assets_dir)"; then
-    log "using prebuilt binaries from KUBEBUILDER_ASSETS=${assets}"
-    if [[ "${what}" == paths ]]; then
-      printf 'ETCD=%s\nKUBE_APISERVER=%s\n' "${assets}/etcd" "${assets}/kube-apiserver"
-    fi
-    return 0
+  check_k8s_version
+  if ASSETS_DIR="$(assets_dir)"; then
+    log "using prebuilt binaries from KUBEBUILDER_ASSETS=${ASSETS_DIR} where present"
+  else
+    ASSETS_DIR=""
+  fi
+  local names="etcd ${KUBE_COMPONENTS} kwok" name var
+  if [[ "${what}" == paths && $# -gt 1 ]]; then
+    shift
+    names="$*"
   fi
   case "${what}" in
-    etcd) build_etcd ;;
-    kube-apiserver) build_apiserver ;;
-    all | paths)
-      build_etcd
-      build_apiserver
+    actionlint)
+      build_actionlint
+      printf '%s\n' "$(cache_path actionlint)"
+      return 0
       ;;
+    all | paths) ;;
+    *) names="${what}" ;;
   esac
+  for name in ${names}; do
+    case "${name}" in
+      etcd) build_etcd ;;
+      kube-apiserver | kube-controller-manager | kube-scheduler) build_kube "${name}" ;;
+      kwok) build_kwok ;;
+      *) die "unknown binary '${name}' (expected etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok)" ;;
+    esac
+  done
   if [[ "${what}" == paths ]]; then
-    printf 'ETCD=%s\nKUBE_APISERVER=%s\n' "$(etcd_path)" "$(apiserver_path)"
+    for name in ${names}; do
+      var="$(printf '%s' "${name}" | tr 'a-z-' 'A-Z_')"
+      printf '%s=%s\n' "${var}" "$(binary_path "${name}")"
+    done
   fi
 }
 

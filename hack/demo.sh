@@ -10,6 +10,9 @@ ONCE=false
 [[ "${1:-}" == "--once" ]] && ONCE=true
 FIXTURE="${GPUINV_DEMO_FIXTURE:-$ROOT/tests/fixtures/homelab-nodes.yaml}"
 export KUBECONFIG="$ROOT/target/local-cluster/kubeconfig"
+# etcd + kube-apiserver only: the home lab's nodes must keep the statuses the fixture gives them
+# (with the controllers running, nodes without a kubelet turn Unknown after 40s).
+export LOCAL_CLUSTER_COMPONENTS="${LOCAL_CLUSTER_COMPONENTS:-apiserver}"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "local control plane"

@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# A real, local Kubernetes control plane (etcd + kube-apiserver), started the way
-# controller-runtime's envtest does it: no kubelet, no scheduler, no controllers.
-# No container engine is needed. Binaries come from hack/build-control-plane.sh
-# (built once into a cache outside the repo) or from $KUBEBUILDER_ASSETS.
+# A real, local Kubernetes control plane on loopback, without containers or a real kubelet:
+#   etcd + kube-apiserver (RBAC, audit log)              -- the API the operator talks to
+#   kube-controller-manager (leader-elected, own identity) -- node lifecycle, GC, namespaces, SAs ...
+#   kube-scheduler (leader-elected, own identity)          -- binds pods to nodes
+#   KWOK (sigs.k8s.io/kwok)                                -- kubelet simulator for the nodes annotated
+#                                                             kwok.x-k8s.io/node=fake: Ready, Lease
+#                                                             renewals, status heartbeats, pods Running,
+#                                                             deleted pods finish deleting
+# Nodes without that annotation behave like nodes whose kubelet died: the node lifecycle controller
+# marks them Unknown and taints them node.kubernetes.io/unreachable after the grace period.
+# Binaries come from hack/build-control-plane.sh (built once into a cache outside the repo) or
+# from $KUBEBUILDER_ASSETS.
 #
 # Usage: hack/local-cluster.sh <verb>
-#   up               build/find binaries, create certs, start etcd + kube-apiserver,
-#                    wait for /readyz, write the kubeconfig (reuses a running cluster)
+#   up               build/find binaries, create certs, start all components, wait until they
+#                    are healthy, write the kubeconfig (reuses a running cluster, restarts what died)
 #   down             stop everything and delete the state dir (succeeds if nothing runs)
-#   status           show what runs; exit 1 when the cluster is not (fully) running
+#   status           show every component (pid, version, log); exit 1 when one is not running
 #   stop-apiserver [--kill]
-#                    stop only kube-apiserver (SIGTERM, or SIGKILL with --kill); etcd keeps running
+#                    stop only kube-apiserver (SIGTERM, or SIGKILL with --kill); the rest keeps running
 #   start-apiserver  start kube-apiserver again on the same port with the same args, wait for /readyz
+#                    (and restart a controller-manager/scheduler that gave up during a long outage)
 #   build            only build/find the binaries
 #   kubeconfig       print the kubeconfig path
 #
-# State (certs, etcd data, logs, pids, ports, args, kubeconfig, audit log) lives in
+# State (certs, etcd data, logs, pids, ports, args, kubeconfigs, audit log) lives in
 # <repo>/target/local-cluster/ (or $LOCAL_CLUSTER_STATE_DIR); the lock file sits beside it
 # (<repo>/target/.local-cluster.lock by default).
 #
@@ -23,9 +32,17 @@
 #   LOCAL_CLUSTER_STATE_DIR      state directory (default target/local-cluster; a relative path is taken
 #                                from the repository root). Clusters with different state dirs are fully
 #                                independent (own ports, lock, audit log): `make bench` uses target/bench-cluster.
-#   KUBEBUILDER_ASSETS     directory with prebuilt etcd + kube-apiserver (skips the build)
+#   LOCAL_CLUSTER_COMPONENTS     all (default): the five components above; apiserver: only etcd +
+#                                kube-apiserver with the ServiceAccount and TaintNodesByCondition
+#                                admission plugins off (the envtest-like cluster of earlier versions)
+#   K8S_VERSION                  Kubernetes version of kube-apiserver, kube-controller-manager and
+#                                kube-scheduler: v1.32.13, v1.34.4 (default) or v1.37.2 (KUBE_VERSION: older name)
+#   KUBEBUILDER_ASSETS     directory with prebuilt etcd + kube-apiserver (skips their build)
 #   GPUINV_CACHE_DIR       binary cache root (see hack/build-control-plane.sh)
-#   ETCD_VERSION, KUBE_VERSION   versions to build (defaults v3.6.16, v1.34.4)
+#   ETCD_VERSION, KWOK_VERSION   versions to build (defaults v3.6.16, v0.8.0)
+#   LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD
+#                                how long a node may miss Lease renewals before the node lifecycle
+#                                controller marks it Unknown (default 40s; Kubernetes' default is 50s)
 #   LOCAL_CLUSTER_READY_TIMEOUT  seconds to wait for readiness (default 90)
 set -euo pipefail
 
@@ -43,6 +60,34 @@ LOCK_FILE="$(dirname "${STATE_DIR}")/.$(basename "${STATE_DIR}").lock"
 READY_TIMEOUT="${LOCAL_CLUSTER_READY_TIMEOUT:-90}"
 STOP_GRACE_SECONDS=5
 CONTEXT_NAME="local-cluster"
+K8S_VERSION="${K8S_VERSION:-${KUBE_VERSION:-}}" # empty: the build script's default (or the running cluster's)
+COMPONENTS="${LOCAL_CLUSTER_COMPONENTS:-all}"
+case "${COMPONENTS}" in
+  all | apiserver) ;;
+  *) printf '[local-cluster] ERROR: LOCAL_CLUSTER_COMPONENTS=%s: expected all or apiserver\n' "${COMPONENTS}" >&2; exit 1 ;;
+esac
+# Everything that runs in "all" mode, in start order (down stops them in reverse).
+ALL_COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler kwok"
+# The annotation KWOK selects the nodes it plays kubelet for by (KWOK's usual one).
+KWOK_NODE_SELECTOR="kwok.x-k8s.io/node=fake"
+# KWOK reads ~/.kwok/kwok.yaml unless its work dir points elsewhere: keep it in the state dir.
+export KWOK_WORKDIR="${STATE_DIR}/kwok"
+# Node health timing (see hack/README.md "Timing"): KWOK renews each node's Lease every
+# KWOK_LEASE_SECONDS/4 = 5s (kubelet: 40s lease, 10s renewals); the node lifecycle controller checks
+# every 2s (default 5s) and marks a node Unknown after NODE_MONITOR_GRACE_PERIOD without a renewal
+# (default 50s). 40s is what an API-server outage of the fault tests (~20s down + restart + KWOK's
+# next renewal) needs so that KWOK's nodes do not flap to Unknown; tests that only look at dead
+# nodes can set LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD lower (e.g. 15s) at `up`.
+KWOK_LEASE_SECONDS=20
+NODE_MONITOR_PERIOD=2s
+NODE_MONITOR_GRACE_PERIOD="${LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD:-40s}"
+# Leader election of controller-manager and scheduler: renewals may fail for up to 45s before a
+# component gives up its lease and exits (default 10s), so an API-server restart (fault tests keep it
+# down ~20s) does not take them down. start-apiserver restarts them if a longer outage did.
+LEADER_ELECT_FLAGS="--leader-elect=true
+--leader-elect-lease-duration=60s
+--leader-elect-renew-deadline=45s
+--leader-elect-retry-period=2s"
 
 log() { printf '[local-cluster] %s\n' "$*" >&2; }
 die() { printf '[local-cluster] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -152,18 +197,57 @@ show_log_tail() { # <logfile>
 
 # -------------------------------------------------------------- binaries --
 
+# The components this state dir runs (recorded at `up`; LOCAL_CLUSTER_COMPONENTS before that).
+components() {
+  local mode="${COMPONENTS}"
+  [[ -f "${STATE_DIR}/components" ]] && mode="$(cat "${STATE_DIR}/components")"
+  if [[ "${mode}" == apiserver ]]; then
+    printf 'etcd kube-apiserver'
+  else
+    printf '%s' "${ALL_COMPONENTS}"
+  fi
+}
+
+# Find (or build) the binaries; record each one's path and version in the state dir.
 resolve_binaries() {
-  local out
-  out="$("${HACK_DIR}/build-control-plane.sh" paths)" || die "could not build or find the control-plane binaries (see above)"
-  ETCD_BIN="$(printf '%s\n' "${out}" | sed -n 's/^ETCD=//p')"
-  APISERVER_BIN="$(printf '%s\n' "${out}" | sed -n 's/^KUBE_APISERVER=//p')"
-  [[ -x "${ETCD_BIN}" ]] || die "etcd binary not found at '${ETCD_BIN}'"
-  [[ -x "${APISERVER_BIN}" ]] || die "kube-apiserver binary not found at '${APISERVER_BIN}'"
-  printf '%s\n' "${ETCD_BIN}" >"${STATE_DIR}/etcd.bin"
-  printf '%s\n' "${APISERVER_BIN}" >"${STATE_DIR}/kube-apiserver.bin"
+  local out name var bin
+  if [[ -n "${K8S_VERSION}" ]]; then export K8S_VERSION; fi
+  # shellcheck disable=SC2046 # one argument per component
+  out="$("${HACK_DIR}/build-control-plane.sh" paths $(components))" || die "could not build or find the binaries (see above)"
+  for name in $(components); do
+    var="$(printf '%s' "${name}" | tr 'a-z-' 'A-Z_')"
+    bin="$(printf '%s\n' "${out}" | sed -n "s/^${var}=//p")"
+    [[ -x "${bin}" ]] || die "${name} binary not found at '${bin}'"
+    printf '%s\n' "${bin}" >"${STATE_DIR}/${name}.bin"
+    binary_version "${bin}" >"${STATE_DIR}/${name}.version"
+  done
+}
+
+binary_version() { # <binary>
+  local v
+  v="$("$1" --version 2>/dev/null | head -n 1)" || true
+  v="${v#Kubernetes }"
+  v="${v#etcd Version: }"
+  v="${v#kwok version }"
+  v="${v%% *}"
+  printf '%s\n' "${v:-?}"
+}
+
+# The Kubernetes minor version of kube-apiserver (32, 34, 37...), for flags that differ per release.
+kube_minor() {
+  sed -n 's/^v1\.\([0-9]*\)\..*/\1/p' "${STATE_DIR}/kube-apiserver.version"
 }
 
 # ------------------------------------------------------------------- pki --
+
+# A client certificate <name>.crt/.key in the current directory, signed by ca.crt.
+client_cert() { # <name> <subject>
+  openssl ecparam -name prime256v1 -genkey -noout -out "$1.key" 2>/dev/null
+  openssl req -new -key "$1.key" -subj "$2" -out "$1.csr" 2>/dev/null
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
+    -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+}
 
 gen_certs() {
   command -v openssl >/dev/null 2>&1 || die "openssl is required to create the cluster certificates"
@@ -190,11 +274,13 @@ EOF
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
       -extfile apiserver.ext -out apiserver.crt 2>/dev/null
     # admin client certificate (cluster-admin through the system:masters group)
-    openssl ecparam -name prime256v1 -genkey -noout -out admin.key 2>/dev/null
-    openssl req -new -key admin.key -subj "/O=system:masters/CN=admin" -out admin.csr 2>/dev/null
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >admin.ext
-    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -sha256 -days 3650 \
-      -extfile admin.ext -out admin.crt 2>/dev/null
+    client_cert admin "/O=system:masters/CN=admin"
+    # The standard identities the bootstrap RBAC policy grants controller-manager and scheduler
+    # their permissions to (ClusterRoles system:kube-controller-manager / system:kube-scheduler).
+    client_cert kube-controller-manager "/CN=system:kube-controller-manager"
+    client_cert kube-scheduler "/CN=system:kube-scheduler"
+    # KWOK's own identity; hack/kwok/rbac-*.yaml grant it what a kubelet-simulator needs.
+    client_cert kwok "/CN=kwok-controller"
     # service-account token signing key pair
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
@@ -215,9 +301,10 @@ rules:
 EOF
 }
 
-write_kubeconfig() {
-  local port="$1" tmp
-  tmp="${KUBECONFIG_PATH}.tmp.$$"
+# A kubeconfig with embedded certificates for the client certificate pki/<cert>.{crt,key}.
+write_kubeconfig() { # <port> [<path> <cert name>]
+  local port="$1" path="${2:-${KUBECONFIG_PATH}}" cert="${3:-admin}" tmp
+  tmp="${path}.tmp.$$"
   (
     umask 077
     cat >"${tmp}" <<EOF
@@ -229,20 +316,20 @@ clusters:
       server: https://127.0.0.1:${port}
       certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")
 users:
-  - name: ${CONTEXT_NAME}-admin
+  - name: ${CONTEXT_NAME}-${cert}
     user:
-      client-certificate-data: $(base64 -w0 <"${PKI_DIR}/admin.crt")
-      client-key-data: $(base64 -w0 <"${PKI_DIR}/admin.key")
+      client-certificate-data: $(base64 -w0 <"${PKI_DIR}/${cert}.crt")
+      client-key-data: $(base64 -w0 <"${PKI_DIR}/${cert}.key")
 contexts:
   - name: ${CONTEXT_NAME}
     context:
       cluster: ${CONTEXT_NAME}
-      user: ${CONTEXT_NAME}-admin
+      user: ${CONTEXT_NAME}-${cert}
       namespace: default
 current-context: ${CONTEXT_NAME}
 EOF
   )
-  mv -f "${tmp}" "${KUBECONFIG_PATH}"
+  mv -f "${tmp}" "${path}"
 }
 
 # ------------------------------------------------------------------ etcd --
@@ -268,44 +355,27 @@ write_etcd_args() {
 EOF
 }
 
-start_etcd() {
-  local bin port i
-  bin="$(cat "${STATE_DIR}/etcd.bin")"
-  port="$(cat "${STATE_DIR}/etcd.port")"
-  if port_in_use "${port}"; then
-    die "etcd port ${port} is already in use by another process; run 'hack/local-cluster.sh down' and 'up' again"
-  fi
-  log "starting etcd on 127.0.0.1:${port} (peer $(cat "${STATE_DIR}/etcd-peer.port")), log: ${STATE_DIR}/etcd.log"
-  start_process "${bin}" "${STATE_DIR}/etcd.args" "${STATE_DIR}/etcd.log" "${STATE_DIR}/etcd.pid"
-  for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
-    # (kill -0, not pid_alive: right after the fork the cmdline is not yet the binary's.)
-    if ! kill -0 "$(read_pid "${STATE_DIR}/etcd.pid")" 2>/dev/null; then
-      show_log_tail "${STATE_DIR}/etcd.log"
-      rm -f "${STATE_DIR}/etcd.pid"
-      die "etcd exited during startup"
-    fi
-    if curl -fsS --max-time 2 "http://127.0.0.1:${port}/health" 2>/dev/null | grep -q '"health":"true"'; then
-      return 0
-    fi
-    sleep 0.2
-  done
-  show_log_tail "${STATE_DIR}/etcd.log"
-  stop_process "${STATE_DIR}/etcd.pid" etcd kill
-  die "etcd did not become healthy within ${READY_TIMEOUT}s"
-}
+etcd_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:$(cat "${STATE_DIR}/etcd.port")/health" 2>/dev/null | grep -q '"health":"true"'; }
 
 # -------------------------------------------------------- kube-apiserver --
 
-# Admission: ServiceAccount is off (as in envtest: no token controller runs), and so is
-# TaintNodesByCondition, which would add node.kubernetes.io/not-ready:NoSchedule to every
-# created Node (no node-lifecycle controller runs here to remove it again), so fixture
-# Nodes are stored exactly as written.
+# Admission: the defaults of the release. With the controllers running (LOCAL_CLUSTER_COMPONENTS=all)
+# that includes ServiceAccount (pods get the namespace's `default` ServiceAccount and a token volume;
+# the serviceaccount controller creates it) and TaintNodesByCondition (a new Node gets
+# node.kubernetes.io/not-ready:NoSchedule until the node lifecycle controller sees it Ready), as in
+# kind or any real cluster. Without controllers (apiserver mode, as envtest) both are off: nothing
+# would create the ServiceAccounts or remove the taint, and fixture Nodes are stored as written.
 write_apiserver_args() {
-  local port etcd_port
+  local port etcd_port admission
   port="$(free_port)"
   etcd_port="$(cat "${STATE_DIR}/etcd.port")"
   printf '%s\n' "${port}" >"${STATE_DIR}/kube-apiserver.port"
-  cat >"${STATE_DIR}/kube-apiserver.args" <<EOF
+  admission=""
+  if [[ "$(components)" == "etcd kube-apiserver" ]]; then
+    admission="--disable-admission-plugins=ServiceAccount,TaintNodesByCondition"
+  fi
+  {
+    cat <<EOF
 --advertise-address=127.0.0.1
 --bind-address=127.0.0.1
 --secure-port=${port}
@@ -319,15 +389,30 @@ write_apiserver_args() {
 --service-account-key-file=${PKI_DIR}/sa.pub
 --service-account-signing-key-file=${PKI_DIR}/sa.key
 --authorization-mode=RBAC
---disable-admission-plugins=ServiceAccount,TaintNodesByCondition
 --allow-privileged=true
---enable-priority-and-fairness=false
 --audit-policy-file=${STATE_DIR}/audit-policy.yaml
 --audit-log-path=${AUDIT_LOG}
 --audit-log-format=json
 --audit-log-maxsize=0
 --profiling=false
+--enable-priority-and-fairness=false
 EOF
+    [[ -z "${admission}" ]] || printf '%s\n' "${admission}"
+    apiserver_version_flags
+  } >"${STATE_DIR}/kube-apiserver.args"
+}
+
+# Flags that differ between the supported releases (see hack/README.md, "Kubernetes versions").
+apiserver_version_flags() {
+  local minor
+  minor="$(kube_minor)"
+  # From v1.37 the lease endpoint reconciler refuses a loopback --advertise-address ("cannot use
+  # public IP 127.0.0.1 with endpoint reconciler: may not be in the loopback range"). Nothing in
+  # this cluster reaches the API server through the `kubernetes` Service, so v1.37+ runs without
+  # reconciling its endpoints; earlier releases keep the default (lease, endpoints 127.0.0.1).
+  if [[ -n "${minor}" ]] && ((minor >= 37)); then
+    printf '%s\n' "--endpoint-reconciler-type=none"
+  fi
 }
 
 readyz_ok() { # <port>
@@ -336,63 +421,240 @@ readyz_ok() { # <port>
     "https://127.0.0.1:$1/readyz" 2>/dev/null | grep -qx ok
 }
 
-start_apiserver() {
-  local bin port i start="${SECONDS}"
-  bin="$(cat "${STATE_DIR}/kube-apiserver.bin")"
-  port="$(cat "${STATE_DIR}/kube-apiserver.port")"
+apiserver_ready() { readyz_ok "$(cat "${STATE_DIR}/kube-apiserver.port")"; }
+
+# An admin request to the API server: <method> <path> [curl args...]; prints the body.
+api() { # <method> <path> [curl args...]
+  local method="$1" path="$2"
+  shift 2
+  curl -sS --max-time 10 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" \
+    -X "${method}" "https://127.0.0.1:$(cat "${STATE_DIR}/kube-apiserver.port")${path}" "$@"
+}
+
+# Create (once) the RBAC objects for KWOK's identity from hack/kwok/ (kubectl is not required).
+apply_kwok_rbac() {
+  local f path code
+  for f in rbac-clusterrole.yaml rbac-clusterrolebinding.yaml; do
+    case "${f}" in
+      rbac-clusterrole.yaml) path=/apis/rbac.authorization.k8s.io/v1/clusterroles ;;
+      *) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
+    esac
+    code="$(api POST "${path}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/yaml' \
+      --data-binary "@${HACK_DIR}/kwok/${f}")" || true
+    [[ "${code}" == 201 || "${code}" == 409 ]] || die "creating hack/kwok/${f} failed (HTTP ${code:-none})"
+  done
+}
+
+# ------------------------------------------- controller-manager, scheduler --
+
+# controller-manager: the real controllers (node lifecycle, garbage collector, namespace,
+# serviceaccount + token, deployment/replicaset/job ..., CSR signing), each with its own
+# ServiceAccount credentials (--use-service-account-credentials), as kubeadm runs it.
+write_controller_manager_args() {
+  local port kc="${STATE_DIR}/kube-controller-manager.kubeconfig"
+  port="$(free_port)"
+  printf '%s\n' "${port}" >"${STATE_DIR}/kube-controller-manager.port"
+  cat >"${STATE_DIR}/kube-controller-manager.args" <<EOF
+--kubeconfig=${kc}
+--authentication-kubeconfig=${kc}
+--authorization-kubeconfig=${kc}
+--bind-address=127.0.0.1
+--secure-port=${port}
+--cert-dir=${STATE_DIR}/kube-controller-manager-certs
+${LEADER_ELECT_FLAGS}
+--use-service-account-credentials=true
+--service-account-private-key-file=${PKI_DIR}/sa.key
+--root-ca-file=${PKI_DIR}/ca.crt
+--cluster-signing-cert-file=${PKI_DIR}/ca.crt
+--cluster-signing-key-file=${PKI_DIR}/ca.key
+--cluster-name=local-cluster
+--node-monitor-period=${NODE_MONITOR_PERIOD}
+--node-monitor-grace-period=${NODE_MONITOR_GRACE_PERIOD}
+--profiling=false
+EOF
+}
+
+write_scheduler_args() {
+  local port kc="${STATE_DIR}/kube-scheduler.kubeconfig"
+  port="$(free_port)"
+  printf '%s\n' "${port}" >"${STATE_DIR}/kube-scheduler.port"
+  cat >"${STATE_DIR}/kube-scheduler.args" <<EOF
+--kubeconfig=${kc}
+--authentication-kubeconfig=${kc}
+--authorization-kubeconfig=${kc}
+--bind-address=127.0.0.1
+--secure-port=${port}
+--cert-dir=${STATE_DIR}/kube-scheduler-certs
+${LEADER_ELECT_FLAGS}
+--profiling=false
+EOF
+}
+
+# KWOK: plays kubelet for the nodes annotated kwok.x-k8s.io/node=fake with the stages copied from
+# KWOK's module into hack/kwok/ (node: fast + heartbeat-with-lease, pod: fast). Its own server
+# (healthz only here) listens on loopback. Pod IPs come from 10.244.0.0/16 (KWOK's default,
+# 10.0.0.0/24, is this cluster's service range). KWOK_WORKDIR keeps ~/.kwok/kwok.yaml out.
+write_kwok_args() {
+  local port f
+  port="$(free_port)"
+  printf '%s\n' "${port}" >"${STATE_DIR}/kwok.port"
+  mkdir -p "${STATE_DIR}/kwok"
+  cp "${HACK_DIR}"/kwok/node-*.yaml "${HACK_DIR}"/kwok/pod-*.yaml "${STATE_DIR}/kwok/"
+  {
+    cat <<EOF
+--kubeconfig=${STATE_DIR}/kwok.kubeconfig
+--manage-all-nodes=false
+--manage-nodes-with-annotation-selector=${KWOK_NODE_SELECTOR}
+--node-lease-duration-seconds=${KWOK_LEASE_SECONDS}
+--node-ip=127.0.0.1
+--cidr=10.244.0.0/16
+--server-address=127.0.0.1:${port}
+EOF
+    for f in "${STATE_DIR}"/kwok/node-*.yaml "${STATE_DIR}"/kwok/pod-*.yaml; do
+      printf -- '--config=%s\n' "${f}"
+    done
+  } >"${STATE_DIR}/kwok.args"
+}
+
+# Health of a component: <name> -> exit 0 when it answers.
+component_healthy() { # <name>
+  local port
+  port="$(cat "${STATE_DIR}/$1.port" 2>/dev/null || true)"
+  [[ -n "${port}" ]] || return 1
+  case "$1" in
+    etcd) etcd_healthy ;;
+    kube-apiserver) readyz_ok "${port}" ;;
+    # Self-signed serving certificates (--cert-dir); /healthz is always allowed.
+    kube-controller-manager | kube-scheduler)
+      curl -fsSk --max-time 2 "https://127.0.0.1:${port}/healthz" 2>/dev/null | grep -qx ok ;;
+    kwok) curl -fsS --max-time 2 "http://127.0.0.1:${port}/healthz" >/dev/null 2>&1 ;;
+  esac
+}
+
+component_running() { pid_alive "${STATE_DIR}/$1.pid" "$1"; }
+
+# A controller-manager or scheduler that died (e.g. "leaderelection lost" after a long API-server
+# outage) leaves its leader Lease in kube-system behind; a new instance would wait a full lease
+# duration (60s) before it takes over, with no controllers running meanwhile. The holder is known
+# to be gone (we only start what is not running), so delete the Lease and let the new one take it.
+release_stale_leader_lease() { # <name>
+  local code
+  code="$(api DELETE "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$1" -o /dev/null -w '%{http_code}')" || true
+  if [[ "${code}" == 200 ]]; then
+    log "deleted the leader Lease kube-system/$1 left by the previous $1"
+  fi
+}
+
+# Start <name> from its stored binary and args and wait until it is healthy.
+start_component() { # <name>
+  local name="$1" bin port i start="${SECONDS}" log_file="${STATE_DIR}/$1.log" pidfile="${STATE_DIR}/$1.pid"
+  case "${name}" in
+    kube-controller-manager | kube-scheduler) release_stale_leader_lease "${name}" ;;
+  esac
+  bin="$(cat "${STATE_DIR}/${name}.bin")"
+  port="$(cat "${STATE_DIR}/${name}.port")"
   # The port may still be held for a moment by a just-killed instance.
   for ((i = 0; i < 100; i++)); do
     port_in_use "${port}" || break
     sleep 0.1
   done
   if port_in_use "${port}"; then
-    die "kube-apiserver port ${port} is already in use by another process; run 'hack/local-cluster.sh down' and 'up' again"
+    die "${name} port ${port} is already in use by another process; run 'hack/local-cluster.sh down' and 'up' again"
   fi
-  log "starting kube-apiserver on https://127.0.0.1:${port}, log: ${STATE_DIR}/kube-apiserver.log"
-  start_process "${bin}" "${STATE_DIR}/kube-apiserver.args" "${STATE_DIR}/kube-apiserver.log" "${STATE_DIR}/kube-apiserver.pid"
+  log "starting ${name} $(cat "${STATE_DIR}/${name}.version") (port ${port}), log: ${log_file}"
+  start_process "${bin}" "${STATE_DIR}/${name}.args" "${log_file}" "${pidfile}"
   for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
-    if ! kill -0 "$(read_pid "${STATE_DIR}/kube-apiserver.pid")" 2>/dev/null; then
-      show_log_tail "${STATE_DIR}/kube-apiserver.log"
-      rm -f "${STATE_DIR}/kube-apiserver.pid"
-      die "kube-apiserver exited during startup"
+    # (kill -0, not pid_alive: right after the fork the cmdline is not yet the binary's.)
+    if ! kill -0 "$(read_pid "${pidfile}")" 2>/dev/null; then
+      show_log_tail "${log_file}"
+      rm -f "${pidfile}"
+      die "${name} exited during startup (log: ${log_file})"
     fi
-    if readyz_ok "${port}"; then
-      log "kube-apiserver is ready ($((SECONDS - start))s)"
+    if component_healthy "${name}"; then
+      [[ "${name}" == etcd ]] || log "${name} is ready ($((SECONDS - start))s)"
       return 0
     fi
     sleep 0.2
   done
-  show_log_tail "${STATE_DIR}/kube-apiserver.log"
-  stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver kill
-  die "kube-apiserver did not report /readyz ok within ${READY_TIMEOUT}s"
+  show_log_tail "${log_file}"
+  stop_process "${pidfile}" "${name}" kill
+  die "${name} did not become healthy within ${READY_TIMEOUT}s (log: ${log_file})"
+}
+
+# Start every component of this state dir that is not running (etcd first, KWOK last).
+start_missing_components() {
+  local name
+  for name in $(components); do
+    if ! component_running "${name}"; then
+      start_component "${name}"
+    fi
+  done
+}
+
+# Pods can only be created once the serviceaccount controller made `default` in their namespace
+# (ServiceAccount admission); wait for it in `default` so a test may create pods right after `up`.
+wait_default_serviceaccount() {
+  local i
+  for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
+    if api GET /api/v1/namespaces/default/serviceaccounts/default -o /dev/null -f 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  die "the ServiceAccount default/default did not appear within ${READY_TIMEOUT}s; see ${STATE_DIR}/kube-controller-manager.log"
 }
 
 # ----------------------------------------------------------------- verbs --
-
-etcd_running() { pid_alive "${STATE_DIR}/etcd.pid" etcd; }
-apiserver_running() { pid_alive "${STATE_DIR}/kube-apiserver.pid" kube-apiserver; }
 
 print_usage_hint() {
   printf 'kubeconfig: %s\n' "${KUBECONFIG_PATH}"
   printf 'export KUBECONFIG=%s\n' "${KUBECONFIG_PATH}"
 }
 
+all_running() {
+  local name
+  for name in $(components); do
+    component_running "${name}" || return 1
+  done
+  apiserver_ready
+}
+
+# Refuse to reuse a cluster of another version or component set than asked for explicitly.
+check_reuse() {
+  local running
+  running="$(cat "${STATE_DIR}/kube-apiserver.version" 2>/dev/null || true)"
+  if [[ -n "${K8S_VERSION}" && -n "${running}" && "${running}" != "${K8S_VERSION}" ]]; then
+    die "the cluster in ${STATE_DIR} runs Kubernetes ${running}, not K8S_VERSION=${K8S_VERSION}; run 'hack/local-cluster.sh down' first"
+  fi
+  if [[ -n "${LOCAL_CLUSTER_COMPONENTS:-}" && -f "${STATE_DIR}/components" && "$(cat "${STATE_DIR}/components")" != "${COMPONENTS}" ]]; then
+    die "the cluster in ${STATE_DIR} was created with LOCAL_CLUSTER_COMPONENTS=$(cat "${STATE_DIR}/components"), not ${COMPONENTS}; run 'hack/local-cluster.sh down' first"
+  fi
+  local name
+  for name in $(components); do
+    [[ -f "${STATE_DIR}/${name}.args" ]] ||
+      die "${STATE_DIR} has no ${name}.args (created by an older hack/local-cluster.sh?); run 'hack/local-cluster.sh down' and 'up' again"
+  done
+}
+
 cmd_up() {
   take_lock
-  local start="${SECONDS}"
+  local start="${SECONDS}" name
   if [[ -f "${STATE_DIR}/kube-apiserver.args" ]]; then
-    if etcd_running && apiserver_running && readyz_ok "$(cat "${STATE_DIR}/kube-apiserver.port")"; then
-      log "local cluster is already running (https://127.0.0.1:$(cat "${STATE_DIR}/kube-apiserver.port")); reusing it"
+    check_reuse
+    if all_running; then
+      log "local cluster is already running (https://127.0.0.1:$(cat "${STATE_DIR}/kube-apiserver.port"), Kubernetes $(cat "${STATE_DIR}/kube-apiserver.version")); reusing it"
       print_usage_hint
       return 0
     fi
     # Partially running (or stopped after a reboot): restart from the stored state.
-    log "found existing state in ${STATE_DIR} but the cluster is not fully running; restarting it with the same data and ports"
-    stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
-    mkdir -p "${STATE_DIR}"
+    log "found existing state in ${STATE_DIR} but the cluster is not fully running; restarting what is missing with the same data and ports"
+    if component_running kube-apiserver && ! apiserver_ready; then
+      stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
+    fi
+    # Use the recorded version, not the default, unless K8S_VERSION says otherwise (checked above).
+    K8S_VERSION="${K8S_VERSION:-$(cat "${STATE_DIR}/kube-apiserver.version")}"
     resolve_binaries
-    if ! etcd_running; then start_etcd; fi
-    start_apiserver
+    start_missing_components
     write_kubeconfig "$(cat "${STATE_DIR}/kube-apiserver.port")"
     log "local cluster is up ($((SECONDS - start))s)"
     print_usage_hint
@@ -400,29 +662,48 @@ cmd_up() {
   fi
 
   # Fresh start. Clean out leftovers of a half-finished earlier `up`.
-  stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
-  stop_process "${STATE_DIR}/etcd.pid" etcd
+  for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    stop_process "${STATE_DIR}/${name}.pid" "${name}"
+  done
   rm -rf "${STATE_DIR}"
   mkdir -p "${STATE_DIR}"
+  printf '%s\n' "${COMPONENTS}" >"${STATE_DIR}/components"
   resolve_binaries
   log "creating certificates in ${PKI_DIR}"
   gen_certs
   write_audit_policy
   write_etcd_args
-  start_etcd
+  start_component etcd
   write_apiserver_args
-  start_apiserver
+  start_component kube-apiserver
   write_kubeconfig "$(cat "${STATE_DIR}/kube-apiserver.port")"
-  log "local cluster is up ($((SECONDS - start))s): $("${APISERVER_BIN}" --version), etcd $("${ETCD_BIN}" --version | sed -n 's/^etcd Version: //p')"
+  if [[ "${COMPONENTS}" == all ]]; then
+    local port
+    port="$(cat "${STATE_DIR}/kube-apiserver.port")"
+    write_kubeconfig "${port}" "${STATE_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager
+    write_kubeconfig "${port}" "${STATE_DIR}/kube-scheduler.kubeconfig" kube-scheduler
+    write_kubeconfig "${port}" "${STATE_DIR}/kwok.kubeconfig" kwok
+    apply_kwok_rbac
+    write_controller_manager_args
+    write_scheduler_args
+    write_kwok_args
+    start_component kube-controller-manager
+    start_component kube-scheduler
+    start_component kwok
+    wait_default_serviceaccount
+  fi
+  log "local cluster is up ($((SECONDS - start))s): Kubernetes $(cat "${STATE_DIR}/kube-apiserver.version"), etcd $(cat "${STATE_DIR}/etcd.version")$([[ "${COMPONENTS}" == all ]] && printf ', KWOK %s' "$(cat "${STATE_DIR}/kwok.version")")"
   log "audit log: ${AUDIT_LOG}"
   print_usage_hint
 }
 
 cmd_down() {
   take_lock
+  local name
   if [[ -d "${STATE_DIR}" ]]; then
-    stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
-    stop_process "${STATE_DIR}/etcd.pid" etcd
+    for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+      stop_process "${STATE_DIR}/${name}.pid" "${name}"
+    done
     rm -rf "${STATE_DIR}"
     log "local cluster is down; removed ${STATE_DIR}"
   else
@@ -431,33 +712,32 @@ cmd_down() {
 }
 
 cmd_status() {
-  local rc=0 port
+  local rc=0 name port state health
   if [[ ! -d "${STATE_DIR}" ]]; then
     printf 'local cluster: not running (no state in %s)\n' "${STATE_DIR}"
     return 1
   fi
-  if etcd_running; then
-    printf 'etcd:           running  pid %s  client http://127.0.0.1:%s  peer 127.0.0.1:%s\n' \
-      "$(read_pid "${STATE_DIR}/etcd.pid")" "$(cat "${STATE_DIR}/etcd.port")" "$(cat "${STATE_DIR}/etcd-peer.port")"
-  else
-    printf 'etcd:           NOT running\n'
-    rc=1
-  fi
-  port="$(cat "${STATE_DIR}/kube-apiserver.port" 2>/dev/null || echo '?')"
-  if apiserver_running; then
-    if readyz_ok "${port}"; then
-      printf 'kube-apiserver: running  pid %s  https://127.0.0.1:%s  (readyz ok)\n' "$(read_pid "${STATE_DIR}/kube-apiserver.pid")" "${port}"
+  printf '%-24s %-12s %-8s %-10s %-32s %s\n' COMPONENT STATE PID VERSION ENDPOINT LOG
+  for name in $(components); do
+    port="$(cat "${STATE_DIR}/${name}.port" 2>/dev/null || echo '?')"
+    case "${name}" in
+      etcd) port="http://127.0.0.1:${port}" ;;
+      kwok) port="http://127.0.0.1:${port}" ;;
+      *) port="https://127.0.0.1:${port}" ;;
+    esac
+    if component_running "${name}"; then
+      if component_healthy "${name}"; then health="running"; else health="NOT-HEALTHY"; rc=1; fi
+      state="$(read_pid "${STATE_DIR}/${name}.pid")"
     else
-      printf 'kube-apiserver: running  pid %s  https://127.0.0.1:%s  (NOT ready)\n' "$(read_pid "${STATE_DIR}/kube-apiserver.pid")" "${port}"
+      health="NOT-RUNNING"
+      state="-"
       rc=1
     fi
-  else
-    printf 'kube-apiserver: NOT running  (port %s)\n' "${port}"
-    rc=1
-  fi
-  printf 'kubeconfig:     %s\n' "${KUBECONFIG_PATH}"
-  printf 'audit log:      %s\n' "${AUDIT_LOG}"
-  printf 'logs:           %s/etcd.log, %s/kube-apiserver.log\n' "${STATE_DIR}" "${STATE_DIR}"
+    printf '%-24s %-12s %-8s %-10s %-32s %s\n' "${name}" "${health}" "${state}" \
+      "$(cat "${STATE_DIR}/${name}.version" 2>/dev/null || echo '?')" "${port}" "${STATE_DIR}/${name}.log"
+  done
+  printf 'kubeconfig: %s\n' "${KUBECONFIG_PATH}"
+  printf 'audit log:  %s\n' "${AUDIT_LOG}"
   return "${rc}"
 }
 
@@ -470,29 +750,39 @@ cmd_stop_apiserver() {
   esac
   take_lock
   [[ -d "${STATE_DIR}" ]] || die "local cluster is not set up; run 'hack/local-cluster.sh up'"
-  if ! apiserver_running; then
+  if ! component_running kube-apiserver; then
     log "kube-apiserver is not running"
     return 0
   fi
   stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver "${mode}"
-  log "kube-apiserver stopped (etcd keeps running); 'hack/local-cluster.sh start-apiserver' starts it on port $(cat "${STATE_DIR}/kube-apiserver.port") again"
+  log "kube-apiserver stopped (the other components keep running); 'hack/local-cluster.sh start-apiserver' starts it on port $(cat "${STATE_DIR}/kube-apiserver.port") again"
 }
 
 cmd_start_apiserver() {
   take_lock
   [[ -f "${STATE_DIR}/kube-apiserver.args" ]] || die "local cluster is not set up; run 'hack/local-cluster.sh up'"
-  etcd_running || die "etcd is not running; run 'hack/local-cluster.sh up' (it restarts both from the stored state)"
-  if apiserver_running; then
-    if readyz_ok "$(cat "${STATE_DIR}/kube-apiserver.port")"; then
+  component_running etcd || die "etcd is not running; run 'hack/local-cluster.sh up' (it restarts everything from the stored state)"
+  if component_running kube-apiserver; then
+    if apiserver_ready; then
       log "kube-apiserver is already running"
-      return 0
+    else
+      stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
     fi
-    stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
   fi
-  start_apiserver
+  component_running kube-apiserver || start_component kube-apiserver
+  # controller-manager and scheduler exit when they cannot renew their leader lease for 45s;
+  # a kubelet would restart them, here this does.
+  local name
+  for name in $(components); do
+    if ! component_running "${name}"; then
+      log "${name} is not running (it gives up after 45s without the API server); restarting it"
+      start_component "${name}"
+    fi
+  done
 }
 
 cmd_build() {
+  if [[ -n "${K8S_VERSION}" ]]; then export K8S_VERSION; fi
   "${HACK_DIR}/build-control-plane.sh" all
 }
 
