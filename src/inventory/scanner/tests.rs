@@ -971,3 +971,14 @@ fn memory_in_bytes_is_read_as_mib_and_said_so() {
         );
     }
 }
+
+/// What the operator's node watch keeps (it strips nodes on arrival) scans the same as the full objects.
+#[test]
+fn real_nodes_scan_the_same_after_the_watch_strips_them() {
+    let nodes = fixture("real-nodes.yaml");
+    let mut stripped = nodes.clone();
+    stripped
+        .iter_mut()
+        .for_each(crate::sources::nodes::strip_node);
+    assert_eq!(scan(&nodes, &all()), scan(&stripped, &all()));
+}
