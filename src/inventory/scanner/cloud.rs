@@ -7,6 +7,12 @@ use super::labels::{LabelReader, MemoryMib};
 pub const GKE_ACCELERATOR: &str = "cloud.google.com/gke-accelerator";
 /// EKS (eksctl node groups, Cluster Autoscaler convention): e.g. `nvidia-tesla-t4`.
 pub const EKS_ACCELERATOR: &str = "k8s.amazonaws.com/accelerator";
+/// GKE GPU sharing: `time-sharing` or `mps`.
+pub const GKE_SHARING_STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
+/// GKE GPU sharing: how many containers share one GPU (the device plugin advertises that many per GPU).
+pub const GKE_MAX_SHARED_CLIENTS: &str = "cloud.google.com/gke-max-shared-clients-per-gpu";
+/// GKE MIG: the partition size (`1g.5gb`); the partitions are advertised as `nvidia.com/gpu`.
+pub const GKE_PARTITION_SIZE: &str = "cloud.google.com/gke-gpu-partition-size";
 /// AKS GPU node pools: the vendor (`nvidia`), not the model.
 pub const AKS_ACCELERATOR: &str = "kubernetes.azure.com/accelerator";
 /// Karpenter on AWS: `<prefix>name` (`t4`, `a10g`, `h100`), `count`, `memory` (MiB per GPU), `manufacturer`.
@@ -46,6 +52,10 @@ pub struct CloudGpu {
     pub count: Option<(u64, String)>,
     /// Memory per GPU and its label.
     pub memory: Option<(MemoryMib, String)>,
+    /// GKE GPU sharing: (strategy, clients per GPU).
+    pub sharing: Option<(Option<String>, Option<u64>)>,
+    /// GKE MIG partition size (`1g.5gb`).
+    pub partition_size: Option<String>,
 }
 
 /// Whether a cloud label value names a non-NVIDIA accelerator (`amd-radeon-pro-v520`, `tpu-v4-podslice`).
@@ -112,7 +122,14 @@ pub fn read(labels: &mut LabelReader<'_>) -> CloudGpu {
             cloud.memory = Some((memory, memory_key));
         }
     }
-    if !cloud.present {
+    if cloud.present {
+        let strategy = labels.text(GKE_SHARING_STRATEGY).map(str::to_owned);
+        let clients = labels.count(GKE_MAX_SHARED_CLIENTS).filter(|c| *c > 1);
+        if strategy.is_some() || clients.is_some() {
+            cloud.sharing = Some((strategy, clients));
+        }
+        cloud.partition_size = labels.text(GKE_PARTITION_SIZE).map(str::to_owned);
+    } else {
         // Count or memory without anything saying it is an NVIDIA GPU describes nothing we report.
         cloud.count = None;
         cloud.memory = None;

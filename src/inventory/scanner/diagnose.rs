@@ -25,6 +25,8 @@ pub struct Facts<'a> {
     pub allocatable_known: bool,
     /// GPU Feature Discovery runs somewhere in the scanned scope (some selected node carries its labels).
     pub gfd_in_scope: bool,
+    /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
+    pub cloud_says_gpu: bool,
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
@@ -93,7 +95,8 @@ pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
     if facts.allocatable_known && !repartitioning {
         let capacity = gpu_sum(&entry.capacity);
         let allocatable = gpu_sum(&entry.allocatable);
-        if entry.ready && (entry.count > 0 || capacity > 0.0) && allocatable == 0.0 {
+        let has_gpus = entry.count > 0 || capacity > 0.0 || facts.cloud_says_gpu;
+        if entry.ready && has_gpus && allocatable == 0.0 {
             // Nothing allocatable at all on a Ready node: the device plugin is not serving (or the node moved
             // to DRA and kept its old capacity). One issue, not also GpusUnhealthy for every resource.
             issues.push(issue(
@@ -104,8 +107,10 @@ pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
                      device unhealthy, or the node moved to DRA and kept its old capacity)",
                     if entry.count > 0 {
                         format!("the node has {} GPU(s)", entry.count)
-                    } else {
+                    } else if capacity > 0.0 {
                         format!("capacity shows {capacity} GPU resource(s)")
+                    } else {
+                        "a cloud-provider label says the node has an NVIDIA GPU".to_owned()
                     }
                 ),
             ));

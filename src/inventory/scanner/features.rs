@@ -7,18 +7,25 @@ use crate::crd::{GpuSharing, MigDevice, MigInfo};
 use super::labels::{self, LabelReader};
 use super::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, quantity_value};
 
-/// Sharing as GFD labels it; `None` when the node does not share its GPUs.
+/// Sharing as GFD labels it, else as GKE labels it (`cloud`: strategy, clients per GPU); `None` when the node
+/// does not share its GPUs.
 pub fn sharing(
     labels: &mut LabelReader<'_>,
     capacity: &BTreeMap<String, String>,
+    cloud: Option<&(Option<String>, Option<u64>)>,
 ) -> Option<GpuSharing> {
+    let (cloud_strategy, cloud_replicas) = cloud.cloned().unwrap_or_default();
     let strategy = labels
         .text(labels::GPU_SHARING_STRATEGY)
         .filter(|s| *s != "none")
-        .map(str::to_owned);
+        .map(str::to_owned)
+        .or(cloud_strategy);
     let renamed_resource = capacity.contains_key(SHARED_GPU_RESOURCE);
     // GFD writes `gpu.replicas: 1` on every node; only more than one replica means sharing.
-    let replicas = labels.count(labels::GPU_REPLICAS).filter(|r| *r > 1);
+    let replicas = labels
+        .count(labels::GPU_REPLICAS)
+        .filter(|r| *r > 1)
+        .or(cloud_replicas);
     if strategy.is_none() && replicas.is_none() && !renamed_resource {
         return None;
     }

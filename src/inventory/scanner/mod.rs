@@ -19,7 +19,9 @@ use serde::Serialize;
 
 use crate::crd::GpuNodeEntry;
 use labels::LabelReader;
-use resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, nvidia_resources, quantity_value};
+use resources::{
+    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources, quantity_value,
+};
 
 /// Why a GPU node needs attention. The strings are part of the API (status, ConfigMap, metrics, alerts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -184,9 +186,14 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
             }),
         },
     };
+    let sharing = features::sharing(&mut labels, &capacity, cloud.sharing.as_ref());
+    let replicas = sharing.as_ref().and_then(|s| s.replicas);
     let count = match labels.count(labels::GPU_COUNT) {
         Some(count) => count,
-        None => match (cloud.count, device_plugin_gpus(&capacity, &allocatable)) {
+        None => match (
+            cloud.count,
+            device_plugin_gpus(&capacity, &allocatable, replicas),
+        ) {
             (Some((count, key)), _) => {
                 derived_from.insert("count".to_owned(), key);
                 count
@@ -213,8 +220,12 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
             memory.mib
         }),
     };
-    let sharing = features::sharing(&mut labels, &capacity);
-    let mig = features::mig(&mut labels, product.as_deref(), &capacity);
+    let mut mig = features::mig(&mut labels, product.as_deref(), &capacity);
+    if let Some(size) = cloud.partition_size.as_deref()
+        && mig.is_none()
+    {
+        mig = Some(gke_partitions(size, count));
+    }
     if allocatable_block.is_none() {
         labels.note(
             "the object has no status.allocatable (a partial dump?): whether its GPUs are allocatable is unknown"
@@ -257,6 +268,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
     };
     let facts = diagnose::Facts {
         ready_condition,
+        cloud_says_gpu: cloud.present,
         allocatable_known: allocatable_block.is_some(),
         gfd_in_scope: scope.gfd_installed,
     };
@@ -285,19 +297,52 @@ fn has_positive(resources: &BTreeMap<String, String>) -> bool {
 }
 
 /// The count the device plugin shows when no label gives one: `nvidia.com/gpu` capacity (total registered
-/// devices; replicas when shared), else allocatable. `None` when neither lists it.
+/// devices), else allocatable, else the renamed `nvidia.com/gpu.shared`; divided by the sharing replicas when
+/// they are known and divide it (a shared GPU is advertised once per replica). `None` when none lists it.
 fn device_plugin_gpus(
     capacity: &BTreeMap<String, String>,
     allocatable: &BTreeMap<String, String>,
+    replicas: Option<u64>,
 ) -> Option<(u64, String)> {
-    [("capacity", capacity), ("allocatable", allocatable)]
-        .into_iter()
-        .find_map(|(field, list)| {
-            let value = quantity_value(list.get(GPU_RESOURCE)?)?;
-            // Extended resources are whole numbers; anything else is not a count.
-            (value >= 0.0 && value.fract() == 0.0 && value <= f64::from(u32::MAX))
-                .then(|| (value as u64, format!("{field} {GPU_RESOURCE}")))
-        })
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX);
+    let (value, from) = [
+        ("capacity", capacity, GPU_RESOURCE),
+        ("allocatable", allocatable, GPU_RESOURCE),
+        ("capacity", capacity, SHARED_GPU_RESOURCE),
+    ]
+    .into_iter()
+    .find_map(|(field, list, resource)| {
+        let value = quantity_value(list.get(resource)?)?;
+        // Extended resources are whole numbers; anything else is not a count. A renamed node keeps
+        // `nvidia.com/gpu: 0`, so the shared resource is read when the plain one is 0.
+        (whole(value)
+            && (value > 0.0
+                || resource == SHARED_GPU_RESOURCE
+                || !capacity.contains_key(SHARED_GPU_RESOURCE)))
+        .then(|| (value as u64, format!("{field} {resource}")))
+    })?;
+    match replicas {
+        Some(r) if r > 1 && value > 0 && value % r == 0 => {
+            Some((value / r, format!("{from} / {r} replicas")))
+        }
+        _ => Some((value, from)),
+    }
+}
+
+/// GKE's MIG: partitions of one size advertised as `nvidia.com/gpu`, so `count` counts partitions.
+fn gke_partitions(size: &str, count: u64) -> crate::crd::MigInfo {
+    crate::crd::MigInfo {
+        count_meaning: Some(format!(
+            "count is the number of MIG partitions of size {size} (GKE gpu-partition-size), not physical GPUs"
+        )),
+        devices: vec![crate::crd::MigDevice {
+            profile: size.to_owned(),
+            count,
+            memory_mib: None,
+            resource: Some(GPU_RESOURCE.to_owned()),
+        }],
+        ..Default::default()
+    }
 }
 
 /// The product of GFD's per-profile MIG labels (`nvidia.com/mig-7g.40gb.product`) when the node has no

@@ -982,3 +982,89 @@ fn real_nodes_scan_the_same_after_the_watch_strips_them() {
         .for_each(crate::sources::nodes::strip_node);
     assert_eq!(scan(&nodes, &all()), scan(&stripped, &all()));
 }
+
+#[test]
+fn gke_sharing_and_partitions_count_physical_gpus_or_say_what_they_count() {
+    let shared = with_resources(
+        node(
+            "gke-ts",
+            &[
+                ("cloud.google.com/gke-accelerator", "nvidia-l4"),
+                ("cloud.google.com/gke-gpu-sharing-strategy", "time-sharing"),
+                ("cloud.google.com/gke-max-shared-clients-per-gpu", "4"),
+            ],
+            "True",
+        ),
+        &[("nvidia.com/gpu", "8")],
+        &[("nvidia.com/gpu", "8")],
+    );
+    let e = scan_one(shared).unwrap();
+    assert_eq!(e.count, 2, "8 shares of 4 clients each are 2 GPUs");
+    assert_eq!(
+        e.derived_from.get("count").map(String::as_str),
+        Some("capacity nvidia.com/gpu / 4 replicas")
+    );
+    let sharing = e.sharing.as_ref().unwrap();
+    assert_eq!(
+        (sharing.strategy.as_deref(), sharing.replicas),
+        (Some("time-sharing"), Some(4))
+    );
+    assert!(e.issues.is_empty(), "{:?}", e.issues);
+
+    let partitioned = with_resources(
+        node(
+            "gke-mig",
+            &[
+                ("cloud.google.com/gke-accelerator", "nvidia-tesla-a100"),
+                ("cloud.google.com/gke-gpu-partition-size", "1g.5gb"),
+            ],
+            "True",
+        ),
+        &[("nvidia.com/gpu", "7")],
+        &[("nvidia.com/gpu", "7")],
+    );
+    let e = scan_one(partitioned).unwrap();
+    assert_eq!(e.count, 7);
+    let mig = e.mig.as_ref().unwrap();
+    assert!(
+        mig.count_meaning
+            .as_deref()
+            .unwrap()
+            .contains("MIG partitions of size 1g.5gb")
+    );
+    assert_eq!(mig.devices[0].resource.as_deref(), Some("nvidia.com/gpu"));
+
+    // A renamed shared resource without labels: the shares divided by nothing known stay shares, said so.
+    let renamed = with_resources(
+        node("renamed", &[], "True"),
+        &[("nvidia.com/gpu", "0"), ("nvidia.com/gpu.shared", "16")],
+        &[("nvidia.com/gpu", "0"), ("nvidia.com/gpu.shared", "16")],
+    );
+    let e = scan_one(renamed).unwrap();
+    assert_eq!(e.count, 16);
+    assert_eq!(
+        e.derived_from.get("count").map(String::as_str),
+        Some("capacity nvidia.com/gpu.shared")
+    );
+}
+
+#[test]
+fn a_ready_cloud_gpu_node_without_gpu_resources_is_not_allocatable() {
+    // kubernetes/kubernetes#55005: the GKE accelerator label is there, the GPU is not exposed.
+    let n = with_resources(
+        node(
+            "gke",
+            &[("cloud.google.com/gke-accelerator", "nvidia-tesla-k80")],
+            "True",
+        ),
+        &[("cpu", "2")],
+        &[("cpu", "1930m")],
+    );
+    let e = scan_one(n).unwrap();
+    assert_eq!(reasons(&e), ["GpusNotAllocatable"]);
+    assert!(
+        e.issues[0].message.contains("cloud-provider label"),
+        "{}",
+        e.issues[0].message
+    );
+}
