@@ -408,6 +408,11 @@ pub fn ready_condition(node: &Node) -> Option<&NodeCondition> {
         .find(|c| c.type_ == "Ready")
 }
 
+/// Whether a label is there with a value (an empty label counts as absent).
+fn has_value(labels: &LabelReader<'_>, key: &str) -> bool {
+    labels.get(key).is_some_and(|v| !v.trim().is_empty())
+}
+
 /// GFD's per-profile MIG labels (`nvidia.com/mig-1g.10gb.count` above 0, `.product`) exist only on GPU nodes.
 fn is_mig_profile_evidence(key: &str, value: &str) -> bool {
     let Some(rest) = key.strip_prefix(labels::MIG_PROFILE_PREFIX) else {
@@ -424,9 +429,9 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Stri
         || labels
             .iter()
             .any(|(k, v)| labels::is_nvidia_pci_label(k, v))
-        || labels.has(labels::GPU_PRODUCT)
-        || labels.has(labels::GPU_COUNT)
-        || labels.has(labels::GPU_WORKLOAD_CONFIG)
+        || has_value(labels, labels::GPU_PRODUCT)
+        || has_value(labels, labels::GPU_COUNT)
+        || has_value(labels, labels::GPU_WORKLOAD_CONFIG)
         || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
         || nvidia_capacity.iter().any(|(name, q)| {
             name.starts_with(NVIDIA_RESOURCE_PREFIX) && quantity_value(q).is_some_and(|v| v > 0.0)

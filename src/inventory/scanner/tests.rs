@@ -1068,3 +1068,19 @@ fn a_ready_cloud_gpu_node_without_gpu_resources_is_not_allocatable() {
         e.issues[0].message
     );
 }
+
+/// Found by the proptest: an empty label is absent, so it makes nothing a GPU node (and a GPU node always has a
+/// source).
+#[test]
+fn empty_labels_make_nothing_a_gpu_node() {
+    for key in [
+        "nvidia.com/gpu.product",
+        "nvidia.com/gpu.count",
+        "nvidia.com/gpu.workload.config",
+        "cloud.google.com/gke-accelerator",
+        "nvidia.com/gpu",
+    ] {
+        let n = with_resources(node("e", &[(key, "")], "True"), &[], &[]);
+        assert!(scan_one(n).is_none(), "{key}");
+    }
+}
