@@ -79,11 +79,13 @@ pub struct GpuNodeEntry {
     pub name: String,
     /// The node's `Ready` condition is `True`.
     pub ready: bool,
-    /// `nvidia.com/gpu.product`; null when the label is absent (printed `<unlabeled>`).
+    /// The GPU model: `nvidia.com/gpu.product`, else a MIG profile's product label, else a cloud-provider
+    /// label (see `derivedFrom`); null when no source names it (printed `<unlabeled>`).
     pub product: Option<String>,
-    /// `nvidia.com/gpu.count` as GPU Feature Discovery writes it (MIG devices under MIG strategy `single`).
+    /// `nvidia.com/gpu.count` as GPU Feature Discovery writes it (MIG devices under MIG strategy `single`),
+    /// else a cloud-provider count label, else the device plugin's `nvidia.com/gpu` capacity; 0 when none.
     pub count: u64,
-    /// `nvidia.com/gpu.memory` in MiB; null when unknown.
+    /// Memory of one GPU in MiB (`nvidia.com/gpu.memory`, else a cloud-provider label); null when unknown.
     #[serde(rename = "memoryMiB")]
     pub memory_mib: Option<u64>,
     /// `nvidia.com/gpu.workload.config` (`container`, `vm-passthrough`, `vm-vgpu`); null when absent.
@@ -103,6 +105,18 @@ pub struct GpuNodeEntry {
     /// The node is cordoned (`spec.unschedulable`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unschedulable: bool,
+    /// What described this node, sorted: `cloud` (a cloud provider's GPU labels), `device-plugin`
+    /// (`nvidia.com/*` extended resources), `dra` (DRA devices), `labels` (GPU Feature Discovery, NFD or other
+    /// `nvidia.com/*` labels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// Where `product`, `count` or `memoryMiB` came from when not from their own GPU Feature Discovery label
+    /// (`nvidia.com/gpu.product`, `.count`, `.memory` in MiB), e.g. `product: cloud.google.com/gke-accelerator`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub derived_from: BTreeMap<String, String>,
+    /// How odd values were read (memory in bytes, hand-made or empty labels, a partial object), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// What is wrong with this node; empty when healthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<NodeIssue>,
@@ -139,7 +153,8 @@ pub struct MigInfo {
     /// What `count` means on this node (under `single`, GFD counts MIG devices, not physical GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count_meaning: Option<String>,
-    /// Under `mixed`: MIG devices per profile, sorted by profile.
+    /// MIG devices per profile, sorted by profile: from GFD's `nvidia.com/mig-<profile>.*` labels (strategy
+    /// `mixed`), else from the device plugin's `nvidia.com/mig-<profile>` resources.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<MigDevice>,
 }
@@ -155,6 +170,11 @@ pub struct MigDevice {
     /// `nvidia.com/mig-<profile>.memory` in MiB.
     #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
+    /// The extended resource these devices are scheduled as (`nvidia.com/mig-<profile>`). Matched by name, or
+    /// by GPU slice count (the `Ng` prefix) when GPU Feature Discovery's profile differs from the device
+    /// plugin's (GFD rounds memory: `3g.21gb` labels next to a `nvidia.com/mig-3g.20gb` resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 /// Something wrong with a GPU node, in words an on-call engineer understands.
@@ -162,7 +182,7 @@ pub struct MigDevice {
 #[serde(rename_all = "camelCase")]
 pub struct NodeIssue {
     /// A `PascalCase` reason: `NotReady`, `GpuLabelsMissing`, `GpusNotAllocatable`, `GpusUnhealthy`,
-    /// `MigConfigFailed`, `MigInvalid`, `Unschedulable` or `InvalidLabel`.
+    /// `MigConfigFailed`, `MigConfigPending`, `MigInvalid`, `Unschedulable` or `InvalidLabel`.
     pub reason: String,
     /// What was seen, naming the label, condition or resource.
     pub message: String,

@@ -124,7 +124,7 @@ pub struct ScanArgs {
     /// Read nodes from a `kubectl get nodes -o yaml|json` dump instead of the cluster; `-` reads stdin.
     #[arg(long, short = 'f', env = "GPUINV_SCAN_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
-    /// Output format: `json` and `yaml` print exactly the GpuInventory status object.
+    /// Output format: `table`, `wide` (adds sources and notes), or `json`/`yaml` (exactly the GpuInventory status).
     #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
     /// Only scan nodes matching this label selector.
@@ -142,6 +142,8 @@ pub struct ScanArgs {
 pub enum OutputFormat {
     /// The article's table, with issues.
     Table,
+    /// The table plus SOURCES and MIG/SHARING columns, and the notes on how odd values were read.
+    Wide,
     /// The status object as JSON.
     Json,
     /// The status object as YAML.

@@ -149,11 +149,16 @@ fn full_status() -> GpuInventoryStatus {
             profile: "1g.10gb".into(),
             count: 2,
             memory_mib: Some(9728),
+            resource: Some("nvidia.com/mig-1g.10gb".into()),
         }],
     });
     entry.capacity = BTreeMap::from([("nvidia.com/gpu".into(), "8".into())]);
     entry.allocatable = BTreeMap::from([("nvidia.com/gpu".into(), "7".into())]);
     entry.unschedulable = true;
+    entry.sources = vec!["device-plugin".into(), "labels".into()];
+    entry.derived_from =
+        BTreeMap::from([("memoryMiB".into(), "nvidia.com/gpu.memory (bytes)".into())]);
+    entry.notes = vec!["label nvidia.com/gpu.memory=85520809984 is in bytes".into()];
     let mut status = desired_status(&inventory(vec![entry]), Some(3));
     status.omitted_nodes = Some(1);
     written(plan_status(status, None, t(100)))

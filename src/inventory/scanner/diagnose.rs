@@ -16,24 +16,39 @@ fn issue(reason: IssueReason, message: String) -> NodeIssue {
     }
 }
 
+/// What the diagnosis needs beyond the entry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Facts<'a> {
+    /// The node's Ready condition, if it reports one.
+    pub ready_condition: Option<&'a NodeCondition>,
+    /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
+    pub allocatable_known: bool,
+    /// GPU Feature Discovery runs somewhere in the scanned scope (some selected node carries its labels).
+    pub gfd_in_scope: bool,
+    /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
+    pub cloud_says_gpu: bool,
+}
+
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
-pub fn diagnose(entry: &GpuNodeEntry, ready_condition: Option<&NodeCondition>) -> Vec<NodeIssue> {
+pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
     let mut issues = Vec::new();
     if !entry.ready {
         issues.push(issue(
             IssueReason::NotReady,
-            not_ready_message(ready_condition),
+            not_ready_message(facts.ready_condition),
         ));
     }
     let vm_workload = entry
         .workload_config
         .as_deref()
         .is_some_and(|w| w != "container");
-    if entry.product.is_none() && !vm_workload {
+    // Without GFD anywhere in scope, a missing product label is how the cluster is built, not a fault.
+    if entry.product.is_none() && !vm_workload && facts.gfd_in_scope {
         issues.push(issue(
             IssueReason::GpuLabelsMissing,
-            "GPU node without an nvidia.com/gpu.product label: GPU Feature Discovery has not labelled it \
-             (check the gpu-feature-discovery and nvidia-driver pods on this node)"
+            "GPU node without an nvidia.com/gpu.product label, and no cloud-provider label names its GPU: \
+             GPU Feature Discovery runs in this inventory's scope (other nodes carry its labels) but has not \
+             labelled this node (check the gpu-feature-discovery and nvidia-driver pods on this node)"
                 .to_owned(),
         ));
     }
@@ -49,14 +64,13 @@ pub fn diagnose(entry: &GpuNodeEntry, ready_condition: Option<&NodeCondition>) -
                 .to_owned(),
         ));
     }
-    if let Some(state) = entry.mig.as_ref().and_then(|m| m.config_state.as_deref())
-        && state == "failed"
-    {
-        let config = entry
-            .mig
-            .as_ref()
-            .and_then(|m| m.config.as_deref())
-            .unwrap_or("<unset>");
+    let config = entry
+        .mig
+        .as_ref()
+        .and_then(|m| m.config.as_deref())
+        .unwrap_or("<unset>");
+    let state = entry.mig.as_ref().and_then(|m| m.config_state.as_deref());
+    if state == Some("failed") {
         issues.push(issue(
             IssueReason::MigConfigFailed,
             format!(
@@ -65,25 +79,53 @@ pub fn diagnose(entry: &GpuNodeEntry, ready_condition: Option<&NodeCondition>) -
             ),
         ));
     }
-    if entry.ready && entry.count > 0 && gpu_allocatable_sum(&entry.allocatable) == 0.0 {
+    let repartitioning = matches!(state, Some("pending" | "rebooting"));
+    if let Some(state) = state.filter(|_| repartitioning) {
         issues.push(issue(
-            IssueReason::GpusNotAllocatable,
+            IssueReason::MigConfigPending,
             format!(
-                "labels report {} GPU(s) but nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-* \
-                 allocatable sum to 0: the NVIDIA device plugin is not advertising them",
-                entry.count
+                "the GPUs are being re-partitioned: the MIG manager is applying nvidia.com/mig.config={config} \
+                 (nvidia.com/mig.config.state={state}); GPU pods are evicted and allocatable GPUs may read 0 \
+                 until the state is success"
             ),
         ));
     }
-    let withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
-    if !withdrawn.is_empty() {
-        issues.push(issue(
-            IssueReason::GpusUnhealthy,
-            format!(
-                "{}: the device plugin withdrew unhealthy devices (check dmesg for Xid errors and DCGM health)",
-                withdrawn.join(", ")
-            ),
-        ));
+    // Allocation is judged only when the object shows it, and not while MIG is being re-partitioned (the
+    // device plugin is stopped on purpose then).
+    if facts.allocatable_known && !repartitioning {
+        let capacity = gpu_sum(&entry.capacity);
+        let allocatable = gpu_sum(&entry.allocatable);
+        let has_gpus = entry.count > 0 || capacity > 0.0 || facts.cloud_says_gpu;
+        if entry.ready && has_gpus && allocatable == 0.0 {
+            // Nothing allocatable at all on a Ready node: the device plugin is not serving (or the node moved
+            // to DRA and kept its old capacity). One issue, not also GpusUnhealthy for every resource.
+            issues.push(issue(
+                IssueReason::GpusNotAllocatable,
+                format!(
+                    "{} but nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-* allocatable sum to 0: \
+                     the NVIDIA device plugin is not advertising them (not running or not registered, every \
+                     device unhealthy, or the node moved to DRA and kept its old capacity)",
+                    if entry.count > 0 {
+                        format!("the node has {} GPU(s)", entry.count)
+                    } else if capacity > 0.0 {
+                        format!("capacity shows {capacity} GPU resource(s)")
+                    } else {
+                        "a cloud-provider label says the node has an NVIDIA GPU".to_owned()
+                    }
+                ),
+            ));
+        } else {
+            let withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
+            if !withdrawn.is_empty() {
+                issues.push(issue(
+                    IssueReason::GpusUnhealthy,
+                    format!(
+                        "{}: the device plugin withdrew unhealthy devices (check dmesg for Xid errors and DCGM health)",
+                        withdrawn.join(", ")
+                    ),
+                ));
+            }
+        }
     }
     if entry.unschedulable {
         issues.push(issue(
@@ -114,8 +156,9 @@ fn not_ready_message(ready: Option<&NodeCondition>) -> String {
     message
 }
 
-fn gpu_allocatable_sum(allocatable: &BTreeMap<String, String>) -> f64 {
-    allocatable
+/// The sum of the GPU-scheduling resources (whole, shared, MIG) of a resource list.
+fn gpu_sum(resources: &BTreeMap<String, String>) -> f64 {
+    resources
         .iter()
         .filter(|(name, _)| is_gpu_resource(name))
         .filter_map(|(_, q)| quantity_value(q))

@@ -5,20 +5,27 @@ use std::collections::BTreeMap;
 use crate::crd::{GpuSharing, MigDevice, MigInfo};
 
 use super::labels::{self, LabelReader};
-use super::resources::SHARED_GPU_RESOURCE;
+use super::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, quantity_value};
 
-/// Sharing as GFD labels it; `None` when the node does not share its GPUs.
+/// Sharing as GFD labels it, else as GKE labels it (`cloud`: strategy, clients per GPU); `None` when the node
+/// does not share its GPUs.
 pub fn sharing(
     labels: &mut LabelReader<'_>,
     capacity: &BTreeMap<String, String>,
+    cloud: Option<&(Option<String>, Option<u64>)>,
 ) -> Option<GpuSharing> {
+    let (cloud_strategy, cloud_replicas) = cloud.cloned().unwrap_or_default();
     let strategy = labels
-        .get(labels::GPU_SHARING_STRATEGY)
+        .text(labels::GPU_SHARING_STRATEGY)
         .filter(|s| *s != "none")
-        .map(str::to_owned);
+        .map(str::to_owned)
+        .or(cloud_strategy);
     let renamed_resource = capacity.contains_key(SHARED_GPU_RESOURCE);
     // GFD writes `gpu.replicas: 1` on every node; only more than one replica means sharing.
-    let replicas = labels.count(labels::GPU_REPLICAS).filter(|r| *r > 1);
+    let replicas = labels
+        .count(labels::GPU_REPLICAS)
+        .filter(|r| *r > 1)
+        .or(cloud_replicas);
     if strategy.is_none() && replicas.is_none() && !renamed_resource {
         return None;
     }
@@ -29,15 +36,21 @@ pub fn sharing(
     })
 }
 
-/// MIG as GFD and the MIG manager label it; `None` when MIG plays no part on the node.
-pub fn mig(labels: &mut LabelReader<'_>, product: Option<&str>) -> Option<MigInfo> {
+/// MIG as GFD and the MIG manager label it, and as the device plugin advertises it; `None` when MIG plays no
+/// part on the node.
+pub fn mig(
+    labels: &mut LabelReader<'_>,
+    product: Option<&str>,
+    capacity: &BTreeMap<String, String>,
+) -> Option<MigInfo> {
     let strategy = labels
-        .get(labels::MIG_STRATEGY)
+        .text(labels::MIG_STRATEGY)
         .filter(|s| *s != "none")
         .map(str::to_owned);
-    let config = labels.get(labels::MIG_CONFIG).map(str::to_owned);
-    let config_state = labels.get(labels::MIG_CONFIG_STATE).map(str::to_owned);
-    if strategy.is_none() && config_state.is_none() {
+    let config = labels.text(labels::MIG_CONFIG).map(str::to_owned);
+    let config_state = labels.text(labels::MIG_CONFIG_STATE).map(str::to_owned);
+    let devices = mig_devices(labels, capacity);
+    if strategy.is_none() && config_state.is_none() && devices.is_empty() {
         return None;
     }
     let count_meaning = match strategy.as_deref() {
@@ -50,11 +63,6 @@ pub fn mig(labels: &mut LabelReader<'_>, product: Option<&str>) -> Option<MigInf
         ),
         _ => None,
     };
-    let devices = if strategy.as_deref() == Some("mixed") {
-        mig_devices(labels)
-    } else {
-        Vec::new()
-    };
     Some(MigInfo {
         strategy,
         config,
@@ -64,30 +72,189 @@ pub fn mig(labels: &mut LabelReader<'_>, product: Option<&str>) -> Option<MigInf
     })
 }
 
-/// `nvidia.com/mig-<profile>.count` / `.memory` labels, one device entry per profile, sorted by profile.
-fn mig_devices(labels: &mut LabelReader<'_>) -> Vec<MigDevice> {
+/// The GPU slices of a MIG profile: the `Ng` part (`3g.20gb` -> 3, `1c.3g.20gb` -> 3, `1g.10gb+me` -> 1).
+pub fn slice_count(profile: &str) -> Option<u32> {
+    profile
+        .split('.')
+        .find_map(|part| part.strip_suffix('g')?.parse().ok())
+}
+
+/// MIG devices per profile, sorted by profile: GFD's `nvidia.com/mig-<profile>.count` / `.memory` labels, each
+/// matched to the device plugin's `nvidia.com/mig-<profile>` resource (by name, else by slice count, since GFD
+/// rounds the memory in its profile names), plus devices the plugin advertises that no label describes.
+fn mig_devices(
+    labels: &mut LabelReader<'_>,
+    capacity: &BTreeMap<String, String>,
+) -> Vec<MigDevice> {
     let profiles: Vec<String> = labels
         .iter()
         .filter_map(|(key, _)| {
             key.strip_prefix(labels::MIG_PROFILE_PREFIX)?
                 .strip_suffix(".count")
+                .filter(|p| !p.is_empty())
                 .map(str::to_owned)
         })
         .collect();
     // Labels come from a BTreeMap, so `profiles` is already sorted and free of duplicates.
-    profiles
+    let mut devices: Vec<MigDevice> = profiles
         .into_iter()
         .map(|profile| {
             let count = labels
                 .count(&format!("{}{profile}.count", labels::MIG_PROFILE_PREFIX))
                 .unwrap_or(0);
-            let memory_mib =
-                labels.size(&format!("{}{profile}.memory", labels::MIG_PROFILE_PREFIX));
+            let memory_mib = labels
+                .memory_mib(&format!("{}{profile}.memory", labels::MIG_PROFILE_PREFIX))
+                .map(|m| m.mib);
             MigDevice {
                 profile,
                 count,
                 memory_mib,
+                resource: None,
             }
         })
-        .collect()
+        .collect();
+    let mut unmatched: Vec<&str> = capacity
+        .keys()
+        .map(String::as_str)
+        .filter(|name| name.len() > MIG_RESOURCE_PREFIX.len())
+        .filter(|name| name.starts_with(MIG_RESOURCE_PREFIX))
+        .collect();
+    for device in &mut devices {
+        let name = format!("{MIG_RESOURCE_PREFIX}{}", device.profile);
+        if let Some(at) = unmatched.iter().position(|r| *r == name) {
+            device.resource = Some(unmatched.remove(at).to_owned());
+        }
+    }
+    // Then by slice count, only where that is unambiguous on both sides.
+    let slices_of_resource = |r: &str| slice_count(&r[MIG_RESOURCE_PREFIX.len()..]);
+    let unmatched_labels: Vec<Option<u32>> = devices
+        .iter()
+        .map(|d| {
+            d.resource
+                .is_none()
+                .then(|| slice_count(&d.profile))
+                .flatten()
+        })
+        .collect();
+    for (device, slices) in devices.iter_mut().zip(&unmatched_labels) {
+        let Some(slices) = *slices else { continue };
+        let same_labels = unmatched_labels
+            .iter()
+            .filter(|s| **s == Some(slices))
+            .count();
+        let candidates: Vec<usize> = (0..unmatched.len())
+            .filter(|i| slices_of_resource(unmatched[*i]) == Some(slices))
+            .collect();
+        if same_labels == 1
+            && let [only] = candidates[..]
+        {
+            device.resource = Some(unmatched.remove(only).to_owned());
+        }
+    }
+    // Resources no label describes (GFD absent): one device entry each, unless it is a leftover at 0.
+    for resource in unmatched {
+        let count = capacity
+            .get(resource)
+            .and_then(|q| quantity_value(q))
+            .filter(|v| *v >= 1.0)
+            .map(|v| v as u64);
+        if let Some(count) = count {
+            devices.push(MigDevice {
+                profile: resource[MIG_RESOURCE_PREFIX.len()..].to_owned(),
+                count,
+                memory_mib: None,
+                resource: Some(resource.to_owned()),
+            });
+        }
+    }
+    devices.sort_by(|a, b| a.profile.cmp(&b.profile));
+    devices
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn devices(
+        labels: &[(&str, &str)],
+        capacity: &[(&str, &str)],
+    ) -> Vec<(String, u64, Option<String>)> {
+        let labels: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let capacity: BTreeMap<String, String> = capacity
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut reader = LabelReader::new(Some(&labels));
+        mig_devices(&mut reader, &capacity)
+            .into_iter()
+            .map(|d| (d.profile, d.count, d.resource))
+            .collect()
+    }
+
+    #[test]
+    fn slice_counts() {
+        assert_eq!(slice_count("3g.20gb"), Some(3));
+        assert_eq!(slice_count("1g.10gb+me"), Some(1));
+        assert_eq!(slice_count("1c.3g.20gb"), Some(3));
+        assert_eq!(slice_count("weird"), None);
+        assert_eq!(slice_count(""), None);
+    }
+
+    #[test]
+    fn a_rounded_label_profile_matches_its_resource_by_slice_count() {
+        let found = devices(
+            &[
+                ("nvidia.com/mig-3g.21gb.count", "2"),
+                ("nvidia.com/mig-1g.10gb.count", "1"),
+            ],
+            &[
+                ("nvidia.com/mig-3g.20gb", "2"),
+                ("nvidia.com/mig-1g.10gb", "1"),
+            ],
+        );
+        assert_eq!(
+            found,
+            [
+                ("1g.10gb".into(), 1, Some("nvidia.com/mig-1g.10gb".into())),
+                ("3g.21gb".into(), 2, Some("nvidia.com/mig-3g.20gb".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn resources_without_labels_are_devices_and_zero_leftovers_are_not() {
+        let found = devices(
+            &[],
+            &[
+                ("nvidia.com/gpu", "0"),
+                ("nvidia.com/mig-1g.10gb", "16"),
+                ("nvidia.com/mig-7g.80gb", "0"),
+            ],
+        );
+        assert_eq!(
+            found,
+            [("1g.10gb".into(), 16, Some("nvidia.com/mig-1g.10gb".into()))]
+        );
+    }
+
+    #[test]
+    fn ambiguous_slice_counts_stay_unmatched() {
+        let found = devices(
+            &[
+                ("nvidia.com/mig-1g.12gb.count", "1"),
+                ("nvidia.com/mig-1g.24gb.count", "1"),
+            ],
+            &[
+                ("nvidia.com/mig-1g.10gb", "1"),
+                ("nvidia.com/mig-1g.20gb", "1"),
+            ],
+        );
+        assert!(
+            found.iter().filter(|d| d.2.is_none()).count() == 2,
+            "{found:?}"
+        );
+    }
 }

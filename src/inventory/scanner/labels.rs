@@ -50,11 +50,66 @@ pub fn is_nvidia_pci_label(key: &str, value: &str) -> bool {
     value == "true" && device.split('_').any(|part| part == NVIDIA_PCI_VENDOR)
 }
 
-/// Reads number-valued labels, recording an `InvalidLabel` issue for each value that does not parse.
+/// Labels only GPU Feature Discovery writes (or, for `gpu.deploy.gpu-feature-discovery=true`, the GPU Operator
+/// when it runs GFD on the node). A node carrying one shows that GFD is installed in the cluster.
+pub const GFD_LABELS: [&str; 13] = [
+    "nvidia.com/gfd.timestamp",
+    GPU_PRODUCT,
+    GPU_COUNT,
+    GPU_MEMORY,
+    "nvidia.com/gpu.family",
+    "nvidia.com/gpu.machine",
+    GPU_REPLICAS,
+    GPU_SHARING_STRATEGY,
+    "nvidia.com/gpu.mode",
+    "nvidia.com/mig.capable",
+    MIG_STRATEGY,
+    "nvidia.com/mps.capable",
+    "nvidia.com/vgpu.present",
+];
+/// Prefixes of GFD's label families (`nvidia.com/cuda.driver.major`, `nvidia.com/mig-1g.10gb.count`, ...).
+pub const GFD_LABEL_PREFIXES: [&str; 4] = [
+    "nvidia.com/cuda.",
+    "nvidia.com/gpu.compute.",
+    MIG_PROFILE_PREFIX,
+    "nvidia.com/vgpu.host-driver-",
+];
+/// Set by the GPU Operator on nodes where it runs GFD.
+pub const GFD_DEPLOY: &str = "nvidia.com/gpu.deploy.gpu-feature-discovery";
+/// A label people add by hand (`kubectl label node n nvidia.com/gpu=true`); no NVIDIA component writes it.
+pub const HAND_MADE_GPU: &str = "nvidia.com/gpu";
+/// The label namespace of NVIDIA's components.
+pub const NVIDIA_LABEL_PREFIX: &str = "nvidia.com/";
+/// One MiB in bytes; also the largest plausible GPU memory in MiB (1 TiB), above which a memory label is bytes.
+pub const MIB: u64 = 1_048_576;
+
+/// Whether a label shows that GPU Feature Discovery runs in the cluster (an empty value shows nothing).
+pub fn is_gfd_label(key: &str, value: &str) -> bool {
+    if value.trim().is_empty() {
+        return false;
+    }
+    if key == GFD_DEPLOY {
+        return value == "true";
+    }
+    GFD_LABELS.contains(&key) || GFD_LABEL_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+/// Reads labels: number-valued ones record an `InvalidLabel` issue when they do not parse; odd but usable
+/// values (surrounding spaces, empty values, memory in bytes) are read and explained in notes.
 #[derive(Debug, Default)]
 pub struct LabelReader<'a> {
     labels: Option<&'a BTreeMap<String, String>>,
     invalid: Vec<NodeIssue>,
+    notes: Vec<String>,
+}
+
+/// A memory label read as MiB, and whether its value was in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryMib {
+    /// MiB.
+    pub mib: u64,
+    /// The label held bytes (read as `bytes / 1 MiB`).
+    pub was_bytes: bool,
 }
 
 impl<'a> LabelReader<'a> {
@@ -63,6 +118,7 @@ impl<'a> LabelReader<'a> {
         Self {
             labels,
             invalid: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -84,31 +140,111 @@ impl<'a> LabelReader<'a> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// A count-like label (`u32` range). Absent = `None`; unparsable = `None` plus an issue.
+    /// A text label, trimmed. Absent or empty = `None` (an empty value is noted, never an issue).
+    pub fn text(&mut self, key: &str) -> Option<&'a str> {
+        let raw = self.get(key)?;
+        let value = raw.trim();
+        if value.is_empty() {
+            self.note(format!("label {key} is empty and was ignored"));
+            return None;
+        }
+        if value.len() != raw.len() {
+            self.note(format!(
+                "label {key} has spaces around its value ({:?}); read as {value:?}",
+                shown(raw)
+            ));
+        }
+        Some(value)
+    }
+
+    /// A count-like label (`u32` range). Absent or empty = `None`; unparsable = `None` plus an issue.
     pub fn count(&mut self, key: &str) -> Option<u64> {
         self.number(key, u64::from(u32::MAX))
     }
 
-    /// A size-like label (fits a Kubernetes int64). Absent = `None`; unparsable = `None` plus an issue.
+    /// A size-like label (fits a Kubernetes int64). Absent or empty = `None`; unparsable = `None` plus an issue.
     pub fn size(&mut self, key: &str) -> Option<u64> {
         self.number(key, i64::MAX as u64)
     }
 
+    /// A per-GPU memory label in MiB. A multiple of 1,048,576 above it (over 1 TiB if it were MiB) is bytes, as
+    /// a 2022 GPU Feature Discovery release wrote: it is read as MiB and noted. 0 is unknown (GFD writes 0 when it
+    /// cannot read the memory, e.g. on a `-MIG-INVALID` GPU).
+    pub fn memory_mib(&mut self, key: &str) -> Option<MemoryMib> {
+        let value = self.size(key)?;
+        if value == 0 {
+            self.note(format!(
+                "label {key}=0 gives no memory size (GPU Feature Discovery writes 0 when it cannot read it): unknown"
+            ));
+            return None;
+        }
+        if value <= MIB {
+            return Some(MemoryMib {
+                mib: value,
+                was_bytes: false,
+            });
+        }
+        if value % MIB != 0 {
+            // Not a whole number of MiB in bytes either: kept as written, but said to be implausible.
+            self.note(format!(
+                "label {key}={value} is over 1 TiB per GPU if read as MiB, yet not a whole number of MiB in bytes: \
+                 kept as MiB; check the label"
+            ));
+            return Some(MemoryMib {
+                mib: value,
+                was_bytes: false,
+            });
+        }
+        let mib = value / MIB;
+        self.note(format!(
+            "label {key}={value} is in bytes (a 2022 GPU Feature Discovery release wrote bytes): read as {mib} MiB"
+        ));
+        Some(MemoryMib {
+            mib,
+            was_bytes: true,
+        })
+    }
+
     fn number(&mut self, key: &str, max: u64) -> Option<u64> {
-        let value = self.get(key)?;
+        let raw = self.get(key)?;
+        let value = raw.trim();
+        if value.is_empty() {
+            self.note(format!("label {key} is empty and was ignored"));
+            return None;
+        }
         match parse_non_negative(value, max) {
-            Some(n) => Some(n),
+            Some(n) => {
+                if value.len() != raw.len() {
+                    self.note(format!(
+                        "label {key} has spaces around its value ({:?}); read as {n}",
+                        shown(raw)
+                    ));
+                }
+                Some(n)
+            }
             None => {
-                self.invalid.push(invalid_label(key, value, max));
+                self.invalid.push(invalid_label(key, raw, max));
                 None
             }
         }
     }
 
-    /// The `InvalidLabel` issues collected so far.
-    pub fn into_issues(self) -> Vec<NodeIssue> {
-        self.invalid
+    /// Records a note about how a value was read.
+    pub fn note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
     }
+
+    /// The `InvalidLabel` issues and the notes collected so far.
+    pub fn finish(self) -> (Vec<NodeIssue>, Vec<String>) {
+        (self.invalid, self.notes)
+    }
+}
+
+/// A label value as shown in messages: at most 64 characters (values can be up to 63; dumps can hold more).
+fn shown(value: &str) -> String {
+    value.chars().take(64).collect()
 }
 
 /// Parses a plain decimal non-negative integer no larger than `max` (no sign, no spaces, no unit).
@@ -121,7 +257,7 @@ fn parse_non_negative(value: &str, max: u64) -> Option<u64> {
 
 fn invalid_label(key: &str, value: &str, max: u64) -> NodeIssue {
     // Values can be up to 63 characters; keep the message short and printable either way.
-    let shown: String = value.chars().take(64).collect();
+    let shown = shown(value);
     NodeIssue {
         reason: IssueReason::InvalidLabel.to_string(),
         message: format!(

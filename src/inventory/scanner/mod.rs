@@ -3,11 +3,13 @@
 //! Pure and deterministic: no I/O, no clock, output sorted by node name. Everything the operator knows about
 //! GPU labels lives here (the reading rules are in README.md), so every publisher and the `scan` command agree by construction.
 
+pub mod cloud;
 mod diagnose;
-mod features;
+pub mod features;
 pub mod labels;
 pub mod resources;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
@@ -17,7 +19,9 @@ use serde::Serialize;
 
 use crate::crd::GpuNodeEntry;
 use labels::LabelReader;
-use resources::{NVIDIA_RESOURCE_PREFIX, nvidia_resources, quantity_value};
+use resources::{
+    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources, quantity_value,
+};
 
 /// Why a GPU node needs attention. The strings are part of the API (status, ConfigMap, metrics, alerts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -32,6 +36,8 @@ pub enum IssueReason {
     GpusUnhealthy,
     /// `nvidia.com/mig.config.state` = `failed`.
     MigConfigFailed,
+    /// `nvidia.com/mig.config.state` = `pending` or `rebooting`: the GPUs are being re-partitioned.
+    MigConfigPending,
     /// The product label ends in `-MIG-INVALID`.
     MigInvalid,
     /// The node is cordoned.
@@ -42,12 +48,13 @@ pub enum IssueReason {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 8] = [
+    pub const ALL: [IssueReason; 9] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
         IssueReason::GpusUnhealthy,
         IssueReason::MigConfigFailed,
+        IssueReason::MigConfigPending,
         IssueReason::MigInvalid,
         IssueReason::Unschedulable,
         IssueReason::InvalidLabel,
@@ -61,6 +68,7 @@ impl IssueReason {
             IssueReason::GpusNotAllocatable => "GpusNotAllocatable",
             IssueReason::GpusUnhealthy => "GpusUnhealthy",
             IssueReason::MigConfigFailed => "MigConfigFailed",
+            IssueReason::MigConfigPending => "MigConfigPending",
             IssueReason::MigInvalid => "MigInvalid",
             IssueReason::Unschedulable => "Unschedulable",
             IssueReason::InvalidLabel => "InvalidLabel",
@@ -88,12 +96,38 @@ pub struct Inventory {
     pub nodes: Vec<GpuNodeEntry>,
 }
 
-/// Scans the nodes the selector picks. Nodes that are not GPU nodes are left out.
+/// What the scan of one node needs to know about the others in scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanScope {
+    /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
+    /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
+    pub gfd_installed: bool,
+}
+
+impl ScanScope {
+    /// The scope of these nodes: the first of the scan's two passes.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> ScanScope {
+        ScanScope {
+            gfd_installed: nodes.into_iter().any(|node| {
+                node.labels()
+                    .iter()
+                    .any(|(k, v)| labels::is_gfd_label(k, v))
+            }),
+        }
+    }
+}
+
+/// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
+/// then each node. Nodes that are not GPU nodes are left out.
 pub fn scan<'a>(nodes: impl IntoIterator<Item = &'a Node>, selector: &Selector) -> Inventory {
-    let mut entries: Vec<GpuNodeEntry> = nodes
+    let selected: Vec<&Node> = nodes
         .into_iter()
         .filter(|node| selector.matches(node.labels()))
-        .filter_map(scan_node)
+        .collect();
+    let scope = ScanScope::of(selected.iter().copied());
+    let mut entries: Vec<GpuNodeEntry> = selected
+        .into_iter()
+        .filter_map(|node| scan_node_in(node, scope))
         .collect();
     // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
     // the one kept does not depend on the input order.
@@ -118,25 +152,103 @@ pub fn scan<'a>(nodes: impl IntoIterator<Item = &'a Node>, selector: &Selector) 
     }
 }
 
-/// The node's entry when it is a GPU node, else `None`.
+/// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
+/// counts as installed only when this node carries its labels). Use [`scan`] for a set of nodes.
 pub fn scan_node(node: &Node) -> Option<GpuNodeEntry> {
+    scan_node_in(node, ScanScope::of([node]))
+}
+
+/// The node's entry when it is a GPU node, else `None`. `scope` says what the other nodes show (see [`scan`]).
+pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
     let mut labels = LabelReader::new(node.metadata.labels.as_ref());
     let status = node.status.as_ref();
     let capacity = nvidia_resources(status.and_then(|s| s.capacity.as_ref()));
-    if !is_gpu_node(&labels, &capacity) {
+    let allocatable_block = status.and_then(|s| s.allocatable.as_ref());
+    let hand_made = hand_made_gpu_label(&mut labels);
+    let cloud = cloud::read(&mut labels);
+    if !(is_gpu_node(&labels, &capacity) || cloud.present || hand_made) {
         return None;
     }
-    let allocatable = nvidia_resources(status.and_then(|s| s.allocatable.as_ref()));
+    let allocatable = nvidia_resources(allocatable_block);
     let ready_condition = ready_condition(node);
-    let product = labels.get(labels::GPU_PRODUCT).map(str::to_owned);
-    let count = labels.count(labels::GPU_COUNT).unwrap_or(0);
-    let memory_mib = labels.size(labels::GPU_MEMORY);
-    let sharing = features::sharing(&mut labels, &capacity);
-    let mig = features::mig(&mut labels, product.as_deref());
+    let mut derived_from = BTreeMap::new();
+
+    let product = match labels.text(labels::GPU_PRODUCT) {
+        Some(product) => Some(product.to_owned()),
+        None => match mig_profile_product(&mut labels) {
+            Some((product, key)) => {
+                derived_from.insert("product".to_owned(), key);
+                Some(product)
+            }
+            None => cloud.product.map(|(product, key)| {
+                derived_from.insert("product".to_owned(), key);
+                product
+            }),
+        },
+    };
+    let sharing = features::sharing(&mut labels, &capacity, cloud.sharing.as_ref());
+    let replicas = sharing.as_ref().and_then(|s| s.replicas);
+    let count = match labels.count(labels::GPU_COUNT) {
+        Some(count) => count,
+        None => match (
+            cloud.count,
+            device_plugin_gpus(&capacity, &allocatable, replicas),
+        ) {
+            (Some((count, key)), _) => {
+                derived_from.insert("count".to_owned(), key);
+                count
+            }
+            (None, Some((count, from))) => {
+                derived_from.insert("count".to_owned(), from);
+                count
+            }
+            (None, None) => 0,
+        },
+    };
+    let memory_mib = match labels.memory_mib(labels::GPU_MEMORY) {
+        Some(memory) => {
+            if memory.was_bytes {
+                derived_from.insert(
+                    "memoryMiB".to_owned(),
+                    format!("{} (bytes)", labels::GPU_MEMORY),
+                );
+            }
+            Some(memory.mib)
+        }
+        None => cloud.memory.map(|(memory, key)| {
+            derived_from.insert("memoryMiB".to_owned(), key);
+            memory.mib
+        }),
+    };
+    let mut mig = features::mig(&mut labels, product.as_deref(), &capacity);
+    if let Some(size) = cloud.partition_size.as_deref()
+        && mig.is_none()
+    {
+        mig = Some(gke_partitions(size, count));
+    }
+    if allocatable_block.is_none() {
+        labels.note(
+            "the object has no status.allocatable (a partial dump?): whether its GPUs are allocatable is unknown"
+                .to_owned(),
+        );
+    }
+    let mut sources = Vec::new();
+    if cloud.present {
+        sources.push(SOURCE_CLOUD.to_owned());
+    }
+    if has_positive(&capacity) || has_positive(&allocatable) {
+        sources.push(SOURCE_DEVICE_PLUGIN.to_owned());
+    }
+    if labels.iter().any(|(k, v)| {
+        (k.starts_with(labels::NVIDIA_LABEL_PREFIX) && !v.trim().is_empty())
+            || labels::is_nvidia_pci_label(k, v)
+    }) {
+        sources.push(SOURCE_LABELS.to_owned());
+    }
     let mut entry = GpuNodeEntry {
         name: node.name_any(),
         ready: ready_condition.is_some_and(|c| c.status == "True"),
-        workload_config: labels.get(labels::GPU_WORKLOAD_CONFIG).map(str::to_owned),
+        workload_config: labels.text(labels::GPU_WORKLOAD_CONFIG).map(str::to_owned),
         product,
         count,
         memory_mib,
@@ -149,12 +261,141 @@ pub fn scan_node(node: &Node) -> Option<GpuNodeEntry> {
             .as_ref()
             .and_then(|s| s.unschedulable)
             .unwrap_or(false),
+        sources,
+        derived_from,
+        notes: Vec::new(),
         issues: Vec::new(),
     };
-    let mut issues = diagnose::diagnose(&entry, ready_condition);
-    issues.extend(labels.into_issues());
+    let facts = diagnose::Facts {
+        ready_condition,
+        cloud_says_gpu: cloud.present,
+        allocatable_known: allocatable_block.is_some(),
+        gfd_in_scope: scope.gfd_installed,
+    };
+    let mut issues = diagnose::diagnose(&entry, facts);
+    let (invalid, notes) = labels.finish();
+    issues.extend(invalid);
     entry.issues = issues;
+    entry.notes = notes;
     Some(entry)
+}
+
+/// `sources` value: a cloud provider's GPU labels.
+pub const SOURCE_CLOUD: &str = "cloud";
+/// `sources` value: the device plugin's `nvidia.com/*` extended resources.
+pub const SOURCE_DEVICE_PLUGIN: &str = "device-plugin";
+/// `sources` value: DRA devices (ResourceSlices).
+pub const SOURCE_DRA: &str = "dra";
+/// `sources` value: GPU Feature Discovery, NFD or other `nvidia.com/*` node labels.
+pub const SOURCE_LABELS: &str = "labels";
+
+/// Whether a resource list holds an `nvidia.com/*` resource above 0.
+fn has_positive(resources: &BTreeMap<String, String>) -> bool {
+    resources
+        .values()
+        .any(|q| quantity_value(q).is_some_and(|v| v > 0.0))
+}
+
+/// The count the device plugin shows when no label gives one: `nvidia.com/gpu` capacity (total registered
+/// devices), else allocatable, else the renamed `nvidia.com/gpu.shared`; divided by the sharing replicas when
+/// they are known and divide it (a shared GPU is advertised once per replica). `None` when none lists it.
+fn device_plugin_gpus(
+    capacity: &BTreeMap<String, String>,
+    allocatable: &BTreeMap<String, String>,
+    replicas: Option<u64>,
+) -> Option<(u64, String)> {
+    let whole = |v: f64| v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX);
+    let (value, from) = [
+        ("capacity", capacity, GPU_RESOURCE),
+        ("allocatable", allocatable, GPU_RESOURCE),
+        ("capacity", capacity, SHARED_GPU_RESOURCE),
+    ]
+    .into_iter()
+    .find_map(|(field, list, resource)| {
+        let value = quantity_value(list.get(resource)?)?;
+        // Extended resources are whole numbers; anything else is not a count. A renamed node keeps
+        // `nvidia.com/gpu: 0`, so the shared resource is read when the plain one is 0.
+        (whole(value)
+            && (value > 0.0
+                || resource == SHARED_GPU_RESOURCE
+                || !capacity.contains_key(SHARED_GPU_RESOURCE)))
+        .then(|| (value as u64, format!("{field} {resource}")))
+    })?;
+    match replicas {
+        Some(r) if r > 1 && value > 0 && value % r == 0 => {
+            Some((value / r, format!("{from} / {r} replicas")))
+        }
+        _ => Some((value, from)),
+    }
+}
+
+/// GKE's MIG: partitions of one size advertised as `nvidia.com/gpu`, so `count` counts partitions.
+fn gke_partitions(size: &str, count: u64) -> crate::crd::MigInfo {
+    crate::crd::MigInfo {
+        count_meaning: Some(format!(
+            "count is the number of MIG partitions of size {size} (GKE gpu-partition-size), not physical GPUs"
+        )),
+        devices: vec![crate::crd::MigDevice {
+            profile: size.to_owned(),
+            count,
+            memory_mib: None,
+            resource: Some(GPU_RESOURCE.to_owned()),
+        }],
+        ..Default::default()
+    }
+}
+
+/// The product of GFD's per-profile MIG labels (`nvidia.com/mig-7g.40gb.product`) when the node has no
+/// `nvidia.com/gpu.product`: one profile's product as written, or the parent GPU several profiles share.
+fn mig_profile_product(labels: &mut LabelReader<'_>) -> Option<(String, String)> {
+    let keys: Vec<&str> = labels
+        .iter()
+        .map(|(k, _)| k)
+        .filter(|k| k.starts_with(labels::MIG_PROFILE_PREFIX) && k.ends_with(".product"))
+        .collect();
+    let mut products: Vec<(&str, &str)> = keys
+        .into_iter()
+        .filter_map(|k| Some((labels.text(k)?, k)))
+        .collect();
+    products.dedup_by(|a, b| a.0 == b.0);
+    let (first, key) = *products.first()?;
+    if products.iter().all(|(p, _)| *p == first) {
+        return Some((first.to_owned(), key.to_owned()));
+    }
+    let parent = |p: &str| {
+        p.split_once("-MIG-")
+            .map_or(p, |(parent, _)| parent)
+            .to_owned()
+    };
+    let common = parent(first);
+    products
+        .iter()
+        .all(|(p, _)| parent(p) == common)
+        .then(|| (common, key.to_owned()))
+        .or_else(|| Some((first.to_owned(), key.to_owned())))
+}
+
+/// The hand-made `nvidia.com/gpu` label: `true` (or a number) marks a GPU node; it is noted either way, since
+/// no NVIDIA component writes it and it gives no count or model.
+fn hand_made_gpu_label(labels: &mut LabelReader<'_>) -> bool {
+    let Some(raw) = labels.get(labels::HAND_MADE_GPU) else {
+        return false;
+    };
+    let value = raw.trim();
+    let marks_gpu = value.eq_ignore_ascii_case("true") || value.parse::<u64>().is_ok_and(|n| n > 0);
+    let shown: String = value.chars().take(64).collect();
+    labels.note(if marks_gpu {
+        format!(
+            "label {}={shown} is hand-made (no NVIDIA component writes it): read as \"has a GPU\", it gives no count or model",
+            labels::HAND_MADE_GPU
+        )
+    } else {
+        format!(
+            "label {}={shown:?} is hand-made (no NVIDIA component writes it) and says nothing usable; ignored",
+            labels::HAND_MADE_GPU
+        )
+    });
+    marks_gpu
 }
 
 /// The node's `Ready` condition, if it reports one.
@@ -167,18 +408,31 @@ pub fn ready_condition(node: &Node) -> Option<&NodeCondition> {
         .find(|c| c.type_ == "Ready")
 }
 
+/// Whether a label is there with a value (an empty label counts as absent).
+fn has_value(labels: &LabelReader<'_>, key: &str) -> bool {
+    labels.get(key).is_some_and(|v| !v.trim().is_empty())
+}
+
+/// GFD's per-profile MIG labels (`nvidia.com/mig-1g.10gb.count` above 0, `.product`) exist only on GPU nodes.
+fn is_mig_profile_evidence(key: &str, value: &str) -> bool {
+    let Some(rest) = key.strip_prefix(labels::MIG_PROFILE_PREFIX) else {
+        return false;
+    };
+    let value = value.trim();
+    (rest.ends_with(".count") && value.parse::<u64>().is_ok_and(|n| n > 0))
+        || (rest.ends_with(".product") && !value.is_empty())
+}
+
 /// Any one signal makes a GPU node; `gpu.present=false` alone makes nothing.
-fn is_gpu_node(
-    labels: &LabelReader<'_>,
-    nvidia_capacity: &std::collections::BTreeMap<String, String>,
-) -> bool {
+fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, String>) -> bool {
     labels.get(labels::GPU_PRESENT) == Some("true")
         || labels
             .iter()
             .any(|(k, v)| labels::is_nvidia_pci_label(k, v))
-        || labels.has(labels::GPU_PRODUCT)
-        || labels.has(labels::GPU_COUNT)
-        || labels.has(labels::GPU_WORKLOAD_CONFIG)
+        || has_value(labels, labels::GPU_PRODUCT)
+        || has_value(labels, labels::GPU_COUNT)
+        || has_value(labels, labels::GPU_WORKLOAD_CONFIG)
+        || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
         || nvidia_capacity.iter().any(|(name, q)| {
             name.starts_with(NVIDIA_RESOURCE_PREFIX) && quantity_value(q).is_some_and(|v| v > 0.0)
         })

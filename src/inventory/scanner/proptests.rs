@@ -23,7 +23,14 @@ fn label_key() -> impl Strategy<Value = String> {
         Just("nvidia.com/gpu.workload.config".to_owned()),
         Just("nvidia.com/mig.strategy".to_owned()),
         Just("nvidia.com/mig.config.state".to_owned()),
-        "nvidia.com/mig-[0-9a-z.]{0,8}\\.(count|memory)",
+        Just("nvidia.com/mig.config".to_owned()),
+        Just("nvidia.com/gpu".to_owned()),
+        Just("nvidia.com/gfd.timestamp".to_owned()),
+        Just("cloud.google.com/gke-accelerator".to_owned()),
+        Just("k8s.amazonaws.com/accelerator".to_owned()),
+        Just("kubernetes.azure.com/accelerator".to_owned()),
+        "(karpenter.k8s.aws|eks.amazonaws.com)/instance-gpu-(name|count|memory|manufacturer)",
+        "nvidia.com/mig-[0-9a-z.]{0,8}\\.(count|memory|product)",
         "feature.node.kubernetes.io/pci-[0-9a-f_]{0,12}\\.present",
         "[a-z0-9./_-]{1,40}",
     ]
@@ -38,6 +45,12 @@ fn label_value() -> impl Strategy<Value = String> {
         Just("failed".to_owned()),
         Just("mixed".to_owned()),
         Just("single".to_owned()),
+        Just("pending".to_owned()),
+        Just("nvidia".to_owned()),
+        Just("amd".to_owned()),
+        Just("nvidia-tesla-t4".to_owned()),
+        Just("16106127360".to_owned()),
+        " {0,2}[0-9]{1,6} {0,2}",
         ".{0,63}",
     ]
 }
@@ -58,9 +71,10 @@ fn node() -> impl Strategy<Value = Node> {
         proptest::collection::btree_map("nvidia.com/[a-z0-9.-]{1,12}|cpu", quantity(), 0..4),
         proptest::option::of(prop_oneof!["True", "False", "Unknown", ".{0,10}"]),
         proptest::option::of(any::<bool>()),
+        any::<bool>(),
     )
         .prop_map(
-            |(name, labels, capacity, allocatable, ready, unschedulable)| {
+            |(name, labels, capacity, allocatable, ready, unschedulable, partial)| {
                 let quantities = |m: BTreeMap<String, String>| {
                     m.into_iter().map(|(k, v)| (k, Quantity(v))).collect()
                 };
@@ -73,7 +87,8 @@ fn node() -> impl Strategy<Value = Node> {
                 });
                 node.status = Some(NodeStatus {
                     capacity: Some(quantities(capacity)),
-                    allocatable: Some(quantities(allocatable)),
+                    // A partial dump has no allocatable block at all.
+                    allocatable: (!partial).then(|| quantities(allocatable)),
                     conditions: ready.map(|status| {
                         vec![NodeCondition {
                             type_: "Ready".into(),
@@ -103,6 +118,19 @@ proptest! {
         prop_assert_eq!(&inventory, &scan(&nodes, &Selector::default()));
         for entry in &inventory.nodes {
             prop_assert!(serde_json::to_string(entry).is_ok());
+            prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);
+            prop_assert!(entry.sources.iter().all(|s| ["cloud", "device-plugin", "dra", "labels"].contains(&s.as_str())));
+            prop_assert!(!entry.sources.is_empty(), "a GPU node is described by something");
+            let reasons: Vec<&str> = entry.issues.iter().map(|i| i.reason.as_str()).collect();
+            prop_assert!(reasons.iter().all(|r| super::IssueReason::ALL.iter().any(|k| k.as_str() == *r)));
+            prop_assert!(
+                !(reasons.contains(&"GpusNotAllocatable") && reasons.contains(&"GpusUnhealthy")),
+                "one allocation issue at most: {reasons:?}"
+            );
+        }
+        // Without any GFD label among the nodes, nobody is GpuLabelsMissing.
+        if !nodes.iter().any(|n| n.metadata.labels.iter().flatten().any(|(k, v)| super::labels::is_gfd_label(k, v))) {
+            prop_assert!(inventory.nodes.iter().all(|e| e.issues.iter().all(|i| i.reason != "GpuLabelsMissing")));
         }
     }
 
