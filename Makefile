@@ -5,7 +5,10 @@ CARGO ?= cargo
 CLUSTER := hack/local-cluster.sh
 KUBECONFIG_LOCAL := $(CURDIR)/target/local-cluster/kubeconfig
 
-.PHONY: help build lint unit-test integration-test test cluster-up cluster-down cluster-status demo demo-ci bench crd-manifest
+# Kubernetes versions `make test-compat` runs the integration suite on (`make test` runs the default, v1.34.4).
+COMPAT_VERSIONS ?= v1.32.13 v1.37.2
+
+.PHONY: help build lint lint-rust lint-actions unit-test integration-test test test-compat cluster-up cluster-down cluster-status demo demo-ci bench crd-manifest
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -13,9 +16,14 @@ help: ## List the targets
 build: ## Build the operator (debug)
 	$(CARGO) build --locked
 
-lint: ## cargo fmt --check and clippy -D warnings
+lint: lint-rust lint-actions ## All linters
+
+lint-rust: ## cargo fmt --check and clippy -D warnings
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+lint-actions: ## actionlint on .github/workflows (built once from its Go module, cached outside the repo)
+	actionlint="$$(hack/build-control-plane.sh actionlint)"; "$$actionlint" -no-color .github/workflows/*.yml
 
 unit-test: ## Unit tests (no cluster)
 	$(CARGO) test --locked --lib --bins
@@ -37,7 +45,19 @@ test: lint unit-test ## Everything: lint, unit tests, cluster-up, integration te
 	  exit $$status; \
 	fi
 
-cluster-up: ## Start the local control plane (builds etcd and kube-apiserver once)
+test-compat: ## The integration suite on each of COMPAT_VERSIONS (a fresh local cluster per version)
+	@if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \
+	  echo "test-compat runs local clusters; unset GPUINV_TEST_KUBECONFIG" >&2; exit 2; \
+	fi
+	for version in $(COMPAT_VERSIONS); do \
+	  echo "== integration tests on Kubernetes $$version"; \
+	  K8S_VERSION=$$version $(CLUSTER) up; \
+	  status=0; $(MAKE) integration-test || status=$$?; \
+	  $(CLUSTER) down; \
+	  if [[ $$status != 0 ]]; then echo "integration tests failed on Kubernetes $$version" >&2; exit $$status; fi; \
+	done
+
+cluster-up: ## Start the local cluster (K8S_VERSION selects the version; builds its binaries once)
 	$(CLUSTER) up
 
 cluster-down: ## Stop the local control plane and delete its state

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: the operator against the article-style baseline (benches/baseline_operator.rs), side by side,
 # in the same run, on a local control plane of its own (target/bench-cluster; the integration tests' cluster
-# in target/local-cluster is never touched). DESIGN §6 lists the targets.
+# in target/local-cluster is never touched). benches/RESULTS.md lists the targets and the results.
 #
 #   1. builds the operator and benches/ (release),
 #   2. starts the bench cluster (LOCAL_CLUSTER_STATE_DIR=target/bench-cluster hack/local-cluster.sh up),

@@ -43,6 +43,10 @@
 #   LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD
 #                                how long a node may miss Lease renewals before the node lifecycle
 #                                controller marks it Unknown (default 40s; Kubernetes' default is 50s)
+#   LOCAL_CLUSTER_NODE_STATUS_SECS
+#                                how often KWOK rewrites a managed node's status (conditions' heartbeat
+#                                times), like a kubelet's status update: every N to 2N seconds (default 10,
+#                                kubelet's nodeStatusUpdateFrequency; KWOK's own stage waits 10-20 minutes)
 #   LOCAL_CLUSTER_READY_TIMEOUT  seconds to wait for readiness (default 90)
 set -euo pipefail
 
@@ -81,6 +85,8 @@ export KWOK_WORKDIR="${STATE_DIR}/kwok"
 KWOK_LEASE_SECONDS=20
 NODE_MONITOR_PERIOD=2s
 NODE_MONITOR_GRACE_PERIOD="${LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD:-40s}"
+NODE_STATUS_SECS="${LOCAL_CLUSTER_NODE_STATUS_SECS:-10}"
+[[ "${NODE_STATUS_SECS}" =~ ^[1-9][0-9]*$ ]] || { printf '[local-cluster] ERROR: LOCAL_CLUSTER_NODE_STATUS_SECS=%s: expected a whole number of seconds\n' "${NODE_STATUS_SECS}" >&2; exit 1; }
 # Leader election of controller-manager and scheduler: renewals may fail for up to 45s before a
 # component gives up its lease and exits (default 10s), so an API-server restart (fault tests keep it
 # down ~20s) does not take them down. start-apiserver restarts them if a longer outage did.
@@ -500,6 +506,13 @@ write_kwok_args() {
   printf '%s\n' "${port}" >"${STATE_DIR}/kwok.port"
   mkdir -p "${STATE_DIR}/kwok"
   cp "${HACK_DIR}"/kwok/node-*.yaml "${HACK_DIR}"/kwok/pod-*.yaml "${STATE_DIR}/kwok/"
+  # Status heartbeats every NODE_STATUS_SECS..2*NODE_STATUS_SECS (the stage's delay and jitter bound), so a
+  # test sees heartbeats within a minute: the operator must ignore them.
+  sed -i -e "s/durationMilliseconds: 600000/durationMilliseconds: $((NODE_STATUS_SECS * 1000))/" \
+    -e "s/jitterDurationMilliseconds: 610000/jitterDurationMilliseconds: $((NODE_STATUS_SECS * 2000))/" \
+    "${STATE_DIR}/kwok/node-heartbeat-with-lease.yaml"
+  grep -q "durationMilliseconds: $((NODE_STATUS_SECS * 1000))$" "${STATE_DIR}/kwok/node-heartbeat-with-lease.yaml" ||
+    die "hack/kwok/node-heartbeat-with-lease.yaml no longer has the delay this script rewrites (600000 ms)"
   {
     cat <<EOF
 --kubeconfig=${STATE_DIR}/kwok.kubeconfig

@@ -10,30 +10,10 @@ use std::time::Duration;
 use common::{TEST_LABEL, TestEnv, fixture_nodes, kubeconfig_path};
 use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use serde_json::json;
 
 const CONVERGE: Duration = Duration::from_secs(30);
-
-/// Creates a fixture node as the test's own: name prefixed with the test id, the test label added, status kept
-/// (this API server keeps a Node's status on create). Unlike `TestEnv::create_node` it keeps the node's own
-/// `kubernetes.io/hostname`, since the real nodes' names are longer than a label value may be.
-async fn create_as_is(env: &TestEnv, mut node: Node) -> String {
-    let name = env.node_name(node.metadata.name.as_deref().unwrap_or("node"));
-    node.metadata.name = Some(name.clone());
-    node.metadata.resource_version = None;
-    node.metadata.uid = None;
-    node.metadata.creation_timestamp = None;
-    node.metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(TEST_LABEL.to_owned(), env.id.clone());
-    Api::<Node>::all(env.client.clone())
-        .create(&PostParams::default(), &node)
-        .await
-        .unwrap_or_else(|e| panic!("creating node {name}: {e}"));
-    name
-}
 
 /// The test's nodes as the API server holds them.
 async fn nodes_on_server(env: &TestEnv) -> Vec<Node> {
@@ -96,7 +76,7 @@ async fn real_nodes_read_the_same_in_the_cluster_as_offline() {
     let env = TestEnv::new("real-nodes").await;
     let fixture = fixture_nodes("real-nodes.yaml");
     for node in fixture.clone() {
-        create_as_is(&env, node).await;
+        env.create_node(node).await;
     }
     // What the server holds: the fixture plus what the API server fills in (a missing allocatable block
     // becomes a copy of capacity).
@@ -201,13 +181,12 @@ fn cloud_node(name: &str, labels: &[(&str, &str)], gpus: &str) -> Node {
     .unwrap()
 }
 
-/// Creates the nodes and makes them Ready with a fresh heartbeat. Everything that depends on these nodes being
-/// Ready must be asserted within ~20 s of this call: a node lifecycle controller turns nodes without a kubelet
-/// Unknown after ~40 s (this is the one place to mark them as managed by a kubelet simulator).
+/// Creates the nodes and makes them Ready; `set_ready` hands them to KWOK, which keeps them Ready as a kubelet
+/// would (without it, the node lifecycle controller would turn them Unknown after its grace period).
 async fn create_ready_nodes(env: &TestEnv, nodes: Vec<Node>) -> Vec<String> {
     let mut names = Vec::new();
     for node in nodes {
-        let name = create_as_is(env, node).await;
+        let name = env.create_node(node).await;
         env.set_ready(&name, "True").await;
         names.push(name);
     }

@@ -24,6 +24,20 @@ use serde_json::json;
 /// The label every object a test creates carries, with the test's id as value.
 pub const TEST_LABEL: &str = "gpuinv-test";
 
+/// The annotation KWOK's `--manage-nodes-with-annotation-selector` picks (hack/local-cluster.sh, and the kind
+/// workflow): nodes carrying it get a simulated kubelet.
+pub const KWOK_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+
+/// Whether a node's Ready condition is `True`.
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
 /// Path of the kubeconfig the tests use.
 pub fn kubeconfig_path() -> PathBuf {
     match std::env::var_os("GPUINV_TEST_KUBECONFIG") {
@@ -126,7 +140,7 @@ where
     }
 }
 
-/// The nodes of a fixture file in tests/fixtures (a copy of ../shared/fixtures).
+/// The nodes of a fixture file in tests/fixtures.
 pub fn fixture_nodes(file: &str) -> Vec<Node> {
     let path = fixture_path(file);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading fixture {path}: {e}"));
@@ -210,6 +224,11 @@ impl TestEnv {
     }
 
     /// Creates one node, renamed and labelled for this test. The API server keeps the status on create.
+    ///
+    /// On a cluster with controllers (the local cluster, kind) a node whose kubelet never reports goes
+    /// `Unknown` after the node lifecycle controller's grace period. So a node created Ready is handed to KWOK
+    /// (annotation [`KWOK_NODE_ANNOTATION`]), which renews its Lease like a kubelet and keeps it Ready; a node
+    /// created NotReady is left alone and stays NotReady (becoming `Unknown`, as a dead kubelet's node does).
     pub async fn create_node(&self, mut node: Node) -> String {
         let name = self.node_name(node.metadata.name.as_deref().unwrap_or("node"));
         node.metadata.name = Some(name.clone());
@@ -220,8 +239,19 @@ impl TestEnv {
             .labels
             .get_or_insert_with(BTreeMap::new)
             .insert(TEST_LABEL.to_owned(), self.id.clone());
-        if let Some(labels) = node.metadata.labels.as_mut() {
+        // The hostname label follows the new name where a label value can hold it (63 characters); longer
+        // names (some real nodes' are) keep the node's own hostname.
+        if let Some(labels) = node.metadata.labels.as_mut()
+            && name.len() <= 63
+        {
             labels.insert("kubernetes.io/hostname".to_owned(), name.clone());
+        }
+        if is_ready(&node) {
+            let (key, value) = KWOK_NODE_ANNOTATION;
+            node.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(key.to_owned(), value.to_owned());
         }
         let api: Api<Node> = Api::all(self.client.clone());
         api.create(&PostParams::default(), &node)
@@ -230,9 +260,13 @@ impl TestEnv {
         name
     }
 
-    /// Sets a node's Ready condition through the status subresource.
+    /// Sets a node's Ready condition through the status subresource, and hands the node to KWOK (`True`) or
+    /// takes it away first (anything else), so KWOK neither fights a NotReady nor lets a Ready one lapse.
     pub async fn set_ready(&self, node: &str, status: &str) {
         let nodes: Api<Node> = Api::all(self.client.clone());
+        if status != "True" {
+            self.set_kwok_managed(node, false).await;
+        }
         let mut current = nodes.get_status(node).await.expect("get node status");
         let conditions = current
             .status
@@ -264,6 +298,20 @@ impl TestEnv {
             .patch_status(node, &PatchParams::default(), &Patch::Merge(body))
             .await
             .unwrap_or_else(|e| panic!("patching Ready of {node}: {e}"));
+        if status == "True" {
+            self.set_kwok_managed(node, true).await;
+        }
+    }
+
+    /// Hands a node to KWOK (it renews the node's Lease and heartbeats its status like a kubelet) or takes it
+    /// away (its "kubelet" goes silent, and the node lifecycle controller marks it Unknown after its grace).
+    pub async fn set_kwok_managed(&self, node: &str, managed: bool) {
+        let (key, value) = KWOK_NODE_ANNOTATION;
+        let body = json!({ "metadata": { "annotations": { key: managed.then_some(value) } } });
+        Api::<Node>::all(self.client.clone())
+            .patch(node, &PatchParams::default(), &Patch::Merge(body))
+            .await
+            .unwrap_or_else(|e| panic!("annotating {node} for KWOK: {e}"));
     }
 
     /// Merges `resources` into a node's capacity or allocatable (`field`) through the status subresource.

@@ -1,0 +1,334 @@
+//! What a cluster with controllers does to the inventory: kubelet heartbeats (KWOK), the node lifecycle
+//! controller marking a silent node Unknown and tainting it, the scheduler placing GPU pods. Needs
+//! kube-controller-manager, kube-scheduler and KWOK (hack/local-cluster.sh runs them; on kind, install KWOK
+//! with the stages in hack/kwok/ as .github/workflows/ci.yml does). Each test fails, never skips, without them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{TEST_LABEL, TestEnv, eventually, is_local_cluster};
+use gpu_inventory_operator::crd::GpuNodeEntry;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(30);
+
+/// A GPU node as GPU Feature Discovery and the device plugin describe it, Ready, with what the scheduler
+/// needs to place pods on it (cpu, memory, pods).
+fn gpu_node(name: &str, gpus: u32) -> Node {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": { "name": name, "labels": {
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": gpus.to_string(),
+            "nvidia.com/gpu.memory": "81559",
+        }},
+        "status": {
+            "capacity": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string() },
+            "allocatable": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string() },
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady",
+                             "message": "kubelet is posting ready status" }]
+        }
+    }))
+    .unwrap()
+}
+
+/// The node lifecycle controller's grace period: the local cluster's flag, else Kubernetes' default (50 s).
+fn node_grace() -> Duration {
+    let args = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/local-cluster/kube-controller-manager.args");
+    let configured = is_local_cluster()
+        .then(|| std::fs::read_to_string(args).ok())
+        .flatten()
+        .and_then(|text| {
+            let value = text.split("--node-monitor-grace-period=").nth(1)?;
+            value
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('s')
+                .parse()
+                .ok()
+        });
+    Duration::from_secs(configured.unwrap_or(50))
+}
+
+fn entry<'a>(
+    status: &'a gpu_inventory_operator::crd::GpuInventoryStatus,
+    node: &str,
+) -> Option<&'a GpuNodeEntry> {
+    status.nodes.iter().find(|n| n.name == node)
+}
+
+fn reasons(entry: &GpuNodeEntry) -> Vec<&str> {
+    entry.issues.iter().map(|i| i.reason.as_str()).collect()
+}
+
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no series {series} in /metrics:\n{text}"))
+}
+
+#[tokio::test]
+async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
+    let env = TestEnv::new("heartbeats").await;
+    let mut names = Vec::new();
+    for i in 0..50 {
+        names.push(env.create_node(gpu_node(&format!("hb{i:02}"), 8)).await);
+    }
+    let operator = env.start_operator("5s");
+    let inventory = env
+        .wait_inventory(&env.inventory_name(), CONVERGE, "50 Ready GPU nodes", |s| {
+            (s.total_gpu_nodes, s.ready_gpu_nodes) == (50, 50)
+        })
+        .await;
+    let configmap = env
+        .wait_configmap(CONVERGE, "50 node entries", |d| d.len() == 51)
+        .await;
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let versions = |list: Vec<Node>| -> BTreeMap<String, String> {
+        list.into_iter()
+            .map(|n| {
+                (
+                    n.metadata.name.clone().unwrap(),
+                    n.metadata.resource_version.unwrap(),
+                )
+            })
+            .collect()
+    };
+    let selector = kube::api::ListParams::default().labels(&format!("{TEST_LABEL}={}", env.id));
+    let before = versions(nodes.list(&selector).await.unwrap().items);
+    let (_, text) = operator.http_get("/metrics").await;
+    let writes_before = metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
+        + metric(
+            &text,
+            "gpu_inventory_guard_writes_total{target=\"configmap\"}",
+        );
+
+    tokio::time::sleep(Duration::from_secs(60)).await;
+
+    let after = versions(nodes.list(&selector).await.unwrap().items);
+    let heartbeats = names
+        .iter()
+        .filter(|n| before.get(*n) != after.get(*n))
+        .count();
+    let (_, text) = operator.http_get("/metrics").await;
+    let writes_after = metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
+        + metric(
+            &text,
+            "gpu_inventory_guard_writes_total{target=\"configmap\"}",
+        );
+    let inventory_after = env.inventory(&env.inventory_name()).await.unwrap();
+    let configmap_after = env.configmap().await.unwrap();
+    eprintln!(
+        "60 s: {heartbeats} of 50 nodes heartbeated (resourceVersion moved); operator writes {writes_before} -> \
+         {writes_after}; GpuInventory resourceVersion {:?} -> {:?}; ConfigMap {:?} -> {:?}",
+        inventory.metadata.resource_version,
+        inventory_after.metadata.resource_version,
+        configmap.metadata.resource_version,
+        configmap_after.metadata.resource_version
+    );
+    assert!(
+        heartbeats >= 45,
+        "only {heartbeats} of 50 KWOK nodes changed in 60 s: is KWOK running with status heartbeats \
+         (hack/local-cluster.sh, LOCAL_CLUSTER_NODE_STATUS_SECS)?"
+    );
+    assert_eq!(writes_after, writes_before, "heartbeats caused writes");
+    assert_eq!(
+        inventory_after.metadata.resource_version, inventory.metadata.resource_version,
+        "the GpuInventory changed"
+    );
+    assert_eq!(
+        configmap_after.metadata.resource_version, configmap.metadata.resource_version,
+        "the ConfigMap changed"
+    );
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
+    let env = TestEnv::new("silent-node").await;
+    let node = env.create_node(gpu_node("silent", 4)).await;
+    let _operator = env.start_operator("5s");
+    let inventory = env.inventory_name();
+    env.wait_inventory(&inventory, CONVERGE, "the Ready node", |s| {
+        s.ready_gpu_nodes == 1
+    })
+    .await;
+
+    // The simulated kubelet goes silent: no more Lease renewals, no status updates.
+    env.set_kwok_managed(&node, false).await;
+    let stopped = std::time::Instant::now();
+    let limit = node_grace() + Duration::from_secs(5);
+    let status = env
+        .wait_inventory(
+            &inventory,
+            limit,
+            "NotReady within the grace period + 5 s",
+            |s| entry(s, &node).is_some_and(|e| !e.ready),
+        )
+        .await
+        .status
+        .unwrap();
+    let e = entry(&status, &node).unwrap();
+    eprintln!(
+        "NotReady {:.1} s after the heartbeats stopped (limit {limit:?})",
+        stopped.elapsed().as_secs_f64()
+    );
+    assert_eq!(reasons(e), ["NotReady"], "{e:?}");
+    assert!(
+        e.issues[0].message.contains("Unknown"),
+        "the node lifecycle controller's verdict: {e:?}"
+    );
+
+    // Heartbeats resume: KWOK manages it again and reports it Ready.
+    env.set_kwok_managed(&node, true).await;
+    env.wait_inventory(&inventory, CONVERGE, "Ready again", |s| {
+        entry(s, &node).is_some_and(|e| e.ready && e.issues.is_empty())
+    })
+    .await;
+    env.cleanup().await;
+}
+
+/// A pod in the test's namespace asking for `gpus` whole GPUs on `node`. Retried while the namespace's
+/// default ServiceAccount does not exist yet (the controller-manager creates it).
+async fn create_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) -> Pod {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { TEST_LABEL: env.id } },
+        "spec": {
+            "nodeSelector": { "kubernetes.io/hostname": node },
+            "automountServiceAccountToken": false,
+            "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                "resources": { "limits": { "nvidia.com/gpu": gpus.to_string() } } }]
+        }
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(CONVERGE, &format!("creating pod {name}"), || async {
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+            .ok()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_scheduler_places_a_gpu_pod_and_leaves_an_oversized_one_pending() {
+    let env = TestEnv::new("scheduler").await;
+    let node = env.create_node(gpu_node("sched", 2)).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+
+    create_gpu_pod(&env, "one-gpu", &node, 1).await;
+    let running = eventually(
+        CONVERGE,
+        "the 1-GPU pod Running on the KWOK node",
+        || async {
+            let pod = pods.get("one-gpu").await.ok()?;
+            let phase = pod.status.as_ref()?.phase.clone()?;
+            (phase == "Running").then_some(pod)
+        },
+    )
+    .await;
+    assert_eq!(
+        running.spec.unwrap().node_name.as_deref(),
+        Some(node.as_str()),
+        "bound by the scheduler"
+    );
+
+    create_gpu_pod(&env, "too-many", &node, 99).await;
+    let condition = eventually(CONVERGE, "the 99-GPU pod Unschedulable", || async {
+        let pod = pods.get("too-many").await.ok()?;
+        let conditions = pod.status?.conditions?;
+        conditions
+            .into_iter()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+    })
+    .await;
+    assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
+    assert!(
+        condition
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("nvidia.com/gpu"),
+        "{condition:?}"
+    );
+    let pod = pods.get("too-many").await.unwrap();
+    assert_eq!(pod.spec.unwrap().node_name, None);
+    assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Pending"));
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
+    let env = TestEnv::new("taints").await;
+    let dead = env.create_node(gpu_node("dead", 4)).await;
+    let cordoned = env.create_node(gpu_node("cordoned", 4)).await;
+    let _operator = env.start_operator("5s");
+    env.set_kwok_managed(&dead, false).await;
+    Api::<Node>::all(env.client.clone())
+        .patch(
+            &cordoned,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "unschedulable": true } })),
+        )
+        .await
+        .unwrap();
+
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let taint_keys = |node: Node| -> Vec<String> {
+        node.spec
+            .and_then(|s| s.taints)
+            .into_iter()
+            .flatten()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect()
+    };
+    let limit = node_grace() + Duration::from_secs(15);
+    eventually(limit, "the controllers' taints on both nodes", || async {
+        let dead_taints = taint_keys(nodes.get(&dead).await.ok()?);
+        let cordoned_taints = taint_keys(nodes.get(&cordoned).await.ok()?);
+        (dead_taints.contains(&"node.kubernetes.io/unreachable:NoSchedule".to_owned())
+            && cordoned_taints.contains(&"node.kubernetes.io/unschedulable:NoSchedule".to_owned()))
+        .then_some(())
+    })
+    .await;
+
+    let status = env
+        .wait_inventory(
+            &env.inventory_name(),
+            CONVERGE,
+            "the dead node NotReady",
+            |s| entry(s, &dead).is_some_and(|e| !e.ready),
+        )
+        .await
+        .status
+        .unwrap();
+    let (dead_entry, cordoned_entry) = (
+        entry(&status, &dead).unwrap(),
+        entry(&status, &cordoned).unwrap(),
+    );
+    assert_eq!(
+        reasons(dead_entry),
+        ["NotReady"],
+        "taints are not GPU issues: {dead_entry:?}"
+    );
+    assert_eq!(
+        reasons(cordoned_entry),
+        ["Unschedulable"],
+        "{cordoned_entry:?}"
+    );
+    assert!(cordoned_entry.ready && cordoned_entry.unschedulable);
+    assert_eq!(
+        (dead_entry.count, cordoned_entry.count),
+        (4, 4),
+        "GPUs still counted"
+    );
+    env.cleanup().await;
+}
