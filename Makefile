@@ -32,8 +32,8 @@ unit-test: ## Unit tests (no cluster)
 # Fault tests stop and start the API server, so they run alone, after the others.
 integration-test: ## Integration tests against the running cluster (builds examples/ first: tests/examples.rs runs them)
 	$(CARGO) build --locked --examples
-	$(CARGO) test --locked --test '*' -- --skip fault_
-	$(CARGO) test --locked --test faults -- --test-threads=1
+	$(CARGO) test --locked --no-fail-fast --test '*' -- --skip fault_
+	$(CARGO) test --locked --no-fail-fast --test faults -- --test-threads=1
 
 test: lint unit-test ## Everything: lint, unit tests, cluster-up, integration tests, cluster-down
 	@if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \

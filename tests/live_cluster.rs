@@ -10,11 +10,40 @@ use std::time::Duration;
 
 use common::{TEST_LABEL, TestEnv, eventually, is_local_cluster};
 use gpu_inventory_operator::crd::GpuNodeEntry;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const CONVERGE: Duration = Duration::from_secs(30);
+/// The longest gap between two KWOK status heartbeats (hack/local-cluster.sh: 10-20 s by default).
+const KWOK_HEARTBEAT_MAX: Duration = Duration::from_secs(25);
+
+/// When the node's kubelet last spoke: the later of its Lease renewal and its Ready condition's heartbeat.
+async fn last_heartbeat(env: &TestEnv, node: &str) -> jiff::Timestamp {
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), "kube-node-lease");
+    let renewed = leases
+        .get(node)
+        .await
+        .ok()
+        .and_then(|l| l.spec?.renew_time)
+        .map(|t| t.0);
+    let node = Api::<Node>::all(env.client.clone())
+        .get(node)
+        .await
+        .unwrap();
+    let heartbeat = node
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .and_then(|c| c.last_heartbeat_time)
+        .map(|t| t.0);
+    renewed
+        .max(heartbeat)
+        .expect("the node has a Lease or a Ready heartbeat")
+}
 
 /// A GPU node as GPU Feature Discovery and the device plugin describe it, Ready, with what the scheduler
 /// needs to place pods on it (cpu, memory, pods).
@@ -161,33 +190,36 @@ async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
     })
     .await;
 
-    // The simulated kubelet goes silent: no more Lease renewals, no status updates.
-    env.set_kwok_managed(&node, false).await;
-    let stopped = std::time::Instant::now();
-    let limit = node_grace() + Duration::from_secs(5);
+    // The simulated kubelet goes silent: no more Lease renewals, no status updates. One status heartbeat
+    // KWOK had already scheduled may still land, so the clock starts at the kubelet's last word, read back below.
+    env.silence_kubelet(&node).await;
+    let grace = node_grace();
     let status = env
-        .wait_inventory(
-            &inventory,
-            limit,
-            "NotReady within the grace period + 5 s",
-            |s| entry(s, &node).is_some_and(|e| !e.ready),
-        )
+        .wait_inventory(&inventory, grace + KWOK_HEARTBEAT_MAX, "NotReady", |s| {
+            entry(s, &node).is_some_and(|e| !e.ready)
+        })
         .await
         .status
         .unwrap();
-    let e = entry(&status, &node).unwrap();
+    let seen = jiff::Timestamp::now();
+    let silent_since = last_heartbeat(&env, &node).await;
+    let after = seen.duration_since(silent_since);
     eprintln!(
-        "NotReady {:.1} s after the heartbeats stopped (limit {limit:?})",
-        stopped.elapsed().as_secs_f64()
+        "the inventory said NotReady {after:#} after the kubelet's last heartbeat (grace {grace:?})"
     );
+    assert!(
+        after <= jiff::SignedDuration::try_from(grace + Duration::from_secs(5)).unwrap(),
+        "NotReady {after:#} after the last heartbeat: more than the grace period ({grace:?}) + 5 s"
+    );
+    let e = entry(&status, &node).unwrap();
     assert_eq!(reasons(e), ["NotReady"], "{e:?}");
     assert!(
         e.issues[0].message.contains("Unknown"),
         "the node lifecycle controller's verdict: {e:?}"
     );
 
-    // Heartbeats resume: KWOK manages it again and reports it Ready.
-    env.set_kwok_managed(&node, true).await;
+    // Heartbeats resume: KWOK renews the Lease again and reports the node Ready.
+    env.resume_kubelet(&node).await;
     env.wait_inventory(&inventory, CONVERGE, "Ready again", |s| {
         entry(s, &node).is_some_and(|e| e.ready && e.issues.is_empty())
     })
@@ -271,7 +303,7 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
     let dead = env.create_node(gpu_node("dead", 4)).await;
     let cordoned = env.create_node(gpu_node("cordoned", 4)).await;
     let _operator = env.start_operator("5s");
-    env.set_kwok_managed(&dead, false).await;
+    env.silence_kubelet(&dead).await;
     Api::<Node>::all(env.client.clone())
         .patch(
             &cordoned,
@@ -290,7 +322,7 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
             .map(|t| format!("{}:{}", t.key, t.effect))
             .collect()
     };
-    let limit = node_grace() + Duration::from_secs(15);
+    let limit = node_grace() + KWOK_HEARTBEAT_MAX + Duration::from_secs(5);
     eventually(limit, "the controllers' taints on both nodes", || async {
         let dead_taints = taint_keys(nodes.get(&dead).await.ok()?);
         let cordoned_taints = taint_keys(nodes.get(&cordoned).await.ok()?);

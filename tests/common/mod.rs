@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::crd::GpuInventory;
 use gpu_inventory_operator::sources::dump::parse_node_dump;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -27,6 +28,9 @@ pub const TEST_LABEL: &str = "gpuinv-test";
 /// The annotation KWOK's `--manage-nodes-with-annotation-selector` picks (hack/local-cluster.sh, and the kind
 /// workflow): nodes carrying it get a simulated kubelet.
 pub const KWOK_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+
+/// The holder the tests put on a node's Lease to silence its (simulated) kubelet.
+const SILENCED_HOLDER: &str = "gpuinv-test-silenced-kubelet";
 
 /// Whether a node's Ready condition is `True`.
 pub fn is_ready(node: &Node) -> bool {
@@ -229,6 +233,8 @@ impl TestEnv {
     /// `Unknown` after the node lifecycle controller's grace period. So a node created Ready is handed to KWOK
     /// (annotation [`KWOK_NODE_ANNOTATION`]), which renews its Lease like a kubelet and keeps it Ready; a node
     /// created NotReady is left alone and stays NotReady (becoming `Unknown`, as a dead kubelet's node does).
+    /// KWOK only takes nodes that carry the annotation when they are created: annotating one later does
+    /// nothing (KWOK v0.8.0), so `set_ready(.., "True")` on such a node holds only until the grace period.
     pub async fn create_node(&self, mut node: Node) -> String {
         let name = self.node_name(node.metadata.name.as_deref().unwrap_or("node"));
         node.metadata.name = Some(name.clone());
@@ -260,12 +266,13 @@ impl TestEnv {
         name
     }
 
-    /// Sets a node's Ready condition through the status subresource, and hands the node to KWOK (`True`) or
-    /// takes it away first (anything else), so KWOK neither fights a NotReady nor lets a Ready one lapse.
+    /// Sets a node's Ready condition through the status subresource. On a KWOK-managed node the simulated
+    /// kubelet is silenced first for anything but `True` (it would report the node Ready again) and given
+    /// back for `True` (so the node keeps renewing its Lease).
     pub async fn set_ready(&self, node: &str, status: &str) {
         let nodes: Api<Node> = Api::all(self.client.clone());
         if status != "True" {
-            self.set_kwok_managed(node, false).await;
+            self.silence_kubelet(node).await;
         }
         let mut current = nodes.get_status(node).await.expect("get node status");
         let conditions = current
@@ -299,21 +306,49 @@ impl TestEnv {
             .await
             .unwrap_or_else(|e| panic!("patching Ready of {node}: {e}"));
         if status == "True" {
-            self.set_kwok_managed(node, true).await;
+            self.resume_kubelet(node).await;
         }
     }
 
-    /// Hands a node to KWOK (it renews the node's Lease and heartbeats its status like a kubelet) or takes it
-    /// away (its "kubelet" goes silent, and the node lifecycle controller marks it Unknown after its grace).
-    pub async fn set_kwok_managed(&self, node: &str, managed: bool) {
-        let (key, value) = KWOK_NODE_ANNOTATION;
-        let body = json!({ "metadata": { "annotations": { key: managed.then_some(value) } } });
-        Api::<Node>::all(self.client.clone())
-            .patch(node, &PatchParams::default(), &Patch::Merge(body))
-            .await
-            .unwrap_or_else(|e| panic!("annotating {node} for KWOK: {e}"));
+    /// Silences a node's kubelet the way a crashed kubelet does: its Lease stops being renewed, and KWOK
+    /// stops touching the node. Done by taking the Lease over (KWOK never renews a Lease held by someone
+    /// else until it expires); the renew time is left as it was, so the node lifecycle controller's grace
+    /// period counts from the kubelet's last renewal. No-op for a node without a Lease (no kubelet).
+    pub async fn silence_kubelet(&self, node: &str) {
+        let body =
+            json!({ "spec": { "holderIdentity": SILENCED_HOLDER, "leaseDurationSeconds": 86400 } });
+        self.patch_node_lease(node, body).await;
     }
 
+    /// Gives a silenced node's Lease back: it expires at once, KWOK takes it over within its renew interval
+    /// (about 5 s), renews it, and reports the node as a live kubelet does (Ready when it was not).
+    pub async fn resume_kubelet(&self, node: &str) {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+        let held_by_us = leases
+            .get_opt(node)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|lease| {
+                lease.spec.and_then(|s| s.holder_identity).as_deref() == Some(SILENCED_HOLDER)
+            });
+        if held_by_us {
+            self.patch_node_lease(node, json!({ "spec": { "leaseDurationSeconds": 1 } }))
+                .await;
+        }
+    }
+
+    async fn patch_node_lease(&self, node: &str, body: serde_json::Value) {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+        match leases
+            .patch(node, &PatchParams::default(), &Patch::Merge(body))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => panic!("patching the Lease of node {node}: {e}"),
+        }
+    }
     /// Merges `resources` into a node's capacity or allocatable (`field`) through the status subresource.
     pub async fn set_resources(&self, node: &str, field: &str, resources: &[(&str, &str)]) {
         let map: serde_json::Map<String, serde_json::Value> = resources
