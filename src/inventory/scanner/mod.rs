@@ -6,6 +6,7 @@
 pub mod cloud;
 mod diagnose;
 pub mod features;
+mod fields;
 pub mod labels;
 pub mod resources;
 
@@ -173,53 +174,16 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
     let ready_condition = ready_condition(node);
     let mut derived_from = BTreeMap::new();
 
-    let product = match labels.text(labels::GPU_PRODUCT) {
-        Some(product) => Some(product.to_owned()),
-        None => match mig_profile_product(&mut labels) {
-            Some((product, key)) => {
-                derived_from.insert("product".to_owned(), key);
-                Some(product)
-            }
-            None => cloud.product.map(|(product, key)| {
-                derived_from.insert("product".to_owned(), key);
-                product
-            }),
-        },
-    };
+    let product = fields::product(&mut labels, cloud.product, &mut derived_from);
     let sharing = features::sharing(&mut labels, &capacity, cloud.sharing.as_ref());
     let replicas = sharing.as_ref().and_then(|s| s.replicas);
-    let count = match labels.count(labels::GPU_COUNT) {
-        Some(count) => count,
-        None => match (
-            cloud.count,
-            device_plugin_gpus(&capacity, &allocatable, replicas),
-        ) {
-            (Some((count, key)), _) => {
-                derived_from.insert("count".to_owned(), key);
-                count
-            }
-            (None, Some((count, from))) => {
-                derived_from.insert("count".to_owned(), from);
-                count
-            }
-            (None, None) => 0,
-        },
-    };
-    let memory_mib = match labels.memory_mib(labels::GPU_MEMORY) {
-        Some(memory) => {
-            if memory.was_bytes {
-                derived_from.insert(
-                    "memoryMiB".to_owned(),
-                    format!("{} (bytes)", labels::GPU_MEMORY),
-                );
-            }
-            Some(memory.mib)
-        }
-        None => cloud.memory.map(|(memory, key)| {
-            derived_from.insert("memoryMiB".to_owned(), key);
-            memory.mib
-        }),
-    };
+    let count = fields::count(
+        &mut labels,
+        cloud.count,
+        device_plugin_gpus(&capacity, &allocatable, replicas),
+        &mut derived_from,
+    );
+    let memory_mib = fields::memory_mib(&mut labels, cloud.memory, &mut derived_from);
     let mut mig = features::mig(&mut labels, product.as_deref(), &capacity);
     if let Some(size) = cloud.partition_size.as_deref()
         && mig.is_none()
@@ -232,19 +196,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
                 .to_owned(),
         );
     }
-    let mut sources = Vec::new();
-    if cloud.present {
-        sources.push(SOURCE_CLOUD.to_owned());
-    }
-    if has_positive(&capacity) || has_positive(&allocatable) {
-        sources.push(SOURCE_DEVICE_PLUGIN.to_owned());
-    }
-    if labels.iter().any(|(k, v)| {
-        (k.starts_with(labels::NVIDIA_LABEL_PREFIX) && !v.trim().is_empty())
-            || labels::is_nvidia_pci_label(k, v)
-    }) {
-        sources.push(SOURCE_LABELS.to_owned());
-    }
+    let sources = fields::sources(&labels, cloud.present, &capacity, &allocatable);
     let mut entry = GpuNodeEntry {
         name: node.name_any(),
         ready: ready_condition.is_some_and(|c| c.status == "True"),
