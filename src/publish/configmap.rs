@@ -52,7 +52,7 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
     ));
     let mut changes = ctx.sources.changes();
     tokio::select! {
-        _ = store.wait_until_ready() => {}
+        _ = synced(&wake, &cache_events) => {}
         _ = shutdown.clone().wait() => { watch_task.abort(); return; }
     }
     let key = format!("configmap/{}/{}", target.namespace, target.name);
@@ -106,11 +106,27 @@ async fn watch_configmap(
                 if !matches!(event, watcher::Event::Init) {
                     ctx.health.watch_ok("configmap");
                 }
-                cache_events.fetch_add(1, Ordering::SeqCst);
-                wake.notify_one();
+                // Only events that change what the store shows count as a new cache version: during a relist
+                // the store changes at InitDone. Counting Init too made the version move while the store still
+                // lacked our own write, and a reconcile in that gap wrote the same content again.
+                if matches!(
+                    event,
+                    watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)
+                ) {
+                    cache_events.fetch_add(1, Ordering::SeqCst);
+                    wake.notify_one();
+                }
             }
             Err(e) => ctx.health.watch_failed("configmap", &e),
         }
+    }
+}
+
+/// Resolves once the first list is in the store *and* counted: waiting for the store alone would let the first
+/// reconcile read a version that the first list's InitDone is about to bump.
+async fn synced(wake: &Notify, cache_events: &AtomicU64) {
+    while cache_events.load(Ordering::SeqCst) == 0 {
+        wake.notified().await;
     }
 }
 
