@@ -97,6 +97,22 @@ fn reasons(entry: &GpuNodeEntry) -> Vec<&str> {
     entry.issues.iter().map(|i| i.reason.as_str()).collect()
 }
 
+/// Prints a measured figure and appends it to target/test-logs/live-cluster-figures.txt (passing tests' output
+/// is not shown, and these numbers go into the notes).
+fn report(line: String) {
+    use std::io::Write;
+    eprintln!("{line}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
+    let _ = std::fs::create_dir_all(&dir);
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("live-cluster-figures.txt"))
+    {
+        let _ = writeln!(file, "{} {line}", jiff::Timestamp::now());
+    }
+}
+
 fn metric(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
@@ -154,14 +170,14 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
         );
     let inventory_after = env.inventory(&env.inventory_name()).await.unwrap();
     let configmap_after = env.configmap().await.unwrap();
-    eprintln!(
+    report(format!(
         "60 s: {heartbeats} of 50 nodes heartbeated (resourceVersion moved); operator writes {writes_before} -> \
          {writes_after}; GpuInventory resourceVersion {:?} -> {:?}; ConfigMap {:?} -> {:?}",
         inventory.metadata.resource_version,
         inventory_after.metadata.resource_version,
         configmap.metadata.resource_version,
         configmap_after.metadata.resource_version
-    );
+    ));
     assert!(
         heartbeats >= 45,
         "only {heartbeats} of 50 KWOK nodes changed in 60 s: is KWOK running with status heartbeats \
@@ -204,9 +220,9 @@ async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
     let seen = jiff::Timestamp::now();
     let silent_since = last_heartbeat(&env, &node).await;
     let after = seen.duration_since(silent_since);
-    eprintln!(
+    report(format!(
         "the inventory said NotReady {after:#} after the kubelet's last heartbeat (grace {grace:?})"
-    );
+    ));
     assert!(
         after <= jiff::SignedDuration::try_from(grace + Duration::from_secs(5)).unwrap(),
         "NotReady {after:#} after the last heartbeat: more than the grace period ({grace:?}) + 5 s"
