@@ -83,7 +83,7 @@ export KWOK_WORKDIR="${STATE_DIR}/kwok"
 # next renewal) needs so that KWOK's nodes do not flap to Unknown; tests that only look at dead
 # nodes can set LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD lower (e.g. 15s) at `up`.
 KWOK_LEASE_SECONDS=20
-NODE_MONITOR_PERIOD=2s
+NODE_MONITOR_PERIOD=1s
 NODE_MONITOR_GRACE_PERIOD="${LOCAL_CLUSTER_NODE_MONITOR_GRACE_PERIOD:-40s}"
 NODE_STATUS_SECS="${LOCAL_CLUSTER_NODE_STATUS_SECS:-10}"
 [[ "${NODE_STATUS_SECS}" =~ ^[1-9][0-9]*$ ]] || { printf '[local-cluster] ERROR: LOCAL_CLUSTER_NODE_STATUS_SECS=%s: expected a whole number of seconds\n' "${NODE_STATUS_SECS}" >&2; exit 1; }

@@ -98,6 +98,13 @@ pub fn strip_node(node: &mut Node) {
                 .map(|mut c| {
                     // Heartbeats move every few seconds without changing anything the scanner reports.
                     c.last_heartbeat_time = None;
+                    if c.status == "True" {
+                        // The scanner words only a NotReady condition; a Ready one's text and transition time
+                        // change when a kubelet (or KWOK) rewrites its conditions, and that is no change either.
+                        c.reason = None;
+                        c.message = None;
+                        c.last_transition_time = None;
+                    }
                     c
                 })
                 .collect()
@@ -145,5 +152,34 @@ mod tests {
                 "{fixture}: {after} bytes after stripping, {before} before"
             );
         }
+    }
+
+    #[test]
+    fn a_kubelet_rewriting_a_ready_condition_is_no_change() {
+        let node = |status: &str, message: &str, at: &str| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "n" },
+                "status": { "conditions": [{ "type": "Ready", "status": status, "reason": "R",
+                    "message": message, "lastHeartbeatTime": at, "lastTransitionTime": at }] }
+            }))
+            .unwrap()
+        };
+        let stripped = |mut n: Node| {
+            strip_node(&mut n);
+            n
+        };
+        let fixture = node("True", "ready", "2026-01-01T00:00:00Z");
+        let kwok = node(
+            "True",
+            "kubelet is posting ready status",
+            "2026-11-30T00:00:00Z",
+        );
+        assert!(same_ignoring_version(&stripped(fixture), &stripped(kwok)));
+        let down = node("False", "PLEG is not healthy", "2026-01-01T00:00:00Z");
+        let down_later = node("False", "container runtime is down", "2026-01-01T00:00:00Z");
+        assert!(
+            !same_ignoring_version(&stripped(down), &stripped(down_later)),
+            "a NotReady condition's words are reported, so they are a change"
+        );
     }
 }
