@@ -152,3 +152,173 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
+
+/// Reads an audit log from an offset on, one complete line at a time, remembering where it stopped.
+pub struct AuditTail {
+    path: std::path::PathBuf,
+    offset: u64,
+}
+
+impl AuditTail {
+    /// From `offset` (an earlier `audit_offset`) on.
+    pub fn at(path: &Path, offset: u64) -> Self {
+        AuditTail {
+            path: path.to_owned(),
+            offset,
+        }
+    }
+
+    /// Calls `f` with every complete line written since the last call whose text contains one of `needles`.
+    pub fn read_new(&mut self, needles: &[&str], mut f: impl FnMut(&Value)) {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        if file.seek(std::io::SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                // A line still being written: read it next time.
+                Ok(_) if !line.ends_with('\n') => return,
+                Ok(n) => self.offset += n as u64,
+            }
+            if needles.iter().any(|n| line.contains(n))
+                && let Ok(v) = serde_json::from_str::<Value>(&line)
+            {
+                f(&v);
+            }
+        }
+    }
+}
+
+/// The User-Agent of KWOK's requests ("kwok/v0.8.0 (linux/amd64)").
+pub const KWOK_UA: &str = "\"userAgent\":\"kwok/";
+/// The node lifecycle controller's identity (kube-controller-manager, --use-service-account-credentials).
+pub const NODE_CONTROLLER: &str = "system:serviceaccount:kube-system:node-controller";
+
+/// A node's simulated kubelet or the node lifecycle controller, as one audit event.
+pub enum FleetEvent {
+    /// KWOK wrote a node's status (heartbeat): node name, when, succeeded.
+    Status(String, Timestamp, bool),
+    /// KWOK created or renewed a node's Lease in kube-node-lease: node name, when, succeeded.
+    Lease(String, Timestamp, bool),
+    /// The node lifecycle controller wrote a node or its status (Unknown, taints).
+    Lifecycle(Timestamp),
+}
+
+/// The fleet event of one audit line (ResponseComplete only), if it is one.
+pub fn fleet_event(v: &Value) -> Option<FleetEvent> {
+    if v["stage"] != "ResponseComplete" {
+        return None;
+    }
+    let verb = v["verb"].as_str()?;
+    if !matches!(verb, "create" | "update" | "patch") {
+        return None;
+    }
+    let at = v["requestReceivedTimestamp"].as_str()?.parse().ok()?;
+    let ok = v["responseStatus"]["code"]
+        .as_u64()
+        .is_some_and(|c| (200..300).contains(&c));
+    let object = &v["objectRef"];
+    let resource = object["resource"].as_str()?;
+    let name = object["name"].as_str().unwrap_or("").to_owned();
+    let kwok = v["userAgent"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("kwok/"));
+    if kwok && resource == "nodes" && object["subresource"] == "status" {
+        Some(FleetEvent::Status(name, at, ok))
+    } else if kwok && resource == "leases" && object["namespace"] == "kube-node-lease" {
+        Some(FleetEvent::Lease(name, at, ok))
+    } else if resource == "nodes" && ok && v["user"]["username"] == NODE_CONTROLLER {
+        Some(FleetEvent::Lifecycle(at))
+    } else {
+        None
+    }
+}
+
+/// What KWOK and the node lifecycle controller did in a window, per node.
+#[derive(Default)]
+pub struct Fleet {
+    status: BTreeMap<String, Vec<Timestamp>>,
+    leases: BTreeMap<String, Vec<Timestamp>>,
+    pub status_failed: u64,
+    pub lease_failed: u64,
+    pub lifecycle_writes: u64,
+}
+
+impl Fleet {
+    /// Adds the event if it happened in [from, to].
+    pub fn add(&mut self, event: FleetEvent, from: Timestamp, to: Timestamp) {
+        let in_window = |at: &Timestamp| *at >= from && *at <= to;
+        match event {
+            FleetEvent::Status(name, at, ok) if in_window(&at) => match ok {
+                true => self.status.entry(name).or_default().push(at),
+                false => self.status_failed += 1,
+            },
+            FleetEvent::Lease(name, at, ok) if in_window(&at) => match ok {
+                true => self.leases.entry(name).or_default().push(at),
+                false => self.lease_failed += 1,
+            },
+            FleetEvent::Lifecycle(at) if in_window(&at) => self.lifecycle_writes += 1,
+            _ => {}
+        }
+    }
+
+    /// Successful status writes, and how many nodes had one.
+    pub fn status_writes(&self) -> (u64, usize) {
+        count(&self.status)
+    }
+
+    /// Successful Lease creates and renewals, and how many Leases had one.
+    pub fn lease_writes(&self) -> (u64, usize) {
+        count(&self.leases)
+    }
+
+    /// Seconds between a node's consecutive status writes, sorted.
+    pub fn status_gaps(&self) -> Vec<f64> {
+        gaps(&self.status)
+    }
+
+    /// Seconds between a Lease's consecutive renewals, sorted.
+    pub fn lease_gaps(&self) -> Vec<f64> {
+        gaps(&self.leases)
+    }
+}
+
+fn count(by_name: &BTreeMap<String, Vec<Timestamp>>) -> (u64, usize) {
+    (
+        by_name.values().map(|t| t.len() as u64).sum(),
+        by_name.len(),
+    )
+}
+
+fn gaps(by_name: &BTreeMap<String, Vec<Timestamp>>) -> Vec<f64> {
+    let mut out: Vec<f64> = by_name
+        .values()
+        .flat_map(|times| {
+            let mut times = times.clone();
+            times.sort();
+            times
+                .windows(2)
+                .map(|w| w[1].duration_since(w[0]).as_secs_f64())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    out
+}
+
+/// CPU seconds (utime+stime) of the cluster component whose pid is in `<dir>/<name>.pid`; None without one.
+pub fn component_cpu_secs(dir: Option<&Path>, name: &str, ticks: f64) -> Option<f64> {
+    let pid: u32 = std::fs::read_to_string(dir?.join(format!("{name}.pid")))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    std::fs::metadata(format!("/proc/{pid}")).ok()?;
+    Some(cpu_secs(pid, ticks))
+}
