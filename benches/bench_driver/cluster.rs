@@ -11,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ContainerImage, Namespace, Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -218,17 +218,10 @@ pub fn make_kwok_node(
     gpu_every: usize,
     images: usize,
 ) -> Node {
-    let is_gpu = i.is_multiple_of(gpu_every);
-    let (mut node, name) = if is_gpu {
-        (
-            gpu[(i / gpu_every) % gpu.len()].clone(),
-            format!("bench-gpu-{i:05}"),
-        )
-    } else {
-        (
-            templates.cpu[i % templates.cpu.len()].clone(),
-            format!("bench-cpu-{i:05}"),
-        )
+    let name = kwok_node_name(i, gpu_every);
+    let mut node = match i.is_multiple_of(gpu_every) {
+        true => gpu[(i / gpu_every) % gpu.len()].clone(),
+        false => templates.cpu[i % templates.cpu.len()].clone(),
     };
     let mut labels = node.metadata.labels.take().unwrap_or_default();
     labels.insert("kubernetes.io/hostname".into(), name.clone());
@@ -256,6 +249,34 @@ pub fn make_kwok_node(
     }
     status.images = Some((0..images).map(|k| container_image(i, k)).collect());
     node
+}
+
+/// The name of KWOK node `i` (`make_kwok_node`).
+pub fn kwok_node_name(i: usize, gpu_every: usize) -> String {
+    match i.is_multiple_of(gpu_every) {
+        true => format!("bench-gpu-{i:05}"),
+        false => format!("bench-cpu-{i:05}"),
+    }
+}
+
+/// Removes the taints of KWOK nodes 0..n, CREATE_CONCURRENCY patches in flight.
+pub async fn untaint_kwok_nodes(client: &Client, n: usize, gpu_every: usize) -> Res<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    let patch = json!({ "spec": { "taints": null } });
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let (api, patch) = (api.clone(), &patch);
+            async move {
+                let name = kwok_node_name(i, gpu_every);
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    Ok(())
 }
 
 /// How many bench nodes have a Lease in kube-node-lease (KWOK creates one per node it took).

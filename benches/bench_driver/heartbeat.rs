@@ -4,14 +4,16 @@
 //! heartbeat times) every LOCAL_CLUSTER_NODE_STATUS_SECS..2x seconds.
 //!
 //! 1. creates the fleet once (KWOK-annotated, Ready, phase Running), waits until KWOK has taken every node
-//!    (a Lease in kube-node-lease each) and has heartbeated each node's status once (so the window starts
-//!    from KWOK's steady state, not from the fixtures' conditions);
+//!    (a Lease in kube-node-lease each), removes the not-ready taint admission put on them (see `set_up`),
+//!    and waits until KWOK has heartbeated each node's status once (so the window starts from KWOK's steady
+//!    state, not from the fixtures' conditions);
 //! 2. for each program, on the same fleet: a fresh namespace, the program started, convergence (the same
 //!    watches as the steady scenario), 3 s, then a window of BENCH_HEARTBEAT_SECS: the program's writes and
 //!    API requests by verb and resource (audit log, by User-Agent), its CPU seconds and CPU % of one core,
 //!    peak RSS; and what the fleet did in the same window (audit log): KWOK's node status updates and Lease
 //!    renewals (count, rate, gaps between a node's consecutive ones, failures), writes of the node lifecycle
-//!    controller to nodes (a node turning Unknown when its Lease renewals lag), nodes not Ready at the end,
+//!    controller to node status (a node turning Unknown when its Lease renewals lag) and to nodes (taints),
+//!    nodes not Ready at the end,
 //!    and the CPU % of kube-apiserver, etcd and KWOK (pid files in BENCH_CLUSTER_DIR);
 //! 3. deletes the fleet.
 
@@ -126,6 +128,17 @@ async fn set_up(client: &Client, s: &Settings, templates: &Templates) -> Res<Val
         "heartbeat: {leases} of {n} Leases after {leases_secs:.1}s (after the creates)"
     ));
 
+    // Admission (TaintNodesByCondition) gives every new node the not-ready:NoSchedule taint; the node
+    // lifecycle controller removes it from Ready nodes, but only ~10 nodes/s (its client's 20 QPS, a get and a
+    // patch each): 8 minutes for 5,000 nodes, which would still be going on in the windows. The driver removes
+    // it the same way (a patch of spec.taints), 32 in flight.
+    let t2 = Instant::now();
+    cluster::untaint_kwok_nodes(client, n, s.heartbeat_gpu_every).await?;
+    let untaint_secs = t2.elapsed().as_secs_f64();
+    log(format!(
+        "heartbeat: removed the not-ready taint from {n} nodes in {untaint_secs:.1}s"
+    ));
+
     // One status heartbeat per node, so the window starts from what KWOK writes, not the fixtures' conditions.
     let t1 = Instant::now();
     let warm_timeout = Duration::from_secs(4 * s.heartbeat_status_secs + 60);
@@ -148,6 +161,7 @@ async fn set_up(client: &Client, s: &Settings, templates: &Templates) -> Res<Val
         "node_create_secs": create.as_secs_f64(),
         "leases": leases,
         "leases_secs": leases_secs,
+        "untaint_secs": untaint_secs,
         "nodes_heartbeated_once": heartbeated.len(),
         "warm_up_secs": warm_secs,
         "nodes_not_ready_before_first_run": not_ready,
@@ -227,11 +241,12 @@ async fn run_program(client: &Client, s: &Settings, program: Program, ticks: f64
         let cpu_pct = 100.0 * cpu / secs;
         let fleet_json = fleet_json(&fleet, s, secs, not_ready, total, component_pct);
         log(format!(
-            "{tag}: window {secs:.0}s: writes {writes} (all writes {}), requests {total_requests}, lists {lists}, cpu {cpu:.2}s = {cpu_pct:.2}% of a core, rss {rss_mib:.1} MiB; KWOK status {:.1}/s, Leases {:.1}/s, lifecycle writes {}, not Ready at end {not_ready}",
+            "{tag}: window {secs:.0}s: writes {writes} (all writes {}), requests {total_requests}, lists {lists}, cpu {cpu:.2}s = {cpu_pct:.2}% of a core, rss {rss_mib:.1} MiB; KWOK status {:.1}/s, Leases {:.1}/s, lifecycle status writes {} (Unknown), taint writes {}, not Ready at end {not_ready}",
             count_where(&requests, is_write),
             fleet_json["status_writes_per_sec"].as_f64().unwrap_or(f64::NAN),
             fleet_json["lease_writes_per_sec"].as_f64().unwrap_or(f64::NAN),
-            fleet.lifecycle_writes,
+            fleet.lifecycle_status_writes,
+            fleet.lifecycle_taint_writes,
         ));
         Ok(json!({
             "program": program.name(),
@@ -302,7 +317,8 @@ fn fleet_json(
         "leases_renewed": leases_renewed,
         "lease_gap_secs": gap_json(&fleet.lease_gaps()),
         "lease_failed": fleet.lease_failed,
-        "lifecycle_writes": fleet.lifecycle_writes,
+        "lifecycle_status_writes": fleet.lifecycle_status_writes,
+        "lifecycle_taint_writes": fleet.lifecycle_taint_writes,
         "nodes_not_ready_at_end": not_ready,
         "nodes_at_end": total,
         "cpu_pct_of_core": component_pct,

@@ -206,8 +206,10 @@ pub enum FleetEvent {
     Status(String, Timestamp, bool),
     /// KWOK created or renewed a node's Lease in kube-node-lease: node name, when, succeeded.
     Lease(String, Timestamp, bool),
-    /// The node lifecycle controller wrote a node or its status (Unknown, taints).
-    Lifecycle(Timestamp),
+    /// The node lifecycle controller wrote a node's status (conditions to Unknown: its Lease lagged).
+    LifecycleStatus(Timestamp),
+    /// The node lifecycle controller wrote a node (taints).
+    LifecycleTaints(Timestamp),
 }
 
 /// The fleet event of one audit line (ResponseComplete only), if it is one.
@@ -234,7 +236,10 @@ pub fn fleet_event(v: &Value) -> Option<FleetEvent> {
     } else if kwok && resource == "leases" && object["namespace"] == "kube-node-lease" {
         Some(FleetEvent::Lease(name, at, ok))
     } else if resource == "nodes" && ok && v["user"]["username"] == NODE_CONTROLLER {
-        Some(FleetEvent::Lifecycle(at))
+        match object["subresource"] == "status" {
+            true => Some(FleetEvent::LifecycleStatus(at)),
+            false => Some(FleetEvent::LifecycleTaints(at)),
+        }
     } else {
         None
     }
@@ -247,7 +252,8 @@ pub struct Fleet {
     leases: BTreeMap<String, Vec<Timestamp>>,
     pub status_failed: u64,
     pub lease_failed: u64,
-    pub lifecycle_writes: u64,
+    pub lifecycle_status_writes: u64,
+    pub lifecycle_taint_writes: u64,
 }
 
 impl Fleet {
@@ -263,7 +269,8 @@ impl Fleet {
                 true => self.leases.entry(name).or_default().push(at),
                 false => self.lease_failed += 1,
             },
-            FleetEvent::Lifecycle(at) if in_window(&at) => self.lifecycle_writes += 1,
+            FleetEvent::LifecycleStatus(at) if in_window(&at) => self.lifecycle_status_writes += 1,
+            FleetEvent::LifecycleTaints(at) if in_window(&at) => self.lifecycle_taint_writes += 1,
             _ => {}
         }
     }

@@ -207,7 +207,7 @@ pub fn table(doc: &Value) -> String {
 
 /// A heartbeat row: the label, the path of the number, decimals, whether operator/baseline means anything
 /// (the fleet rows describe the cluster during each program's window, not the program).
-const HB_ROWS: [(&str, &[&str], usize, bool); 21] = [
+const HB_ROWS: [(&str, &[&str], usize, bool); 22] = [
     ("converged after start (s)", &["converge_secs"], 2, true),
     ("status+ConfigMap writes (target 0)", &["writes"], 0, true),
     ("API requests in the window", &["requests_total"], 0, true),
@@ -277,8 +277,14 @@ const HB_ROWS: [(&str, &[&str], usize, bool); 21] = [
     ),
     ("KWOK writes failed", &["fleet", "failed"], 0, false),
     (
-        "node lifecycle writes (Unknown, taints)",
-        &["fleet", "lifecycle_writes"],
+        "node lifecycle: status writes (Unknown)",
+        &["fleet", "lifecycle_status_writes"],
+        0,
+        false,
+    ),
+    (
+        "node lifecycle: taint writes",
+        &["fleet", "lifecycle_taint_writes"],
         0,
         false,
     ),
@@ -310,10 +316,11 @@ fn heartbeat_section(out: &mut String, hb: &Value) {
     ));
     let su = &hb["setup"];
     out.push_str(&format!(
-        "  set-up: created in {:.0}s, {} Leases after {:.0}s more, {} nodes heartbeated once after {:.0}s more, {} not Ready\n",
+        "  set-up: created in {:.0}s, {} Leases after {:.0}s more, untainted in {:.0}s, {} nodes heartbeated once after {:.0}s more, {} not Ready\n",
         f(su, &["node_create_secs"]),
         su["leases"],
         f(su, &["leases_secs"]),
+        f(su, &["untaint_secs"]),
         su["nodes_heartbeated_once"],
         f(su, &["warm_up_secs"]),
         su["nodes_not_ready_before_first_run"],
