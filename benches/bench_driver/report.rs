@@ -348,6 +348,7 @@ fn heartbeat_section(out: &mut String, hb: &Value) {
                     (f64::NAN, text)
                 }
                 (_, []) => (f64::NAN, String::new()),
+                (_, ["converge_secs"]) if r["converged"] == false => (f64::NAN, "never".into()),
                 (_, ["fleet", "failed"]) => {
                     let v = f(r, &["fleet", "status_failed"]) + f(r, &["fleet", "lease_failed"]);
                     (v, format!("{v:.0}"))
