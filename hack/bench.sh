@@ -93,7 +93,9 @@ stop_cluster() {
     if [[ -d "${LOCAL_CLUSTER_STATE_DIR}" ]]; then
       cp -f "${LOCAL_CLUSTER_STATE_DIR}/kube-apiserver.log" "${OUT_DIR}/kube-apiserver${suffix}.log" 2>/dev/null || true
       cp -f "${LOCAL_CLUSTER_STATE_DIR}/kwok.log" "${OUT_DIR}/kwok${suffix}.log" 2>/dev/null || true
-      gzip -c "${LOCAL_CLUSTER_STATE_DIR}/audit.log" >"${OUT_DIR}/audit${suffix}.log.gz" 2>/dev/null || true
+      # kube-apiserver rotates its audit log at 100 MB (audit-<time>.log beside it): keep all, oldest first.
+      # shellcheck disable=SC2012 # names without spaces, made by kube-apiserver
+      ls -tr "${LOCAL_CLUSTER_STATE_DIR}"/audit*.log 2>/dev/null | xargs -r cat | gzip -c >"${OUT_DIR}/audit${suffix}.log.gz" || true
     fi
     hack/local-cluster.sh down || true
   fi
