@@ -16,7 +16,9 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::Res;
-use crate::lib_api::{GpuInventory, GpuNodeEntry, parse_node_dump, scan_node};
+use crate::lib_api::{
+    GpuInventory, GpuNodeEntry, ScanScope, parse_node_dump, scan_node, scan_node_in,
+};
 
 /// The label every bench node carries, so one selector finds (and deletes) them all.
 const BENCH_LABEL: &str = "bench.gpu-inventory.dev/node";
@@ -354,22 +356,30 @@ pub async fn tear_down(client: &Client, namespace: &str, inventory: &str) -> Res
     delete_bench_nodes(client).await
 }
 
-/// The bench's GPU nodes as stored, and the scanner's entry for each (the truth the watches are held to).
+/// The bench's GPU nodes as stored, and the scanner's entry for each (the truth the watches are held to), read
+/// in the scope of all bench nodes as the programs' scans read them (e.g. a GPU node without GFD labels is
+/// `GpuLabelsMissing` only when some node in scope has GFD labels).
 pub struct GpuNodes {
     pub nodes: BTreeMap<String, Node>,
     pub truth: HashMap<String, GpuNodeEntry>,
+    pub scope: ScanScope,
 }
 
 pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
     let api: Api<Node> = Api::all(client.clone());
     let listed = api.list(&bench_nodes()).await?;
+    let scope = ScanScope::of(&listed.items);
     let mut nodes = BTreeMap::new();
     let mut truth = HashMap::new();
     for node in listed.items {
-        if let Some(entry) = scan_node(&node) {
+        if let Some(entry) = scan_node_in(&node, scope) {
             truth.insert(entry.name.clone(), entry);
             nodes.insert(node.name_any(), node);
         }
     }
-    Ok(GpuNodes { nodes, truth })
+    Ok(GpuNodes {
+        nodes,
+        truth,
+        scope,
+    })
 }

@@ -89,10 +89,16 @@ pub async fn bench_one(
     log(format!(
         "=== {tag}: cleaning up, creating namespace {namespace} and {n} nodes"
     ));
-    let (setup, GpuNodes { nodes, truth }) =
-        set_up(client, s, templates, n, &tag, &namespace, &inventory).await?;
+    let (
+        setup,
+        GpuNodes {
+            nodes,
+            truth,
+            scope,
+        },
+    ) = set_up(client, s, templates, n, &tag, &namespace, &inventory).await?;
     let mut observer = Observer::start(client, &inventory, &namespace, truth);
-    let mut changer = Changer::new(client, nodes);
+    let mut changer = Changer::new(client, nodes, scope);
 
     // -- start-up
     std::fs::create_dir_all(&s.log_dir)?;
