@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::Res;
 use crate::cluster::{is_ready, set_ready};
-use crate::lib_api::{GpuNodeEntry, scan_node};
+use crate::lib_api::{GpuNodeEntry, ScanScope, scan_node_in};
 use crate::observe::{Observer, Pending};
 
 const MEMORY_LABEL: &str = "nvidia.com/gpu.memory";
@@ -25,6 +25,8 @@ pub struct Changer {
     names: Vec<String>,
     next: usize,
     memory: u64,
+    /// The scope the nodes are scanned in (label and Ready changes do not change it).
+    scope: ScanScope,
 }
 
 #[derive(Clone, Copy)]
@@ -39,7 +41,7 @@ enum Request {
 }
 
 impl Changer {
-    pub fn new(client: &Client, nodes: BTreeMap<String, Node>) -> Self {
+    pub fn new(client: &Client, nodes: BTreeMap<String, Node>, scope: ScanScope) -> Self {
         let names = nodes.keys().cloned().collect();
         Changer {
             api: Api::all(client.clone()),
@@ -47,6 +49,7 @@ impl Changer {
             names,
             next: 0,
             memory: 100_000,
+            scope,
         }
     }
 
@@ -91,7 +94,8 @@ impl Changer {
                 Request::Ready(name.to_owned(), condition)
             }
         };
-        (scan_node(node).expect("still a GPU node"), request)
+        let entry = scan_node_in(node, self.scope).expect("still a GPU node");
+        (entry, request)
     }
 }
 

@@ -6,14 +6,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ContainerImage, Namespace, Node, NodeCondition};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::Res;
-use crate::lib_api::{GpuInventory, GpuNodeEntry, parse_node_dump, scan_node};
+use crate::lib_api::{
+    GpuInventory, GpuNodeEntry, ScanScope, parse_node_dump, scan_node, scan_node_in,
+};
 
 /// The label every bench node carries, so one selector finds (and deletes) them all.
 const BENCH_LABEL: &str = "bench.gpu-inventory.dev/node";
@@ -154,12 +159,21 @@ pub async fn create_nodes(
     n: usize,
     images: usize,
 ) -> Res<Duration> {
+    create_nodes_with(client, n, |i| make_node(templates, i, images)).await
+}
+
+/// Creates `make(0)..make(n-1)`, CREATE_CONCURRENCY creates in flight; returns how long that took.
+pub async fn create_nodes_with(
+    client: &Client,
+    n: usize,
+    make: impl Fn(usize) -> Node,
+) -> Res<Duration> {
     let api: Api<Node> = Api::all(client.clone());
     let started = Instant::now();
     futures::stream::iter(0..n)
         .map(|i| {
             let api = api.clone();
-            let node = make_node(templates, i, images);
+            let node = make(i);
             async move { api.create(&PostParams::default(), &node).await.map(|_| ()) }
         })
         .buffer_unordered(CREATE_CONCURRENCY)
@@ -168,9 +182,143 @@ pub async fn create_nodes(
     Ok(started.elapsed())
 }
 
-/// Before a run: no bench nodes, no inventory of that name left over; a fresh namespace.
-pub async fn clean_slate(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
-    delete_bench_nodes(client).await?;
+/// The annotation KWOK (hack/local-cluster.sh) selects the nodes it plays kubelet for by.
+pub const KWOK_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+
+/// The GPU templates a healthy KWOK fleet is cloned from: GPU Feature Discovery labels and an
+/// `nvidia.com/gpu` capacity (the fixtures' odd cases, e.g. labels without the device plugin, stay out).
+pub fn kwok_gpu_templates(templates: &Templates) -> Vec<Node> {
+    templates
+        .gpu
+        .iter()
+        .filter(|n| {
+            let gfd = n
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key("nvidia.com/gpu.product"));
+            let plugin = n
+                .status
+                .as_ref()
+                .and_then(|s| s.capacity.as_ref())
+                .and_then(|c| c.get("nvidia.com/gpu"))
+                .is_some_and(|q| q.0 != "0");
+            gfd && plugin
+        })
+        .cloned()
+        .collect()
+}
+
+/// KWOK node `i`: every `gpu_every`-th cloned from `gpu` (GFD labels, `nvidia.com/gpu` capacity and
+/// allocatable), the rest from the CPU templates; all annotated for KWOK, Ready, phase Running (KWOK's
+/// heartbeat stage selects Running Ready nodes), no taints, cpu/memory/pods in capacity and allocatable, and
+/// `images` container images.
+pub fn make_kwok_node(
+    gpu: &[Node],
+    templates: &Templates,
+    i: usize,
+    gpu_every: usize,
+    images: usize,
+) -> Node {
+    let name = kwok_node_name(i, gpu_every);
+    let mut node = match i.is_multiple_of(gpu_every) {
+        true => gpu[(i / gpu_every) % gpu.len()].clone(),
+        false => templates.cpu[i % templates.cpu.len()].clone(),
+    };
+    let mut labels = node.metadata.labels.take().unwrap_or_default();
+    labels.insert("kubernetes.io/hostname".into(), name.clone());
+    labels.insert(BENCH_LABEL.into(), "true".into());
+    let mut annotations = node.metadata.annotations.take().unwrap_or_default();
+    annotations.insert(KWOK_ANNOTATION.0.into(), KWOK_ANNOTATION.1.into());
+    node.metadata = ObjectMeta {
+        name: Some(name),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..Default::default()
+    };
+    if let Some(spec) = node.spec.as_mut() {
+        spec.taints = None;
+    }
+    let status = node.status.get_or_insert_with(Default::default);
+    let now = Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    set_ready(status.conditions.get_or_insert_with(Vec::new), true, &now);
+    status.phase = Some("Running".into());
+    for resources in [&mut status.capacity, &mut status.allocatable] {
+        let r = resources.get_or_insert_with(Default::default);
+        for (k, v) in [("cpu", "32"), ("memory", "256Gi"), ("pods", "110")] {
+            r.entry(k.into()).or_insert_with(|| Quantity(v.into()));
+        }
+    }
+    status.images = Some((0..images).map(|k| container_image(i, k)).collect());
+    node
+}
+
+/// The name of KWOK node `i` (`make_kwok_node`).
+pub fn kwok_node_name(i: usize, gpu_every: usize) -> String {
+    match i.is_multiple_of(gpu_every) {
+        true => format!("bench-gpu-{i:05}"),
+        false => format!("bench-cpu-{i:05}"),
+    }
+}
+
+/// Removes the taints of KWOK nodes 0..n, CREATE_CONCURRENCY patches in flight.
+pub async fn untaint_kwok_nodes(client: &Client, n: usize, gpu_every: usize) -> Res<()> {
+    let api: Api<Node> = Api::all(client.clone());
+    let patch = json!({ "spec": { "taints": null } });
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let (api, patch) = (api.clone(), &patch);
+            async move {
+                let name = kwok_node_name(i, gpu_every);
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_collect::<()>()
+        .await?;
+    Ok(())
+}
+
+/// How many bench nodes have a Lease in kube-node-lease (KWOK creates one per node it took).
+pub async fn bench_node_leases(client: &Client) -> Res<usize> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let mut count = 0;
+    let mut lp = ListParams::default().limit(1000);
+    loop {
+        let page = api.list_metadata(&lp).await?;
+        count += page
+            .items
+            .iter()
+            .filter(|l| l.name_any().starts_with("bench-"))
+            .count();
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => lp = lp.continue_token(&token),
+            _ => return Ok(count),
+        }
+    }
+}
+
+/// Bench nodes whose Ready condition is not True, and how many bench nodes there are.
+pub async fn bench_nodes_not_ready(client: &Client) -> Res<(usize, usize)> {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut not_ready = 0;
+    let mut total = 0;
+    let mut lp = bench_nodes().limit(500);
+    loop {
+        let page = api.list(&lp).await?;
+        total += page.items.len();
+        not_ready += page.items.iter().filter(|n| !is_ready(n)).count();
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => lp = lp.continue_token(&token),
+            _ => return Ok((not_ready, total)),
+        }
+    }
+}
+
+/// A fresh namespace for a run's ConfigMap; no inventory of that name left over.
+pub async fn fresh_namespace(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
     let inventories: Api<GpuInventory> = Api::all(client.clone());
     let _ = inventories
         .delete(inventory, &DeleteParams::default())
@@ -185,33 +333,53 @@ pub async fn clean_slate(client: &Client, namespace: &str, inventory: &str) -> R
     Ok(())
 }
 
-/// After a run: the inventory, the namespace and the bench nodes go.
-pub async fn tear_down(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
+/// After a run that keeps the nodes: the inventory and the namespace go.
+pub async fn remove_outputs(client: &Client, namespace: &str, inventory: &str) {
     let inventories: Api<GpuInventory> = Api::all(client.clone());
     let _ = inventories
         .delete(inventory, &DeleteParams::default())
         .await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let _ = namespaces.delete(namespace, &DeleteParams::default()).await; // never finishes (no controller-manager)
+    let _ = namespaces.delete(namespace, &DeleteParams::default()).await;
+}
+
+/// Before a run: no bench nodes, no inventory of that name left over; a fresh namespace.
+pub async fn clean_slate(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
+    delete_bench_nodes(client).await?;
+    fresh_namespace(client, namespace, inventory).await
+}
+
+/// After a run: the inventory, the namespace and the bench nodes go.
+pub async fn tear_down(client: &Client, namespace: &str, inventory: &str) -> Res<()> {
+    // The namespace never finishes deleting without a controller-manager (LOCAL_CLUSTER_COMPONENTS=apiserver).
+    remove_outputs(client, namespace, inventory).await;
     delete_bench_nodes(client).await
 }
 
-/// The bench's GPU nodes as stored, and the scanner's entry for each (the truth the watches are held to).
+/// The bench's GPU nodes as stored, and the scanner's entry for each (the truth the watches are held to), read
+/// in the scope of all bench nodes as the programs' scans read them (e.g. a GPU node without GFD labels is
+/// `GpuLabelsMissing` only when some node in scope has GFD labels).
 pub struct GpuNodes {
     pub nodes: BTreeMap<String, Node>,
     pub truth: HashMap<String, GpuNodeEntry>,
+    pub scope: ScanScope,
 }
 
 pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
     let api: Api<Node> = Api::all(client.clone());
     let listed = api.list(&bench_nodes()).await?;
+    let scope = ScanScope::of(&listed.items);
     let mut nodes = BTreeMap::new();
     let mut truth = HashMap::new();
     for node in listed.items {
-        if let Some(entry) = scan_node(&node) {
+        if let Some(entry) = scan_node_in(&node, scope) {
             truth.insert(entry.name.clone(), entry);
             nodes.insert(node.name_any(), node);
         }
     }
-    Ok(GpuNodes { nodes, truth })
+    Ok(GpuNodes {
+        nodes,
+        truth,
+        scope,
+    })
 }

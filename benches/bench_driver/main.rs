@@ -28,13 +28,20 @@
 //! the previous one is not visible yet), BENCH_NODE_IMAGES (20 container images per node, as kubelets report),
 //! BENCH_SETTLE_SECS (120: the longest wait for convergence), BENCH_PROGRAMS ("operator baseline").
 //!
+//! Scenarios (BENCH_SCENARIOS, default "steady heartbeat"; hack/bench.sh runs each on its own cluster): `steady`
+//! is the above; `heartbeat` (heartbeat.rs) puts BENCH_HEARTBEAT_NODES (5000) KWOK nodes, every
+//! BENCH_HEARTBEAT_GPU_EVERY-th (5) a GPU node, on a cluster with KWOK and the controllers and measures each
+//! program for BENCH_HEARTBEAT_SECS (300) while only the heartbeats change anything: its writes (should be 0),
+//! API requests, CPU, RSS, and the rate KWOK reached. BENCH_OUT keeps the sections of earlier driver runs.
+//!
 //! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the process under
 //! test), `observe` (the watches that decide convergence), `changes` (the node writes), `measure` (CPU, RSS,
-//! audit-log requests, percentiles), `scenario` (one run's phases), `report` (JSON and table), `lib_api`
+//! audit-log requests, percentiles), `scenario` (one run's phases), `heartbeat` (the heartbeat scenario), `report` (JSON and table), `lib_api`
 //! (every import from the operator library).
 
 mod changes;
 mod cluster;
+mod heartbeat;
 mod lib_api;
 mod measure;
 mod observe;
@@ -50,7 +57,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 
-use crate::settings::Settings;
+use crate::settings::{Scenario, Settings};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -86,37 +93,62 @@ async fn main() -> Res<()> {
     // The CRD is installed once, up front, so neither program pays for its establishment at start-up.
     lib_api::install_crd(&client, Duration::from_secs(60)).await?;
     let ticks = measure::clock_ticks();
-    let started = Timestamp::now();
-    let mut results = Vec::new();
-    let mut failures = Vec::new();
-    for &n in &s.nodes {
-        for &program in &s.programs {
-            match scenario::bench_one(&client, &s, &templates, n, program, ticks).await {
-                Ok(r) => results.push(r),
-                Err(e) => {
-                    log(format!("FAILED {} at {n} nodes: {e}", program.name()));
-                    failures.push(
-                        json!({ "program": program.name(), "nodes": n, "error": e.to_string() }),
-                    );
+    // hack/bench.sh runs one scenario per driver run, each on its own cluster, into the same BENCH_OUT: a
+    // later run keeps the sections of the earlier ones (bench.sh deletes BENCH_OUT before the first).
+    let mut doc = report::load(&s.out);
+    let mut failed = 0;
+    if s.scenarios.contains(&Scenario::Steady) {
+        let started = Timestamp::now();
+        let mut results = Vec::new();
+        let mut failures = Vec::new();
+        for &n in &s.nodes {
+            for &program in &s.programs {
+                match scenario::bench_one(&client, &s, &templates, n, program, ticks).await {
+                    Ok(r) => results.push(r),
+                    Err(e) => {
+                        log(format!("FAILED {} at {n} nodes: {e}", program.name()));
+                        failures.push(
+                            json!({ "program": program.name(), "nodes": n, "error": e.to_string() }),
+                        );
+                    }
                 }
             }
         }
+        failed += failures.len();
+        report::set_steady(&mut doc, &s, started, &results, &failures);
     }
-    let doc = report::document(&s, started, &results, &failures);
+    if s.scenarios.contains(&Scenario::Heartbeat) {
+        let started = Timestamp::now();
+        let mut section = match heartbeat::bench(&client, &s, &templates, ticks).await {
+            Ok((section, f)) => {
+                failed += f;
+                section
+            }
+            Err(e) => {
+                log(format!("FAILED heartbeat: {e}"));
+                failed += 1;
+                json!({ "failures": [{ "error": e.to_string() }] })
+            }
+        };
+        section["started"] = json!(started.to_string());
+        section["finished"] = json!(Timestamp::now().to_string());
+        doc["heartbeat"] = section;
+    }
+    report::set_machine(&mut doc);
     if let Some(dir) = s.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(&s.out, serde_json::to_string_pretty(&doc)?)?;
-    std::fs::write(&s.table, report::table(&results, &s))?;
+    std::fs::write(&s.table, report::table(&doc))?;
     log(format!(
         "results: {}, table: {}",
         s.out.display(),
         s.table.display()
     ));
-    if failures.is_empty() {
+    if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{} run(s) failed", failures.len()).into())
+        Err(format!("{failed} run(s) failed").into())
     }
 }
 

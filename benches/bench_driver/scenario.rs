@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::changes::{Changer, label_changes, latency_run};
 use crate::cluster::{self, GpuNodes, Templates};
 use crate::measure::{
-    audit_counts, audit_offset, count_where, cpu_secs, is_write, peak_rss_mib, percentile,
-    writes_to_outputs,
+    AuditPos, audit_counts, audit_offset, count_where, cpu_secs, is_write, peak_rss_mib,
+    percentile, writes_to_outputs,
 };
 use crate::observe::{Obs, Observer};
 use crate::program::{Program, spawn_program, stop_program};
@@ -89,10 +89,16 @@ pub async fn bench_one(
     log(format!(
         "=== {tag}: cleaning up, creating namespace {namespace} and {n} nodes"
     ));
-    let (setup, GpuNodes { nodes, truth }) =
-        set_up(client, s, templates, n, &tag, &namespace, &inventory).await?;
+    let (
+        setup,
+        GpuNodes {
+            nodes,
+            truth,
+            scope,
+        },
+    ) = set_up(client, s, templates, n, &tag, &namespace, &inventory).await?;
     let mut observer = Observer::start(client, &inventory, &namespace, truth);
-    let mut changer = Changer::new(client, nodes);
+    let mut changer = Changer::new(client, nodes, scope);
 
     // -- start-up
     std::fs::create_dir_all(&s.log_dir)?;
@@ -181,7 +187,7 @@ impl Run<'_> {
     }
 
     /// The program's requests received in [from, to], from the audit log after `offset`.
-    fn requests(&self, offset: u64, from: Timestamp, to: Timestamp) -> BTreeMap<String, u64> {
+    fn requests(&self, offset: AuditPos, from: Timestamp, to: Timestamp) -> BTreeMap<String, u64> {
         let prefix = self.program.user_agent_prefix();
         audit_counts(&self.s.audit_log, offset, prefix, from, to)
     }
@@ -190,7 +196,7 @@ impl Run<'_> {
     async fn startup(
         &self,
         observer: &mut Observer,
-        audit_start: u64,
+        audit_start: AuditPos,
         t0_wall: Timestamp,
         t0: Instant,
     ) -> Res<Startup> {

@@ -18,6 +18,25 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or_else(|_| panic!("{name} must be a whole number"))
 }
 
+/// A scenario of BENCH_SCENARIOS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Fixture nodes that never change by themselves (scenario.rs): start-up, quiet, latency, churn, burst.
+    Steady,
+    /// KWOK nodes heartbeating (heartbeat.rs): what the heartbeats cost each program.
+    Heartbeat,
+}
+
+impl Scenario {
+    pub fn parse(word: &str) -> Self {
+        match word {
+            "steady" => Scenario::Steady,
+            "heartbeat" => Scenario::Heartbeat,
+            other => panic!("BENCH_SCENARIOS: unknown scenario {other} (steady, heartbeat)"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub kubeconfig: PathBuf,
@@ -38,6 +57,15 @@ pub struct Settings {
     pub change_gap: Duration,
     pub node_images: usize,
     pub settle: Duration,
+    pub scenarios: Vec<Scenario>,
+    /// Heartbeat scenario: KWOK nodes, every `heartbeat_gpu_every`-th a GPU node, measured for `heartbeat_secs`.
+    pub heartbeat_nodes: usize,
+    pub heartbeat_gpu_every: usize,
+    pub heartbeat_secs: u64,
+    /// KWOK's status heartbeat period (LOCAL_CLUSTER_NODE_STATUS_SECS: every N..2N s), for the report.
+    pub heartbeat_status_secs: u64,
+    /// The state dir of the cluster (pid files of kube-apiserver, etcd, KWOK), if known.
+    pub cluster_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -73,6 +101,17 @@ impl Settings {
             change_gap: Duration::from_millis(env_num("BENCH_CHANGE_GAP_MS", 500)),
             node_images: env_num("BENCH_NODE_IMAGES", 20) as usize,
             settle: Duration::from_secs(env_num("BENCH_SETTLE_SECS", 120)),
+            scenarios: env_str("BENCH_SCENARIOS", "steady heartbeat")
+                .split_whitespace()
+                .map(Scenario::parse)
+                .collect(),
+            heartbeat_nodes: env_num("BENCH_HEARTBEAT_NODES", 5000) as usize,
+            heartbeat_gpu_every: env_num("BENCH_HEARTBEAT_GPU_EVERY", 5).max(1) as usize,
+            heartbeat_secs: env_num("BENCH_HEARTBEAT_SECS", 300),
+            heartbeat_status_secs: env_num("LOCAL_CLUSTER_NODE_STATUS_SECS", 10),
+            cluster_dir: std::env::var_os("BENCH_CLUSTER_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         }
     }
 }
