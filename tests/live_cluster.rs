@@ -338,7 +338,7 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
             .map(|t| format!("{}:{}", t.key, t.effect))
             .collect()
     };
-    let limit = node_grace() + KWOK_HEARTBEAT_MAX + Duration::from_secs(5);
+    let limit = node_grace() + KWOK_HEARTBEAT_MAX + Duration::from_secs(20);
     eventually(limit, "the controllers' taints on both nodes", || async {
         let dead_taints = taint_keys(nodes.get(&dead).await.ok()?);
         let cordoned_taints = taint_keys(nodes.get(&cordoned).await.ok()?);

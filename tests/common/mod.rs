@@ -315,6 +315,25 @@ impl TestEnv {
     /// else until it expires); the renew time is left as it was, so the node lifecycle controller's grace
     /// period counts from the kubelet's last renewal. No-op for a node without a Lease (no kubelet).
     pub async fn silence_kubelet(&self, node: &str) {
+        let annotated = Api::<Node>::all(self.client.clone())
+            .get(node)
+            .await
+            .unwrap_or_else(|e| panic!("reading node {node}: {e}"))
+            .metadata
+            .annotations
+            .is_some_and(|a| {
+                a.get(KWOK_NODE_ANNOTATION.0).map(String::as_str) == Some(KWOK_NODE_ANNOTATION.1)
+            });
+        if annotated {
+            // KWOK creates the Lease a moment after the node: wait for it, or the takeover would miss it.
+            let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+            eventually(
+                Duration::from_secs(30),
+                &format!("KWOK's Lease for {node}"),
+                || async { leases.get_opt(node).await.ok().flatten() },
+            )
+            .await;
+        }
         let body =
             json!({ "spec": { "holderIdentity": SILENCED_HOLDER, "leaseDurationSeconds": 86400 } });
         self.patch_node_lease(node, body).await;
