@@ -113,9 +113,9 @@ fn report(line: String) {
     }
 }
 
+/// A series the operator must export, read from its /metrics text.
 fn metric(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+    common::metric(text, series)
         .unwrap_or_else(|| panic!("no series {series} in /metrics:\n{text}"))
 }
 

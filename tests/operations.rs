@@ -4,15 +4,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{OperatorProcess, TestEnv, eventually};
+use common::{OperatorProcess, TestEnv, eventually, metric};
 
 const CONVERGE: Duration = Duration::from_secs(30);
-
-fn metric(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
 
 #[tokio::test]
 async fn readyz_turns_200_after_sync_and_metrics_match_the_inventory() {

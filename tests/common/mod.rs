@@ -126,6 +126,13 @@ pub fn local_cluster(verb_and_args: &str) {
     );
 }
 
+/// The value of one series (`name{labels}` exactly) in an OpenMetrics text, if it is there.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
 /// Polls `check` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
 where

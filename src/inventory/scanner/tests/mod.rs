@@ -113,6 +113,7 @@ fn gfd_fixture_matches_its_readme() {
 fn scan_is_deterministic_whatever_the_input_order() {
     let mut nodes = fixture("gfd-nodes.yaml");
     nodes.extend(fixture("homelab-nodes.yaml"));
+    nodes.extend(fixture("real-nodes.yaml"));
     let forward = scan(&nodes, &all());
     nodes.reverse();
     assert_eq!(forward, scan(&nodes, &all()));

@@ -271,14 +271,6 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
     }
 }
 
-#[test]
-fn real_nodes_scan_the_same_in_any_order_and_any_subset() {
-    let mut nodes = fixture("real-nodes.yaml");
-    let forward = scan(&nodes, &all());
-    nodes.reverse();
-    assert_eq!(forward, scan(&nodes, &all()));
-}
-
 /// What the operator's node watch keeps (it strips nodes on arrival) scans the same as the full objects.
 #[test]
 fn real_nodes_scan_the_same_after_the_watch_strips_them() {
