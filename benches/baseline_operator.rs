@@ -31,6 +31,7 @@ use futures::StreamExt;
 // Imports from the operator library, with their paths after its reorganization in the comment above each.
 use gpu_inventory_operator::cmd::cli::parse_duration;
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus};
+use gpu_inventory_operator::inventory::allocation::NO_PODS;
 use gpu_inventory_operator::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use gpu_inventory_operator::inventory::scanner::scan;
 use gpu_inventory_operator::inventory::status::desired_status;
@@ -177,7 +178,7 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Ctx>) -> Result<Action
         params = params.labels(selector);
     }
     let list = nodes.list(&params).await?;
-    let scanned = scan(list.items.iter(), &Selector::default());
+    let scanned = scan(list.items.iter(), NO_PODS, &Selector::default());
     let mut status = desired_status(&scanned, inventory.metadata.generation);
     let now = Time(Timestamp::now());
     status.observed_time = Some(now.clone());
@@ -244,7 +245,11 @@ async fn write_configmap(
     store: &Store<Node>,
 ) -> Result<(), kube::Error> {
     let nodes = store.state();
-    let inventory = scan(nodes.iter().map(AsRef::as_ref), &Selector::default());
+    let inventory = scan(
+        nodes.iter().map(AsRef::as_ref),
+        NO_PODS,
+        &Selector::default(),
+    );
     let (data, _summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     let body = json!({
         "apiVersion": "v1",

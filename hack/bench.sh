@@ -10,12 +10,21 @@
 #                 BENCH_NODES and both programs;
 #      heartbeat: target/bench-kwok-cluster, all components (KWOK and the controllers): BENCH_HEARTBEAT_NODES
 #                 KWOK nodes heartbeating, each program measured for BENCH_HEARTBEAT_SECS;
+#      allocation: target/bench-alloc-cluster, etcd + kube-apiserver only: BENCH_ALLOC_NODES nodes and
+#                 BENCH_ALLOC_PODS pods created bound, status set; the operator's allocation accounting, and
+#                 a one-shot `scan` against kubectl-view-allocations (installed on first use, below);
+#      flood:     target/bench-flood-cluster, etcd + kube-apiserver only, once per BENCH_FLOOD_APF_MODES (API
+#                 Priority and Fairness on, then off; a fresh cluster each): the operator's change -> status
+#                 latency without and with another client hammering the API server (benches/bench_driver/flood.rs),
+#      dra:       target/bench-dra-cluster, etcd + kube-apiserver only: BENCH_DRA_NODES nodes with a
+#                 ResourceSlice each and BENCH_DRA_CLAIMS claims allocated through the status subresource;
+#                 the operator's DRA accounting and a one-shot `scan`;
 #      the cluster is stopped and deleted after its scenario, also on failure or Ctrl-C,
 #   3. writes target/bench/results.json (one section per scenario) and prints the table
 #      (target/bench/results.txt).
 #
 # Knobs (environment):
-#   BENCH_SCENARIOS      which scenarios                      (default "steady heartbeat")
+#   BENCH_SCENARIOS      which scenarios                      (default "steady heartbeat allocation dra flood")
 #   BENCH_NODES          node counts (steady)                 (default "1000 5000")
 #   BENCH_QUIET_SECS     quiet period per run, seconds        (default 300)
 #   BENCH_CHURN_SECS     churn period per run, seconds        (default 60)
@@ -26,22 +35,51 @@
 #   BENCH_HEARTBEAT_GPU_EVERY  every Nth KWOK node is a GPU node (default 5)
 #   BENCH_HEARTBEAT_SECS       measured window per program    (default 300)
 #   LOCAL_CLUSTER_NODE_STATUS_SECS  KWOK status heartbeat every N..2N s (heartbeat; default 10)
-#   BENCH_PROGRAMS       which programs                       (default "operator baseline")
+#   BENCH_ALLOC_NODES          nodes (allocation)             (default 5000)
+#   BENCH_ALLOC_GPU_EVERY      every Nth node is a GPU node   (default 5)
+#   BENCH_ALLOC_GPUS_PER_NODE  nvidia.com/gpu per GPU node    (default 8)
+#   BENCH_ALLOC_PODS           pods in all                    (default 50000)
+#   BENCH_ALLOC_GPU_PODS       of which request nvidia.com/gpu (default 10000)
+#   BENCH_ALLOC_PENDING        of which are pending, Unschedulable (default 300)
+#   BENCH_ALLOC_TAINT_EVERY    every Nth GPU node tainted nvidia.com/gpu:NoSchedule (default 10; 0 none)
+#   BENCH_ALLOC_CHANGES        single GPU-pod changes for latency (default 200)
+#   BENCH_ALLOC_CHURN_RATE     pod changes per second in churn (default 50)
+#   BENCH_ALLOC_CHURN_SECS     churn period, seconds          (default 60)
+#   BENCH_ALLOC_PEER_RUNS      runs of scan and of kubectl-view-allocations, alternating (default 3)
+#   BENCH_ALLOC_CREATE_CONCURRENCY  pod creates in flight during set-up (default 48)
+#   BENCH_DRA_NODES            nodes, one ResourceSlice each (dra) (default 5000)
+#   BENCH_DRA_GPUS_PER_NODE    whole-GPU devices per slice    (default 8)
+#   BENCH_DRA_CLAIMS           claims, each allocated one device (default 10000)
+#   BENCH_DRA_CHANGES          single claim changes for latency (default 100)
+#   BENCH_DRA_CHURN_RATE       claim changes per second in churn (default 50)
+#   BENCH_DRA_CHURN_SECS       churn period, seconds          (default 60)
+#   BENCH_DRA_SCAN_RUNS        runs of the one-shot scan      (default 3)
+#   BENCH_DRA_CREATE_CONCURRENCY  creates in flight during set-up (default 48)
+#   BENCH_VIEW_ALLOCATIONS_VERSION  kubectl-view-allocations to install (default 3.1.0)
+#   BENCH_TOOLS_DIR      where bench-only tools are installed (default ~/.cache/gpu-inventory-operator/tools)
+#   BENCH_FLOOD_NODES          nodes (flood)                  (default 500)
+#   BENCH_FLOOD_TASKS          flooding loops in flight        (default 64)
+#   BENCH_FLOOD_CHANGES        changes timed per phase         (default 40)
+#   BENCH_FLOOD_APF_MODES      APF on (1) / off (0) runs       (default "1 0")
+#   BENCH_PROGRAMS       which programs (steady, heartbeat)   (default "operator baseline")
 #   BENCH_KEEP_CLUSTER=1 leave the bench clusters running afterwards (for poking at them)
 #   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
 #   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
 # Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 BENCH_BURST_CHANGES=100 \
-#   BENCH_HEARTBEAT_NODES=500 BENCH_HEARTBEAT_SECS=60 hack/bench.sh
+#   BENCH_HEARTBEAT_NODES=500 BENCH_HEARTBEAT_SECS=60 BENCH_ALLOC_NODES=500 BENCH_ALLOC_PODS=5000 \
+#   BENCH_ALLOC_GPU_PODS=1000 BENCH_ALLOC_PENDING=40 BENCH_ALLOC_CHANGES=40 BENCH_ALLOC_CHURN_SECS=10 \
+#   BENCH_DRA_NODES=500 BENCH_DRA_CLAIMS=1000 BENCH_DRA_CHANGES=40 BENCH_DRA_CHURN_SECS=10 hack/bench.sh
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT_DIR}"
 CARGO="${CARGO:-cargo}"
-SCENARIOS="${BENCH_SCENARIOS:-steady heartbeat}"
+SCENARIOS="${BENCH_SCENARIOS:-steady heartbeat allocation dra flood}"
+FLOOD_APF_MODES="${BENCH_FLOOD_APF_MODES:-1 0}"
 for scenario in ${SCENARIOS}; do
   case "${scenario}" in
-    steady | heartbeat) ;;
-    *) printf '[bench] BENCH_SCENARIOS: unknown scenario %s (steady, heartbeat)\n' "${scenario}" >&2; exit 1 ;;
+    steady | heartbeat | allocation | dra | flood) ;;
+    *) printf '[bench] BENCH_SCENARIOS: unknown scenario %s (steady, heartbeat, allocation, dra, flood)\n' "${scenario}" >&2; exit 1 ;;
   esac
 done
 # The steady scenario's cluster: etcd + kube-apiserver only, as the recorded baselines were measured: with the
@@ -70,6 +108,26 @@ executable() {
   fi
   printf '%s\n' "${path}"
 }
+# The allocation scenario's peer, kubectl-view-allocations (crates.io), is a bench tool, not a dependency of
+# the operator: installed once into a cache outside the repository, with its own lock file, and only when the
+# installed one is missing or another version. GNU time measures the peers' peak RSS.
+VIEW_ALLOCATIONS_VERSION="${BENCH_VIEW_ALLOCATIONS_VERSION:-3.1.0}"
+TOOLS_DIR="${BENCH_TOOLS_DIR:-${HOME}/.cache/gpu-inventory-operator/tools}"
+if [[ " ${SCENARIOS} " == *" allocation "* ]]; then
+  view_allocations="${TOOLS_DIR}/bin/kubectl-view-allocations"
+  if [[ "$("${view_allocations}" --version 2>/dev/null)" != "kubectl-view-allocations ${VIEW_ALLOCATIONS_VERSION}" ]]; then
+    log "installing kubectl-view-allocations ${VIEW_ALLOCATIONS_VERSION} into ${TOOLS_DIR} (first use only; a few minutes)"
+    "${CARGO}" install --locked --quiet kubectl-view-allocations --version "${VIEW_ALLOCATIONS_VERSION}" --root "${TOOLS_DIR}"
+  fi
+  export BENCH_VIEW_ALLOCATIONS_BIN="${view_allocations}"
+fi
+# The allocation and dra scenarios time one-shot runs (scan, the peer) with GNU time, for their peak RSS.
+if [[ " ${SCENARIOS} " == *" allocation "* || " ${SCENARIOS} " == *" dra "* ]]; then
+  if [[ ! -x /usr/bin/time ]] || ! /usr/bin/time -v true 2>/dev/null; then
+    log "the allocation and dra scenarios need GNU time at /usr/bin/time (apt-get install time)"
+    exit 1
+  fi
+fi
 OPERATOR_BUILT="$(executable gpu-inventory-operator)"
 BASELINE_BUILT="$(executable baseline-operator)"
 DRIVER_BUILT="$(executable bench-driver)"
@@ -120,18 +178,48 @@ export BENCH_LOG_DIR="${OUT_DIR}/logs"
 rm -f "${BENCH_OUT}" "${BENCH_TABLE}"
 
 status=0
+# One run per scenario; the flood scenario once per APF mode (flood:1, flood:0).
+runs=""
 for scenario in ${SCENARIOS}; do
+  if [[ "${scenario}" == flood ]]; then
+    for mode in ${FLOOD_APF_MODES}; do runs="${runs} flood:${mode}"; done
+  else
+    runs="${runs} ${scenario}"
+  fi
+done
+for run in ${runs}; do
+  scenario="${run%%:*}"
+  unset LOCAL_CLUSTER_APF
   if [[ "${scenario}" == steady ]]; then
     LOCAL_CLUSTER_STATE_DIR="target/bench-cluster"
     export LOCAL_CLUSTER_COMPONENTS="${STEADY_COMPONENTS}"
     suffix=""
+  elif [[ "${scenario}" == allocation ]]; then
+    # Pods created bound with their status set: with no scheduler, kubelet or controllers, nothing
+    # reschedules, runs or deletes them, and no node turns Unknown.
+    LOCAL_CLUSTER_STATE_DIR="target/bench-alloc-cluster"
+    export LOCAL_CLUSTER_COMPONENTS="apiserver"
+    suffix="-allocation"
+  elif [[ "${scenario}" == flood ]]; then
+    # APF on or off (hack/local-cluster.sh LOCAL_CLUSTER_APF); the driver records which.
+    LOCAL_CLUSTER_STATE_DIR="target/bench-flood-cluster"
+    export LOCAL_CLUSTER_COMPONENTS="apiserver"
+    export LOCAL_CLUSTER_APF="${run#flood:}"
+    export BENCH_FLOOD_APF="${LOCAL_CLUSTER_APF}"
+    suffix="-flood-apf${LOCAL_CLUSTER_APF}"
+  elif [[ "${scenario}" == dra ]]; then
+    # Claims allocated by the driver through the status subresource: with no scheduler or resourceclaim
+    # controller, nothing allocates, clears or deletes them but the driver.
+    LOCAL_CLUSTER_STATE_DIR="target/bench-dra-cluster"
+    export LOCAL_CLUSTER_COMPONENTS="apiserver"
+    suffix="-dra"
   else
     # KWOK plays kubelet for the fleet; the node lifecycle controller marks a node whose Lease lags Unknown.
     LOCAL_CLUSTER_STATE_DIR="target/bench-kwok-cluster"
     export LOCAL_CLUSTER_COMPONENTS="all"
     suffix="-heartbeat"
   fi
-  log "scenario ${scenario}: cluster ${LOCAL_CLUSTER_STATE_DIR} (LOCAL_CLUSTER_COMPONENTS=${LOCAL_CLUSTER_COMPONENTS})"
+  log "scenario ${scenario}: cluster ${LOCAL_CLUSTER_STATE_DIR} (LOCAL_CLUSTER_COMPONENTS=${LOCAL_CLUSTER_COMPONENTS}${LOCAL_CLUSTER_APF:+, LOCAL_CLUSTER_APF=${LOCAL_CLUSTER_APF}})"
   # A fresh cluster per scenario: etcd and the audit log start empty.
   hack/local-cluster.sh down
   hack/local-cluster.sh up

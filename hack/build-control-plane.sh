@@ -5,8 +5,9 @@
 #   - kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager   one module builds
 #   - kube-scheduler           k8s.io/kubernetes/cmd/kube-scheduler              all three)
 #   - kwok                     sigs.k8s.io/kwok/cmd/kwok              (module: hack/go/kwok)
-# and, on request only, a developer tool:
+# and, on request only, two developer tools:
 #   - actionlint               github.com/rhysd/actionlint/cmd/actionlint (module: hack/go/actionlint)
+#   - helm                     helm.sh/helm/v3/cmd/helm               (module: hack/go/helm)
 #
 # Binaries are cached outside the repository, keyed by version:
 #   ${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-inventory-operator}/bin/<name>-<version>/<name>
@@ -15,16 +16,16 @@
 # contains `etcd` and `kube-apiserver`, those two are used from there (and kube-controller-manager,
 # kube-scheduler and kwok too when that directory has them); the rest is built.
 #
-# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths]
+# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|paths]
 #   all (default)   ensure the five cluster binaries exist (build what is missing)
-#   <name>          ensure that binary only; `actionlint` also prints its path on stdout
+#   <name>          ensure that binary only; `actionlint` and `helm` also print their path on stdout
 #   paths [<name>...]
 #                   like `all` (or only the named binaries), then print ETCD=, KUBE_APISERVER=,
 #                   KUBE_CONTROLLER_MANAGER=, KUBE_SCHEDULER= and KWOK=<path> lines on stdout
 #   regenerate-modules
-#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint} for
-#                   K8S_VERSION, KWOK_VERSION and ACTIONLINT_VERSION (after changing a default)
-# All progress output goes to stderr; only `paths` and `actionlint` write to stdout.
+#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint,helm} for
+#                   K8S_VERSION, KWOK_VERSION, ACTIONLINT_VERSION and HELM_VERSION (after changing a default)
+# All progress output goes to stderr; only `paths`, `actionlint` and `helm` write to stdout.
 #
 # Environment:
 #   K8S_VERSION          Kubernetes version of kube-apiserver, kube-controller-manager and
@@ -33,6 +34,7 @@
 #   ETCD_VERSION         etcd version        (default v3.6.16)
 #   KWOK_VERSION         KWOK version        (default v0.8.0)
 #   ACTIONLINT_VERSION   actionlint version  (default v1.7.12)
+#   HELM_VERSION         helm version        (default v3.22.0)
 #   GPUINV_CACHE_DIR     cache root (see above)
 #   KUBEBUILDER_ASSETS   use prebuilt binaries from this directory instead
 set -euo pipefail
@@ -44,6 +46,7 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 K8S_VERSION="${K8S_VERSION:-${KUBE_VERSION:-v1.34.4}}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
+HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 SUPPORTED_K8S_VERSIONS="v1.32.13 v1.34.4 v1.37.2"
 CACHE_DIR="${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpu-inventory-operator}"
 BIN_CACHE="${CACHE_DIR}/bin"
@@ -62,6 +65,7 @@ version_of() {
     kube-apiserver | kube-controller-manager | kube-scheduler) printf '%s' "${K8S_VERSION}" ;;
     kwok) printf '%s' "${KWOK_VERSION}" ;;
     actionlint) printf '%s' "${ACTIONLINT_VERSION}" ;;
+    helm) printf '%s' "${HELM_VERSION}" ;;
     *) die "internal: unknown binary '$1'" ;;
   esac
 }
@@ -252,6 +256,7 @@ generate_tool_gomod() { # <module> <package> <version> <dir>
 }
 generate_kwok_gomod() { generate_tool_gomod sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$@"; }
 generate_actionlint_gomod() { generate_tool_gomod github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint "$@"; }
+generate_helm_gomod() { generate_tool_gomod helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$@"; }
 
 generate_etcd_gomod() { # <version> <dir>
   cp "${GO_DIR}/etcd/main.go" "$2/"
@@ -295,13 +300,15 @@ ensure_binary() { # <name> <module@version to check> <module dir function> <pack
   mv -f "${tmp}" "${dest}"
   trap - EXIT
   exec 8>&-
-  log "${name} ${version}: $("${dest}" --version 2>&1 | head -n 1)"
+  # helm has a `version` command rather than a --version flag.
+  log "${name} ${version}: $("${dest}" "$([[ "${name}" == helm ]] && echo version || echo --version)" 2>&1 | head -n 1)"
 }
 
 etcd_module_dir() { module_dir_for etcd go.etcd.io/etcd/server/v3 "${ETCD_VERSION}" generate_etcd_gomod; }
 kubernetes_module_dir() { module_dir_for kubernetes k8s.io/kubernetes "${K8S_VERSION}" generate_kubernetes_gomod; }
 kwok_module_dir() { module_dir_for kwok sigs.k8s.io/kwok "${KWOK_VERSION}" generate_kwok_gomod; }
 actionlint_module_dir() { module_dir_for actionlint github.com/rhysd/actionlint "${ACTIONLINT_VERSION}" generate_actionlint_gomod; }
+helm_module_dir() { module_dir_for helm helm.sh/helm/v3 "${HELM_VERSION}" generate_helm_gomod; }
 
 build_etcd() {
   ensure_binary etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" etcd_module_dir . \
@@ -338,6 +345,20 @@ build_actionlint() {
     "-s -w -X github.com/rhysd/actionlint.version=${ACTIONLINT_VERSION#v}" "~1 minute"
 }
 
+# helm, for the chart's tests (helm lint, template, install). The ldflags are the ones helm's own Makefile
+# sets: its version (`helm version`, `.Capabilities.HelmVersion`), and the Kubernetes version `helm template`
+# and `helm lint` assume without a cluster (1.<minor of k8s.io/client-go>; unset, it is v1.20.0).
+build_helm() {
+  local client_go minor ldflags p
+  client_go="$(sed -n 's#^[[:space:]]*k8s\.io/client-go \(v[^ ]*\).*#\1#p' "$(helm_module_dir)/go.mod" | head -n 1)"
+  minor="$(printf '%s' "${client_go}" | cut -d. -f2)"
+  ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    ldflags+=" -X ${p}.k8sVersionMajor=1 -X ${p}.k8sVersionMinor=${minor:?no k8s.io/client-go in the helm module}"
+  done
+  ensure_binary helm "helm.sh/helm/v3@${HELM_VERSION}" helm_module_dir helm.sh/helm/v3/cmd/helm "${ldflags}" "~3 minutes"
+}
+
 check_k8s_version() {
   [[ "${K8S_VERSION}" =~ ^v1\.[0-9]+\.[0-9]+$ ]] ||
     die "K8S_VERSION='${K8S_VERSION}' is not a Kubernetes release like v1.34.4 (supported: ${SUPPORTED_K8S_VERSIONS})"
@@ -349,20 +370,21 @@ check_k8s_version() {
 main() {
   local what="${1:-all}"
   case "${what}" in
-    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | paths) ;;
+    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | helm | paths) ;;
     regenerate-modules)
       check_k8s_version
       generate_kubernetes_gomod "${K8S_VERSION}" "${GO_DIR}/kubernetes"
       generate_kwok_gomod "${KWOK_VERSION}" "${GO_DIR}/kwok"
       generate_actionlint_gomod "${ACTIONLINT_VERSION}" "${GO_DIR}/actionlint"
-      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION})"
+      generate_helm_gomod "${HELM_VERSION}" "${GO_DIR}/helm"
+      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION}), hack/go/helm (${HELM_VERSION})"
       return 0
       ;;
     -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       return 0
       ;;
-    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|paths|regenerate-modules)" ;;
+    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|paths|regenerate-modules)" ;;
   esac
   check_k8s_version
   if ASSETS_DIR="$(assets_dir)"; then
@@ -376,9 +398,9 @@ main() {
     names="$*"
   fi
   case "${what}" in
-    actionlint)
-      build_actionlint
-      printf '%s\n' "$(cache_path actionlint)"
+    actionlint | helm)
+      "build_${what}"
+      printf '%s\n' "$(cache_path "${what}")"
       return 0
       ;;
     all | paths) ;;

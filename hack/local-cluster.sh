@@ -21,6 +21,8 @@
 #                    stop only kube-apiserver (SIGTERM, or SIGKILL with --kill); the rest keeps running
 #   start-apiserver  start kube-apiserver again on the same port with the same args, wait for /readyz
 #                    (and restart a controller-manager/scheduler that gave up during a long outage)
+#   pause-etcd       fault injection: freeze etcd (SIGSTOP); kube-apiserver's requests hang until
+#   resume-etcd      it is thawed again (SIGCONT); `down` also thaws it before stopping it
 #   build            only build/find the binaries
 #   kubeconfig       print the kubeconfig path
 #
@@ -48,6 +50,20 @@
 #                                times), like a kubelet's status update: every N to 2N seconds (default 10,
 #                                kubelet's nodeStatusUpdateFrequency; KWOK's own stage waits 10-20 minutes)
 #   LOCAL_CLUSTER_READY_TIMEOUT  seconds to wait for readiness (default 90)
+#   LOCAL_CLUSTER_FEATURE_GATES  extra --feature-gates for kube-apiserver, kube-controller-manager and kube-scheduler
+#                                (e.g. DRAPartitionableDevicesType=true), added to the script's own: DRADeviceTaints
+#                                on 1.33-1.36, DRAResourcePoolStatus on 1.36-1.37 (see feature_gates)
+#   LOCAL_CLUSTER_RUNTIME_CONFIG extra --runtime-config for kube-apiserver, added to the script's own:
+#                                resource.k8s.io/v1alpha3=true on 1.33-1.37 (see runtime_config)
+#                                Both are read when the components' args are written (`up` of a new cluster).
+#   Opt-in kube-apiserver flags, applied at `up`, and by `start-apiserver` whenever one of them is set (so a
+#   fault test restarts the API server with them, and without them by setting them to 0):
+#   LOCAL_CLUSTER_WATCH_EXPIRY=1 no watch cache for nodes and pods (their watches are served by etcd) and etcd
+#                                compacted every LOCAL_CLUSTER_COMPACTION_INTERVAL (default 2s): a watch broken
+#                                for a few seconds cannot resume (410 Gone) and must relist
+#   LOCAL_CLUSTER_APF=1          API Priority and Fairness on (off by default: --enable-priority-and-fairness=false)
+#   The token file pki/tokens.csv (--token-auth-file, always on) holds one token of the user gpuinv-token-user
+#   (no permissions of its own) for tests of token credentials, e.g. an exec credential plugin.
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -401,11 +417,54 @@ write_apiserver_args() {
 --audit-log-format=json
 --audit-log-maxsize=0
 --profiling=false
---enable-priority-and-fairness=false
+--token-auth-file=${PKI_DIR}/tokens.csv
 EOF
     [[ -z "${admission}" ]] || printf '%s\n' "${admission}"
     apiserver_version_flags
+    feature_gate_flags
+    runtime_config_flags
+    apiserver_opt_in_flags
   } >"${STATE_DIR}/kube-apiserver.args"
+}
+
+# The opt-in flags (LOCAL_CLUSTER_WATCH_EXPIRY, LOCAL_CLUSTER_APF; see the usage above), one per line. Every
+# flag printed here starts with one of OPT_IN_FLAGS, which `start-apiserver` replaces.
+OPT_IN_FLAGS="--watch-cache-sizes= --etcd-compaction-interval= --enable-priority-and-fairness="
+apiserver_opt_in_flags() {
+  local expiry="${LOCAL_CLUSTER_WATCH_EXPIRY:-0}" apf="${LOCAL_CLUSTER_APF:-0}"
+  local interval="${LOCAL_CLUSTER_COMPACTION_INTERVAL:-2s}"
+  [[ "${expiry}" == 0 || "${expiry}" == 1 ]] || die "LOCAL_CLUSTER_WATCH_EXPIRY=${expiry}: expected 0 or 1"
+  [[ "${apf}" == 0 || "${apf}" == 1 ]] || die "LOCAL_CLUSTER_APF=${apf}: expected 0 or 1"
+  [[ "${interval}" =~ ^[1-9][0-9]*(ms|s|m)$ ]] || die "LOCAL_CLUSTER_COMPACTION_INTERVAL=${interval}: expected a duration such as 2s"
+  if [[ "${expiry}" == 1 ]]; then
+    # Only 0 is meaningful in --watch-cache-sizes (it disables the cache); etcd then answers a watch from a
+    # compacted revision with 410 Gone.
+    printf '%s\n' "--watch-cache-sizes=nodes#0,pods#0" "--etcd-compaction-interval=${interval}"
+  fi
+  if [[ "${apf}" == 1 ]]; then
+    printf '%s\n' "--enable-priority-and-fairness=true"
+  else
+    printf '%s\n' "--enable-priority-and-fairness=false"
+  fi
+}
+
+# start-apiserver with an opt-in variable set: the stored args with the opt-in flags replaced.
+rewrite_apiserver_opt_in_flags() {
+  local args_file="${STATE_DIR}/kube-apiserver.args" flag pattern="" flags
+  [[ -v LOCAL_CLUSTER_WATCH_EXPIRY || -v LOCAL_CLUSTER_APF ]] || return 0
+  flags="$(apiserver_opt_in_flags)" || exit 1
+  for flag in ${OPT_IN_FLAGS}; do pattern="${pattern:+${pattern}|}^${flag}"; done
+  { grep -Ev -- "${pattern}" "${args_file}" || true; printf '%s\n' "${flags}"; } >"${args_file}.new"
+  mv -f "${args_file}.new" "${args_file}"
+  log "kube-apiserver opt-in flags now: $(printf '%s' "${flags}" | tr '\n' ' ')"
+}
+
+# pki/tokens.csv for --token-auth-file: one random token of gpuinv-token-user (token,user,uid).
+write_token_file() {
+  (
+    umask 077
+    printf '%s,gpuinv-token-user,gpuinv-token-user\n' "$(openssl rand -hex 24)" >"${PKI_DIR}/tokens.csv"
+  ) || die "writing ${PKI_DIR}/tokens.csv failed"
 }
 
 # Flags that differ between the supported releases (see hack/README.md, "Kubernetes versions").
@@ -419,6 +478,57 @@ apiserver_version_flags() {
   if [[ -n "${minor}" ]] && ((minor >= 37)); then
     printf '%s\n' "--endpoint-reconciler-type=none"
   fi
+}
+
+# Feature gates, the same for kube-apiserver, kube-controller-manager and kube-scheduler: the
+# release's defaults below, then LOCAL_CLUSTER_FEATURE_GATES (opt-in; a gate named twice takes the
+# later value). DRADeviceTaints on 1.33-1.36 (alpha there, off by default): without it the API
+# server drops spec.devices[].taints from ResourceSlices, so NVIDIA's health taints
+# (gpu.nvidia.com/xid) reach nobody; 1.37 keeps taints by default. The gate also needs the
+# v1alpha3 DeviceTaintRule API served, or kube-scheduler schedules nothing (see runtime_config).
+# DRAResourcePoolStatus on 1.36-1.37 (KEP-5677, alpha since 1.36, off by default): the referee test
+# (tests/dra_referee.rs) compares the operator's per-pool counts with those of kube-controller-manager's
+# resourcepoolstatusrequest-controller, which only runs with the gate; kube-apiserver needs it too (it
+# creates the controller's bootstrap ClusterRole only then). 1.38+ is not known yet: add it when it is.
+feature_gates() {
+  local minor gates=()
+  minor="$(kube_minor)"
+  if [[ -n "${minor}" ]] && ((minor >= 33 && minor <= 36)); then
+    gates+=("DRADeviceTaints=true")
+  fi
+  if [[ -n "${minor}" ]] && ((minor >= 36 && minor <= 37)); then
+    gates+=("DRAResourcePoolStatus=true")
+  fi
+  [[ -z "${LOCAL_CLUSTER_FEATURE_GATES:-}" ]] || gates+=("${LOCAL_CLUSTER_FEATURE_GATES}")
+  local IFS=,
+  printf '%s' "${gates[*]}"
+}
+
+# kube-apiserver's --runtime-config: the release's defaults, then LOCAL_CLUSTER_RUNTIME_CONFIG.
+# resource.k8s.io/v1alpha3 (off by default) on 1.33-1.37: DeviceTaintRules for DRADeviceTaints on
+# 1.33-1.36 (see feature_gates), and ResourcePoolStatusRequests (served from 1.36) for the referee test
+# on 1.36-1.37.
+runtime_config() {
+  local minor config=()
+  minor="$(kube_minor)"
+  if [[ -n "${minor}" ]] && ((minor >= 33 && minor <= 37)); then
+    config+=("resource.k8s.io/v1alpha3=true")
+  fi
+  [[ -z "${LOCAL_CLUSTER_RUNTIME_CONFIG:-}" ]] || config+=("${LOCAL_CLUSTER_RUNTIME_CONFIG}")
+  local IFS=,
+  printf '%s' "${config[*]}"
+}
+
+feature_gate_flags() {
+  local gates
+  gates="$(feature_gates)"
+  [[ -z "${gates}" ]] || printf '%s\n' "--feature-gates=${gates}"
+}
+
+runtime_config_flags() {
+  local config
+  config="$(runtime_config)"
+  [[ -z "${config}" ]] || printf '%s\n' "--runtime-config=${config}"
 }
 
 readyz_ok() { # <port>
@@ -478,6 +588,7 @@ ${LEADER_ELECT_FLAGS}
 --node-monitor-grace-period=${NODE_MONITOR_GRACE_PERIOD}
 --profiling=false
 EOF
+  feature_gate_flags >>"${STATE_DIR}/kube-controller-manager.args"
 }
 
 write_scheduler_args() {
@@ -494,6 +605,7 @@ write_scheduler_args() {
 ${LEADER_ELECT_FLAGS}
 --profiling=false
 EOF
+  feature_gate_flags >>"${STATE_DIR}/kube-scheduler.args"
 }
 
 # KWOK: plays kubelet for the nodes annotated kwok.x-k8s.io/node=fake with the stages copied from
@@ -642,6 +754,11 @@ check_reuse() {
   if [[ -n "${LOCAL_CLUSTER_COMPONENTS:-}" && -f "${STATE_DIR}/components" && "$(cat "${STATE_DIR}/components")" != "${COMPONENTS}" ]]; then
     die "the cluster in ${STATE_DIR} was created with LOCAL_CLUSTER_COMPONENTS=$(cat "${STATE_DIR}/components"), not ${COMPONENTS}; run 'hack/local-cluster.sh down' first"
   fi
+  local flag
+  for flag in $(feature_gate_flags) $(runtime_config_flags); do
+    grep -qxF -- "${flag}" "${STATE_DIR}/kube-apiserver.args" ||
+      die "the cluster in ${STATE_DIR} was not started with ${flag}; run 'hack/local-cluster.sh down' first"
+  done
   local name
   for name in $(components); do
     [[ -f "${STATE_DIR}/${name}.args" ]] ||
@@ -684,6 +801,7 @@ cmd_up() {
   resolve_binaries
   log "creating certificates in ${PKI_DIR}"
   gen_certs
+  write_token_file
   write_audit_policy
   write_etcd_args
   start_component etcd
@@ -714,6 +832,8 @@ cmd_down() {
   take_lock
   local name
   if [[ -d "${STATE_DIR}" ]]; then
+    # A paused etcd (pause-etcd) would ignore SIGTERM until thawed.
+    if component_running etcd; then kill -CONT "$(read_pid "${STATE_DIR}/etcd.pid")" 2>/dev/null || true; fi
     for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
       stop_process "${STATE_DIR}/${name}.pid" "${name}"
     done
@@ -782,7 +902,10 @@ cmd_start_apiserver() {
       stop_process "${STATE_DIR}/kube-apiserver.pid" kube-apiserver
     fi
   fi
-  component_running kube-apiserver || start_component kube-apiserver
+  if ! component_running kube-apiserver; then
+    rewrite_apiserver_opt_in_flags
+    start_component kube-apiserver
+  fi
   # controller-manager and scheduler exit when they cannot renew their leader lease for 45s;
   # a kubelet would restart them, here this does.
   local name
@@ -792,6 +915,15 @@ cmd_start_apiserver() {
       start_component "${name}"
     fi
   done
+}
+
+# pause-etcd / resume-etcd: a frozen etcd (a stalled disk, a VM pause) rather than a dead one. The process stays,
+# its connections stay open, every request to it waits: what the API server does with that is the fault.
+cmd_signal_etcd() { # STOP|CONT
+  [[ -d "${STATE_DIR}" ]] || die "local cluster is not set up; run 'hack/local-cluster.sh up'"
+  component_running etcd || die "etcd is not running"
+  kill "-$1" "$(read_pid "${STATE_DIR}/etcd.pid")"
+  log "etcd (pid $(read_pid "${STATE_DIR}/etcd.pid")) $([[ "$1" == STOP ]] && printf 'paused (SIGSTOP); resume-etcd thaws it' || printf 'resumed (SIGCONT)')"
 }
 
 cmd_build() {
@@ -808,6 +940,8 @@ main() {
     status) cmd_status ;;
     stop-apiserver) cmd_stop_apiserver "$@" ;;
     start-apiserver) cmd_start_apiserver ;;
+    pause-etcd) cmd_signal_etcd STOP ;;
+    resume-etcd) cmd_signal_etcd CONT ;;
     build) cmd_build ;;
     kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
     -h | --help | help | "")

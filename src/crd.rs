@@ -27,6 +27,7 @@ pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
     printcolumn = r#"{"name":"GPU-NODES","type":"integer","jsonPath":".status.totalGpuNodes"}"#,
     printcolumn = r#"{"name":"READY","type":"integer","jsonPath":".status.readyGpuNodes"}"#,
     printcolumn = r#"{"name":"GPUS","type":"integer","jsonPath":".status.totalGpus"}"#,
+    printcolumn = r#"{"name":"FREE","type":"integer","jsonPath":".status.freeGpus"}"#,
     printcolumn = r#"{"name":"STATUS","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -59,6 +60,25 @@ pub struct GpuInventoryStatus {
     /// Sum of `nodes[].count`.
     #[serde(default)]
     pub total_gpus: u64,
+    /// Whole GPUs free now: free `nvidia.com/gpu` on Ready, schedulable nodes where that resource is one
+    /// physical GPU (not time-sliced, not MIG under strategy `single`, not a GKE partition). Shared and MIG
+    /// resources are in `resources` under their own names, never added here.
+    #[serde(default)]
+    pub free_gpus: u64,
+    /// GPU pods waiting for GPUs the scheduler could not place (Pending, `PodScheduled=False`,
+    /// reason `Unschedulable`).
+    #[serde(default)]
+    pub pending_gpu_pods: u32,
+    /// Every `nvidia.com/*` resource of the selected GPU nodes, summed over them, sorted by name.
+    #[serde(default)]
+    pub resources: Vec<ResourceSummary>,
+    /// GPUs per model, sorted by name: the answer to "where are free H100s". Nodes no source names the
+    /// model of are left out.
+    #[serde(default)]
+    pub products: Vec<ProductSummary>,
+    /// GPU requests per namespace (pods on the selected nodes, and pending ones), sorted by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<NamespaceUsage>,
     /// One entry per GPU node, sorted by name.
     #[serde(default)]
     pub nodes: Vec<GpuNodeEntry>,
@@ -66,7 +86,7 @@ pub struct GpuInventoryStatus {
     /// conditions still count them). Absent when `nodes` is complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted_nodes: Option<u32>,
-    /// `Ready` and `Degraded`, as `metav1.Condition`.
+    /// `Ready`, `Degraded` and `GpusAvailable`, as `metav1.Condition`.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
@@ -102,6 +122,13 @@ pub struct GpuNodeEntry {
     /// The node's `nvidia.com/*` allocatable resources.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub allocatable: BTreeMap<String, String>,
+    /// What the pods on this node hold, per resource (the scheduler's effective request of every pod bound
+    /// here that has not finished). Every allocatable resource is listed, 0 when nothing holds it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocated: BTreeMap<String, u64>,
+    /// `allocatable - allocated` per resource, never below 0 (more allocated is an `Overcommitted` issue).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub free: BTreeMap<String, u64>,
     /// The node is cordoned (`spec.unschedulable`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unschedulable: bool,
@@ -120,6 +147,44 @@ pub struct GpuNodeEntry {
     /// What is wrong with this node; empty when healthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<NodeIssue>,
+    /// The node's DRA devices one by one. Listed by `scan` (`-o wide|json|yaml`) only: the status and the
+    /// ConfigMap keep the counts (`capacity`, `allocated`, `free`), since 8 devices a node on thousands of
+    /// nodes would not fit an object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub devices: Vec<DraDeviceEntry>,
+}
+
+/// One DRA device of a node, as `scan` lists it.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DraDeviceEntry {
+    /// The driver (`gpu.nvidia.com`).
+    pub driver: String,
+    /// The pool (NVIDIA's driver names it after the node).
+    pub pool: String,
+    /// The device's name in its pool (`gpu-0`, `gpu-0-mig-1g10gb-0`).
+    pub name: String,
+    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`).
+    pub resource: String,
+    /// Attribute `productName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
+    /// Capacity `memory` in MiB.
+    #[serde(default, rename = "memoryMiB", skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    /// A ResourceClaim's allocation names it (`namespace/name` of the claims).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocated_to: Vec<String>,
+    /// Free: in a complete pool, untainted, not allocated, and not taken by an allocated partition or
+    /// parent (shared counters, `parentUUID`).
+    pub free: bool,
+    /// `NoSchedule`/`NoExecute` taints as `key=value:effect`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+    /// The device's pool is incomplete (not all its slices are there).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pool_incomplete: bool,
 }
 
 /// GPU sharing as the NVIDIA device plugin advertises it.
@@ -182,8 +247,60 @@ pub struct MigDevice {
 #[serde(rename_all = "camelCase")]
 pub struct NodeIssue {
     /// A `PascalCase` reason: `NotReady`, `GpuLabelsMissing`, `GpusNotAllocatable`, `GpusUnhealthy`,
-    /// `MigConfigFailed`, `MigConfigPending`, `MigInvalid`, `Unschedulable` or `InvalidLabel`.
+    /// `MigConfigFailed`, `MigConfigPending`, `MigInvalid`, `Unschedulable`, `InvalidLabel`, `Overcommitted`,
+    /// `DraPoolIncomplete` or `GpuDeviceTainted`.
     pub reason: String,
     /// What was seen, naming the label, condition or resource.
     pub message: String,
+}
+
+/// One extended resource summed over an inventory's GPU nodes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSummary {
+    /// The resource, e.g. `nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb`.
+    pub name: String,
+    /// Sum of the nodes' capacity.
+    pub capacity: u64,
+    /// Sum of the nodes' allocatable.
+    pub allocatable: u64,
+    /// Sum of what pods hold.
+    pub allocated: u64,
+    /// Sum of the nodes' `free`.
+    pub free: u64,
+}
+
+/// The GPUs of one model.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProductSummary {
+    /// The model as the nodes name it (`nodes[].product`).
+    pub name: String,
+    /// GPU nodes of this model.
+    pub nodes: u32,
+    /// Sum of their `count`.
+    pub gpus: u64,
+    /// Whole GPUs of this model free now (see `status.freeGpus`).
+    pub free_gpus: u64,
+}
+
+/// What one namespace's pods ask for.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceUsage {
+    /// The namespace.
+    pub name: String,
+    /// Per resource, what its pods on the selected nodes hold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocated: BTreeMap<String, u64>,
+    /// Its GPU pods the scheduler could not place.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pending_pods: u32,
+    /// Per resource, what those pending pods ask for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending: BTreeMap<String, u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -8,6 +8,10 @@ pub enum Error {
     /// No usable kubeconfig and not in a cluster.
     #[error("{0}")]
     Kubeconfig(String),
+    /// The credentials failed before any request: the exec plugin could not give a token (see
+    /// `runtime::credentials`).
+    #[error("{0}")]
+    Credentials(String),
     /// A request to the API server failed.
     #[error("{action}: {}", describe_kube_error(.source))]
     Kube {
@@ -53,6 +57,12 @@ impl Error {
     pub fn metric_label(&self) -> &'static str {
         match self {
             Error::Kubeconfig(_) => "kubeconfig",
+            Error::Credentials(_) => "credentials",
+            Error::Kube { source, .. }
+                if crate::runtime::credentials::is_credential_error(source) =>
+            {
+                "credentials"
+            }
             Error::Kube { source, .. } => match api_status(source) {
                 Some(403) => "forbidden",
                 Some(404) => "not_found",
@@ -67,6 +77,14 @@ impl Error {
             Error::LeadershipLost(_) => "leadership_lost",
         }
     }
+
+    /// The client's error inside, if this is one.
+    pub fn kube_error(&self) -> Option<&kube::Error> {
+        match self {
+            Error::Kube { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 /// The HTTP status of an API error response, if the server answered.
@@ -79,6 +97,9 @@ pub fn api_status(error: &kube::Error) -> Option<u16> {
 
 /// A one-line description that keeps the API server's own message (it names verb, resource and user on 403).
 pub fn describe_kube_error(error: &kube::Error) -> String {
+    if let Some(message) = crate::runtime::credentials::describe(error) {
+        return message;
+    }
     match error {
         kube::Error::Api(status) => describe_status(status),
         other => {

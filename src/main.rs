@@ -4,13 +4,24 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
-use gpu_inventory_operator::cmd::{run, scan};
+use gpu_inventory_operator::cmd::{plugin, run, scan};
 use gpu_inventory_operator::publish::crd::crd_yaml;
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Run as `kubectl-gpu_inventory` (on PATH, or installed by krew): the kubectl plugin.
+    if std::env::args()
+        .next()
+        .is_some_and(|a| plugin::invoked_as_plugin(&a))
+    {
+        let args = plugin::PluginArgs::parse();
+        if std::env::var_os("RUST_LOG").is_some() {
+            logging::init_logging(args.global.log_format);
+        }
+        return plugin::run(args).await;
+    }
     let cli = Cli::parse();
     logging::init_logging(cli.global.log_format);
     match cli.command.unwrap_or(Command::Run(cli.run)) {

@@ -89,9 +89,13 @@ fn scan_json_is_exactly_the_status_object() {
         keys,
         [
             "conditions",
+            "freeGpus",
             "nodes",
             "observedTime",
+            "pendingGpuPods",
+            "products",
             "readyGpuNodes",
+            "resources",
             "totalGpuNodes",
             "totalGpus"
         ]
@@ -121,6 +125,51 @@ fn scan_json_is_exactly_the_status_object() {
 }
 
 #[test]
+fn an_offline_dump_of_nodes_and_pods_is_accounted() {
+    let dump = common::fixture_path("allocation-dump.yaml");
+    let out = operator(&["scan", "-f", &dump, "-o", "json"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let status: GpuInventoryStatus = serde_json::from_slice(&out.stdout).expect("JSON");
+    // h100-a: train-0 holds 4; serve-0 holds max(init 2, app 1) = 2 (the naive sum is 3); eval-done finished.
+    let h100 = status.nodes.iter().find(|n| n.name == "h100-a").unwrap();
+    assert_eq!(h100.allocated["nvidia.com/gpu"], 6);
+    assert_eq!(h100.free["nvidia.com/gpu"], 2);
+    assert_eq!((status.free_gpus, status.pending_gpu_pods), (2, 1));
+    let available = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "GpusAvailable")
+        .unwrap();
+    assert_eq!(
+        (available.status.as_str(), available.message.as_str()),
+        (
+            "False",
+            "1 GPU pod waiting, unschedulable: ml: 1 pod (16 nvidia.com/gpu); 2 whole GPUs free"
+        )
+    );
+    let by_namespace = operator(&["scan", "-f", &dump, "--group-by", "namespace"], None);
+    let table = text(&by_namespace.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["ml", "nvidia.com/gpu", "4", "16", "1"]),
+        "{table}"
+    );
+    let bad = operator(&["scan", "-f", &dump, "--group-by", "pool"], None);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a bad --group-by is a usage error"
+    );
+    assert!(
+        text(&bad.stderr).contains("node, product, namespace"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+#[test]
 fn bad_input_is_an_error_with_line_and_column_and_exit_2() {
     let cases: [(&[u8], &str); 4] = [
         (
@@ -129,8 +178,8 @@ fn bad_input_is_an_error_with_line_and_column_and_exit_2() {
         ),
         (b"{\"kind\": \"List\", \"items\": [", "line 1"),
         (
-            b"{\"kind\": \"PodList\", \"items\": []}",
-            "found kind \"PodList\"",
+            b"{\"kind\": \"ServiceList\", \"items\": []}",
+            "found kind \"ServiceList\"",
         ),
         (&[0xff, 0xfe, 0x00, 0x41], "not UTF-8"),
     ];
@@ -187,4 +236,58 @@ fn crd_prints_yaml_and_help_explains() {
     ] {
         assert!(help.contains(word), "--help mentions {word}:\n{help}");
     }
+}
+
+#[test]
+fn an_offline_dump_of_dra_objects_lists_devices_and_their_claims() {
+    let dump = common::fixture_path("dra/dump.yaml");
+    let out = operator(&["scan", "-f", &dump, "-o", "json"], None);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "dra-node-e has tainted GPUs: {}",
+        text(&out.stderr)
+    );
+    let status: GpuInventoryStatus = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!((status.total_gpu_nodes, status.total_gpus), (7, 35));
+    let a = status
+        .nodes
+        .iter()
+        .find(|n| n.name == "dra-node-a")
+        .unwrap();
+    assert_eq!(a.devices.len(), 8);
+    let held: Vec<&str> = a
+        .devices
+        .iter()
+        .flat_map(|d| d.allocated_to.iter().map(String::as_str))
+        .collect();
+    assert_eq!(held.len(), 2, "adminAccess results hold nothing: {held:?}");
+    assert!(held.iter().all(|c| c.starts_with("gpu-test1/")), "{held:?}");
+
+    let wide = operator(&["scan", "-f", &dump, "-o", "wide"], None);
+    let table = text(&wide.stdout);
+    let row = |node: &str, device: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(node) && l.contains(&format!("{node}/{device} ")))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no device row {node}/{device}: {table}"))
+    };
+    assert!(table.contains("devices (DRA):"), "{table}");
+    let tainted = row("dra-node-e", "gpu-1");
+    assert_eq!(
+        tainted.last(),
+        Some(&"gpu.nvidia.com/xid=79:NoSchedule"),
+        "{tainted:?}"
+    );
+    assert!(row("dra-node-e", "gpu-0").contains(&"free"));
+    let shared = row("dra-node-g", "gpu-0");
+    assert!(shared.contains(&"gpu-test3/single-gpu"), "{shared:?}");
+
+    let off = operator(&["scan", "-f", &dump, "-o", "json", "--dra-driver="], None);
+    let status: GpuInventoryStatus = serde_json::from_slice(&off.stdout).expect("JSON");
+    assert_eq!(
+        status.total_gpu_nodes, 1,
+        "with DRA off only the migrated node's capacity shows a GPU node"
+    );
 }

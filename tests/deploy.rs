@@ -7,13 +7,14 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{
-    OperatorProcess, TEST_LABEL, TestEnv, impersonating_kubeconfig, is_homelab, kubeconfig_path,
+use common::rbac::{
+    CRD_NAME, Installation, assert_least_privilege, can_i, forbidden_lines, kubectl,
+    start_operator_as, wait_converged,
 };
-use gpu_inventory_operator::crd::GpuInventory;
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use common::{TEST_LABEL, TestEnv};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -21,21 +22,10 @@ use serde_json::{Value, json};
 /// The operator's namespace and service account, as in deploy/.
 const NAMESPACE: &str = "gpu-inventory-system";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:gpu-inventory-system:gpu-inventory-operator";
-const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
-const CRD_RESOURCE: &str = "customresourcedefinitions/gpuinventories.homelab.youngju.dev";
 const CONVERGE: Duration = Duration::from_secs(60);
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
-}
-
-fn kubectl(args: &[&str]) -> std::process::Output {
-    Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig_path())
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running kubectl (is it on PATH?): {e}"))
 }
 
 /// `kubectl apply -k deploy/`, once per test process (the tests share what it creates).
@@ -187,314 +177,20 @@ fn the_deployment_runs_like_a_production_operator() {
     assert_eq!(container["ports"][0]["containerPort"], 8080);
 }
 
-/// One `kubectl auth can-i` question, as `user`: `(verb, resource, subresource, namespace)`; namespace `*` = all.
-fn can_i(
-    user: &str,
-    verb: &str,
-    resource: &str,
-    subresource: Option<&str>,
-    namespace: Option<&str>,
-) -> bool {
-    let mut args = vec!["auth", "can-i", verb, resource, "--as", user];
-    if let Some(sub) = subresource {
-        args.extend(["--subresource", sub]);
-    }
-    match namespace {
-        Some("*") => args.push("--all-namespaces"),
-        Some(ns) => args.extend(["--namespace", ns]),
-        None => {}
-    }
-    let out = kubectl(&args);
-    let answer = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    match answer.as_str() {
-        "yes" => true,
-        "no" => false,
-        _ => panic!(
-            "kubectl {}: unexpected answer {answer:?}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+/// deploy/'s installation of the operator.
+fn deploy_installation() -> Installation {
+    Installation {
+        namespace: NAMESPACE.to_owned(),
+        service_account: "gpu-inventory-operator".to_owned(),
+        lease: "gpu-inventory-operator".to_owned(),
     }
 }
-
-type Question = (
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-    Option<&'static str>,
-);
 
 #[tokio::test]
 async fn the_service_account_can_do_what_the_operator_does_and_nothing_else() {
     let _cluster = common::client().await; // a clear message when there is no cluster
     apply_deploy();
-    let ns = Some(NAMESPACE);
-    let allowed: Vec<Question> = vec![
-        ("get", "nodes", None, None),
-        ("list", "nodes", None, None),
-        ("watch", "nodes", None, None),
-        ("list", "gpuinventories.homelab.youngju.dev", None, None),
-        ("watch", "gpuinventories.homelab.youngju.dev", None, None),
-        ("create", "gpuinventories.homelab.youngju.dev", None, None),
-        (
-            "patch",
-            "gpuinventories.homelab.youngju.dev",
-            Some("status"),
-            None,
-        ),
-        ("get", CRD_RESOURCE, None, None),
-        ("watch", CRD_RESOURCE, None, None),
-        ("patch", CRD_RESOURCE, None, None),
-        ("get", "configmaps", None, ns),
-        ("watch", "configmaps", None, ns),
-        ("create", "configmaps", None, ns),
-        ("patch", "configmaps", None, ns),
-        ("create", "events.events.k8s.io", None, ns),
-        ("patch", "events.events.k8s.io", None, ns),
-        // Events about the cluster-scoped GpuInventories can only live in "default".
-        ("create", "events.events.k8s.io", None, Some("default")),
-        ("patch", "events.events.k8s.io", None, Some("default")),
-        ("create", "leases.coordination.k8s.io", None, ns),
-        (
-            "get",
-            "leases.coordination.k8s.io/gpu-inventory-operator",
-            None,
-            ns,
-        ),
-        (
-            "patch",
-            "leases.coordination.k8s.io/gpu-inventory-operator",
-            None,
-            ns,
-        ),
-    ];
-    let denied: Vec<Question> = vec![
-        // No node writes of any kind.
-        ("update", "nodes", None, None),
-        ("patch", "nodes", None, None),
-        ("patch", "nodes", Some("status"), None),
-        ("delete", "nodes", None, None),
-        // No secrets, anywhere (not even in its own namespace).
-        ("get", "secrets", None, Some("*")),
-        ("list", "secrets", None, Some("*")),
-        ("get", "secrets", None, ns),
-        ("list", "secrets", None, ns),
-        ("list", "secrets", None, Some("kube-system")),
-        // ConfigMaps only in its own namespace.
-        ("create", "configmaps", None, Some("default")),
-        ("patch", "configmaps", None, Some("default")),
-        ("create", "configmaps", None, Some("kube-system")),
-        ("patch", "configmaps", None, Some("kube-system")),
-        ("list", "configmaps", None, Some("*")),
-        ("delete", "configmaps", None, ns),
-        // CRDs: only its own, never deleted.
-        ("delete", "customresourcedefinitions", None, None),
-        ("delete", CRD_RESOURCE, None, None),
-        ("list", "customresourcedefinitions", None, None),
-        (
-            "patch",
-            "customresourcedefinitions/foos.example.com",
-            None,
-            None,
-        ),
-        ("delete", "gpuinventories.homelab.youngju.dev", None, None),
-        (
-            "update",
-            "gpuinventories.homelab.youngju.dev",
-            Some("status"),
-            None,
-        ),
-        // Events and Leases only in its own namespace; no other Lease.
-        ("create", "events.events.k8s.io", None, Some("kube-system")),
-        ("create", "events", None, Some("default")),
-        ("create", "events", None, ns),
-        (
-            "create",
-            "leases.coordination.k8s.io",
-            None,
-            Some("kube-system"),
-        ),
-        (
-            "patch",
-            "leases.coordination.k8s.io/kube-controller-manager",
-            None,
-            Some("kube-system"),
-        ),
-        ("patch", "leases.coordination.k8s.io/someone-else", None, ns),
-        // Nothing else.
-        ("create", "pods", None, ns),
-        ("create", "serviceaccounts", Some("token"), ns),
-        ("impersonate", "users", None, None),
-        (
-            "escalate",
-            "clusterroles.rbac.authorization.k8s.io",
-            None,
-            None,
-        ),
-    ];
-    let mut wrong = Vec::new();
-    for (expected, questions) in [(true, &allowed), (false, &denied)] {
-        for &(verb, resource, sub, namespace) in questions {
-            if can_i(SERVICE_ACCOUNT, verb, resource, sub, namespace) != expected {
-                wrong.push(format!(
-                    "  {} {verb} {resource}{}{}",
-                    if expected {
-                        "CANNOT (must be able to)"
-                    } else {
-                        "CAN (must not)"
-                    },
-                    sub.map(|s| format!(" --subresource {s}"))
-                        .unwrap_or_default(),
-                    namespace.map(|n| format!(" in {n}")).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "RBAC of deploy/ is wrong for {SERVICE_ACCOUNT}:\n{}",
-        wrong.join("\n")
-    );
-}
-
-/// Whether the operator binary knows a flag (flags other work adds, such as --leader-elect).
-fn operator_has_flag(flag: &str) -> bool {
-    let help = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
-        .args(["run", "--help"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&help.stdout).contains(flag)
-}
-
-/// The operator's log lines that report a refused request.
-fn forbidden_lines(log: &str) -> Vec<&str> {
-    log.lines()
-        .filter(|l| {
-            let l = l.to_ascii_lowercase();
-            l.contains("forbidden")
-                || l.contains(" 403")
-                || l.contains("(403")
-                || l.contains("unauthorized")
-        })
-        .collect()
-}
-
-/// Deletes the test's ConfigMap in the shared operator namespace (TestEnv only cleans up its own namespace).
-struct DeleteConfigMapOnDrop(String);
-
-impl Drop for DeleteConfigMapOnDrop {
-    fn drop(&mut self) {
-        let _ = kubectl(&[
-            "delete",
-            "configmap",
-            &self.0,
-            "-n",
-            NAMESPACE,
-            "--ignore-not-found",
-            "--wait=false",
-        ]);
-    }
-}
-
-/// The operator as a test runs it here, and the ConfigMap it writes in the shared operator namespace.
-struct ScopedOperator {
-    // Fields drop in this order: the process is killed before its ConfigMap is deleted (else it recreates it).
-    process: OperatorProcess,
-    configmap: String,
-    _cleanup: DeleteConfigMapOnDrop,
-}
-
-/// The operator, impersonating `user`, scoped to the test's nodes and inventory, writing its ConfigMap
-/// `gpu-node-status-<id>` in the operator's namespace.
-fn start_operator_as(env: &TestEnv, user: &str, extra: &[&str]) -> ScopedOperator {
-    let kubeconfig = impersonating_kubeconfig(user, &env.id);
-    let mut args = env.operator_args("2s");
-    let at = |flag: &str, args: &[String]| args.iter().position(|a| a == flag).unwrap() + 1;
-    let i = at("--kubeconfig", &args);
-    args[i] = kubeconfig.display().to_string();
-    let i = at("--namespace", &args);
-    args[i] = NAMESPACE.to_owned();
-    let configmap = format!("gpu-node-status-{}", env.id);
-    args.extend(["--configmap-name".to_owned(), configmap.clone()]);
-    if operator_has_flag("--metrics-addr") && !args.iter().any(|a| a == "--metrics-addr") {
-        // Tests run operators side by side: no fixed port.
-        args.extend(["--metrics-addr".to_owned(), "127.0.0.1:0".to_owned()]);
-    }
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    ScopedOperator {
-        process: OperatorProcess::start(&env.id, &args),
-        _cleanup: DeleteConfigMapOnDrop(configmap.clone()),
-        configmap,
-    }
-}
-
-/// Waits until the inventory reaches the home-lab numbers and the ConfigMap holds the four GPU nodes; on
-/// timeout or exit, fails with the operator's log and the requests it was refused.
-async fn wait_converged(
-    env: &TestEnv,
-    operator: &mut OperatorProcess,
-    configmap: &str,
-    user: &str,
-) {
-    let inventories: Api<GpuInventory> = Api::all(env.client.clone());
-    let configmaps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
-    let gpu_nodes: Vec<String> = ["nuc1", "nuc2", "omen", "omen2"]
-        .iter()
-        .map(|n| env.node_name(n))
-        .collect();
-    let started = Instant::now();
-    let (mut inventory_ok, mut configmap_ok) = (false, false);
-    loop {
-        if !inventory_ok {
-            let inv = inventories
-                .get_opt(&env.inventory_name())
-                .await
-                .expect("get GpuInventory");
-            inventory_ok = inv.and_then(|i| i.status).is_some_and(|s| is_homelab(&s));
-        }
-        if !configmap_ok {
-            let cm = configmaps.get_opt(configmap).await.expect("get ConfigMap");
-            let data = cm.and_then(|c| c.data).unwrap_or_default();
-            configmap_ok =
-                gpu_nodes.iter().all(|n| data.contains_key(n)) && data.len() == gpu_nodes.len() + 1;
-        }
-        if inventory_ok && configmap_ok {
-            return;
-        }
-        let exited = operator.wait_exit(Duration::from_millis(60));
-        if exited.is_some() || started.elapsed() > CONVERGE {
-            let log = operator.log();
-            let refused = forbidden_lines(&log);
-            panic!(
-                "the operator running as {user} did not converge ({}; inventory {}, ConfigMap {NAMESPACE}/{configmap} {}).\n\
-                 {}\n--- operator log ({}) ---\n{log}",
-                match exited {
-                    Some(code) => format!("it exited with {code:?}"),
-                    None => format!("{CONVERGE:?} passed"),
-                },
-                if inventory_ok {
-                    "converged"
-                } else {
-                    "not converged"
-                },
-                if configmap_ok {
-                    "converged"
-                } else {
-                    "not converged"
-                },
-                if refused.is_empty() {
-                    "No refused request in its log.".to_owned()
-                } else {
-                    format!(
-                        "The permissions of deploy/ are insufficient; refused requests:\n{}",
-                        refused.join("\n")
-                    )
-                },
-                operator.log_path.display(),
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    assert_least_privilege(&deploy_installation(), "deploy/");
 }
 
 #[tokio::test]
@@ -505,14 +201,8 @@ async fn the_operator_converges_with_nothing_but_the_deploy_rbac() {
     // With leader election as in the Deployment (Lease gpu-inventory-operator in gpu-inventory-system): the
     // Lease RBAC is exercised too. A short lease so that a lease left by an earlier, killed run expires fast.
     let leader_elect: &[&str] = &["--leader-elect", "--lease-duration", "5s"];
-    let mut scoped = start_operator_as(&env, SERVICE_ACCOUNT, leader_elect);
-    wait_converged(
-        &env,
-        &mut scoped.process,
-        &scoped.configmap,
-        SERVICE_ACCOUNT,
-    )
-    .await;
+    let mut scoped = start_operator_as(&env, SERVICE_ACCOUNT, NAMESPACE, leader_elect);
+    wait_converged(&env, &mut scoped, NAMESPACE, SERVICE_ACCOUNT, "deploy/").await;
     let operator = &mut scoped.process;
 
     // A few requeues (2 s) and node-change reactions later, still nothing refused: least privilege is
@@ -663,7 +353,7 @@ async fn without_the_crd_write_role_skip_crd_install_converges_and_self_install_
     ));
 
     // Self-install without the role: refused, and the operator says so and exits non-zero.
-    let mut refused = start_operator_as(&env, &user, &[]);
+    let mut refused = start_operator_as(&env, &user, NAMESPACE, &[]);
     let code = refused.process.wait_exit(Duration::from_secs(30));
     let log = refused.process.log();
     assert!(
@@ -676,8 +366,8 @@ async fn without_the_crd_write_role_skip_crd_install_converges_and_self_install_
     );
 
     // --skip-crd-install: needs only to read the CRD.
-    let mut operator = start_operator_as(&env, &user, &["--skip-crd-install"]);
-    wait_converged(&env, &mut operator.process, &operator.configmap, &user).await;
+    let mut operator = start_operator_as(&env, &user, NAMESPACE, &["--skip-crd-install"]);
+    wait_converged(&env, &mut operator, NAMESPACE, &user, "deploy/").await;
     let log = operator.process.log();
     assert!(
         forbidden_lines(&log).is_empty(),

@@ -157,6 +157,10 @@ async fn grant(env: &TestEnv, user: &str, missing: Option<(&str, &str)>) {
             "get,list,watch,create,patch",
         ),
         ("", "nodes", "get,list,watch"),
+        ("", "pods", "list,watch"),
+        ("resource.k8s.io", "resourceslices", "list,watch"),
+        ("resource.k8s.io", "resourceclaims", "list,watch"),
+        ("resource.k8s.io", "deviceclasses", "list,watch"),
         (
             "homelab.youngju.dev",
             "gpuinventories",
@@ -266,6 +270,33 @@ async fn fault_without_list_nodes_the_operator_says_so_and_recovers() {
         "fault-rbac-nodes",
         ("nodes", "list"),
         "cannot list resource \"nodes\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_without_list_pods_the_operator_says_so_and_recovers() {
+    // An RBAC from before the pod watch: the operator names the missing rule and publishes nothing it
+    // cannot know (no allocation from an empty pod list); it converges once the rule is granted.
+    missing_permission_is_reported_and_recovers(
+        "fault-rbac-pods",
+        ("pods", "list"),
+        "cannot list resource \"pods\"",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn fault_without_list_resourceclaims_the_operator_says_so_and_recovers() {
+    // The same for DRA on a server that serves it: no allocation from an empty claim list.
+    let client = common::client().await;
+    if !common::dra::dra_served(&client, "fault-rbac-claims").await {
+        return;
+    }
+    missing_permission_is_reported_and_recovers(
+        "fault-rbac-claims",
+        ("resourceclaims", "list"),
+        "cannot list resource \"resourceclaims\"",
     )
     .await;
 }

@@ -358,11 +358,20 @@ async fn kubectl_get_shows_the_printer_columns() {
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
-        ["NAME", "GPU-NODES", "READY", "GPUS", "STATUS", "AGE"]
+        [
+            "NAME",
+            "GPU-NODES",
+            "READY",
+            "GPUS",
+            "FREE",
+            "STATUS",
+            "AGE"
+        ]
     );
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    // FREE is 0: no home-lab node is Ready, so no GPU can be handed out now.
     assert_eq!(
-        &row[..5],
-        [name.as_str(), "4", "0", "1", "GpuNodesNotReady"]
+        &row[..6],
+        [name.as_str(), "4", "0", "1", "0", "GpuNodesNotReady"]
     );
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::Res;
 use crate::cluster::{is_ready, set_ready};
-use crate::lib_api::{GpuNodeEntry, ScanScope, scan_node_in};
+use crate::lib_api::{GpuNodeEntry, ScanScope, idle_entry};
 use crate::observe::{Observer, Pending};
 
 const MEMORY_LABEL: &str = "nvidia.com/gpu.memory";
@@ -94,7 +94,7 @@ impl Changer {
                 Request::Ready(name.to_owned(), condition)
             }
         };
-        let entry = scan_node_in(node, self.scope).expect("still a GPU node");
+        let entry = idle_entry(node, self.scope).expect("still a GPU node");
         (entry, request)
     }
 }

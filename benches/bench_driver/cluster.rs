@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::Res;
 use crate::lib_api::{
-    GpuInventory, GpuNodeEntry, ScanScope, parse_node_dump, scan_node, scan_node_in,
+    GpuInventory, GpuNodeEntry, ScanScope, idle_entry, parse_node_dump, scan_node,
 };
 
 /// The label every bench node carries, so one selector finds (and deletes) them all.
@@ -372,7 +372,7 @@ pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
     let mut nodes = BTreeMap::new();
     let mut truth = HashMap::new();
     for node in listed.items {
-        if let Some(entry) = scan_node_in(&node, scope) {
+        if let Some(entry) = idle_entry(&node, scope) {
             truth.insert(entry.name.clone(), entry);
             nodes.insert(node.name_any(), node);
         }

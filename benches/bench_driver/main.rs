@@ -32,19 +32,50 @@
 //! is the above; `heartbeat` (heartbeat.rs) puts BENCH_HEARTBEAT_NODES (5000) KWOK nodes, every
 //! BENCH_HEARTBEAT_GPU_EVERY-th (5) a GPU node, on a cluster with KWOK and the controllers and measures each
 //! program for BENCH_HEARTBEAT_SECS (300) while only the heartbeats change anything: its writes (should be 0),
-//! API requests, CPU, RSS, and the rate KWOK reached. BENCH_OUT keeps the sections of earlier driver runs.
+//! API requests, CPU, RSS, and the rate KWOK reached; `allocation` (allocation.rs) puts BENCH_ALLOC_NODES
+//! (5000) nodes and BENCH_ALLOC_PODS (50000) bound pods, BENCH_ALLOC_GPU_PODS (10000) of them requesting
+//! nvidia.com/gpu, on the etcd + kube-apiserver cluster and measures the operator's allocation accounting
+//! (convergence, RSS, pod change -> status latency, churn writes and CPU) and compares a one-shot `scan`
+//! with kubectl-view-allocations; `flood` (flood.rs) times the operator's change -> status latency while another
+//! client hammers the API server, with and without API Priority and Fairness.
+//! with kubectl-view-allocations; `dra` (dra.rs) puts BENCH_DRA_NODES (5000) nodes, each with a ResourceSlice
+//! of BENCH_DRA_GPUS_PER_NODE (8) whole GPUs, and BENCH_DRA_CLAIMS (10000) allocated ResourceClaims on the
+//! etcd + kube-apiserver cluster and measures the operator's DRA accounting (convergence, RSS, claim change
+//! -> status latency, churn writes and CPU) and a one-shot `scan`. BENCH_OUT keeps the sections of earlier
+//! driver runs.
 //!
 //! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the process under
 //! test), `observe` (the watches that decide convergence), `changes` (the node writes), `measure` (CPU, RSS,
 //! audit-log requests, percentiles), `scenario` (one run's phases), `heartbeat` (the heartbeat scenario), `report` (JSON and table), `lib_api`
-//! (every import from the operator library).
+//! (every import from the operator library); for the allocation scenario `alloc_fleet` (its nodes and
+//! pods), `alloc_pods` (pod objects and writes), `alloc_truth` (the expected allocation), `alloc_observe`
+//! (its watches), `alloc_changes` (pod changes), `peers` (scan against
+//! kubectl-view-allocations), `allocation` (its phases), `alloc_measure` (its figures), `alloc_report` (its table);
+//! for the DRA scenario `dra_fleet` (nodes, slices, claims), `dra_truth` (which claim holds which device),
+//! `dra_observe` (the status watch), `dra_changes` (claim changes), `dra` (its phases), `dra_report` (its table).
 
+mod alloc_changes;
+mod alloc_fleet;
+mod alloc_measure;
+mod alloc_observe;
+mod alloc_pods;
+mod alloc_report;
+mod alloc_truth;
+mod allocation;
 mod changes;
 mod cluster;
+mod dra;
+mod dra_changes;
+mod dra_fleet;
+mod dra_observe;
+mod dra_report;
+mod dra_truth;
+mod flood;
 mod heartbeat;
 mod lib_api;
 mod measure;
 mod observe;
+mod peers;
 mod program;
 mod report;
 mod scenario;
@@ -134,12 +165,67 @@ async fn main() -> Res<()> {
         section["finished"] = json!(Timestamp::now().to_string());
         doc["heartbeat"] = section;
     }
+    if s.scenarios.contains(&Scenario::Allocation) {
+        let started = Timestamp::now();
+        let mut section = match allocation::bench(&client, &s, &templates, ticks).await {
+            Ok((section, f)) => {
+                failed += f;
+                section
+            }
+            Err(e) => {
+                log(format!("FAILED allocation: {e}"));
+                failed += 1;
+                json!({ "failures": [{ "error": e.to_string() }] })
+            }
+        };
+        section["started"] = json!(started.to_string());
+        section["finished"] = json!(Timestamp::now().to_string());
+        doc["allocation"] = section;
+    }
+    if s.scenarios.contains(&Scenario::Dra) {
+        let started = Timestamp::now();
+        let mut section = match dra::bench(&client, &s, &templates, ticks).await {
+            Ok((section, f)) => {
+                failed += f;
+                section
+            }
+            Err(e) => {
+                log(format!("FAILED dra: {e}"));
+                failed += 1;
+                json!({ "failures": [{ "error": e.to_string() }] })
+            }
+        };
+        section["started"] = json!(started.to_string());
+        section["finished"] = json!(Timestamp::now().to_string());
+        doc["dra"] = section;
+    }
+    if s.scenarios.contains(&Scenario::Flood) {
+        let started = Timestamp::now();
+        match flood::bench(&client, &s, &templates).await {
+            Ok((key, mut run)) => {
+                run["started"] = json!(started.to_string());
+                run["finished"] = json!(Timestamp::now().to_string());
+                if !doc["flood"].is_object() {
+                    doc["flood"] = json!({});
+                }
+                doc["flood"][key] = run;
+            }
+            Err(e) => {
+                log(format!("FAILED flood: {e}"));
+                failed += 1;
+            }
+        }
+    }
     report::set_machine(&mut doc);
     if let Some(dir) = s.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(&s.out, serde_json::to_string_pretty(&doc)?)?;
-    std::fs::write(&s.table, report::table(&doc))?;
+    let mut table = report::table(&doc);
+    alloc_report::append(&mut table, &doc);
+    dra_report::append(&mut table, &doc);
+    flood::append_table(&mut table, &doc);
+    std::fs::write(&s.table, table)?;
     log(format!(
         "results: {}, table: {}",
         s.out.display(),

@@ -92,37 +92,30 @@ impl Obs {
     }
 }
 
-pub struct Observer {
-    pub obs: Arc<Mutex<Obs>>,
+/// An observation kept current by watch tasks, with a signal per update: what both the steady/heartbeat
+/// scenarios ([`Observer`]) and the allocation scenario (`AllocObserver`) wait on.
+pub struct Watched<O> {
+    pub obs: Arc<Mutex<O>>,
     changed: watch::Receiver<u64>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-impl Observer {
-    /// Starts the watches on the inventory `inventory` and on the ConfigMap in `namespace`.
-    pub fn start(
-        client: &Client,
-        inventory: &str,
-        namespace: &str,
-        truth: HashMap<String, GpuNodeEntry>,
+impl<O> Watched<O> {
+    /// `obs`, updated by `tasks`, which bump `changed` after each update.
+    pub fn new(
+        obs: Arc<Mutex<O>>,
+        changed: watch::Receiver<u64>,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
     ) -> Self {
-        let obs = Arc::new(Mutex::new(Obs {
-            truth,
-            ..Default::default()
-        }));
-        let (tx, rx) = watch::channel(0u64);
-        let tx = Arc::new(tx);
-        let inv_task = watch_inventory(client, inventory, obs.clone(), tx.clone());
-        let cm_task = watch_configmap(client, namespace, obs.clone(), tx);
-        Observer {
+        Watched {
             obs,
-            changed: rx,
-            tasks: vec![inv_task, cm_task],
+            changed,
+            tasks,
         }
     }
 
     /// Waits until `cond` holds (checked after every watch event); returns false on timeout.
-    pub async fn wait_for(&mut self, timeout: Duration, cond: impl Fn(&Obs) -> bool) -> bool {
+    pub async fn wait_for(&mut self, timeout: Duration, cond: impl Fn(&O) -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if cond(&self.obs.lock().unwrap()) {
@@ -139,6 +132,29 @@ impl Observer {
         for t in self.tasks {
             t.abort();
         }
+    }
+}
+
+/// The inventory status and ConfigMap of the steady and heartbeat scenarios, against their truth.
+pub type Observer = Watched<Obs>;
+
+impl Watched<Obs> {
+    /// Starts the watches on the inventory `inventory` and on the ConfigMap in `namespace`.
+    pub fn start(
+        client: &Client,
+        inventory: &str,
+        namespace: &str,
+        truth: HashMap<String, GpuNodeEntry>,
+    ) -> Self {
+        let obs = Arc::new(Mutex::new(Obs {
+            truth,
+            ..Default::default()
+        }));
+        let (tx, rx) = watch::channel(0u64);
+        let tx = Arc::new(tx);
+        let inv_task = watch_inventory(client, inventory, obs.clone(), tx.clone());
+        let cm_task = watch_configmap(client, namespace, obs.clone(), tx);
+        Watched::new(obs, rx, vec![inv_task, cm_task])
     }
 }
 

@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use crate::program::Program;
 
-fn env_str(name: &str, default: &str) -> String {
+pub fn env_str(name: &str, default: &str) -> String {
     std::env::var(name)
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| default.to_owned())
 }
 
-fn env_num(name: &str, default: u64) -> u64 {
+pub fn env_num(name: &str, default: u64) -> u64 {
     env_str(name, &default.to_string())
         .parse()
         .unwrap_or_else(|_| panic!("{name} must be a whole number"))
@@ -25,6 +25,12 @@ pub enum Scenario {
     Steady,
     /// KWOK nodes heartbeating (heartbeat.rs): what the heartbeats cost each program.
     Heartbeat,
+    /// Nodes and bound pods (allocation.rs): GPU allocation accounting, and the peer comparison.
+    Allocation,
+    /// ResourceSlices and allocated ResourceClaims (dra.rs): the DRA accounting.
+    Dra,
+    /// Another client hammering the API server (flood.rs): the operator's change -> status latency.
+    Flood,
 }
 
 impl Scenario {
@@ -32,7 +38,12 @@ impl Scenario {
         match word {
             "steady" => Scenario::Steady,
             "heartbeat" => Scenario::Heartbeat,
-            other => panic!("BENCH_SCENARIOS: unknown scenario {other} (steady, heartbeat)"),
+            "allocation" => Scenario::Allocation,
+            "dra" => Scenario::Dra,
+            "flood" => Scenario::Flood,
+            other => panic!(
+                "BENCH_SCENARIOS: unknown scenario {other} (steady, heartbeat, allocation, dra, flood)"
+            ),
         }
     }
 }
@@ -66,6 +77,97 @@ pub struct Settings {
     pub heartbeat_status_secs: u64,
     /// The state dir of the cluster (pid files of kube-apiserver, etcd, KWOK), if known.
     pub cluster_dir: Option<PathBuf>,
+    /// Allocation scenario (allocation.rs).
+    pub alloc: AllocSettings,
+    /// DRA scenario (dra.rs).
+    pub dra: DraSettings,
+}
+
+/// The DRA scenario's knobs (BENCH_DRA_*).
+#[derive(Clone, Debug)]
+pub struct DraSettings {
+    /// Nodes, each publishing one ResourceSlice of `gpus_per_node` whole GPUs.
+    pub nodes: usize,
+    pub gpus_per_node: usize,
+    /// ResourceClaims, each allocated one device (at most nodes x gpus_per_node).
+    pub claims: usize,
+    /// Creates (and status writes) in flight while the fleet is set up.
+    pub create_concurrency: usize,
+    /// Single claim changes (deallocate, allocate) timed for latency.
+    pub changes: usize,
+    /// Claim changes per second in churn, for `churn_secs`.
+    pub churn_rate: u64,
+    pub churn_secs: u64,
+    /// Runs of the one-shot `scan`.
+    pub scan_runs: usize,
+}
+
+impl DraSettings {
+    fn from_env() -> Self {
+        let nodes = env_num("BENCH_DRA_NODES", 5000) as usize;
+        let gpus_per_node = env_num("BENCH_DRA_GPUS_PER_NODE", 8).max(1) as usize;
+        DraSettings {
+            nodes,
+            gpus_per_node,
+            claims: (env_num("BENCH_DRA_CLAIMS", 10_000) as usize).min(nodes * gpus_per_node),
+            create_concurrency: env_num("BENCH_DRA_CREATE_CONCURRENCY", 48).max(1) as usize,
+            changes: env_num("BENCH_DRA_CHANGES", 100) as usize,
+            churn_rate: env_num("BENCH_DRA_CHURN_RATE", 50).max(1),
+            churn_secs: env_num("BENCH_DRA_CHURN_SECS", 60),
+            scan_runs: env_num("BENCH_DRA_SCAN_RUNS", 3) as usize,
+        }
+    }
+}
+
+/// The allocation scenario's knobs (BENCH_ALLOC_*).
+#[derive(Clone, Debug)]
+pub struct AllocSettings {
+    /// Nodes, every `gpu_every`-th a GPU node with `gpus_per_node` nvidia.com/gpu.
+    pub nodes: usize,
+    pub gpu_every: usize,
+    pub gpus_per_node: u64,
+    /// Pods in all, of which `gpu_pods` request nvidia.com/gpu, `pending` of those unbound and Unschedulable.
+    pub pods: usize,
+    pub gpu_pods: usize,
+    pub pending: usize,
+    /// Every `taint_every`-th GPU node carries nvidia.com/gpu=present:NoSchedule (0: none).
+    pub taint_every: usize,
+    /// Creates (and status patches) in flight while the fleet is set up.
+    pub create_concurrency: usize,
+    /// Single GPU-pod changes (binds and deletes) timed for latency.
+    pub changes: usize,
+    /// Pod changes per second in churn, for `churn_secs`.
+    pub churn_rate: u64,
+    pub churn_secs: u64,
+    /// Runs of each peer (scan, kubectl-view-allocations), alternating.
+    pub peer_runs: usize,
+    /// kubectl-view-allocations; empty: the peer comparison is skipped.
+    pub view_allocations_bin: Option<PathBuf>,
+    /// /usr/bin/time (GNU time, `-v`), for the peers' peak RSS.
+    pub time_bin: PathBuf,
+}
+
+impl AllocSettings {
+    fn from_env() -> Self {
+        AllocSettings {
+            nodes: env_num("BENCH_ALLOC_NODES", 5000) as usize,
+            gpu_every: env_num("BENCH_ALLOC_GPU_EVERY", 5).max(1) as usize,
+            gpus_per_node: env_num("BENCH_ALLOC_GPUS_PER_NODE", 8).max(1),
+            pods: env_num("BENCH_ALLOC_PODS", 50_000) as usize,
+            gpu_pods: env_num("BENCH_ALLOC_GPU_PODS", 10_000) as usize,
+            pending: env_num("BENCH_ALLOC_PENDING", 300) as usize,
+            taint_every: env_num("BENCH_ALLOC_TAINT_EVERY", 10) as usize,
+            create_concurrency: env_num("BENCH_ALLOC_CREATE_CONCURRENCY", 48).max(1) as usize,
+            changes: env_num("BENCH_ALLOC_CHANGES", 200) as usize,
+            churn_rate: env_num("BENCH_ALLOC_CHURN_RATE", 50).max(1),
+            churn_secs: env_num("BENCH_ALLOC_CHURN_SECS", 60),
+            peer_runs: env_num("BENCH_ALLOC_PEER_RUNS", 3) as usize,
+            view_allocations_bin: std::env::var_os("BENCH_VIEW_ALLOCATIONS_BIN")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            time_bin: PathBuf::from(env_str("BENCH_TIME_BIN", "/usr/bin/time")),
+        }
+    }
 }
 
 impl Settings {
@@ -112,6 +214,8 @@ impl Settings {
             cluster_dir: std::env::var_os("BENCH_CLUSTER_DIR")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            alloc: AllocSettings::from_env(),
+            dra: DraSettings::from_env(),
         }
     }
 }

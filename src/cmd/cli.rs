@@ -54,10 +54,30 @@ pub struct GlobalArgs {
     /// Log format; the filter comes from RUST_LOG (default: info).
     #[arg(long, global = true, env = "GPUINV_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// A DRA driver whose devices are GPUs: its ResourceSlices are read, and claims on its devices counted
+    /// (repeat the flag, or separate with commas in the variable). `--dra-driver=` (empty) turns DRA off.
+    #[arg(
+        long = "dra-driver",
+        global = true,
+        env = "GPUINV_DRA_DRIVERS",
+        value_name = "DRIVER",
+        value_delimiter = ',',
+        default_value = crate::inventory::dra::DEFAULT_DRIVER
+    )]
+    pub dra_drivers: Vec<String>,
 }
 
 impl GlobalArgs {
     /// Where to connect, as the client module takes it.
+    /// The DRA GPU drivers, without empty entries (`--dra-driver=` turns DRA off).
+    pub fn dra_drivers(&self) -> Vec<String> {
+        self.dra_drivers
+            .iter()
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty())
+            .collect()
+    }
+
     pub fn client_config(&self) -> ClientConfig {
         ClientConfig {
             kubeconfig: self.kubeconfig.clone(),
@@ -121,7 +141,8 @@ pub struct RunArgs {
 /// Flags of `scan`.
 #[derive(Debug, Args, Clone)]
 pub struct ScanArgs {
-    /// Read nodes from a `kubectl get nodes -o yaml|json` dump instead of the cluster; `-` reads stdin.
+    /// Read nodes (and pods) from a `kubectl get nodes,pods -A -o yaml|json` dump instead of the cluster;
+    /// `-` reads stdin. Without pods in the dump, nothing is allocated.
     #[arg(long, short = 'f', env = "GPUINV_SCAN_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
     /// Output format: `table`, `wide` (adds sources and notes), or `json`/`yaml` (exactly the GpuInventory status).
@@ -135,6 +156,21 @@ pub struct ScanArgs {
         value_name = "SELECTOR"
     )]
     pub selector: Option<String>,
+    /// Rows of the table: one per GPU node, per GPU model (GPUs and free whole GPUs), or per namespace (what
+    /// its pods hold and what its pending pods wait for). `json`/`yaml` always print the whole status.
+    #[arg(long, env = "GPUINV_SCAN_GROUP_BY", value_enum, default_value_t = GroupBy::Node)]
+    pub group_by: GroupBy,
+}
+
+/// Rows of the `scan` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupBy {
+    /// One row per GPU node.
+    Node,
+    /// One row per GPU model.
+    Product,
+    /// One row per namespace and resource.
+    Namespace,
 }
 
 /// Output formats of `scan`.
@@ -177,6 +213,28 @@ mod tests {
         assert!(cli.command.is_none());
         assert_eq!(cli.run.requeue, Duration::from_secs(5));
         assert_eq!(cli.run.default_inventory, "cluster");
+    }
+
+    #[test]
+    fn dra_drivers_default_repeat_and_turn_off() {
+        let parse = |args: &[&str]| {
+            let mut argv = vec!["gpu-inventory-operator"];
+            argv.extend_from_slice(args);
+            let mut drivers = Cli::try_parse_from(argv).unwrap().global.dra_drivers;
+            drivers.retain(|d| !d.is_empty());
+            drivers
+        };
+        assert_eq!(parse(&[]), ["gpu.nvidia.com"]);
+        assert_eq!(
+            parse(&[
+                "--dra-driver",
+                "gpu.nvidia.com",
+                "--dra-driver",
+                "gpu.example.com"
+            ]),
+            ["gpu.nvidia.com", "gpu.example.com"]
+        );
+        assert!(parse(&["--dra-driver="]).is_empty());
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! The commands: `run` (the operator), `scan` (one read-only pass) and `crd` (print the CRD), and the
-//! command line that selects them.
+//! The commands: `run` (the operator), `scan` (one read-only pass) and `crd` (print the CRD), the command
+//! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+pub mod plugin;
+pub mod render;
 pub mod run;
 pub mod scan;

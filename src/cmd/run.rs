@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use kube::Client;
 use tokio::task::JoinHandle;
-use tracing::{info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::cli::{GlobalArgs, RunArgs};
 use crate::error::{Error, Result, api_status, describe_kube_error};
@@ -16,7 +16,8 @@ use crate::publish::crd_watch::{CrdPolicy, watch_crd};
 use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
 use crate::publish::{self, Context};
 use crate::runtime::backoff;
-use crate::runtime::client::connect;
+use crate::runtime::client::{ClientConfig, Connection, connect};
+use crate::runtime::credentials;
 use crate::runtime::health::Health;
 use crate::runtime::leader::{LeaseConfig, default_identity, run_while_leader};
 use crate::runtime::metrics::Metrics;
@@ -26,7 +27,11 @@ use crate::sources::{Sources, SourcesConfig};
 /// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
 pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
     check_selectors(&args)?;
-    let connection = connect(&global.client_config()).await?;
+    let client_config = global.client_config();
+    let connection = tokio::select! {
+        connection = connect_retrying_credentials(&client_config, args.startup_timeout) => connection?,
+        _ = shutdown.clone().wait() => return Ok(()),
+    };
     let client = connection.client;
     let namespace = args.namespace.clone().unwrap_or(connection.namespace);
     tokio::select! {
@@ -34,7 +39,10 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         _ = shutdown.clone().wait() => return Ok(()),
     }
     let metrics = Arc::new(Metrics::new());
-    let health = Health::new(metrics.watch_restarts.clone());
+    let health = Health::with_relists(
+        metrics.watch_restarts.clone(),
+        metrics.watch_relists.clone(),
+    );
     if !args.metrics_addr.is_empty() {
         let grace = args.readiness_grace;
         let (h, m, s) = (health.clone(), metrics.clone(), shutdown.clone());
@@ -44,6 +52,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
 
     let sources_config = SourcesConfig {
         node_label_selector: args.node_label_selector.clone(),
+        dra_drivers: global.dra_drivers(),
     };
     let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
     let feed_task = tokio::spawn(feed);
@@ -168,6 +177,45 @@ async fn run_publishers(
     .await
 }
 
+/// Connects; while the credentials fail (an exec plugin that cannot give a token yet), retries with policy
+/// [`backoff::API_SERVER_STARTUP`] up to `timeout`, saying why once and the rest at debug.
+async fn connect_retrying_credentials(
+    target: &ClientConfig,
+    timeout: Duration,
+) -> Result<Connection> {
+    let started = Instant::now();
+    let mut retry = backoff::API_SERVER_STARTUP.backoff();
+    let mut reported = false;
+    loop {
+        match connect(target).await {
+            Err(Error::Credentials(message)) => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(Error::Timeout(format!(
+                        "{message} (gave up after {}s: --startup-timeout)",
+                        waited.as_secs()
+                    )));
+                }
+                let delay = retry.next_delay();
+                if !reported {
+                    error!(retry_in_secs = delay.as_secs(), "{message}");
+                    reported = true;
+                } else {
+                    debug!(retry_in_secs = delay.as_secs(), "{message}");
+                }
+                tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
+            }
+            Ok(connection) => {
+                if reported {
+                    info!("credentials accepted again");
+                }
+                return Ok(connection);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+}
+
 /// Retries `/version` (policy [`backoff::API_SERVER_STARTUP`]) until the server answers or `timeout` passes.
 async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> Result<()> {
     let started = Instant::now();
@@ -176,6 +224,10 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
         match client.apiserver_version().await {
             Ok(version) => {
                 info!(server = url, version = %version.git_version, "connected to the API server");
+                return Ok(());
+            }
+            Err(e) if api_status(&e).is_some() && credentials::report("connecting", &e) => {
+                // 401: the server is up; the credentials were reported once, the real requests retry.
                 return Ok(());
             }
             Err(e) if api_status(&e).is_some() => {
@@ -197,12 +249,14 @@ async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> R
                     )));
                 }
                 let delay = retry.next_delay();
-                warn!(
-                    server = url,
-                    retry_in_secs = delay.as_secs(),
-                    "API server unreachable: {}",
-                    describe_kube_error(&e)
-                );
+                if !credentials::report("connecting", &e) {
+                    warn!(
+                        server = url,
+                        retry_in_secs = delay.as_secs(),
+                        "API server unreachable: {}",
+                        describe_kube_error(&e)
+                    );
+                }
                 tokio::time::sleep(delay.min(timeout.saturating_sub(waited))).await;
             }
         }

@@ -1,4 +1,4 @@
-//! The `Ready` and `Degraded` conditions of an inventory, computed from a scan (pure; times are stamped
+//! The `Ready`, `Degraded` and `GpusAvailable` conditions of an inventory, computed from a scan (pure; times are stamped
 //! by the guard).
 
 use std::collections::BTreeMap;
@@ -11,12 +11,72 @@ use crate::inventory::scanner::Inventory;
 /// How many node names a condition message lists before it says "and N more".
 pub const MAX_NAMED_NODES: usize = 10;
 
-/// `Ready` then `Degraded`, with `lastTransitionTime` left at the epoch for the guard to stamp.
+/// Condition type: GPU demand is met (no GPU pod waits unschedulable).
+pub const GPUS_AVAILABLE: &str = "GpusAvailable";
+/// `GpusAvailable` reason when GPU pods wait because no node can take them.
+pub const DEMAND_EXCEEDS_SUPPLY: &str = "GpuDemandExceedsSupply";
+
+/// `Ready`, `Degraded`, then `GpusAvailable`, with `lastTransitionTime` left at the epoch for the guard to
+/// stamp.
 pub fn inventory_conditions(inventory: &Inventory, generation: Option<i64>) -> Vec<Condition> {
     vec![
         ready_condition(inventory, generation),
         degraded_condition(inventory, generation),
+        gpus_available_condition(inventory, generation),
     ]
+}
+
+/// False while GPU pods are Pending with the scheduler's `Unschedulable`; the message counts them per
+/// namespace and names what they want.
+fn gpus_available_condition(inventory: &Inventory, generation: Option<i64>) -> Condition {
+    if inventory.pending_gpu_pods == 0 {
+        let message = format!(
+            "no GPU pod is waiting for a node; {} whole GPUs free",
+            inventory.free_gpus
+        );
+        return condition(
+            GPUS_AVAILABLE,
+            true,
+            "NoPendingGpuPods",
+            message,
+            generation,
+        );
+    }
+    let waiting: Vec<String> = inventory
+        .namespaces
+        .iter()
+        .filter(|ns| ns.pending_pods > 0)
+        .map(|ns| {
+            let wants: Vec<String> = ns
+                .pending
+                .iter()
+                .map(|(resource, n)| format!("{n} {resource}"))
+                .collect();
+            format!(
+                "{}: {} ({})",
+                ns.name,
+                plural(ns.pending_pods, "pod"),
+                wants.join(", ")
+            )
+        })
+        .collect();
+    let message = format!(
+        "{} waiting, unschedulable: {}; {} whole GPUs free",
+        plural(inventory.pending_gpu_pods, "GPU pod"),
+        capped_list(waiting.iter().map(String::as_str)),
+        inventory.free_gpus
+    );
+    condition(
+        GPUS_AVAILABLE,
+        false,
+        DEMAND_EXCEEDS_SUPPLY,
+        message,
+        generation,
+    )
+}
+
+fn plural(n: u32, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn condition(
@@ -165,6 +225,50 @@ mod tests {
         assert_eq!(
             c[1].message,
             "GpuLabelsMissing: 1 node, InvalidLabel: 1 node, NotReady: 2 nodes"
+        );
+    }
+
+    #[test]
+    fn pending_gpu_pods_make_demand_exceed_supply() {
+        let mut inv = inventory(vec![node("a", true, &[])]);
+        let c = inventory_conditions(&inv, None);
+        assert_eq!(
+            (
+                c[2].type_.as_str(),
+                c[2].status.as_str(),
+                c[2].reason.as_str()
+            ),
+            ("GpusAvailable", "True", "NoPendingGpuPods")
+        );
+        inv.pending_gpu_pods = 3;
+        inv.namespaces = vec![
+            crate::crd::NamespaceUsage {
+                name: "team-a".into(),
+                pending_pods: 2,
+                pending: [("nvidia.com/gpu".to_owned(), 16)].into(),
+                ..Default::default()
+            },
+            crate::crd::NamespaceUsage {
+                name: "team-b".into(),
+                allocated: [("nvidia.com/gpu".to_owned(), 1)].into(),
+                ..Default::default()
+            },
+            crate::crd::NamespaceUsage {
+                name: "team-c".into(),
+                pending_pods: 1,
+                pending: [("nvidia.com/mig-1g.10gb".to_owned(), 1)].into(),
+                ..Default::default()
+            },
+        ];
+        let c = inventory_conditions(&inv, None);
+        assert_eq!(
+            (c[2].status.as_str(), c[2].reason.as_str()),
+            ("False", "GpuDemandExceedsSupply")
+        );
+        assert_eq!(
+            c[2].message,
+            "3 GPU pods waiting, unschedulable: team-a: 2 pods (16 nvidia.com/gpu), \
+             team-c: 1 pod (1 nvidia.com/mig-1g.10gb); 0 whole GPUs free"
         );
     }
 

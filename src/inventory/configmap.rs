@@ -23,6 +23,10 @@ pub struct NodeStatusSummary {
     pub ready_gpu_nodes: u32,
     /// GPUs counted.
     pub total_gpus: u64,
+    /// Whole GPUs free now (as `status.freeGpus`).
+    pub free_gpus: u64,
+    /// GPU pods the scheduler could not place.
+    pub pending_gpu_pods: u32,
     /// GPU nodes with at least one issue.
     pub nodes_with_issues: usize,
     /// Whether some node entries were left out to stay under the size limit.
@@ -49,7 +53,16 @@ pub fn configmap_data(
     let mut used = 0usize;
     let mut omitted = 0usize;
     for entry in &inventory.nodes {
-        let value = serde_json::to_string(entry).expect("a node entry always serializes");
+        // Devices one by one are `scan`'s (like the status, the ConfigMap keeps the counts).
+        let value = if entry.devices.is_empty() {
+            serde_json::to_string(entry)
+        } else {
+            serde_json::to_string(&crate::crd::GpuNodeEntry {
+                devices: Vec::new(),
+                ..entry.clone()
+            })
+        }
+        .expect("a node entry always serializes");
         let size = entry.name.len() + value.len();
         if omitted > 0 || used + size > budget {
             omitted += 1;
@@ -62,6 +75,8 @@ pub fn configmap_data(
         total_gpu_nodes: inventory.total_gpu_nodes,
         ready_gpu_nodes: inventory.ready_gpu_nodes,
         total_gpus: inventory.total_gpus,
+        free_gpus: inventory.free_gpus,
+        pending_gpu_pods: inventory.pending_gpu_pods,
         nodes_with_issues: inventory.nodes.iter().filter(|n| !n.issues.is_empty()).count(),
         truncated: omitted > 0,
         omitted_nodes: omitted,
@@ -98,6 +113,7 @@ mod tests {
                     ..Default::default()
                 })
                 .collect(),
+            ..Default::default()
         }
     }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::runtime::events::EventType;
 
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::inventory::conditions::capped_list;
+use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, GPUS_AVAILABLE, capped_list};
 use crate::inventory::scanner::IssueReason;
 
 /// Above this many transitions of one kind, they are reported as one event.
@@ -127,7 +127,29 @@ pub fn transitions(
         ));
     }
     issue_events(&mut events, &before, &after);
+    events.extend(demand_event(old, new));
     events
+}
+
+/// One event when `GpusAvailable` flips, never one per pod: pods come and go without any while it holds.
+fn demand_event(old: &GpuInventoryStatus, new: &GpuInventoryStatus) -> Option<InventoryEvent> {
+    let available = |s: &GpuInventoryStatus| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == GPUS_AVAILABLE)
+            .map(|c| (c.status == "True", c.message.clone()))
+    };
+    match (available(old), available(new)?) {
+        (Some((true, _)) | None, (false, message)) => {
+            Some(event(EventType::Warning, DEMAND_EXCEEDS_SUPPLY, message))
+        }
+        (Some((false, _)), (true, message)) => Some(event(
+            EventType::Normal,
+            "GpuDemandMet",
+            format!("no GPU pod waits any more: {message}"),
+        )),
+        _ => None,
+    }
 }
 
 fn product(node: &GpuNodeEntry) -> &str {
@@ -312,6 +334,42 @@ mod tests {
                 .starts_with("20 nodes: GPU node became NotReady: n00, n01"),
             "{}",
             events[0].note
+        );
+    }
+
+    #[test]
+    fn only_flips_of_gpus_available_make_demand_events() {
+        let with = |pending: u32, allocated: u64| {
+            let mut n = node("a", true, &[]);
+            n.allocated = [("nvidia.com/gpu".to_owned(), allocated)].into();
+            let mut inv = inventory(vec![n]);
+            inv.pending_gpu_pods = pending;
+            inv.namespaces = vec![crate::crd::NamespaceUsage {
+                name: "ml".into(),
+                pending_pods: pending,
+                pending: [("nvidia.com/gpu".to_owned(), 8 * u64::from(pending))].into(),
+                ..Default::default()
+            }];
+            desired_status(&inv, None)
+        };
+        assert!(
+            transitions(Some(&with(0, 1)), &with(0, 2)).is_empty(),
+            "a pod starting is no event"
+        );
+        let warned = transitions(Some(&with(0, 1)), &with(2, 1));
+        assert_eq!(reasons(&warned), ["GpuDemandExceedsSupply"]);
+        assert!(
+            warned[0].note.contains("ml: 2 pods (16 nvidia.com/gpu)"),
+            "{}",
+            warned[0].note
+        );
+        assert!(
+            transitions(Some(&with(2, 1)), &with(3, 1)).is_empty(),
+            "one more pending pod is no event"
+        );
+        assert_eq!(
+            reasons(&transitions(Some(&with(3, 1)), &with(0, 1))),
+            ["GpuDemandMet"]
         );
     }
 }

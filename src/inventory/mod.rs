@@ -3,8 +3,10 @@
 //! Nothing here does I/O or reads the clock (times are passed in), so every rule is unit-tested without an
 //! API server, and the operator and the one-shot `scan` agree by construction.
 
+pub mod allocation;
 pub mod conditions;
 pub mod configmap;
+pub mod dra;
 pub mod events;
 pub mod plan;
 pub mod scanner;

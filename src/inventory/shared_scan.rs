@@ -8,10 +8,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 
-use super::scanner::{Inventory, scan};
+use super::scanner::Inventory;
 
 /// The memo. Pure apart from its lock: no I/O, no clock.
 #[derive(Debug, Default)]
@@ -21,13 +20,13 @@ pub struct SharedScans {
 }
 
 impl SharedScans {
-    /// The inventory of the nodes `selector` picks at change `version`; `nodes` is called only when no
-    /// scan of that version and selector exists yet. `nodes` must be at least as new as `version`.
-    pub fn inventory<N: AsRef<Node>>(
+    /// The inventory of what `selector` picks at change `version`; `scan` is called only when no scan of
+    /// that version and selector exists yet, and must scan objects at least as new as `version`.
+    pub fn inventory(
         &self,
         version: u64,
         selector: &Selector,
-        nodes: impl FnOnce() -> Vec<N>,
+        scan: impl FnOnce(&Selector) -> Inventory,
     ) -> Arc<Inventory> {
         let key = selector.to_string();
         let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
@@ -38,8 +37,7 @@ impl SharedScans {
         }
         // Scanning under the lock: a second publisher asking for the same scan waits for it instead of
         // repeating it.
-        let nodes = nodes();
-        let inventory = Arc::new(scan(nodes.iter().map(AsRef::as_ref), selector));
+        let inventory = Arc::new(scan(selector));
         self.computed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         scans.retain(|_, (at, _)| *at >= version);
@@ -55,37 +53,41 @@ impl SharedScans {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::Node;
+
     use super::*;
+    use crate::inventory::allocation::NO_PODS;
+    use crate::inventory::scanner::scan;
     use crate::inventory::selector::parse_selector;
     use crate::sources::dump::parse_node_dump;
 
-    fn nodes() -> Vec<Arc<Node>> {
+    fn cluster(selector: &Selector) -> Inventory {
         let path = format!(
             "{}/tests/fixtures/homelab-nodes.yaml",
             env!("CARGO_MANIFEST_DIR")
         );
-        let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-        nodes.into_iter().map(Arc::new).collect()
+        let nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
+        scan(&nodes, NO_PODS, selector)
     }
 
     #[test]
     fn one_scan_per_version_and_selector() {
         let scans = SharedScans::default();
         let all = Selector::default();
-        let a = scans.inventory(1, &all, nodes);
-        let b = scans.inventory(1, &all, || -> Vec<Arc<Node>> { panic!("scanned twice") });
+        let a = scans.inventory(1, &all, cluster);
+        let b = scans.inventory(1, &all, |_| -> Inventory { panic!("scanned twice") });
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(scans.computed(), 1);
 
         let some = parse_selector("kubernetes.io/hostname=nothing").unwrap();
-        let c = scans.inventory(1, &some, nodes);
+        let c = scans.inventory(1, &some, cluster);
         assert_eq!(
             (c.total_gpu_nodes, scans.computed()),
             (0, 2),
             "another selector, another scan"
         );
 
-        let d = scans.inventory(2, &all, nodes);
+        let d = scans.inventory(2, &all, cluster);
         assert!(!Arc::ptr_eq(&a, &d), "a new change version scans again");
         assert_eq!(*a, *d, "same nodes, same result");
         assert_eq!(

@@ -27,5 +27,6 @@ pub fn inventory(nodes: Vec<GpuNodeEntry>) -> Inventory {
         ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
         total_gpus: nodes.iter().map(|n| n.count).sum(),
         nodes,
+        ..Default::default()
     }
 }

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use crate::inventory::plan::plan_configmap;
 use crate::runtime::backoff;
+use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
 
 /// Where the ConfigMap lives.
@@ -61,6 +62,10 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
             store: &store,
             events: &cache_events,
         };
+        if let Some(wait) = ctx.configmap_writer.wait_before_write(&target.name) {
+            // Woken by our own write's watch event (or a burst): plan once the gap has passed.
+            tokio::time::sleep(wait).await;
+        }
         let started = std::time::Instant::now();
         let result = reconcile(&ctx, &api, cache, &target).await;
         ctx.observe_reconcile("node-status", started, result.as_ref().err());
@@ -70,8 +75,14 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
                 ctx.requeue
             }
             Err(e) => {
-                warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
-                      "updating the node-status ConfigMap failed; retrying with backoff");
+                // A credential failure is reported once for every caller (runtime/credentials.rs).
+                if !e
+                    .kube_error()
+                    .is_some_and(|k| credentials::report("node-status", k))
+                {
+                    warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
+                          "updating the node-status ConfigMap failed; retrying with backoff");
+                }
                 ctx.backoff(&key)
             }
         };

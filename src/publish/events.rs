@@ -23,7 +23,12 @@ pub async fn publish_events(ctx: &Context, inventory: &GpuInventory, events: Vec
             action: "Reconcile".to_owned(),
             secondary: None,
         };
-        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+        // The note carries other components' words (condition messages): the log escapes them.
+        tracing::debug!(inventory = %inventory.name_any(), reason = %event.reason,
+            note = event.note.as_deref().unwrap_or_default(), "publishing event");
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await
+            && !crate::runtime::credentials::report("events", &e)
+        {
             ctx.health.failure(
                 "events",
                 &format!(

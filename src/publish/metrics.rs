@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::scanner::IssueReason;
-use crate::runtime::metrics::{InventoryLabels, IssueLabels, Metrics, NodeInfoLabels, NodeLabels};
+use crate::runtime::metrics::{
+    InventoryLabels, IssueLabels, Metrics, NamespaceLabels, NamespaceResourceLabels,
+    NodeInfoLabels, NodeLabels, NodeResourceLabels, ResourceLabels,
+};
 
 /// Exports an inventory's status; a no-op when it equals the last export.
 pub fn export_inventory(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus) {
@@ -67,6 +70,7 @@ pub fn export_inventory(metrics: &Metrics, inventory: &str, status: &GpuInventor
             .get_or_create(&labels)
             .set(issues.get(reason.as_str()).copied().unwrap_or(0));
     }
+    export_allocation(metrics, inventory, status);
     exported.insert(inventory.to_owned(), status.clone());
 }
 
@@ -87,6 +91,8 @@ pub fn retain_inventories(metrics: &Metrics, exists: impl Fn(&str) -> bool) {
             metrics.gpu_nodes.remove(&labels);
             metrics.ready_gpu_nodes.remove(&labels);
             metrics.gpus.remove(&labels);
+            metrics.free_gpus.remove(&labels);
+            metrics.pending_gpu_pods.remove(&labels);
             for reason in IssueReason::ALL {
                 metrics.node_issues.remove(&IssueLabels {
                     inventory: name.clone(),
@@ -106,6 +112,114 @@ fn remove_series(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus
         };
         metrics.node_gpus.remove(&labels);
         metrics.node_gpu_memory.remove(&labels);
+        for resource in node.allocated.keys().chain(node.free.keys()) {
+            let labels = node_resource(inventory, &node.name, resource);
+            metrics.node_allocated.remove(&labels);
+            metrics.node_free.remove(&labels);
+        }
+    }
+    for resource in &status.resources {
+        let labels = ResourceLabels {
+            inventory: inventory.to_owned(),
+            resource: resource.name.clone(),
+        };
+        metrics.resource_capacity.remove(&labels);
+        metrics.resource_allocatable.remove(&labels);
+        metrics.resource_allocated.remove(&labels);
+        metrics.resource_free.remove(&labels);
+    }
+    for ns in &status.namespaces {
+        for resource in ns.allocated.keys() {
+            metrics
+                .namespace_requested
+                .remove(&NamespaceResourceLabels {
+                    inventory: inventory.to_owned(),
+                    namespace: ns.name.clone(),
+                    resource: resource.clone(),
+                });
+        }
+        metrics.namespace_pending_pods.remove(&NamespaceLabels {
+            inventory: inventory.to_owned(),
+            namespace: ns.name.clone(),
+        });
+    }
+}
+
+/// The allocation gauges: per node and resource, per resource, per namespace. Series of what is gone were
+/// removed with the previous export.
+fn export_allocation(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus) {
+    let labels = InventoryLabels {
+        inventory: inventory.to_owned(),
+    };
+    metrics
+        .free_gpus
+        .get_or_create(&labels)
+        .set(saturating_i64(status.free_gpus));
+    metrics
+        .pending_gpu_pods
+        .get_or_create(&labels)
+        .set(i64::from(status.pending_gpu_pods));
+    for node in &status.nodes {
+        for (resource, n) in &node.allocated {
+            let labels = node_resource(inventory, &node.name, resource);
+            metrics
+                .node_allocated
+                .get_or_create(&labels)
+                .set(saturating_i64(*n));
+        }
+        for (resource, n) in &node.free {
+            let labels = node_resource(inventory, &node.name, resource);
+            metrics
+                .node_free
+                .get_or_create(&labels)
+                .set(saturating_i64(*n));
+        }
+    }
+    for resource in &status.resources {
+        let labels = ResourceLabels {
+            inventory: inventory.to_owned(),
+            resource: resource.name.clone(),
+        };
+        let set = |family: &prometheus_client::metrics::family::Family<
+            ResourceLabels,
+            prometheus_client::metrics::gauge::Gauge,
+        >,
+                   n: u64| {
+            family.get_or_create(&labels).set(saturating_i64(n));
+        };
+        set(&metrics.resource_capacity, resource.capacity);
+        set(&metrics.resource_allocatable, resource.allocatable);
+        set(&metrics.resource_allocated, resource.allocated);
+        set(&metrics.resource_free, resource.free);
+    }
+    for ns in &status.namespaces {
+        for (resource, n) in &ns.allocated {
+            let labels = NamespaceResourceLabels {
+                inventory: inventory.to_owned(),
+                namespace: ns.name.clone(),
+                resource: resource.clone(),
+            };
+            metrics
+                .namespace_requested
+                .get_or_create(&labels)
+                .set(saturating_i64(*n));
+        }
+        let labels = NamespaceLabels {
+            inventory: inventory.to_owned(),
+            namespace: ns.name.clone(),
+        };
+        metrics
+            .namespace_pending_pods
+            .get_or_create(&labels)
+            .set(i64::from(ns.pending_pods));
+    }
+}
+
+fn node_resource(inventory: &str, node: &str, resource: &str) -> NodeResourceLabels {
+    NodeResourceLabels {
+        inventory: inventory.to_owned(),
+        node: node.to_owned(),
+        resource: resource.to_owned(),
     }
 }
 
@@ -187,5 +301,53 @@ mod tests {
         );
         retain_inventories(&m, |_| false);
         assert!(!m.encode().contains("inventory=\"cluster\""));
+    }
+
+    #[test]
+    fn allocation_series_follow_the_status_and_leave_no_ghosts() {
+        use crate::crd::{NamespaceUsage, ResourceSummary};
+        let mut with_pods = status(&[("a", true, None)]);
+        with_pods.nodes[0].allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
+        with_pods.nodes[0].free = [("nvidia.com/gpu".to_owned(), 5)].into();
+        with_pods.free_gpus = 5;
+        with_pods.pending_gpu_pods = 2;
+        with_pods.resources = vec![ResourceSummary {
+            name: "nvidia.com/gpu".into(),
+            capacity: 8,
+            allocatable: 8,
+            allocated: 3,
+            free: 5,
+        }];
+        with_pods.namespaces = vec![NamespaceUsage {
+            name: "ml".into(),
+            allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
+            pending_pods: 2,
+            pending: [("nvidia.com/gpu".to_owned(), 32)].into(),
+        }];
+        let m = Metrics::new();
+        export_inventory(&m, "cluster", &with_pods);
+        let text = m.encode();
+        for line in [
+            "gpu_inventory_free_gpus{inventory=\"cluster\"} 5",
+            "gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 2",
+            "gpu_inventory_node_allocated{inventory=\"cluster\",node=\"a\",resource=\"nvidia.com/gpu\"} 3",
+            "gpu_inventory_node_free{inventory=\"cluster\",node=\"a\",resource=\"nvidia.com/gpu\"} 5",
+            "gpu_inventory_resource_free{inventory=\"cluster\",resource=\"nvidia.com/gpu\"} 5",
+            "gpu_inventory_namespace_requested{inventory=\"cluster\",namespace=\"ml\",resource=\"nvidia.com/gpu\"} 3",
+            "gpu_inventory_namespace_pending_gpu_pods{inventory=\"cluster\",namespace=\"ml\"} 2",
+        ] {
+            assert!(text.contains(line), "{line} missing in:\n{text}");
+        }
+        export_inventory(&m, "cluster", &status(&[("a", true, None)]));
+        let text = m.encode();
+        assert!(
+            !text.contains("namespace=\"ml\""),
+            "a namespace without pods leaves:\n{text}"
+        );
+        assert!(!text.contains("gpu_inventory_node_allocated{"), "{text}");
+        assert!(
+            text.contains("gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 0"),
+            "{text}"
+        );
     }
 }

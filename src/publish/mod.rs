@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::core::Selector;
 use kube::runtime::events::{Recorder, Reporter};
@@ -91,10 +90,10 @@ impl Context {
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
     pub fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
         let version = self.sources.version();
-        self.scans
-            .inventory(version, selector, || -> Vec<Arc<Node>> {
-                self.sources.snapshot().nodes
-            })
+        let universe = self.sources.node_universe();
+        self.scans.inventory(version, selector, |selector| {
+            self.sources.snapshot().scan(selector, universe)
+        })
     }
 
     /// The next retry delay for `key` (policy [`backoff::RECONCILE`]).

@@ -27,6 +27,7 @@ use crate::inventory::plan::plan_status;
 use crate::inventory::size_budget::{STATUS_NODES_BUDGET_BYTES, fit_nodes};
 use crate::inventory::status::desired_status;
 use crate::runtime::backoff;
+use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
 
 /// Runs the controller until shutdown.
@@ -52,7 +53,10 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
                     Ok(_) => {}
                     Err(kube::runtime::controller::Error::QueueError(e)) => health.watch_failed("gpuinventories", &e),
                     Err(kube::runtime::controller::Error::ReconcilerFailed(e, obj)) => {
-                        warn!(cr = %obj.name, error = %e, reason = e.metric_label(), "reconcile failed; retrying with backoff")
+                        // A credential failure is reported once for every caller (runtime/credentials.rs).
+                        if !e.kube_error().is_some_and(|k| credentials::report("inventory", k)) {
+                            warn!(cr = %obj.name, error = %e, reason = e.metric_label(), "reconcile failed; retrying with backoff")
+                        }
                     }
                     Err(other) => debug!(error = %other, "controller event"),
                 }
@@ -103,6 +107,10 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
 /// Read (the shared scan, the cached status), plan (pure), write (apply, then events).
 async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> Result<Action> {
     let name = inventory.name_any();
+    if let Some(wait) = ctx.status_writer.wait_before_write(&name) {
+        // Woken by our own write's watch event (or a burst): plan once the gap has passed.
+        return Ok(Action::requeue(wait));
+    }
     let scanned = ctx.inventory(&node_selector(inventory)?);
     let mut desired = desired_status(&scanned, inventory.metadata.generation);
     export_inventory(&ctx.metrics, &name, &desired);

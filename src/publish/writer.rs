@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
 
@@ -20,8 +21,14 @@ pub struct GuardedWriter<T> {
     skipped: Counter,
 }
 
+/// The shortest gap between two writes of one object. Watch events of our own writes (and of foreign edits, which
+/// are undone) wake the publishers outside the coalesced change stream; without a floor, a busy second could
+/// hold more writes of one object than the stream's 10 per second.
+pub const MIN_WRITE_GAP: Duration = crate::sources::COALESCE_WINDOW;
+
 #[derive(Debug)]
 struct RecentWrite<T> {
+    at: Instant,
     cache_version: Option<String>,
     content: T,
 }
@@ -92,11 +99,14 @@ impl<T> GuardedWriter<T> {
 
     /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
     pub fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
+        // A write went through: whatever credential failure was reported is over.
+        crate::runtime::credentials::succeeded();
         self.written.inc();
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.insert(
             key.to_owned(),
             RecentWrite {
+                at: Instant::now(),
                 cache_version,
                 content,
             },
@@ -104,6 +114,14 @@ impl<T> GuardedWriter<T> {
     }
 
     /// Writes done so far.
+    /// How long to wait before `key` may be written again ([`MIN_WRITE_GAP`] after its last write); `None`:
+    /// now. A publisher that has to wait plans after the wait, so the write carries everything seen by then.
+    pub fn wait_before_write(&self, key: &str) -> Option<Duration> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let since = recent.get(key)?.at.elapsed();
+        MIN_WRITE_GAP.checked_sub(since).filter(|d| !d.is_zero())
+    }
+
     pub fn written(&self) -> u64 {
         self.written.get()
     }
@@ -156,5 +174,17 @@ mod tests {
         let (write, ()) = w.plan("x", cached, |_| (Some(5), ()));
         assert_eq!(write, Some(5));
         assert_eq!(w.skipped(), 0);
+    }
+
+    #[test]
+    fn a_write_waits_for_the_gap_after_the_last_one() {
+        let w = writer();
+        assert_eq!(w.wait_before_write("cm"), None, "never written: write now");
+        w.record_write("cm", Some("7".into()), 1);
+        let wait = w.wait_before_write("cm").expect("just written: wait");
+        assert!(wait <= MIN_WRITE_GAP, "{wait:?}");
+        assert_eq!(w.wait_before_write("other"), None, "per object");
+        std::thread::sleep(MIN_WRITE_GAP);
+        assert_eq!(w.wait_before_write("cm"), None);
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use super::credentials;
 use crate::error::{Error, Result};
 
 /// The user agent of every request the operator makes.
@@ -32,6 +33,7 @@ pub struct Connection {
 /// Builds the client from the given kubeconfig/context, else $KUBECONFIG or ~/.kube/config, else in-cluster.
 pub async fn connect(target: &ClientConfig) -> Result<Connection> {
     let mut config = load_config(target.kubeconfig.as_deref(), target.context.as_deref()).await?;
+    credentials::never_interactive(&mut config);
     // A user agent of our own tells the operator's requests apart in audit logs (and in `make bench`).
     config.headers.push((
         http::header::USER_AGENT,
@@ -39,8 +41,11 @@ pub async fn connect(target: &ClientConfig) -> Result<Connection> {
     ));
     let namespace = config.default_namespace.clone();
     let cluster_url = config.cluster_url.to_string();
-    let client = Client::try_from(config)
-        .map_err(|e| Error::Kubeconfig(format!("cannot build a Kubernetes client: {e}")))?;
+    // Building the client runs an exec credential plugin for its first token.
+    let client = Client::try_from(config).map_err(|e| match credentials::describe(&e) {
+        Some(message) => Error::Credentials(message),
+        None => Error::Kubeconfig(format!("cannot build a Kubernetes client: {e}")),
+    })?;
     Ok(Connection {
         client,
         namespace,
@@ -57,12 +62,24 @@ async fn load_config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
             Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display()))
         })?;
+        if let Some(source) = credentials::source_of(&kubeconfig, context) {
+            credentials::record(source);
+        }
         return Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|e| Error::Kubeconfig(format!("kubeconfig {}: {e}", path.display())));
     }
     match Config::from_kubeconfig(&options).await {
-        Ok(config) => Ok(config),
+        Ok(config) => {
+            // The same files kube just read ($KUBECONFIG, merged, or ~/.kube/config), for error messages.
+            if let Some(source) = Kubeconfig::read()
+                .ok()
+                .and_then(|k| credentials::source_of(&k, context))
+            {
+                credentials::record(source);
+            }
+            Ok(config)
+        }
         Err(kubeconfig_error) if context.is_none() => Config::incluster().map_err(|_| {
             Error::Kubeconfig(format!(
                 "no usable kubeconfig: tried {} ({kubeconfig_error}), and this is not a pod in a cluster; \

@@ -1,5 +1,7 @@
-//! Liveness of the operator's view of the cluster: readiness and rate-limited reporting of API failures.
+//! Liveness of the operator's view of the cluster: readiness, rate-limited reporting of API failures, and the
+//! watches' relists.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +26,9 @@ struct Inner {
     crd_established: AtomicBool,
     nodes_synced: AtomicBool,
     watch_restarts: Family<WatchLabels, Counter>,
+    watch_relists: Family<WatchLabels, Counter>,
+    /// The watches whose first list is complete: a later complete list is a relist.
+    listed: Mutex<HashSet<String>>,
     outage: Mutex<Outage>,
 }
 
@@ -38,6 +43,18 @@ impl Health {
     pub fn new(watch_restarts: Family<WatchLabels, Counter>) -> Self {
         Health(Arc::new(Inner {
             watch_restarts,
+            ..Default::default()
+        }))
+    }
+
+    /// Health that also counts, in `watch_relists`, every complete list of a watch after its first one.
+    pub fn with_relists(
+        watch_restarts: Family<WatchLabels, Counter>,
+        watch_relists: Family<WatchLabels, Counter>,
+    ) -> Self {
+        Health(Arc::new(Inner {
+            watch_restarts,
+            watch_relists,
             ..Default::default()
         }))
     }
@@ -86,7 +103,37 @@ impl Health {
         }
     }
 
-    /// A watch failed; it is retried with backoff. Logged at warn at most every 30 s.
+    /// A source watch delivered `event`. Every event but `Init` (which precedes every list, also one about to
+    /// fail) proves the API server reachable; `InitDone` ends a complete list, and every one after the watch's
+    /// first is a relist: the watch could not resume (its resourceVersion expired, 410 Gone) and read
+    /// everything again. Relists are counted and logged at info: they are how a watch heals, not a failure.
+    pub fn watch_event<K>(&self, watch: &str, event: &kube::runtime::watcher::Event<K>) {
+        use kube::runtime::watcher::Event;
+        if matches!(event, Event::Init) {
+            return;
+        }
+        self.watch_ok(watch);
+        if matches!(event, Event::InitDone) {
+            // A list is a fresh request; events of a watch opened earlier prove nothing about the credentials.
+            super::credentials::succeeded();
+            let mut listed = self.0.listed.lock().unwrap_or_else(|e| e.into_inner());
+            // Created at the first list, so the series reads 0 (not absent) until a relist.
+            let relists = self.0.watch_relists.get_or_create(&WatchLabels {
+                watch: watch.to_owned(),
+            });
+            if !listed.insert(watch.to_owned()) {
+                relists.inc();
+                info!(
+                    watch,
+                    relists = relists.get(),
+                    "watch relisted: the cache holds a fresh full list"
+                );
+            }
+        }
+    }
+
+    /// A watch failed; it is retried with backoff. Logged at warn at most every 30 s, except an expired
+    /// resourceVersion (410 Gone), which a relist heals at once: logged at info, not an outage.
     pub fn watch_failed(&self, watch: &str, error: &kube::runtime::watcher::Error) {
         self.0
             .watch_restarts
@@ -94,6 +141,27 @@ impl Health {
                 watch: watch.to_owned(),
             })
             .inc();
+        if is_gone(error) {
+            info!(
+                watch,
+                "watch expired: resourceVersion too old (410 Gone, compacted or out of the watch cache); relisting"
+            );
+            return;
+        }
+        if let kube::runtime::watcher::Error::InitialListFailed(e)
+        | kube::runtime::watcher::Error::WatchStartFailed(e)
+        | kube::runtime::watcher::Error::WatchFailed(e) = error
+            && super::credentials::report(watch, e)
+        {
+            // Logged once by `report`; still an outage for readiness.
+            self.0
+                .outage
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .since
+                .get_or_insert_with(Instant::now);
+            return;
+        }
         let message = match error {
             kube::runtime::watcher::Error::InitialListFailed(e)
             | kube::runtime::watcher::Error::WatchStartFailed(e)
@@ -126,5 +194,63 @@ impl Health {
         } else {
             debug!(what, "{message}; retrying with backoff");
         }
+    }
+}
+
+/// Whether a watch failed because its resourceVersion is gone (410): the watcher relists next.
+fn is_gone(error: &kube::runtime::watcher::Error) -> bool {
+    use kube::runtime::watcher::Error as WatchError;
+    match error {
+        WatchError::WatchError(status) => status.code == 410,
+        WatchError::WatchStartFailed(kube::Error::Api(status))
+        | WatchError::WatchFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::watcher::Event;
+
+    #[test]
+    fn only_lists_after_the_first_are_relists() {
+        let relists = Family::<WatchLabels, Counter>::default();
+        let health = Health::with_relists(Family::default(), relists.clone());
+        let count = |watch: &str| {
+            relists
+                .get_or_create(&WatchLabels {
+                    watch: watch.to_owned(),
+                })
+                .get()
+        };
+        for event in [Event::Init, Event::InitApply(()), Event::InitDone] {
+            health.watch_event("nodes", &event);
+        }
+        assert_eq!(count("nodes"), 0, "the first list is no relist");
+        health.watch_event("nodes", &Event::Apply(()));
+        health.watch_event("nodes", &Event::<()>::Init);
+        assert_eq!(
+            count("nodes"),
+            0,
+            "an Init alone (a list that may fail) is none"
+        );
+        health.watch_event("nodes", &Event::<()>::InitDone);
+        health.watch_event("pods", &Event::<()>::InitDone);
+        assert_eq!((count("nodes"), count("pods")), (1, 0), "counted per watch");
+    }
+
+    #[test]
+    fn an_expired_resource_version_is_no_outage() {
+        let health = Health::default();
+        let gone = kube::core::Status::failure("too old resource version: 5 (90)", "Expired")
+            .with_code(410);
+        health.watch_failed(
+            "nodes",
+            &kube::runtime::watcher::Error::WatchError(Box::new(gone)),
+        );
+        health.set_crd_established();
+        health.set_nodes_synced();
+        assert_eq!(health.readiness(Duration::ZERO), Ok(()));
     }
 }

@@ -59,6 +59,46 @@ pub struct IssueLabels {
 }
 
 /// Labels: `controller` (`inventory` or `node-status`).
+/// A resource on a node.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The node.
+    pub node: String,
+    /// The extended resource, e.g. `nvidia.com/gpu`.
+    pub resource: String,
+}
+
+/// A resource summed over an inventory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The extended resource.
+    pub resource: String,
+}
+
+/// A namespace's pods in an inventory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The pods' namespace.
+    pub namespace: String,
+}
+
+/// What a namespace's pods hold of one resource.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The pods' namespace.
+    pub namespace: String,
+    /// The extended resource.
+    pub resource: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
     /// The controller.
@@ -102,6 +142,16 @@ pub struct Metrics {
     pub(crate) node_gpus: Family<NodeLabels, Gauge>,
     pub(crate) node_gpu_memory: Family<NodeLabels, Gauge>,
     pub(crate) node_issues: Family<IssueLabels, Gauge>,
+    pub(crate) free_gpus: Family<InventoryLabels, Gauge>,
+    pub(crate) pending_gpu_pods: Family<InventoryLabels, Gauge>,
+    pub(crate) node_allocated: Family<NodeResourceLabels, Gauge>,
+    pub(crate) node_free: Family<NodeResourceLabels, Gauge>,
+    pub(crate) resource_capacity: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_allocatable: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_allocated: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_free: Family<ResourceLabels, Gauge>,
+    pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
+    pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
     /// Reconciles per controller.
     pub reconciles: Family<ControllerLabels, Counter>,
     /// Failed reconciles per controller and reason.
@@ -114,6 +164,8 @@ pub struct Metrics {
     pub guard_skipped: Family<TargetLabels, Counter>,
     /// Watch failures (each followed by a restart after backoff), per watch.
     pub watch_restarts: Family<WatchLabels, Counter>,
+    /// Complete lists of a source watch after its first one (it could not resume: 410 Gone), per watch.
+    pub watch_relists: Family<WatchLabels, Counter>,
     /// 1 while this process holds the leader lease (or runs without leader election).
     pub leader: Gauge,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
@@ -138,12 +190,23 @@ impl Metrics {
             node_gpus: Family::default(),
             node_gpu_memory: Family::default(),
             node_issues: Family::default(),
+            free_gpus: Family::default(),
+            pending_gpu_pods: Family::default(),
+            node_allocated: Family::default(),
+            node_free: Family::default(),
+            resource_capacity: Family::default(),
+            resource_allocatable: Family::default(),
+            resource_allocated: Family::default(),
+            resource_free: Family::default(),
+            namespace_requested: Family::default(),
+            namespace_pending_pods: Family::default(),
             reconciles: Family::default(),
             reconcile_errors: Family::default(),
             reconcile_duration: Family::new_with_constructor(duration_histogram),
             guard_writes: Family::default(),
             guard_skipped: Family::default(),
             watch_restarts: Family::default(),
+            watch_relists: Family::default(),
             leader: Gauge::default(),
             exported: Mutex::default(),
             registry: Registry::default(),
@@ -186,6 +249,59 @@ impl Metrics {
             m.node_issues.clone(),
         );
         r.register(
+            "free_gpus",
+            "Whole GPUs free on Ready, schedulable nodes (status.freeGpus)",
+            m.free_gpus.clone(),
+        );
+        r.register(
+            "pending_gpu_pods",
+            "GPU pods the scheduler could not place (Pending, Unschedulable)",
+            m.pending_gpu_pods.clone(),
+        );
+        r.register(
+            "node_allocated",
+            "Of an extended resource on a node, what the pods bound there hold (scheduler's effective request)",
+            m.node_allocated.clone(),
+        );
+        r.register(
+            "node_free",
+            "Of an extended resource on a node, allocatable minus allocated (never below 0)",
+            m.node_free.clone(),
+        );
+        r.register(
+            "resource_capacity",
+            "An extended resource's capacity, or a DRA device type's devices (gpu.nvidia.com/gpu, \
+             gpu.nvidia.com/mig-<profile>), summed over the inventory's GPU nodes",
+            m.resource_capacity.clone(),
+        );
+        r.register(
+            "resource_allocatable",
+            "An extended resource's allocatable, or a DRA device type's available devices (complete pool, \
+             untainted), summed over the inventory's GPU nodes",
+            m.resource_allocatable.clone(),
+        );
+        r.register(
+            "resource_allocated",
+            "An extended resource held by pods, or a DRA device type's devices allocated to claims, summed over \
+             the inventory's GPU nodes",
+            m.resource_allocated.clone(),
+        );
+        r.register(
+            "resource_free",
+            "An extended resource free, summed over the inventory's GPU nodes",
+            m.resource_free.clone(),
+        );
+        r.register(
+            "namespace_requested",
+            "An extended resource held by a namespace's pods on the inventory's nodes",
+            m.namespace_requested.clone(),
+        );
+        r.register(
+            "namespace_pending_gpu_pods",
+            "A namespace's GPU pods the scheduler could not place",
+            m.namespace_pending_pods.clone(),
+        );
+        r.register(
             "reconciles",
             "Reconciles per controller",
             m.reconciles.clone(),
@@ -215,6 +331,11 @@ impl Metrics {
             "watch_restarts",
             "Watch failures, each followed by a restart",
             m.watch_restarts.clone(),
+        );
+        r.register(
+            "watch_relists",
+            "Complete relists of a source watch after its first list (its resourceVersion expired: 410 Gone)",
+            m.watch_relists.clone(),
         );
         r.register(
             "leader",

@@ -3,9 +3,11 @@
 
 pub mod backoff;
 pub mod client;
+pub mod credentials;
 pub mod health;
 pub mod http;
 pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod shutdown;
+pub mod text;

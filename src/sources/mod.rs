@@ -6,18 +6,29 @@
 //! [`Snapshot`].
 
 pub mod changes;
+pub mod dra;
 pub mod dump;
 pub mod nodes;
+pub mod pods;
+pub mod slim;
+pub mod stripped;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
+use kube::core::Selector;
 use kube::runtime::reflector::Store;
 
 pub use changes::{COALESCE_WINDOW, ChangeSignal, Changes};
+pub use pods::PodStore;
 
+pub use dra::DraStores;
+
+use crate::inventory::allocation::GpuPod;
+use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice};
+use crate::inventory::scanner::{Inventory, NodeUniverse, scan_with};
 use crate::runtime::health::Health;
 
 /// What the sources watch.
@@ -25,12 +36,18 @@ use crate::runtime::health::Health;
 pub struct SourcesConfig {
     /// Only nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`); `None`: all nodes.
     pub node_label_selector: Option<String>,
+    /// The DRA drivers whose devices are GPUs (`gpu.nvidia.com`); empty: DRA is not read.
+    pub dra_drivers: Vec<String>,
 }
 
 /// Read handles on every source's cache, and the change signal they feed.
 #[derive(Clone)]
 pub struct Sources {
     nodes: Store<Node>,
+    pods: PodStore,
+    dra: DraStores,
+    drivers: Arc<[String]>,
+    universe: NodeUniverse,
     // A receiver, not the signal itself: once the feed task (which owns the signal) ends, followers end too.
     changes: Changes,
 }
@@ -42,6 +59,35 @@ pub struct Snapshot {
     pub version: u64,
     /// Every cached (stripped) node.
     pub nodes: Vec<Arc<Node>>,
+    /// Every cached GPU pod (pods asking for no `nvidia.com/*` resource and naming no claim are not kept).
+    pub pods: Vec<Arc<GpuPod>>,
+    /// ResourceSlices of the DRA GPU drivers.
+    pub slices: Vec<Arc<DraSlice>>,
+    /// Every ResourceClaim.
+    pub claims: Vec<Arc<DraClaim>>,
+    /// Every DeviceClass.
+    pub classes: Vec<Arc<DraClass>>,
+    /// The DRA GPU drivers.
+    pub drivers: Arc<[String]>,
+}
+
+impl Snapshot {
+    /// The inventory of what `selector` picks among these objects (nodes that are `universe`).
+    pub fn scan(&self, selector: &Selector, universe: NodeUniverse) -> Inventory {
+        let dra = DraInput {
+            drivers: &self.drivers,
+            slices: self.slices.iter().map(AsRef::as_ref).collect(),
+            claims: self.claims.iter().map(AsRef::as_ref).collect(),
+            classes: self.classes.iter().map(AsRef::as_ref).collect(),
+        };
+        scan_with(
+            self.nodes.iter().map(AsRef::as_ref),
+            self.pods.iter().map(AsRef::as_ref),
+            &dra,
+            selector,
+            universe,
+        )
+    }
 }
 
 impl Sources {
@@ -54,18 +100,52 @@ impl Sources {
         let signal = ChangeSignal::default();
         let changes = signal.subscribe();
         let (nodes, node_feed) = nodes::watch_nodes(
-            client,
+            client.clone(),
             config.node_label_selector.as_deref(),
-            health,
-            signal,
+            health.clone(),
+            signal.clone(),
         );
-        (Self { nodes, changes }, node_feed)
+        let (pods, pod_feed) = pods::watch_pods(client.clone(), health.clone(), signal.clone());
+        let drivers: Arc<[String]> = config.dra_drivers.clone().into();
+        let (dra, dra_feed) = dra::watch_dra(client, config.dra_drivers.clone(), health, signal);
+        let read_dra = !drivers.is_empty();
+        let feed = async move {
+            let dra_feed = async move {
+                if read_dra {
+                    dra_feed.await;
+                }
+            };
+            futures::join!(node_feed, pod_feed, dra_feed);
+        };
+        (
+            Self {
+                nodes,
+                pods,
+                dra,
+                drivers,
+                universe: match config.node_label_selector {
+                    Some(_) => NodeUniverse::Subset,
+                    None => NodeUniverse::Cluster,
+                },
+                changes,
+            },
+            feed,
+        )
     }
 
     /// Resolves once every source has its first full list.
     pub async fn wait_until_ready(&self) {
         // The writer lives as long as the feed task; if it is gone the process is shutting down anyway.
         let _ = self.nodes.wait_until_ready().await;
+        self.pods.wait_until_ready().await;
+        if !self.drivers.is_empty() {
+            self.dra.wait_until_ready().await;
+        }
+    }
+
+    /// Whether the node watch sees the whole cluster or only `node_label_selector` nodes.
+    pub fn node_universe(&self) -> NodeUniverse {
+        self.universe
     }
 
     /// The current change version (cheap: decide whether a cached scan is still current).
@@ -79,6 +159,11 @@ impl Sources {
         Snapshot {
             version,
             nodes: self.nodes.state(),
+            pods: self.pods.state(),
+            slices: self.dra.slices.state(),
+            claims: self.dra.claims.state(),
+            classes: self.dra.classes.state(),
+            drivers: self.drivers.clone(),
         }
     }
 

@@ -6,13 +6,14 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
 use super::ChangeSignal;
+use super::slim::{SlimNode, map_event};
 use crate::inventory::scanner::resources::NVIDIA_RESOURCE_PREFIX;
 use crate::runtime::backoff;
 use crate::runtime::health::Health;
@@ -26,26 +27,24 @@ pub fn watch_nodes(
     changes: ChangeSignal,
 ) -> (Store<Node>, impl Future<Output = ()> + Send + 'static) {
     let (store, mut writer) = reflector::store::<Node>();
-    // Pages are decoded whole before stripping: 100 full nodes (~1.5 MiB) instead of the default 500 keeps the
+    // Pages are read whole before decoding: 100 nodes (~1.5 MiB of JSON) instead of the default 500 keeps the
     // start-up peak low at the cost of a few more LIST pages.
     let mut config = watcher::Config::default().page_size(100);
     if let Some(selector) = label_selector {
         config = config.labels(selector);
     }
-    let api: Api<Node> = Api::all(client);
+    // Decoded slim (only the fields the scanner reads are built), then stripped to what it reports.
+    let api: Api<SlimNode> = Api::all(client);
     let reader = store.clone();
     let feed = async move {
         let mut events = watcher(api, config)
             .backoff(backoff::WATCH.backoff())
-            .modify(strip_node)
+            .map_ok(|event| map_event(event, cached_node))
             .boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
-                    // `Init` precedes every (re)list, also one that is about to fail: it proves nothing.
-                    if !matches!(event, watcher::Event::Init) {
-                        health.watch_ok("nodes");
-                    }
+                    health.watch_event("nodes", &event);
                     let changed = is_visible_change(&reader, &event);
                     writer.apply_watcher_event(&event);
                     if changed {
@@ -76,14 +75,24 @@ fn same_ignoring_version(a: &Node, b: &Node) -> bool {
     a.metadata.labels == b.metadata.labels && a.spec == b.spec && a.status == b.status
 }
 
+/// A slim-decoded node as the cache keeps it (and as the one-shot `scan` reads it): converted, then stripped.
+pub fn cached_node(slim: SlimNode) -> Node {
+    let mut node = Node::from(slim);
+    strip_node(&mut node);
+    node
+}
+
 /// Drops everything the scanner never reads, so 5,000 nodes fit in a few MiB and heartbeats compare equal.
 pub fn strip_node(node: &mut Node) {
-    let meta = &mut node.metadata;
-    meta.managed_fields = None;
-    meta.annotations = None;
-    meta.owner_references = None;
-    meta.finalizers = None;
-    meta.generate_name = None;
+    // Identity, version (for resuming the watch) and labels: what the slim decoding keeps too.
+    let meta = std::mem::take(&mut node.metadata);
+    node.metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        name: meta.name,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        ..Default::default()
+    };
     node.spec = node.spec.take().map(|spec| NodeSpec {
         unschedulable: spec.unschedulable,
         ..Default::default()
@@ -123,6 +132,7 @@ fn only_nvidia<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inventory::allocation::NO_PODS;
     use crate::inventory::scanner::scan;
     use crate::sources::dump::parse_node_dump;
     use kube::core::Selector;
@@ -135,8 +145,8 @@ mod tests {
             let mut stripped = nodes.clone();
             stripped.iter_mut().for_each(strip_node);
             assert_eq!(
-                scan(&nodes, &Selector::default()),
-                scan(&stripped, &Selector::default()),
+                scan(&nodes, NO_PODS, &Selector::default()),
+                scan(&stripped, NO_PODS, &Selector::default()),
                 "{fixture}"
             );
             let before: usize = nodes

@@ -6,6 +6,16 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod dra;
+pub mod exec_plugin;
+pub mod fresh_scan;
+pub mod helm;
+pub mod pool_counts;
+pub mod pool_status;
+pub mod proxy;
+pub mod rbac;
+pub mod tmux;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -124,6 +134,30 @@ pub fn local_cluster(verb_and_args: &str) {
         status.success(),
         "hack/local-cluster.sh {verb_and_args} failed"
     );
+}
+
+/// Runs `hack/local-cluster.sh <verb> [args]` with extra environment variables (the opt-in flags).
+pub fn local_cluster_with(verb_and_args: &str, env: &[(&str, &str)]) {
+    assert!(
+        is_local_cluster(),
+        "this fault test restarts the API server with other flags, which only the local control plane allows; \
+         unset GPUINV_TEST_KUBECONFIG"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/local-cluster.sh");
+    let status = Command::new(script)
+        .args(verb_and_args.split_whitespace())
+        .envs(env.iter().copied())
+        .status()
+        .expect("run hack/local-cluster.sh");
+    assert!(
+        status.success(),
+        "hack/local-cluster.sh {verb_and_args} ({env:?}) failed"
+    );
+}
+
+/// The local cluster's state directory (target/local-cluster): args, audit log, token file.
+pub fn local_cluster_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/local-cluster")
 }
 
 /// The value of one series (`name{labels}` exactly) in an OpenMetrics text, if it is there.
@@ -512,6 +546,25 @@ impl TestEnv {
         OperatorProcess::start(&self.id, &args)
     }
 
+    /// Waits until the node lifecycle controller has lifted the `not-ready` taint admission puts on a new
+    /// node (until then the scheduler rightly calls GPU pods Unschedulable).
+    pub async fn wait_schedulable(&self, node: &str) {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        eventually(
+            Duration::from_secs(60),
+            &format!("node {node} without taints"),
+            || async {
+                let node = nodes.get(node).await.ok()?;
+                node.spec?
+                    .taints
+                    .unwrap_or_default()
+                    .is_empty()
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
     /// Deletes what the test created (nodes, inventories, namespace). Runs from `Drop` too.
     pub async fn cleanup(&self) {
         let selector = ListParams::default().labels(&format!("{TEST_LABEL}={}", self.id));
@@ -553,6 +606,88 @@ impl Drop for TestEnv {
     }
 }
 
+/// An API a test needs: the cluster must serve it from Kubernetes `since_minor` on (the local cluster turns on
+/// what it takes); on an older server the test says so loudly and does not run.
+pub struct RequiredApi<'a> {
+    /// e.g. `resource.k8s.io/v1`.
+    pub group_version: &'a str,
+    /// A resource of it that must be listed.
+    pub resource: &'a str,
+    /// The first minor version that must serve it.
+    pub since_minor: u32,
+    /// Completes "Kubernetes vX.Y.Z ..." when a server that should serve it does not.
+    pub missing: &'a str,
+    /// Why the test does not run on an older server.
+    pub too_old: &'a str,
+}
+
+/// Whether the server serves `api`: true; false (said on stderr) on a server older than `since_minor`; a
+/// failure on a newer one.
+pub async fn api_served(client: &Client, api: &RequiredApi<'_>, test: &str) -> bool {
+    let served = client
+        .list_api_group_resources(api.group_version)
+        .await
+        .is_ok_and(|list| list.resources.iter().any(|r| r.name == api.resource));
+    if served {
+        return true;
+    }
+    let version = client.apiserver_version().await.expect("server version");
+    let minor: u32 = version
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .expect("minor version");
+    assert!(
+        minor < api.since_minor,
+        "Kubernetes {} {}",
+        version.git_version,
+        api.missing
+    );
+    eprintln!(
+        "{test}: NOT RUN on Kubernetes {}: {}",
+        version.git_version, api.too_old
+    );
+    false
+}
+
+/// The entry of `node` in a status.
+pub fn entry<'a>(
+    status: &'a gpu_inventory_operator::crd::GpuInventoryStatus,
+    node: &str,
+) -> Option<&'a gpu_inventory_operator::crd::GpuNodeEntry> {
+    status.nodes.iter().find(|n| n.name == node)
+}
+
+/// `(resource, n)` pairs as the status's per-resource map.
+pub fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+/// Waits up to `within` after `since` for `node`'s allocated and free (in the test's default inventory) to
+/// be `allocated` and `free`; says how long after `since` it was seen.
+pub async fn node_holds(
+    env: &TestEnv,
+    since: Instant,
+    within: Duration,
+    node: &str,
+    allocated: &[(&str, u64)],
+    free: &[(&str, u64)],
+) -> gpu_inventory_operator::crd::GpuInventoryStatus {
+    let (allocated, free) = (counts(allocated), counts(free));
+    let what = format!("{node}: allocated {allocated:?}, free {free:?}");
+    let left = within.saturating_sub(since.elapsed());
+    let inventory = env
+        .wait_inventory(&env.inventory_name(), left, &what, |s| {
+            entry(s, node).is_some_and(|e| e.allocated == allocated && e.free == free)
+        })
+        .await;
+    eprintln!(
+        "{what}: seen {} ms after the change",
+        since.elapsed().as_millis()
+    );
+    inventory.status.unwrap()
+}
+
 /// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): (status code, body).
 pub async fn http_get(addr: &str, path: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -587,6 +722,11 @@ pub struct OperatorProcess {
 impl OperatorProcess {
     /// Spawns the binary with `args` (RUST_LOG from the environment, else the binary's default filter).
     pub fn start(id: &str, args: &[String]) -> OperatorProcess {
+        Self::start_with_env(id, args, &[])
+    }
+
+    /// Like [`start`](Self::start), with extra environment variables (e.g. `RUST_LOG`).
+    pub fn start_with_env(id: &str, args: &[String], env: &[(&str, &str)]) -> OperatorProcess {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
         std::fs::create_dir_all(&dir).unwrap();
         static N: AtomicU32 = AtomicU32::new(0);
@@ -595,6 +735,7 @@ impl OperatorProcess {
         let child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
             .args(args)
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

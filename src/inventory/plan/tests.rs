@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::*;
 use crate::crd::{GpuInventory, GpuNodeEntry, GpuSharing, MigDevice, MigInfo};
+use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts, account};
 use crate::inventory::conditions::inventory_conditions;
+use crate::inventory::dra::DraView;
 use crate::inventory::scanner::Inventory;
 use crate::inventory::status::desired_status;
 use crate::inventory::test_support::{entry, inventory};
@@ -159,7 +161,35 @@ fn full_status() -> GpuInventoryStatus {
     entry.derived_from =
         BTreeMap::from([("memoryMiB".into(), "nvidia.com/gpu.memory (bytes)".into())]);
     entry.notes = vec!["label nvidia.com/gpu.memory=85520809984 is in bytes".into()];
-    let mut status = desired_status(&inventory(vec![entry]), Some(3));
+    entry.product = Some("NVIDIA-H100-80GB-HBM3".into());
+    entry.ready = true;
+    entry.unschedulable = false;
+    let gpu_pod = |name: &str, node: Option<&str>| GpuPod {
+        namespace: "ml".into(),
+        name: name.into(),
+        node: node.map(str::to_owned),
+        phase: "Running".into(),
+        unschedulable: node.is_none(),
+        requests: BTreeMap::from([("nvidia.com/gpu".into(), 2)]),
+        node_selector: BTreeMap::new(),
+        claims: Vec::new(),
+    };
+    let pods = [gpu_pod("running", Some("a")), gpu_pod("waiting", None)];
+    let mut inventory = inventory(vec![entry]);
+    account(
+        &mut inventory,
+        &pods,
+        DemandScope { all_nodes: true },
+        &DraView::default(),
+        |_| NodeFacts {
+            labels: None,
+            allocatable_known: true,
+        },
+    );
+    let mut status = desired_status(&inventory, Some(3));
+    // Both ends of the flags: the accounting needs a Ready, schedulable node for free GPUs.
+    status.nodes[0].unschedulable = true;
+    status.nodes[0].ready = false;
     status.omitted_nodes = Some(1);
     written(plan_status(status, None, t(100)))
 }

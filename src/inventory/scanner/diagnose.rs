@@ -27,6 +27,9 @@ pub struct Facts<'a> {
     pub gfd_in_scope: bool,
     /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
     pub cloud_says_gpu: bool,
+    /// DRA publishes the node's GPUs: labels and extended resources are not how they are served, so their
+    /// absence (no product label, capacity left at allocatable 0 by a migration) is no fault.
+    pub served_by_dra: bool,
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
@@ -43,7 +46,7 @@ pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
         .as_deref()
         .is_some_and(|w| w != "container");
     // Without GFD anywhere in scope, a missing product label is how the cluster is built, not a fault.
-    if entry.product.is_none() && !vm_workload && facts.gfd_in_scope {
+    if entry.product.is_none() && !vm_workload && facts.gfd_in_scope && !facts.served_by_dra {
         issues.push(issue(
             IssueReason::GpuLabelsMissing,
             "GPU node without an nvidia.com/gpu.product label, and no cloud-provider label names its GPU: \
@@ -92,7 +95,7 @@ pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
     }
     // Allocation is judged only when the object shows it, and not while MIG is being re-partitioned (the
     // device plugin is stopped on purpose then).
-    if facts.allocatable_known && !repartitioning {
+    if facts.allocatable_known && !repartitioning && !facts.served_by_dra {
         let capacity = gpu_sum(&entry.capacity);
         let allocatable = gpu_sum(&entry.allocatable);
         let has_gpus = entry.count > 0 || capacity > 0.0 || facts.cloud_says_gpu;

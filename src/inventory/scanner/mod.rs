@@ -18,7 +18,9 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use serde::Serialize;
 
-use crate::crd::GpuNodeEntry;
+use crate::crd::{GpuNodeEntry, NamespaceUsage, ProductSummary, ResourceSummary};
+use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
+use crate::inventory::dra::{self, DraInput, DraNode};
 use labels::LabelReader;
 use resources::{
     GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources, quantity_value,
@@ -45,11 +47,17 @@ pub enum IssueReason {
     Unschedulable,
     /// A number-valued label did not parse.
     InvalidLabel,
+    /// Pods on the node hold more of a resource than the node offers.
+    Overcommitted,
+    /// A DRA pool of the node lacks some of its slices at its current generation.
+    DraPoolIncomplete,
+    /// A DRA device of the node carries a `NoSchedule`/`NoExecute` taint.
+    GpuDeviceTainted,
 }
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 9] = [
+    pub const ALL: [IssueReason; 12] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -59,6 +67,9 @@ impl IssueReason {
         IssueReason::MigInvalid,
         IssueReason::Unschedulable,
         IssueReason::InvalidLabel,
+        IssueReason::Overcommitted,
+        IssueReason::DraPoolIncomplete,
+        IssueReason::GpuDeviceTainted,
     ];
 
     /// The reason as it appears in the API.
@@ -73,6 +84,9 @@ impl IssueReason {
             IssueReason::MigInvalid => "MigInvalid",
             IssueReason::Unschedulable => "Unschedulable",
             IssueReason::InvalidLabel => "InvalidLabel",
+            IssueReason::Overcommitted => "Overcommitted",
+            IssueReason::DraPoolIncomplete => "DraPoolIncomplete",
+            IssueReason::GpuDeviceTainted => "GpuDeviceTainted",
         }
     }
 }
@@ -83,7 +97,8 @@ impl fmt::Display for IssueReason {
     }
 }
 
-/// The GPU view of a set of nodes: the status of a `GpuInventory` minus time and conditions.
+/// The GPU view of a set of nodes and the pods on them: the status of a `GpuInventory` minus time and
+/// conditions (the fields mean what they mean there).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Inventory {
@@ -93,6 +108,16 @@ pub struct Inventory {
     pub ready_gpu_nodes: u32,
     /// Sum of the nodes' `count`.
     pub total_gpus: u64,
+    /// Whole GPUs free now on Ready, schedulable nodes.
+    pub free_gpus: u64,
+    /// GPU pods the scheduler could not place.
+    pub pending_gpu_pods: u32,
+    /// Every `nvidia.com/*` resource summed over the nodes.
+    pub resources: Vec<ResourceSummary>,
+    /// GPUs per model.
+    pub products: Vec<ProductSummary>,
+    /// GPU requests per namespace.
+    pub namespaces: Vec<NamespaceUsage>,
     /// One entry per GPU node, sorted by name.
     pub nodes: Vec<GpuNodeEntry>,
 }
@@ -119,16 +144,60 @@ impl ScanScope {
 }
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
-/// then each node. Nodes that are not GPU nodes are left out.
-pub fn scan<'a>(nodes: impl IntoIterator<Item = &'a Node>, selector: &Selector) -> Inventory {
+/// then each node. Nodes that are not GPU nodes are left out. Then the pods' holdings and demand are
+/// accounted on the GPU nodes found (pass [`allocation::NO_PODS`] for nodes alone). `nodes` are the whole
+/// cluster's (see [`scan_in`]).
+pub fn scan<'a, 'p>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    pods: impl IntoIterator<Item = &'p GpuPod>,
+    selector: &Selector,
+) -> Inventory {
+    scan_in(nodes, pods, selector, NodeUniverse::Cluster)
+}
+
+/// [`scan`] of nodes that are `universe`.
+pub fn scan_in<'a, 'p>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    pods: impl IntoIterator<Item = &'p GpuPod>,
+    selector: &Selector,
+    universe: NodeUniverse,
+) -> Inventory {
+    scan_with(nodes, pods, &DraInput::default(), selector, universe)
+}
+
+/// [`scan_in`] with the DRA sources' objects: nodes publishing GPU devices are GPU nodes, and their devices
+/// are counted and allocated by the DRA rules (see [`dra`](crate::inventory::dra)).
+pub fn scan_with<'a, 'p>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    pods: impl IntoIterator<Item = &'p GpuPod>,
+    dra: &DraInput<'_>,
+    selector: &Selector,
+    universe: NodeUniverse,
+) -> Inventory {
+    let mut dra = dra::resolve(dra);
     let selected: Vec<&Node> = nodes
         .into_iter()
         .filter(|node| selector.matches(node.labels()))
         .collect();
     let scope = ScanScope::of(selected.iter().copied());
+    let facts: std::collections::HashMap<&str, NodeFacts<'_>> = selected
+        .iter()
+        .map(|n| {
+            let facts = NodeFacts {
+                labels: n.metadata.labels.as_ref(),
+                allocatable_known: n.status.as_ref().is_some_and(|s| s.allocatable.is_some()),
+            };
+            (n.metadata.name.as_deref().unwrap_or_default(), facts)
+        })
+        .collect();
     let mut entries: Vec<GpuNodeEntry> = selected
         .into_iter()
-        .filter_map(|node| scan_node_in(node, scope))
+        .filter_map(|node| {
+            let devices = dra
+                .nodes
+                .remove(node.metadata.name.as_deref().unwrap_or_default());
+            scan_node_with(node, scope, devices)
+        })
         .collect();
     // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
     // the one kept does not depend on the input order.
@@ -145,12 +214,30 @@ pub fn scan<'a>(nodes: impl IntoIterator<Item = &'a Node>, selector: &Selector) 
         .iter()
         .map(|e| e.count)
         .fold(0u64, u64::saturating_add);
-    Inventory {
+    let mut inventory = Inventory {
         total_gpu_nodes,
         ready_gpu_nodes,
         total_gpus,
         nodes: entries,
-    }
+        ..Default::default()
+    };
+    let demand = DemandScope {
+        all_nodes: universe == NodeUniverse::Cluster && selector.selects_all(),
+    };
+    allocation::account(&mut inventory, pods, demand, &dra, |node| {
+        facts.get(node).copied().unwrap_or_default()
+    });
+    inventory
+}
+
+/// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
+/// `--node-label-selector` nodes). Only an inventory of the whole cluster answers for every pending GPU pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeUniverse {
+    /// Every node of the cluster.
+    Cluster,
+    /// Some of them.
+    Subset,
 }
 
 /// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
@@ -161,13 +248,18 @@ pub fn scan_node(node: &Node) -> Option<GpuNodeEntry> {
 
 /// The node's entry when it is a GPU node, else `None`. `scope` says what the other nodes show (see [`scan`]).
 pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
+    scan_node_with(node, scope, None)
+}
+
+/// [`scan_node_in`] with the node's DRA devices, if it publishes any.
+fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option<GpuNodeEntry> {
     let mut labels = LabelReader::new(node.metadata.labels.as_ref());
     let status = node.status.as_ref();
     let capacity = nvidia_resources(status.and_then(|s| s.capacity.as_ref()));
     let allocatable_block = status.and_then(|s| s.allocatable.as_ref());
     let hand_made = hand_made_gpu_label(&mut labels);
     let cloud = cloud::read(&mut labels);
-    if !(is_gpu_node(&labels, &capacity) || cloud.present || hand_made) {
+    if !(is_gpu_node(&labels, &capacity) || cloud.present || hand_made || dra.is_some()) {
         return None;
     }
     let allocatable = nvidia_resources(allocatable_block);
@@ -208,6 +300,8 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
         mig,
         capacity,
         allocatable,
+        allocated: BTreeMap::new(),
+        free: BTreeMap::new(),
         unschedulable: node
             .spec
             .as_ref()
@@ -217,14 +311,22 @@ pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
         derived_from,
         notes: Vec::new(),
         issues: Vec::new(),
+        devices: Vec::new(),
     };
+    let served_by_dra = dra.as_ref().is_some_and(DraNode::serves_gpus);
+    let dra_issues = dra.as_ref().map(|d| d.issues.clone()).unwrap_or_default();
+    if let Some(dra) = dra {
+        dra::entry::merge(&mut entry, dra);
+    }
     let facts = diagnose::Facts {
         ready_condition,
         cloud_says_gpu: cloud.present,
         allocatable_known: allocatable_block.is_some(),
         gfd_in_scope: scope.gfd_installed,
+        served_by_dra,
     };
     let mut issues = diagnose::diagnose(&entry, facts);
+    issues.extend(dra_issues);
     let (invalid, notes) = labels.finish();
     issues.extend(invalid);
     entry.issues = issues;

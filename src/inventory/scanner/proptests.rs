@@ -9,6 +9,7 @@ use kube::core::Selector;
 use proptest::prelude::*;
 
 use super::{scan, scan_node};
+use crate::inventory::allocation::NO_PODS;
 use crate::sources::dump::parse_node_dump;
 
 /// Keys biased toward the ones the scanner reads, plus random ones.
@@ -108,14 +109,14 @@ proptest! {
 
     #[test]
     fn scan_never_panics_and_is_sorted_and_deterministic(mut nodes in proptest::collection::vec(node(), 0..16)) {
-        let inventory = scan(&nodes, &Selector::default());
+        let inventory = scan(&nodes, NO_PODS, &Selector::default());
         let names: Vec<&String> = inventory.nodes.iter().map(|n| &n.name).collect();
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique: {names:?}");
         prop_assert_eq!(inventory.total_gpu_nodes as usize, inventory.nodes.len());
         prop_assert!(inventory.ready_gpu_nodes <= inventory.total_gpu_nodes);
         prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).sum::<u64>());
         nodes.reverse();
-        prop_assert_eq!(&inventory, &scan(&nodes, &Selector::default()));
+        prop_assert_eq!(&inventory, &scan(&nodes, NO_PODS, &Selector::default()));
         for entry in &inventory.nodes {
             prop_assert!(serde_json::to_string(entry).is_ok());
             prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);

@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 
 use super::*;
+use crate::inventory::allocation::NO_PODS;
 use crate::sources::dump::parse_node_dump;
 
 fn fixture(name: &str) -> Vec<Node> {
@@ -31,7 +32,7 @@ fn entry<'a>(inv: &'a Inventory, name: &str) -> &'a GpuNodeEntry {
 
 #[test]
 fn homelab_matches_the_article() {
-    let inv = scan(&fixture("homelab-nodes.yaml"), &all());
+    let inv = scan(&fixture("homelab-nodes.yaml"), NO_PODS, &all());
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (4, 0, 1)
@@ -67,7 +68,7 @@ fn homelab_matches_the_article() {
 
 #[test]
 fn gfd_fixture_matches_its_readme() {
-    let inv = scan(&fixture("gfd-nodes.yaml"), &all());
+    let inv = scan(&fixture("gfd-nodes.yaml"), NO_PODS, &all());
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (4, 3, 9)
@@ -114,9 +115,9 @@ fn scan_is_deterministic_whatever_the_input_order() {
     let mut nodes = fixture("gfd-nodes.yaml");
     nodes.extend(fixture("homelab-nodes.yaml"));
     nodes.extend(fixture("real-nodes.yaml"));
-    let forward = scan(&nodes, &all());
+    let forward = scan(&nodes, NO_PODS, &all());
     nodes.reverse();
-    assert_eq!(forward, scan(&nodes, &all()));
+    assert_eq!(forward, scan(&nodes, NO_PODS, &all()));
 }
 
 #[test]
@@ -125,7 +126,7 @@ fn selector_picks_nodes() {
     let only_container: Selector = [("nvidia.com/gpu.workload.config", "container")]
         .into_iter()
         .collect();
-    let inv = scan(&nodes, &only_container);
+    let inv = scan(&nodes, NO_PODS, &only_container);
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["omen2"]);
 }
@@ -259,7 +260,7 @@ fn malformed_numbers_become_invalid_label_issues() {
 #[test]
 fn not_ready_message_says_why_and_since_when() {
     let nodes = fixture("homelab-nodes.yaml");
-    let inv = scan(&nodes, &all());
+    let inv = scan(&nodes, NO_PODS, &all());
     let msg = &entry(&inv, "nuc1").issues[0].message;
     assert!(msg.starts_with("Ready condition is False"), "{msg}");
     assert!(msg.contains("since 20"), "{msg}");

@@ -20,7 +20,7 @@ const K8S_NODE1: &str = "k8s-device-plugin-issue-165-k8s-node1";
 /// Every node of `tests/fixtures/real-nodes.yaml` against `tests/fixtures/README.md`.
 #[test]
 fn real_nodes_read_as_an_expert_reads_them() {
-    let inv = scan(&fixture("real-nodes.yaml"), &all());
+    let inv = scan(&fixture("real-nodes.yaml"), NO_PODS, &all());
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names.len(), 11, "{names:?}");
     assert!(
@@ -235,7 +235,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .filter(|n| [GKE_K80, K8S_NODE1, NO_PLUGIN].contains(&n.name_any().as_str()))
         .collect();
     assert_eq!(nodes.len(), 3);
-    let inv = scan(&nodes, &all());
+    let inv = scan(&nodes, NO_PODS, &all());
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (2, 1, 1)
@@ -259,7 +259,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .into_iter()
         .filter(|n| !n.labels().iter().any(|(k, v)| labels::is_gfd_label(k, v)))
         .collect();
-    let inv = scan(&gfd_less, &all());
+    let inv = scan(&gfd_less, NO_PODS, &all());
     assert!(inv.total_gpu_nodes >= 4, "{}", inv.total_gpu_nodes);
     for e in &inv.nodes {
         assert!(
@@ -279,5 +279,8 @@ fn real_nodes_scan_the_same_after_the_watch_strips_them() {
     stripped
         .iter_mut()
         .for_each(crate::sources::nodes::strip_node);
-    assert_eq!(scan(&nodes, &all()), scan(&stripped, &all()));
+    assert_eq!(
+        scan(&nodes, NO_PODS, &all()),
+        scan(&stripped, NO_PODS, &all())
+    );
 }

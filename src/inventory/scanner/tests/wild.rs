@@ -32,7 +32,7 @@ fn cloud_labels_describe_gpu_nodes_without_gfd() {
         &[("k8s.amazonaws.com/accelerator", "nvidia-tesla-t4")],
         "True",
     );
-    let inv = scan(&[karpenter, aks, eks], &all());
+    let inv = scan(&[karpenter, aks, eks], NO_PODS, &all());
     assert_eq!(
         reading(entry(&inv, "eks")),
         (

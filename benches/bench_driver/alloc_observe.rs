@@ -1,0 +1,340 @@
+//! The allocation scenario's truth and its watches: what the driver's pods should make of each GPU node
+//! (allocated, free), and what the inventory status and the ConfigMap say, read as plain JSON (the fields
+//! the operator's allocation accounting writes: `nodes[].allocated|free`, `resources[]`, `pendingGpuPods`,
+//! `freeGpus`, `products[]`, the `GpusAvailable` condition; per-node `allocated|free` in the ConfigMap).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::alloc_fleet::GPU;
+use crate::alloc_truth::Expected;
+use crate::lib_api::GpuInventory;
+use crate::log;
+use crate::observe::Watched;
+
+const CONFIGMAP: &str = "gpu-node-status";
+
+/// A node's nvidia.com/gpu numbers as the operator wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeenNode {
+    pub allocatable: Option<u64>,
+    pub allocated: Option<u64>,
+    pub free: Option<u64>,
+}
+
+/// A JSON number, or a string holding one (quantities).
+pub fn int(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+}
+
+fn seen_node(entry: &Value) -> SeenNode {
+    SeenNode {
+        allocatable: int(&entry["allocatable"][GPU]),
+        allocated: int(&entry["allocated"][GPU]),
+        free: int(&entry["free"][GPU]),
+    }
+}
+
+/// Three numbers as the operator wrote them (absent: None), e.g. allocatable, allocated, free.
+pub type Numbers = (Option<u64>, Option<u64>, Option<u64>);
+
+/// The allocation part of an inventory status.
+#[derive(Clone, Debug, Default)]
+pub struct SeenStatus {
+    pub nodes: HashMap<String, SeenNode>,
+    /// The nvidia.com/gpu row of `resources`: allocatable, allocated, free.
+    pub resource: Option<Numbers>,
+    pub pending: Option<u64>,
+    pub free_gpus: Option<u64>,
+    /// Per product: nodes, gpus, freeGpus.
+    pub products: BTreeMap<String, Numbers>,
+    /// The GpusAvailable condition: status, reason.
+    pub gpus_available: Option<(String, String)>,
+}
+
+impl SeenStatus {
+    pub fn parse(status: &Value) -> Self {
+        let list = |k: &str| status[k].as_array().cloned().unwrap_or_default();
+        let nodes = list("nodes")
+            .iter()
+            .filter_map(|e| Some((e["name"].as_str()?.to_owned(), seen_node(e))))
+            .collect();
+        let resource = list("resources")
+            .iter()
+            .find(|r| r["name"] == GPU)
+            .map(|r| {
+                (
+                    int(&r["allocatable"]),
+                    int(&r["allocated"]),
+                    int(&r["free"]),
+                )
+            });
+        let products = list("products")
+            .iter()
+            .filter_map(|p| {
+                let numbers = (int(&p["nodes"]), int(&p["gpus"]), int(&p["freeGpus"]));
+                Some((p["name"].as_str()?.to_owned(), numbers))
+            })
+            .collect();
+        let gpus_available = list("conditions")
+            .iter()
+            .find(|c| c["type"] == "GpusAvailable")
+            .map(|c| {
+                let s = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+                (s("status"), s("reason"))
+            });
+        SeenStatus {
+            nodes,
+            resource,
+            pending: int(&status["pendingGpuPods"]),
+            free_gpus: int(&status["freeGpus"]),
+            products,
+            gpus_available,
+        }
+    }
+}
+
+/// The first way `seen` differs from `exp` for `node`, if any.
+fn node_mismatch(exp: &Expected, node: &str, seen: Option<&SeenNode>) -> Option<String> {
+    let want = SeenNode {
+        allocatable: exp.nodes.get(node).map(|n| n.allocatable),
+        allocated: Some(exp.allocated(node)),
+        free: Some(exp.free(node)),
+    };
+    match seen {
+        Some(s) if *s == want => None,
+        Some(s) => Some(format!("{node}: {s:?}, want {want:?}")),
+        None => Some(format!("{node}: missing")),
+    }
+}
+
+/// The first way the status differs from `exp`, if any (None: it shows the expected allocation).
+pub fn status_mismatch(exp: &Expected, seen: &SeenStatus) -> Option<String> {
+    let (allocatable, allocated, free) = exp.totals();
+    let want = Some((Some(allocatable), Some(allocated), Some(free)));
+    if seen.resource != want {
+        return Some(format!(
+            "resources {GPU}: {:?}, want {want:?}",
+            seen.resource
+        ));
+    }
+    if seen.pending != Some(exp.pending) {
+        return Some(format!(
+            "pendingGpuPods {:?}, want {}",
+            seen.pending, exp.pending
+        ));
+    }
+    if seen.nodes.len() != exp.nodes.len() {
+        return Some(format!(
+            "{} nodes, want {}",
+            seen.nodes.len(),
+            exp.nodes.len()
+        ));
+    }
+    exp.nodes
+        .keys()
+        .find_map(|n| node_mismatch(exp, n, seen.nodes.get(n)))
+}
+
+/// The first way the ConfigMap's entries differ from `exp`, if any.
+pub fn cm_mismatch(exp: &Expected, cm: &HashMap<String, SeenNode>) -> Option<String> {
+    if cm.len() != exp.nodes.len() {
+        return Some(format!("{} entries, want {}", cm.len(), exp.nodes.len()));
+    }
+    exp.nodes
+        .keys()
+        .find_map(|n| node_mismatch(exp, n, cm.get(n)))
+}
+
+/// A timed change in flight: the node it touched, when it was written, when each output showed it.
+#[derive(Debug, Default)]
+pub struct Change {
+    pub node: String,
+    pub written: Option<Instant>,
+    status_at: Option<Instant>,
+    cm_at: Option<Instant>,
+}
+
+impl Change {
+    /// A change to `node`, not written yet.
+    pub fn on(node: String) -> Self {
+        Change {
+            node,
+            ..Default::default()
+        }
+    }
+}
+
+/// Latencies of one change, from the write's response: to the status, to the ConfigMap.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub status: Duration,
+    pub cm: Duration,
+}
+
+#[derive(Default)]
+pub struct AllocObs {
+    pub expected: Expected,
+    pub status: Option<SeenStatus>,
+    pub cm: Option<HashMap<String, SeenNode>>,
+    pub change: Option<Change>,
+    pub timings: Vec<Timing>,
+}
+
+impl AllocObs {
+    pub fn status_ok(&self) -> bool {
+        self.status
+            .as_ref()
+            .is_some_and(|s| status_mismatch(&self.expected, s).is_none())
+    }
+
+    pub fn cm_ok(&self) -> bool {
+        self.cm
+            .as_ref()
+            .is_some_and(|c| cm_mismatch(&self.expected, c).is_none())
+    }
+
+    /// The status and the ConfigMap both show the expected allocation.
+    pub fn converged(&self) -> bool {
+        self.status_ok() && self.cm_ok()
+    }
+
+    /// Why not converged, in words.
+    pub fn why_not(&self) -> String {
+        let status = match &self.status {
+            None => Some("no status yet".to_owned()),
+            Some(s) => status_mismatch(&self.expected, s),
+        };
+        let cm = match &self.cm {
+            None => Some("no ConfigMap yet".to_owned()),
+            Some(c) => cm_mismatch(&self.expected, c),
+        };
+        format!(
+            "status: {}; ConfigMap: {}",
+            status.unwrap_or_else(|| "ok".into()),
+            cm.unwrap_or_else(|| "ok".into())
+        )
+    }
+
+    /// Marks, at `now`, what the outputs show of the change in flight; finishes it when both show it.
+    fn settle(&mut self, now: Instant) {
+        let Some(c) = self.change.as_mut() else {
+            return;
+        };
+        let exp = &self.expected;
+        if c.status_at.is_none()
+            && let Some(s) = &self.status
+            && s.pending == Some(exp.pending)
+            && node_mismatch(exp, &c.node, s.nodes.get(&c.node)).is_none()
+        {
+            c.status_at = Some(now);
+        }
+        if c.cm_at.is_none()
+            && let Some(cm) = &self.cm
+            && node_mismatch(exp, &c.node, cm.get(&c.node)).is_none()
+        {
+            c.cm_at = Some(now);
+        }
+        if let (Some(w), Some(s), Some(m)) = (c.written, c.status_at, c.cm_at) {
+            self.timings.push(Timing {
+                status: s.saturating_duration_since(w),
+                cm: m.saturating_duration_since(w),
+            });
+            self.change = None;
+        }
+    }
+
+    /// The change in flight was written at `at`.
+    pub fn written(&mut self, at: Instant) {
+        if let Some(c) = self.change.as_mut() {
+            c.written = Some(at);
+        }
+        self.settle(at);
+    }
+}
+
+/// The allocation scenario's inventory status and ConfigMap, against what the driver expects.
+pub type AllocObserver = Watched<AllocObs>;
+
+impl Watched<AllocObs> {
+    pub fn start(client: &Client, inventory: &str, namespace: &str, expected: Expected) -> Self {
+        let obs = Arc::new(Mutex::new(AllocObs {
+            expected,
+            ..Default::default()
+        }));
+        let (tx, rx) = watch::channel(0u64);
+        let tx = Arc::new(tx);
+        let resource = ApiResource::erase::<GpuInventory>(&());
+        let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+        let (o, t) = (obs.clone(), tx.clone());
+        let inv = spawn_watch(inventories, inventory, "inventory", move |i, now| {
+            let status = SeenStatus::parse(&i.data["status"]);
+            let mut obs = o.lock().unwrap();
+            obs.status = Some(status);
+            obs.settle(now);
+            drop(obs);
+            t.send_modify(|n| *n += 1);
+        });
+        let o = obs.clone();
+        let cm = spawn_watch(configmaps, CONFIGMAP, "configmap", move |c, now| {
+            let entries = configmap_entries(c);
+            let mut obs = o.lock().unwrap();
+            obs.cm = Some(entries);
+            obs.settle(now);
+            drop(obs);
+            tx.send_modify(|n| *n += 1);
+        });
+        Watched::new(obs, rx, vec![inv, cm])
+    }
+}
+
+/// Watches the object `name` of `api`, calling `on` with each version and when it arrived.
+pub fn spawn_watch<K>(
+    api: Api<K>,
+    name: &str,
+    what: &'static str,
+    mut on: impl FnMut(K, Instant) + Send + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    tokio::spawn(async move {
+        let mut events = watcher(api, cfg).boxed();
+        while let Some(event) = events.next().await {
+            let now = Instant::now();
+            match event {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => on(o, now),
+                Ok(_) => {}
+                Err(e) => {
+                    log(format!("{what} watch: {e}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    })
+}
+
+/// The per-node entries of the ConfigMap (keys starting with `_` are summaries).
+fn configmap_entries(cm: ConfigMap) -> HashMap<String, SeenNode> {
+    cm.data
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with('_'))
+        .filter_map(|(k, v)| {
+            let entry: Value = serde_json::from_str(&v).ok()?;
+            Some((k, seen_node(&entry)))
+        })
+        .collect()
+}

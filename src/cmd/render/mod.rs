@@ -1,0 +1,296 @@
+//! The tables `scan` prints: one row per GPU node (the article's table plus FREE), per GPU model, or per
+//! namespace. Pure: a status in, text out. Everything that came from the cluster passes through
+//! [`visible`] (cells, notes, issue messages), so no control character or escape sequence reaches the terminal.
+
+mod devices;
+
+use std::collections::BTreeMap;
+
+use super::cli::GroupBy;
+use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
+use crate::inventory::dra::entry::product_from_dra;
+use crate::inventory::scanner::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
+use crate::runtime::text::visible;
+
+/// Marks a product named by a cloud-provider label rather than by GPU Feature Discovery.
+const CLOUD_MARK: &str = "*";
+
+/// The table for `group_by`; `wide` adds columns (node rows: MIG/SHARING, SOURCES, ALLOCATED, and notes).
+pub fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool) -> String {
+    let mut out = format!(
+        "total_gpu_nodes: {}  ready_gpu_nodes: {}  total_gpus: {}  free_gpus: {}  pending_gpu_pods: {}\n",
+        status.total_gpu_nodes,
+        status.ready_gpu_nodes,
+        status.total_gpus,
+        status.free_gpus,
+        status.pending_gpu_pods
+    );
+    match group_by {
+        GroupBy::Node => out += &node_table(status, wide),
+        GroupBy::Product => out += &product_table(status),
+        GroupBy::Namespace => out += &namespace_table(status),
+    }
+    out
+}
+
+/// The article's table, plus FREE and ISSUES columns and one line per issue below it.
+pub fn table(status: &GpuInventoryStatus) -> String {
+    render(status, GroupBy::Node, false)
+}
+
+/// The node table with SOURCES, MIG/SHARING and ALLOCATED columns, each node's notes and DRA devices below it.
+pub fn wide(status: &GpuInventoryStatus) -> String {
+    render(status, GroupBy::Node, true)
+}
+
+/// Per resource the node offers or pods hold (leftover zero resources such as `nvidia.com/gpu: 0` on a MIG
+/// node are left out): `n` for `nvidia.com/gpu`, `n short-name` for the others (`5 mig-1g.10gb`). `0` when
+/// nothing is offered, `-` when the node lists no resource at all.
+fn per_resource_cell(node: &GpuNodeEntry, values: &BTreeMap<String, u64>) -> String {
+    let offered = |name: &String| {
+        node.allocated.get(name).copied().unwrap_or(0) + node.free.get(name).copied().unwrap_or(0)
+            > 0
+    };
+    let cells: Vec<String> = values
+        .iter()
+        .filter(|(name, _)| offered(name))
+        .map(|(name, n)| match name.as_str() {
+            GPU_RESOURCE => n.to_string(),
+            other => format!(
+                "{n} {}",
+                other.strip_prefix(NVIDIA_RESOURCE_PREFIX).unwrap_or(other)
+            ),
+        })
+        .collect();
+    match (cells.is_empty(), values.is_empty()) {
+        (false, _) => cells.join(","),
+        (true, false) => "0".to_owned(),
+        (true, true) => "-".to_owned(),
+    }
+}
+
+/// Whether the node's product came from a cloud-provider label (not GPU Feature Discovery, not DRA).
+fn cloud_product(node: &GpuNodeEntry) -> bool {
+    node.product.is_some()
+        && !product_from_dra(node)
+        && node
+            .derived_from
+            .get("product")
+            .is_some_and(|from| !from.starts_with("nvidia.com/"))
+}
+
+fn product_cell(node: &GpuNodeEntry) -> String {
+    match &node.product {
+        Some(product) if cloud_product(node) => format!("{product}{CLOUD_MARK}"),
+        Some(product) => product.clone(),
+        None => "<unlabeled>".to_owned(),
+    }
+}
+
+/// How the GPUs are offered: MIG devices per profile, or sharing replicas; `-` for whole GPUs.
+fn layout_cell(node: &GpuNodeEntry) -> String {
+    if let Some(mig) = node.mig.as_ref().filter(|m| !m.devices.is_empty()) {
+        let devices: Vec<String> = mig
+            .devices
+            .iter()
+            .map(|d| format!("{}x{}", d.count, d.profile))
+            .collect();
+        return format!("mig:{}", devices.join("+"));
+    }
+    if let Some(sharing) = &node.sharing {
+        let strategy = sharing.strategy.as_deref().unwrap_or("shared");
+        return match sharing.replicas {
+            Some(replicas) => format!("{strategy}:{replicas}"),
+            None => strategy.to_owned(),
+        };
+    }
+    "-".to_owned()
+}
+
+fn or_dash(cells: Vec<String>) -> String {
+    if cells.is_empty() {
+        "-".to_owned()
+    } else {
+        cells.join(",")
+    }
+}
+
+fn node_row(n: &GpuNodeEntry, wide: bool) -> Vec<String> {
+    let mut reasons: Vec<String> = n.issues.iter().map(|i| i.reason.clone()).collect();
+    reasons.dedup();
+    let mut row = vec![
+        n.name.clone(),
+        n.ready.to_string(),
+        product_cell(n),
+        n.count.to_string(),
+        per_resource_cell(n, &n.free),
+        n.memory_mib
+            .map(|m| format!("{m}MiB"))
+            .unwrap_or_else(|| "-".to_owned()),
+        n.workload_config.clone().unwrap_or_else(|| "-".to_owned()),
+    ];
+    if wide {
+        row.push(per_resource_cell(n, &n.allocated));
+        row.push(layout_cell(n));
+        row.push(or_dash(n.sources.clone()));
+    }
+    row.push(or_dash(reasons));
+    row
+}
+
+fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
+    let mut header = vec![
+        "NAME", "READY", "PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD",
+    ];
+    if wide {
+        header.extend(["ALLOCATED", "MIG/SHARING", "SOURCES"]);
+    }
+    header.push("ISSUES");
+    let rows: Vec<Vec<String>> = status.nodes.iter().map(|n| node_row(n, wide)).collect();
+    let mut out = columns(&header, &rows);
+    out += &legend(status);
+    if wide {
+        let notes: Vec<String> = status
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                n.notes
+                    .iter()
+                    .map(move |note| format!("  {}: {}\n", visible(&n.name), visible(note)))
+            })
+            .collect();
+        if !notes.is_empty() {
+            out += "\nnotes:\n";
+            out += &notes.concat();
+        }
+        out += &devices::device_table(status);
+    }
+    let issues: Vec<String> = status
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            n.issues.iter().map(move |i| {
+                let (name, reason) = (visible(&n.name), visible(&i.reason));
+                format!("  {name}: {reason}: {}\n", visible(&i.message))
+            })
+        })
+        .collect();
+    if !issues.is_empty() {
+        out += "\nissues:\n";
+        out += &issues.concat();
+    }
+    out
+}
+
+fn product_table(status: &GpuInventoryStatus) -> String {
+    let rows: Vec<Vec<String>> = status
+        .products
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                p.nodes.to_string(),
+                p.gpus.to_string(),
+                p.free_gpus.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = columns(&["PRODUCT", "NODES", "GPUS", "FREE"], &rows);
+    out += "FREE: whole GPUs free on Ready, schedulable nodes (shared and MIG resources: see RESOURCE rows)\n";
+    let resources: Vec<Vec<String>> = status
+        .resources
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.allocatable.to_string(),
+                r.allocated.to_string(),
+                r.free.to_string(),
+            ]
+        })
+        .collect();
+    if !resources.is_empty() {
+        out += "\n";
+        out += &columns(
+            &["RESOURCE", "ALLOCATABLE", "ALLOCATED", "FREE"],
+            &resources,
+        );
+    }
+    out
+}
+
+fn namespace_table(status: &GpuInventoryStatus) -> String {
+    let mut rows = Vec::new();
+    for ns in &status.namespaces {
+        let resources: std::collections::BTreeSet<&String> =
+            ns.allocated.keys().chain(ns.pending.keys()).collect();
+        for (i, resource) in resources.into_iter().enumerate() {
+            let get = |m: &BTreeMap<String, u64>| m.get(resource).copied().unwrap_or(0).to_string();
+            rows.push(vec![
+                ns.name.clone(),
+                resource.clone(),
+                get(&ns.allocated),
+                get(&ns.pending),
+                if i == 0 {
+                    ns.pending_pods.to_string()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    columns(
+        &[
+            "NAMESPACE",
+            "RESOURCE",
+            "ALLOCATED",
+            "PENDING",
+            "PENDING-PODS",
+        ],
+        &rows,
+    )
+}
+
+/// Left-aligned columns two spaces apart, the header first.
+pub(super) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| visible(cell).into_owned()).collect())
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let padded: Vec<String> = cells
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&mut header.iter().copied());
+    for row in &rows {
+        out += &line(&mut row.iter().map(String::as_str));
+    }
+    out
+}
+
+/// Lines under the table explaining a `*` product and `<unlabeled>`, only when one is shown.
+fn legend(status: &GpuInventoryStatus) -> String {
+    let mut out = String::new();
+    if status.nodes.iter().any(cloud_product) {
+        out += &format!(
+            "{CLOUD_MARK} product named by a cloud-provider label (GKE, EKS/Karpenter), not by GPU Feature Discovery\n"
+        );
+    }
+    if status.nodes.iter().any(|n| n.product.is_none()) {
+        out += "<unlabeled> no source names the GPU model: no GPU Feature Discovery product label and no cloud GPU \
+                label (VM-workload nodes run no GFD by design)\n";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

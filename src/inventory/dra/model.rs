@@ -1,0 +1,285 @@
+//! ResourceSlices, ResourceClaims and DeviceClasses as the DRA accounting reads them. The DRA sources keep
+//! only these: the stripped forms hold what DESIGN §3's rules need and nothing a driver might add tomorrow.
+//!
+//! Reading is lenient on purpose: drivers rename and drop attributes between releases (`index` and `minor`
+//! went in NVIDIA's 25.8, `pcieBusID` became `resource.kubernetes.io/pciBusID`), so every attribute is
+//! optional and an unknown one is ignored, never an error.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::resource::v1::{
+    Device, DeviceAttribute, DeviceClass, ResourceClaim, ResourceSlice,
+};
+
+use crate::inventory::scanner::resources::quantity_value;
+
+/// A device taint with an effect that keeps the scheduler away (`NoSchedule`, `NoExecute`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DraTaint {
+    /// `key`, e.g. `gpu.nvidia.com/xid`.
+    pub key: String,
+    /// `value` (empty when unset), e.g. the XID number.
+    pub value: String,
+    /// `effect`.
+    pub effect: String,
+}
+
+/// One device of a slice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraDevice {
+    /// `name`, unique within its pool.
+    pub name: String,
+    /// Attribute `type` (`gpu`, `mig`, `vfio`, ...); `None` when the driver publishes none.
+    pub kind: Option<String>,
+    /// Attribute `productName` (DRA writes `NVIDIA A100-SXM4-80GB` where GPU Feature Discovery writes dashes).
+    pub product: Option<String>,
+    /// Attribute `profile` of a MIG device (`1g.10gb`).
+    pub profile: Option<String>,
+    /// Attribute `uuid`.
+    pub uuid: Option<String>,
+    /// Attribute `parentUUID` of a MIG device: the GPU it is carved from.
+    pub parent_uuid: Option<String>,
+    /// Capacity `memory` in MiB.
+    pub memory_mib: Option<u64>,
+    /// Taints with `NoSchedule` or `NoExecute` (other effects do not make a device unavailable).
+    pub taints: Vec<DraTaint>,
+    /// Counters this device consumes from the slice's shared counter sets: set -> counter -> amount. A GPU
+    /// and the MIG devices that can be carved from it consume the same set (partitionable devices).
+    pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
+}
+
+/// A ResourceSlice of a watched driver, stripped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraSlice {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.driver`.
+    pub driver: String,
+    /// `spec.pool.name`.
+    pub pool: String,
+    /// `spec.pool.generation`.
+    pub generation: i64,
+    /// `spec.pool.resourceSliceCount`: how many slices the pool has at this generation.
+    pub slice_count: i64,
+    /// `spec.nodeName`: the node whose devices these are. `None` for network-attached pools (a node selector
+    /// or all nodes), which no single node entry owns.
+    pub node: Option<String>,
+    /// `spec.sharedCounters`: counter set -> counter -> amount available.
+    pub counters: BTreeMap<String, BTreeMap<String, i128>>,
+    /// `spec.devices`.
+    pub devices: Vec<DraDevice>,
+}
+
+/// One device a claim's allocation names.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceRef {
+    /// `driver`.
+    pub driver: String,
+    /// `pool`.
+    pub pool: String,
+    /// `device`.
+    pub device: String,
+}
+
+/// A ResourceClaim, stripped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraClaim {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `status.allocation` is set.
+    pub allocated: bool,
+    /// `status.allocation.devices.results[]` without `adminAccess` ones (an admin's access to a device in use
+    /// does not take it from anyone).
+    pub devices: Vec<DeviceRef>,
+    /// The DeviceClasses its requests name (`exactly` or each `firstAvailable` alternative), with how many
+    /// devices each asks for (`allocationMode: All` counts as 1: at least one).
+    pub classes: BTreeMap<String, u64>,
+}
+
+/// A DeviceClass, stripped to the CEL expressions that select its devices.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraClass {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.selectors[].cel.expression`.
+    pub expressions: Vec<String>,
+}
+
+impl DraClass {
+    /// Whether the class selects devices of `driver`: one of its CEL expressions names the driver as a
+    /// string (`device.driver == 'gpu.nvidia.com'`, `device.attributes["gpu.nvidia.com"]`).
+    pub fn selects_driver(&self, driver: &str) -> bool {
+        let quoted = [format!("'{driver}'"), format!("\"{driver}\"")];
+        self.expressions
+            .iter()
+            .any(|e| quoted.iter().any(|q| e.contains(q.as_str())))
+    }
+
+    /// The class from the API object.
+    pub fn from_class(class: &DeviceClass) -> DraClass {
+        DraClass {
+            name: class.metadata.name.clone().unwrap_or_default(),
+            expressions: class
+                .spec
+                .selectors
+                .iter()
+                .flatten()
+                .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl DraSlice {
+    /// The slice's accounting view when its driver is one of `drivers`, else `None`.
+    pub fn from_slice(slice: &ResourceSlice, drivers: &[String]) -> Option<DraSlice> {
+        let spec = &slice.spec;
+        if !drivers.contains(&spec.driver) {
+            return None;
+        }
+        let driver = spec.driver.as_str();
+        Some(DraSlice {
+            name: slice.metadata.name.clone().unwrap_or_default(),
+            driver: driver.to_owned(),
+            pool: spec.pool.name.clone(),
+            generation: spec.pool.generation,
+            slice_count: spec.pool.resource_slice_count,
+            node: spec.node_name.clone().filter(|n| !n.is_empty()),
+            counters: spec
+                .shared_counters
+                .iter()
+                .flatten()
+                .map(|set| (set.name.clone(), counter_values(&set.counters)))
+                .collect(),
+            devices: spec
+                .devices
+                .iter()
+                .flatten()
+                .map(|d| DraDevice::from_device(d, driver))
+                .collect(),
+        })
+    }
+}
+
+fn counter_values(
+    counters: &BTreeMap<String, k8s_openapi::api::resource::v1::Counter>,
+) -> BTreeMap<String, i128> {
+    counters
+        .iter()
+        .filter_map(|(name, c)| Some((name.clone(), quantity_value(&c.value.0)? as i128)))
+        .collect()
+}
+
+impl DraDevice {
+    /// The device's accounting view; attributes may be written bare (`type`) or qualified by the driver's
+    /// domain (`gpu.nvidia.com/type`), which mean the same.
+    pub fn from_device(device: &Device, driver: &str) -> DraDevice {
+        let attributes = device.attributes.as_ref();
+        let text = |name: &str| -> Option<String> {
+            let attributes = attributes?;
+            let value = attributes
+                .get(name)
+                .or_else(|| attributes.get(&format!("{driver}/{name}")))?;
+            attribute_text(value).filter(|v| !v.trim().is_empty())
+        };
+        let memory_mib = device
+            .capacity
+            .as_ref()
+            .and_then(|c| {
+                c.get("memory")
+                    .or_else(|| c.get(&format!("{driver}/memory")))
+            })
+            .and_then(|c| quantity_value(&c.value.0))
+            .filter(|bytes| *bytes > 0.0)
+            .map(|bytes| (bytes / 1_048_576.0).round() as u64);
+        DraDevice {
+            name: device.name.clone(),
+            kind: text("type").map(|t| t.trim().to_ascii_lowercase()),
+            product: text("productName"),
+            profile: text("profile"),
+            uuid: text("uuid"),
+            parent_uuid: text("parentUUID"),
+            memory_mib,
+            taints: device
+                .taints
+                .iter()
+                .flatten()
+                .filter(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
+                .map(|t| DraTaint {
+                    key: t.key.clone(),
+                    value: t.value.clone().unwrap_or_default(),
+                    effect: t.effect.clone(),
+                })
+                .collect(),
+            consumes: device
+                .consumes_counters
+                .iter()
+                .flatten()
+                .map(|c| (c.counter_set.clone(), counter_values(&c.counters)))
+                .collect(),
+        }
+    }
+}
+
+/// A string-valued attribute as text; a version as written; numbers and booleans as text too (an attribute
+/// that changes type between releases still reads).
+fn attribute_text(value: &DeviceAttribute) -> Option<String> {
+    value
+        .string
+        .clone()
+        .or_else(|| value.version.clone())
+        .or_else(|| value.int.map(|i| i.to_string()))
+        .or_else(|| value.bool.map(|b| b.to_string()))
+}
+
+impl DraClaim {
+    /// The claim's accounting view.
+    pub fn from_claim(claim: &ResourceClaim) -> DraClaim {
+        let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+        let devices = allocation
+            .and_then(|a| a.devices.as_ref())
+            .and_then(|d| d.results.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|r| r.admin_access != Some(true))
+            .map(|r| DeviceRef {
+                driver: r.driver.clone(),
+                pool: r.pool.clone(),
+                device: r.device.clone(),
+            })
+            .collect();
+        let mut classes = BTreeMap::new();
+        let requests = claim
+            .spec
+            .devices
+            .as_ref()
+            .and_then(|d| d.requests.as_ref());
+        for request in requests.into_iter().flatten() {
+            let wanted = |mode: Option<&str>, count: Option<i64>| match mode {
+                Some("All") => 1,
+                _ => count.and_then(|c| u64::try_from(c).ok()).unwrap_or(1),
+            };
+            if let Some(exact) = &request.exactly {
+                if exact.admin_access == Some(true) {
+                    continue;
+                }
+                let n = wanted(exact.allocation_mode.as_deref(), exact.count);
+                *classes.entry(exact.device_class_name.clone()).or_insert(0) += n;
+            }
+            for sub in request.first_available.iter().flatten() {
+                let n = wanted(sub.allocation_mode.as_deref(), sub.count);
+                let entry = classes.entry(sub.device_class_name.clone()).or_insert(0);
+                *entry = (*entry).max(n);
+            }
+        }
+        DraClaim {
+            namespace: claim.metadata.namespace.clone().unwrap_or_default(),
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            allocated: allocation.is_some(),
+            devices,
+            classes,
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The DRA sources: ResourceSlices of the GPU drivers (`--dra-driver`), ResourceClaims and DeviceClasses,
+//! each watched once and kept stripped ([`DraSlice`], [`DraClaim`], [`DraClass`]).
+//!
+//! `resource.k8s.io/v1` is served from Kubernetes 1.34 on. On an older server the three sources are
+//! absent: one info line, empty (and synced) stores, and a quiet discovery check every
+//! [`DISCOVERY_REFRESH`] so they start when the API appears (an upgrade), like a CRD being installed.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tracing::{debug, info};
+
+use super::ChangeSignal;
+use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
+use crate::error::describe_kube_error;
+use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
+use crate::runtime::backoff;
+use crate::runtime::health::Health;
+
+/// The API group version the DRA sources read.
+pub const DRA_API: &str = "resource.k8s.io/v1";
+
+/// How often a server without [`DRA_API`] is asked again whether it serves it now.
+pub const DISCOVERY_REFRESH: Duration = Duration::from_secs(30);
+
+/// Read handles on the three DRA caches.
+#[derive(Clone, Debug)]
+pub struct DraStores {
+    /// ResourceSlices of the configured drivers.
+    pub slices: StrippedStore<DraSlice>,
+    /// Every ResourceClaim.
+    pub claims: StrippedStore<DraClaim>,
+    /// Every DeviceClass.
+    pub classes: StrippedStore<DraClass>,
+}
+
+impl DraStores {
+    /// Resolves once each has its first list, or the API is known to be absent.
+    pub async fn wait_until_ready(&self) {
+        self.slices.wait_until_ready().await;
+        self.claims.wait_until_ready().await;
+        self.classes.wait_until_ready().await;
+    }
+}
+
+/// Whether the server serves the DRA resources.
+enum Served {
+    Yes,
+    No,
+    /// Discovery itself failed (the server is unreachable, or we may not ask): try again later.
+    Unknown(String),
+}
+
+async fn served(client: &Client) -> Served {
+    match client.list_api_group_resources(DRA_API).await {
+        Ok(list) => {
+            let has = |name: &str| list.resources.iter().any(|r| r.name == name);
+            if has("resourceslices") && has("resourceclaims") && has("deviceclasses") {
+                Served::Yes
+            } else {
+                Served::No
+            }
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Served::No,
+        Err(error) => Served::Unknown(describe_kube_error(&error)),
+    }
+}
+
+/// Whether the server serves the DRA API: `None` when discovery itself failed.
+pub async fn dra_api_served(client: &Client) -> Option<bool> {
+    match served(client).await {
+        Served::Yes => Some(true),
+        Served::No => Some(false),
+        Served::Unknown(_) => None,
+    }
+}
+
+/// Starts the DRA sources: returns their stores and the task that feeds them (run it until shutdown).
+pub fn watch_dra(
+    client: Client,
+    drivers: Vec<String>,
+    health: Health,
+    changes: ChangeSignal,
+) -> (DraStores, impl Future<Output = ()> + Send + 'static) {
+    let slice_drivers = drivers.clone();
+    let (slices, mut slice_writer) =
+        stripped_store(move |s: &ResourceSlice| DraSlice::from_slice(s, &slice_drivers));
+    let (claims, mut claim_writer) =
+        stripped_store(|c: &ResourceClaim| Some(DraClaim::from_claim(c)));
+    let (classes, mut class_writer) =
+        stripped_store(|c: &DeviceClass| Some(DraClass::from_class(c)));
+    let stores = DraStores {
+        slices,
+        claims,
+        classes,
+    };
+    let task = async move {
+        wait_for_api(
+            &client,
+            &mut slice_writer,
+            &mut claim_writer,
+            &mut class_writer,
+        )
+        .await;
+        info!(
+            api = DRA_API,
+            drivers = %drivers.join(","),
+            "DRA API served: watching ResourceSlices of the GPU drivers, ResourceClaims and DeviceClasses"
+        );
+        let mut slice_config = watcher::Config::default().page_size(500);
+        // One driver (the usual case): the server filters; several: the strip filters.
+        if let [driver] = drivers.as_slice() {
+            slice_config = slice_config.fields(&format!("spec.driver={driver}"));
+        }
+        let slice_events = watcher(Api::<ResourceSlice>::all(client.clone()), slice_config)
+            .backoff(backoff::WATCH.backoff());
+        let claim_events = watcher(
+            Api::<ResourceClaim>::all(client.clone()),
+            watcher::Config::default().page_size(500),
+        )
+        .backoff(backoff::WATCH.backoff());
+        let class_events = watcher(Api::<DeviceClass>::all(client), watcher::Config::default())
+            .backoff(backoff::WATCH.backoff());
+        futures::join!(
+            feed(
+                "resourceslices",
+                slice_events,
+                &mut slice_writer,
+                &health,
+                &changes
+            ),
+            feed(
+                "resourceclaims",
+                claim_events,
+                &mut claim_writer,
+                &health,
+                &changes
+            ),
+            feed(
+                "deviceclasses",
+                class_events,
+                &mut class_writer,
+                &health,
+                &changes
+            ),
+        );
+    };
+    (stores, task)
+}
+
+/// Returns once the server serves the DRA API. Until then the stores are empty and synced, and the
+/// absence is said once.
+async fn wait_for_api(
+    client: &Client,
+    slices: &mut StrippedWriter<ResourceSlice, DraSlice>,
+    claims: &mut StrippedWriter<ResourceClaim, DraClaim>,
+    classes: &mut StrippedWriter<DeviceClass, DraClass>,
+) {
+    let mut said = false;
+    let mut announce_absent = |why: &str| {
+        slices.mark_absent();
+        claims.mark_absent();
+        classes.mark_absent();
+        if !said {
+            info!(
+                api = DRA_API,
+                "DRA unavailable: {why}; ResourceSlices and ResourceClaims are not read (GPUs published only \
+                 through DRA are not seen), and the API is looked for again every {}s",
+                DISCOVERY_REFRESH.as_secs()
+            );
+            said = true;
+        }
+    };
+    let mut failures = 0u32;
+    loop {
+        let wait = match served(client).await {
+            Served::Yes => return,
+            Served::No => {
+                announce_absent(
+                    "the API server does not serve resource.k8s.io/v1 (it is served from Kubernetes 1.34)",
+                );
+                DISCOVERY_REFRESH
+            }
+            Served::Unknown(error) => {
+                // A server that is starting or briefly away: ask again soon. Not knowing for long is no
+                // reason to hold the other sources back (the node watch reports the outage itself).
+                failures += 1;
+                debug!(%error, failures, "DRA API discovery failed; retrying");
+                if failures < 5 {
+                    Duration::from_secs(2)
+                } else {
+                    announce_absent(&format!(
+                        "discovery of resource.k8s.io/v1 keeps failing ({error})"
+                    ));
+                    DISCOVERY_REFRESH
+                }
+            }
+        };
+        tokio::time::sleep(wait).await;
+    }
+}

@@ -1,0 +1,314 @@
+//! DRA objects for the integration tests: NVIDIA's DeviceClasses, ResourceSlices shaped like NVIDIA's driver
+//! publishes them (owned by their Node, so the garbage collector deletes them with it), and pods whose
+//! ResourceClaimTemplates the real scheduler allocates.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+use super::{RequiredApi, TEST_LABEL, TestEnv, api_served, eventually};
+
+pub const DRIVER: &str = "gpu.nvidia.com";
+pub const WHOLE: &str = "gpu.nvidia.com/gpu";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Whether the server serves `resource.k8s.io/v1`. A server that should (Kubernetes 1.34 or newer) but does
+/// not is a failure; an older one is said loudly, and the caller returns (the no-DRA behaviour has its own
+/// test, `the_operator_says_once_whether_dra_is_served`).
+pub async fn dra_served(client: &Client, test: &str) -> bool {
+    let api = RequiredApi {
+        group_version: "resource.k8s.io/v1",
+        resource: "resourceslices",
+        since_minor: 34,
+        missing: "should serve resource.k8s.io/v1 (GA since 1.34) but does not",
+        too_old: "it serves no resource.k8s.io/v1 (DRA is GA from 1.34); \
+                  the_operator_says_once_whether_dra_is_served checks the operator there",
+    };
+    api_served(client, &api, test).await
+}
+
+/// A Ready KWOK node with room for pods and no GPU labels or extended resources: a GPU Operator node in DRA
+/// mode, whose GPUs only its ResourceSlices tell.
+pub fn dra_node(name: &str) -> Node {
+    let list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node", "metadata": { "name": name },
+        "status": { "capacity": list, "allocatable": list,
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady",
+                             "message": "kubelet is posting ready status" }] }
+    }))
+    .unwrap()
+}
+
+/// NVIDIA's DeviceClasses as its DRA driver's chart installs them (CEL on the driver and the `type`
+/// attribute). Cluster-scoped and shared by the tests: applied, never deleted.
+pub async fn ensure_device_classes(client: &Client) {
+    let api: Api<DeviceClass> = Api::all(client.clone());
+    for (name, kind) in [("gpu.nvidia.com", "gpu"), ("mig.nvidia.com", "mig")] {
+        let class: DeviceClass = serde_json::from_value(json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": { "name": name },
+            "spec": { "selectors": [{ "cel": { "expression": format!(
+                "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{kind}'") } }] }
+        }))
+        .unwrap();
+        api.patch(
+            name,
+            &PatchParams::apply("gpuinv-tests").force(),
+            &Patch::Apply(&class),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying DeviceClass {name}: {e}"));
+    }
+}
+
+/// A whole-GPU device with the attributes NVIDIA's driver publishes (25.8 and later).
+pub fn gpu(index: u32, node: &str) -> Value {
+    json!({
+        "name": format!("gpu-{index}"),
+        "attributes": {
+            "type": { "string": "gpu" },
+            "uuid": { "string": format!("GPU-{node}-{index}") },
+            "productName": { "string": "NVIDIA A100-SXM4-80GB" },
+            "brand": { "string": "Nvidia" },
+            "architecture": { "string": "Ampere" },
+            "cudaComputeCapability": { "version": "8.0.0" },
+            "driverVersion": { "version": "580.95.5" },
+            "resource.kubernetes.io/pciBusID": { "string": format!("0000:{:02x}:00.0", index + 7) }
+        },
+        "capacity": { "memory": { "value": "80Gi" } }
+    })
+}
+
+/// A MIG device of the GPU `parent` (static MIG: the GPU itself is not published).
+pub fn mig(name: &str, profile: &str, parent: &str) -> Value {
+    json!({
+        "name": name,
+        "attributes": {
+            "type": { "string": "mig" }, "profile": { "string": profile },
+            "parentUUID": { "string": parent },
+            "productName": { "string": "NVIDIA A100-SXM4-80GB" }
+        },
+        "capacity": { "memory": { "value": "9856Mi" } }
+    })
+}
+
+/// Publishes (creates or replaces) slice `name` of `node`'s pool, owned by the node.
+pub async fn publish_slice(
+    env: &TestEnv,
+    node: &str,
+    name: &str,
+    generation: i64,
+    slice_count: i64,
+    devices: Vec<Value>,
+) {
+    let uid = Api::<Node>::all(env.client.clone())
+        .get(node)
+        .await
+        .expect("the slice's node")
+        .uid()
+        .expect("a uid");
+    let slice: ResourceSlice = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {
+            "name": name, "labels": { TEST_LABEL: env.id },
+            "ownerReferences": [{ "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid }]
+        },
+        "spec": {
+            "driver": DRIVER, "nodeName": node,
+            "pool": { "name": node, "generation": generation, "resourceSliceCount": slice_count },
+            "devices": devices
+        }
+    }))
+    .unwrap();
+    Api::<ResourceSlice>::all(env.client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("gpuinv-tests").force(),
+            &Patch::Apply(&slice),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("publishing ResourceSlice {name}: {e}"));
+}
+
+pub async fn delete_slice(env: &TestEnv, name: &str) {
+    Api::<ResourceSlice>::all(env.client.clone())
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting ResourceSlice {name}: {e}"));
+}
+
+/// Creates a pod pinned to `node` whose claim, made from a new ResourceClaimTemplate, asks for `count`
+/// devices of `class`. Retried while the namespace's ServiceAccount does not exist yet.
+pub async fn claim_pod(env: &TestEnv, name: &str, node: &str, class: &str, count: u32) {
+    let request = json!({ "name": "gpu", "exactly": { "deviceClassName": class, "count": count } });
+    claim_template(env, name, request).await;
+    pod_with_claim(
+        env,
+        name,
+        node,
+        json!({ "resourceClaimTemplateName": name }),
+    )
+    .await;
+}
+
+/// Creates ResourceClaimTemplate `name` with one device request (`request` is a `DeviceRequest`).
+pub async fn claim_template(env: &TestEnv, name: &str, request: Value) {
+    let templates: Api<ResourceClaimTemplate> = Api::namespaced(env.client.clone(), &env.namespace);
+    let template: ResourceClaimTemplate = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": { "name": name },
+        "spec": { "spec": { "devices": { "requests": [request] } } }
+    }))
+    .unwrap();
+    templates
+        .create(&PostParams::default(), &template)
+        .await
+        .unwrap_or_else(|e| panic!("creating ResourceClaimTemplate {name}: {e}"));
+}
+
+/// Creates ResourceClaim `name` with one device request, for pods to share (`resourceClaimName`).
+pub async fn shared_claim(env: &TestEnv, name: &str, request: Value) {
+    let claim: ResourceClaim = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": { "name": name },
+        "spec": { "devices": { "requests": [request] } }
+    }))
+    .unwrap();
+    Api::<ResourceClaim>::namespaced(env.client.clone(), &env.namespace)
+        .create(&PostParams::default(), &claim)
+        .await
+        .unwrap_or_else(|e| panic!("creating ResourceClaim {name}: {e}"));
+}
+
+/// Creates a pod pinned to `node` with one pod claim `gpu` from `source` (`{"resourceClaimTemplateName": ..}`
+/// or `{"resourceClaimName": ..}`). Retried while the namespace's ServiceAccount does not exist yet.
+pub async fn pod_with_claim(env: &TestEnv, name: &str, node: &str, source: Value) {
+    let mut claim = json!({ "name": "gpu" });
+    claim
+        .as_object_mut()
+        .unwrap()
+        .extend(source.as_object().unwrap().clone());
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "automountServiceAccountToken": false,
+            "nodeSelector": { "kubernetes.io/hostname": node },
+            "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                             "resources": { "claims": [{ "name": "gpu" }] } }],
+            "resourceClaims": [claim]
+        }
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(WAIT, &format!("creating pod {name}"), || async {
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+            .ok()
+    })
+    .await;
+}
+
+/// Waits until the shared claim `name` is allocated and reserved for `pods` pods; returns its devices.
+pub async fn shared_claim_reserved(env: &TestEnv, name: &str, pods: usize) -> Vec<String> {
+    let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(
+        WAIT,
+        &format!("claim {name} reserved for {pods} pods"),
+        || async {
+            let status = claims.get(name).await.ok()?.status?;
+            let reserved = status.reserved_for.as_ref().map_or(0, Vec::len);
+            (reserved == pods).then(|| allocated_devices(&status))?
+        },
+    )
+    .await
+}
+
+/// The devices the claim generated for `pod`'s claim `gpu` was allocated (waits for the allocation).
+pub async fn pod_claim_devices(env: &TestEnv, pod: &str) -> Vec<String> {
+    let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(
+        WAIT,
+        &format!("the claim of pod {pod} allocated"),
+        || async {
+            let list = claims.list(&ListParams::default()).await.ok()?;
+            let claim = list
+                .items
+                .into_iter()
+                .find(|c| c.owner_references().iter().any(|o| o.name == pod))?;
+            allocated_devices(claim.status.as_ref()?)
+        },
+    )
+    .await
+}
+
+fn allocated_devices(
+    status: &k8s_openapi::api::resource::v1::ResourceClaimStatus,
+) -> Option<Vec<String>> {
+    let results = status
+        .allocation
+        .as_ref()?
+        .devices
+        .as_ref()?
+        .results
+        .as_ref()?;
+    Some(results.iter().map(|r| r.device.clone()).collect())
+}
+
+/// Labels the test's namespace `resource.kubernetes.io/admin-access=true`: only there may claims ask for
+/// `adminAccess` (DRAAdminAccess).
+pub async fn allow_admin_access(env: &TestEnv) {
+    let body =
+        json!({ "metadata": { "labels": { "resource.kubernetes.io/admin-access": "true" } } });
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
+        .patch(&env.namespace, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .unwrap_or_else(|e| panic!("labelling namespace {}: {e}", env.namespace));
+}
+
+/// Waits until the scheduler has allocated the claims of every pod of the test's namespace named in `pods`.
+pub async fn claims_allocated(env: &TestEnv, pods: &[&str]) -> std::time::Instant {
+    let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(WAIT, &format!("claims of {pods:?} allocated"), || async {
+        let list = claims.list(&ListParams::default()).await.ok()?;
+        let allocated = |pod: &str| {
+            list.items.iter().any(|c| {
+                c.owner_references().iter().any(|o| o.name == pod)
+                    && c.status
+                        .as_ref()
+                        .and_then(|s| s.allocation.as_ref())
+                        .is_some()
+            })
+        };
+        pods.iter()
+            .all(|p| allocated(p))
+            .then(std::time::Instant::now)
+    })
+    .await
+}
+
+/// Waits until no claim of the test's namespace is allocated any more (the claim controller deletes the
+/// claims generated for pods that are gone).
+pub async fn claims_released(env: &TestEnv) -> std::time::Instant {
+    let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(WAIT, "the pods' claims released", || async {
+        let list = claims.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .all(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.allocation.as_ref())
+                    .is_none()
+            })
+            .then(std::time::Instant::now)
+    })
+    .await
+}

@@ -1,0 +1,388 @@
+//! The Grafana dashboard `deploy/monitoring/grafana-dashboard.json`: it is a well-formed Grafana dashboard
+//! model, and every metric its panels query (and every label they select or group by) is one a running
+//! operator exports, read from a real `/metrics` scrape on the test cluster.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::rbac::kubectl;
+use common::{TestEnv, eventually, impersonating_kubeconfig};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+fn dashboard() -> Value {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/monitoring/grafana-dashboard.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every panel, those inside rows included.
+fn panels(dashboard: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        out.push(panel);
+        if let Some(inner) = panel["panels"].as_array() {
+            out.extend(inner);
+        }
+    }
+    out
+}
+
+/// `(panel title, expr)` of every query.
+fn queries(dashboard: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for panel in panels(dashboard) {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = target["expr"].as_str().unwrap_or_default().to_owned();
+            out.push((panel["title"].as_str().unwrap_or("?").to_owned(), expr));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_dashboard_is_a_grafana_dashboard_model() {
+    let d = dashboard();
+    assert!(
+        d["schemaVersion"].as_u64().is_some_and(|v| v >= 36),
+        "schemaVersion"
+    );
+    for field in ["title", "uid"] {
+        assert!(d[field].as_str().is_some_and(|s| !s.is_empty()), "{field}");
+    }
+    let variables = d["templating"]["list"].as_array().expect("templating.list");
+    let datasource = variables
+        .iter()
+        .find(|v| v["type"] == "datasource")
+        .expect("a datasource variable");
+    assert_eq!(datasource["query"], "prometheus");
+    let ds_ref = json!({ "type": "prometheus", "uid": format!("${{{}}}", datasource["name"].as_str().unwrap()) });
+    let mut ids = BTreeSet::new();
+    let mut cells: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    for panel in panels(&d) {
+        let title = panel["title"].as_str().expect("every panel has a title");
+        let id = panel["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{title}: integer id"));
+        assert!(ids.insert(id), "panel id {id} ({title}) is not unique");
+        let known = ["row", "stat", "timeseries", "table", "bargauge", "gauge"];
+        let kind = panel["type"].as_str().unwrap_or_default();
+        assert!(known.contains(&kind), "{title}: panel type {kind:?}");
+        let pos = &panel["gridPos"];
+        let [x, y, w, h] = ["x", "y", "w", "h"].map(|k| pos[k].as_u64().expect("gridPos"));
+        assert!(w > 0 && h > 0 && x + w <= 24, "{title}: gridPos {pos}");
+        // No two panels share a grid cell.
+        for cx in x..x + w {
+            for cy in y..y + h {
+                if let Some(other) = cells.insert((cx, cy), title.to_owned()) {
+                    panic!("panels {other:?} and {title:?} overlap at ({cx}, {cy})");
+                }
+            }
+        }
+        if kind == "row" {
+            continue;
+        }
+        assert_eq!(panel["datasource"], ds_ref, "{title}: datasource variable");
+        let targets = panel["targets"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{title}: targets"));
+        assert!(!targets.is_empty(), "{title}: no query");
+        let mut refs = BTreeSet::new();
+        for t in targets {
+            assert!(
+                refs.insert(t["refId"].as_str().unwrap()),
+                "{title}: refId twice"
+            );
+            assert_eq!(t["datasource"], ds_ref, "{title}: query datasource");
+            assert!(
+                t["expr"].as_str().is_some_and(|e| !e.trim().is_empty()),
+                "{title}: expr"
+            );
+        }
+    }
+    assert!(ids.len() >= 15, "{} panels", ids.len());
+}
+
+/// The metric names in a PromQL expression (ours all start with `gpu_inventory_`).
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("gpu_inventory_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        out.push(name);
+    }
+    out
+}
+
+/// Label names a PromQL expression selects (`{l="v"}`, `{l=~"v"}`) or groups by (`by (a, b)`, `on (a)`,
+/// `group_left (a)`).
+fn label_names(expr: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (open, close) in [('{', '}'), ('(', ')')] {
+        let mut rest = expr;
+        while let Some(at) = rest.find(open) {
+            let before = rest[..at].trim_end();
+            let inner_end = rest[at..].find(close).map_or(rest.len(), |e| at + e);
+            let inner = &rest[at + 1..inner_end];
+            let grouping = ["by", "on", "group_left", "without", "ignoring"]
+                .iter()
+                .any(|k| before.ends_with(k));
+            if open == '{' {
+                for matcher in inner.split(',') {
+                    let name = matcher.split(['=', '!', '~']).next().unwrap_or("").trim();
+                    if !name.is_empty() {
+                        out.insert(name.to_owned());
+                    }
+                }
+            } else if grouping {
+                out.extend(
+                    inner
+                        .split(',')
+                        .map(|l| l.trim().to_owned())
+                        .filter(|l| !l.is_empty()),
+                );
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    out
+}
+
+/// What a scrape says of one sample name: how many series, and the label names seen on them.
+#[derive(Debug, Default)]
+struct Seen {
+    series: usize,
+    labels: BTreeSet<String>,
+}
+
+/// Adds an OpenMetrics text's samples (and the sample names its `# TYPE` lines promise) to `out`.
+fn exported(text: &str, out: &mut BTreeMap<String, Seen>) {
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split_whitespace();
+            let (name, kind) = (parts.next().unwrap(), parts.next().unwrap_or(""));
+            let samples: Vec<String> = match kind {
+                "counter" => vec![format!("{name}_total")],
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .map(|s| format!("{name}{s}"))
+                    .to_vec(),
+                _ => vec![name.to_owned()],
+            };
+            for s in samples {
+                out.entry(s).or_default();
+            }
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+            let labels = line[name_end..]
+                .strip_prefix('{')
+                .and_then(|l| l.split_once('}'));
+            let seen = out.entry(line[..name_end].to_owned()).or_default();
+            seen.series += 1;
+            for pair in labels.map(|(l, _)| l).unwrap_or("").split(',') {
+                if let Some((k, _)) = pair.split_once('=') {
+                    seen.labels.insert(k.to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Labels Prometheus adds to every scraped series (the dashboard's Leader panel tells replicas apart by them),
+/// and the histogram bucket label.
+const TARGET_LABELS: [&str; 3] = ["pod", "instance", "le"];
+
+/// A user allowed what the operator needs to start and reconcile, but no ConfigMaps at all and no status
+/// writes: its operator's ConfigMap watch fails and restarts, and its status and ConfigMap writes fail. Its
+/// scrape has the failure series (`gpu_inventory_reconcile_errors_total`, `gpu_inventory_watch_restarts_total`)
+/// that a healthy operator never exports.
+struct CrippledUser(String);
+
+impl CrippledUser {
+    fn create(id: &str) -> Self {
+        let name = format!("{id}-crippled");
+        let rbac = json!({ "apiVersion": "v1", "kind": "List", "items": [
+            { "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+              "metadata": { "name": name, "labels": { common::TEST_LABEL: id } },
+              "rules": [
+                { "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"] },
+                { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"] },
+                { "apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "resourceclaims", "deviceclasses"],
+                  "verbs": ["list", "watch"] },
+                { "apiGroups": ["homelab.youngju.dev"], "resources": ["gpuinventories"],
+                  "verbs": ["get", "list", "watch", "create", "patch"] },
+                { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                  "verbs": ["get", "list", "watch"] },
+                { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] } ] },
+            { "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+              "metadata": { "name": name, "labels": { common::TEST_LABEL: id } },
+              "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+              "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name }] } ] });
+        let path = std::env::temp_dir().join(format!("{name}.json"));
+        std::fs::write(&path, rbac.to_string()).unwrap();
+        let out = kubectl(&["apply", "-f", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        CrippledUser(name)
+    }
+}
+
+impl Drop for CrippledUser {
+    fn drop(&mut self) {
+        let _ = kubectl(&[
+            "delete",
+            "clusterrole,clusterrolebinding",
+            &self.0,
+            "--ignore-not-found",
+        ]);
+    }
+}
+
+#[tokio::test]
+async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() {
+    let env = TestEnv::new("dashboard").await;
+    env.load_fixture("homelab-nodes.yaml").await;
+    // A Ready GPU node with a pod holding one GPU and one waiting for eight: every allocation series exists.
+    let gpu_node: Node = serde_json::from_value(json!({
+        "metadata": { "name": "h100", "labels": { "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "2", "nvidia.com/gpu.present": "true" } },
+        "status": {
+            "capacity": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" },
+            "allocatable": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" },
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready" }]
+        }
+    }))
+    .unwrap();
+    let node = env.create_node(gpu_node).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    for (name, gpus) in [("holds-one", 1), ("waits-for-eight", 8)] {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "spec": { "nodeSelector": { "kubernetes.io/hostname": node }, "automountServiceAccountToken": false,
+                "containers": [{ "name": "cuda", "image": "cuda",
+                    "resources": { "limits": { "nvidia.com/gpu": gpus.to_string() } } }] }
+        }))
+        .unwrap();
+        eventually(
+            Duration::from_secs(60),
+            &format!("creating pod {name}"),
+            || async { pods.create(&PostParams::default(), &pod).await.ok() },
+        )
+        .await;
+    }
+    let operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    let text = eventually(
+        Duration::from_secs(60),
+        "allocation in /metrics",
+        || async {
+            let (code, text) = operator.http_get("/metrics").await;
+            let ready = code == 200
+                && text.contains(&format!(
+                    "gpu_inventory_namespace_requested{{inventory=\"{inv}\""
+                ))
+                && text.contains(&format!(
+                    "gpu_inventory_namespace_pending_gpu_pods{{inventory=\"{inv}\""
+                ));
+            ready.then_some(text)
+        },
+    )
+    .await;
+    let mut families = BTreeMap::new();
+    exported(&text, &mut families);
+    // The failure series, from an operator that lacks permissions.
+    let user = CrippledUser::create(&env.id);
+    let kubeconfig = impersonating_kubeconfig(&user.0, &format!("{}-crippled", env.id));
+    let kubeconfig = kubeconfig.display().to_string();
+    let crippled =
+        env.start_operator_with("2s", &["--kubeconfig", &kubeconfig, "--skip-crd-install"]);
+    let failing = eventually(Duration::from_secs(60), "failures in /metrics", || async {
+        let (_, text) = crippled.http_get("/metrics").await;
+        let failed = text.contains("gpu_inventory_watch_restarts_total{watch=\"configmap\"}")
+            && text.contains("gpu_inventory_reconcile_errors_total{controller=\"inventory\"");
+        failed.then_some(text)
+    })
+    .await;
+    exported(&failing, &mut families);
+    let mut wrong = Vec::new();
+    let queries = queries(&dashboard());
+    for (title, expr) in &queries {
+        let names = metric_names(expr);
+        if names.is_empty() {
+            wrong.push(format!("{title}: queries no gpu_inventory_ metric: {expr}"));
+        }
+        let mut labels: BTreeSet<String> = TARGET_LABELS.iter().map(|l| l.to_string()).collect();
+        for name in &names {
+            match families.get(name) {
+                None => wrong.push(format!("{title}: {name} is not exported")),
+                Some(seen) if seen.series == 0 => {
+                    wrong.push(format!("{title}: {name} has no series in either scrape"))
+                }
+                Some(seen) => labels.extend(seen.labels.iter().cloned()),
+            }
+        }
+        for label in label_names(expr) {
+            if !labels.contains(&label) {
+                wrong.push(format!("{title}: label {label} is on none of {names:?}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the dashboard queries what the operator does not export:\n  {}\n--- /metrics ---\n{text}\n--- /metrics of the operator lacking permissions ---\n{failing}",
+        wrong.join("\n  ")
+    );
+    // The issue's list, all on the dashboard.
+    let all: String = queries.iter().map(|(_, e)| e.as_str()).collect();
+    for metric in [
+        "gpu_inventory_gpu_nodes",
+        "gpu_inventory_ready_gpu_nodes",
+        "gpu_inventory_gpus",
+        "gpu_inventory_resource_allocatable",
+        "gpu_inventory_resource_allocated",
+        "gpu_inventory_resource_free",
+        "gpu_inventory_free_gpus",
+        "gpu_inventory_node_allocated",
+        "gpu_inventory_node_free",
+        "gpu_inventory_node_info",
+        "gpu_inventory_node_issues",
+        "gpu_inventory_pending_gpu_pods",
+        "gpu_inventory_namespace_pending_gpu_pods",
+        "gpu_inventory_namespace_requested",
+        "gpu_inventory_reconcile_errors_total",
+        "gpu_inventory_guard_writes_total",
+        "gpu_inventory_guard_skipped_writes_total",
+        "gpu_inventory_watch_restarts_total",
+    ] {
+        assert!(all.contains(metric), "no panel shows {metric}");
+    }
+}
+
+#[test]
+fn the_query_parsers_find_names_and_labels() {
+    let expr = r#"sum by (product) (max by (inventory, node) (gpu_inventory_node_free{inventory=~"$inventory",resource="nvidia.com/gpu"}) * on (inventory, node) group_left (product) gpu_inventory_node_info)"#;
+    assert_eq!(
+        metric_names(expr),
+        ["gpu_inventory_node_free", "gpu_inventory_node_info"]
+    );
+    let labels: Vec<String> = label_names(expr).into_iter().collect();
+    assert_eq!(labels, ["inventory", "node", "product", "resource"]);
+    let text = "# TYPE gpu_inventory_reconciles counter\ngpu_inventory_reconciles_total{controller=\"inventory\"} 3\n# TYPE gpu_inventory_reconcile_duration_seconds histogram\n# EOF\n";
+    let mut families = BTreeMap::new();
+    exported(text, &mut families);
+    let reconciles = &families["gpu_inventory_reconciles_total"];
+    assert_eq!(reconciles.series, 1);
+    assert_eq!(reconciles.labels, BTreeSet::from(["controller".to_owned()]));
+    assert!(families.contains_key("gpu_inventory_reconcile_duration_seconds_bucket"));
+}
