@@ -25,7 +25,7 @@ kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.
 
 say "building the operator"
 cargo build --quiet --locked
-BIN="$ROOT/target/debug/gpu-inventory-operator"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/gpu-inventory-operator"
 
 say "running the operator (logs: target/demo-operator.log)"
 "$BIN" run --requeue 30s >"$ROOT/target/demo-operator.log" 2>&1 &

@@ -22,6 +22,7 @@ const KEPT_ENV: &[&str] = &[
     "RUSTUP_TOOLCHAIN",
     "CARGO_HOME",
     "CARGO_TARGET_DIR",
+    "CARGO_INCREMENTAL",
     "GPUINV_CACHE_DIR",
     "XDG_CACHE_HOME",
     "K8S_VERSION",
