@@ -1,5 +1,5 @@
 //! Runtime plumbing that knows nothing about GPUs: the API client, the HTTP endpoint, health, the metrics
-//! registry, leader election, shutdown, logging and the backoff policies.
+//! registry, leader election, shutdown, logging, the allocator's free pages and the backoff policies.
 
 pub mod backoff;
 pub mod client;
@@ -8,6 +8,7 @@ pub mod health;
 pub mod http;
 pub mod leader;
 pub mod logging;
+pub mod memory;
 pub mod metrics;
 pub mod shutdown;
 pub mod text;

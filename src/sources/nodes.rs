@@ -15,8 +15,8 @@ use kube::{Api, Client};
 use super::ChangeSignal;
 use super::slim::{SlimNode, map_event};
 use crate::inventory::scanner::resources::NVIDIA_RESOURCE_PREFIX;
-use crate::runtime::backoff;
 use crate::runtime::health::Health;
+use crate::runtime::{backoff, memory};
 
 /// Starts the node watch: returns the cache and the task that feeds it (run it until shutdown). The task
 /// signals `changes` whenever a node changed in a way the scanner can see.
@@ -47,6 +47,9 @@ pub fn watch_nodes(
                     health.watch_event("nodes", &event);
                     let changed = is_visible_change(&reader, &event);
                     writer.apply_watcher_event(&event);
+                    if matches!(event, watcher::Event::InitDone) {
+                        memory::release_free_pages();
+                    }
                     if changed {
                         changes.notify();
                     }

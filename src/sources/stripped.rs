@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::ChangeSignal;
 use crate::runtime::health::Health;
+use crate::runtime::memory;
 
 /// (namespace, name); the namespace is empty for cluster-scoped objects.
 pub type ObjectKey = (String, String);
@@ -136,7 +137,13 @@ pub async fn feed<K: ResourceExt, T: PartialEq>(
         match event {
             Ok(event) => {
                 health.watch_event(watch, &event);
-                if writer.apply(event) {
+                let listed = matches!(event, watcher::Event::InitDone);
+                let changed = writer.apply(event);
+                if listed {
+                    // The previous cache and the list's pages are free now (src/runtime/memory.rs).
+                    memory::release_free_pages();
+                }
+                if changed {
                     changes.notify();
                 }
             }
