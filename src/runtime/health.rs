@@ -1,7 +1,7 @@
 //! Liveness of the operator's view of the cluster: readiness, rate-limited reporting of API failures, and the
 //! watches' relists.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +30,8 @@ struct Inner {
     /// The watches whose first list is complete: a later complete list is a relist.
     listed: Mutex<HashSet<String>>,
     outage: Mutex<Outage>,
+    /// When each watch's missing permission was last logged at warn.
+    denied: Mutex<HashMap<String, Instant>>,
 }
 
 #[derive(Default)]
@@ -148,6 +150,12 @@ impl Health {
             );
             return;
         }
+        if is_forbidden(error) {
+            // The API server answered: a missing permission is not an outage (readiness stays as it is, and
+            // the other watches' events do not announce a recovery every backoff); it is logged per watch.
+            self.denied(watch, error);
+            return;
+        }
         if let kube::runtime::watcher::Error::InitialListFailed(e)
         | kube::runtime::watcher::Error::WatchStartFailed(e)
         | kube::runtime::watcher::Error::WatchFailed(e) = error
@@ -174,6 +182,25 @@ impl Health {
         self.failure(watch, &message);
     }
 
+    /// A watch the operator may not make (403): warn at most every WARN_EVERY per watch, debug in between.
+    fn denied(&self, watch: &str, error: &kube::runtime::watcher::Error) {
+        let message = match error {
+            kube::runtime::watcher::Error::InitialListFailed(e)
+            | kube::runtime::watcher::Error::WatchStartFailed(e)
+            | kube::runtime::watcher::Error::WatchFailed(e) => describe_kube_error(e),
+            other => other.to_string(),
+        };
+        let mut denied = self.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let last = denied.get(watch).copied();
+        if last.is_none_or(|t| now.duration_since(t) >= WARN_EVERY) {
+            denied.insert(watch.to_owned(), now);
+            warn!(watch, "{message}; retrying with backoff");
+        } else {
+            debug!(watch, "{message}; retrying with backoff");
+        }
+    }
+
     /// Any other failed request: counts toward the outage and is logged rate-limited.
     pub fn failure(&self, what: &str, message: &str) {
         let Ok(mut outage) = self.0.outage.lock() else {
@@ -198,6 +225,18 @@ impl Health {
 }
 
 /// Whether a watch failed because its resourceVersion is gone (410): the watcher relists next.
+/// Whether a watch failed because the operator lacks the permission (403 Forbidden).
+fn is_forbidden(error: &kube::runtime::watcher::Error) -> bool {
+    use kube::runtime::watcher::Error as WatchError;
+    match error {
+        WatchError::WatchError(status) => status.code == 403,
+        WatchError::InitialListFailed(kube::Error::Api(status))
+        | WatchError::WatchStartFailed(kube::Error::Api(status))
+        | WatchError::WatchFailed(kube::Error::Api(status)) => status.code == 403,
+        _ => false,
+    }
+}
+
 fn is_gone(error: &kube::runtime::watcher::Error) -> bool {
     use kube::runtime::watcher::Error as WatchError;
     match error {
@@ -212,6 +251,22 @@ fn is_gone(error: &kube::runtime::watcher::Error) -> bool {
 mod tests {
     use super::*;
     use kube::runtime::watcher::Event;
+
+    fn list_failed(code: u16) -> kube::runtime::watcher::Error {
+        let status = kube::core::Status::failure("from the API server", "Reason").with_code(code);
+        kube::runtime::watcher::Error::InitialListFailed(kube::Error::Api(Box::new(status)))
+    }
+
+    #[test]
+    fn a_missing_permission_is_not_an_outage() {
+        let health = Health::default();
+        health.set_crd_established();
+        health.set_nodes_synced();
+        health.watch_failed("resourceclaims", &list_failed(403));
+        assert_eq!(health.readiness(Duration::ZERO), Ok(()));
+        health.watch_failed("nodes", &list_failed(500));
+        assert!(health.readiness(Duration::ZERO).is_err());
+    }
 
     #[test]
     fn only_lists_after_the_first_are_relists() {
