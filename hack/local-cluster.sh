@@ -50,6 +50,8 @@
 #                                times), like a kubelet's status update: every N to 2N seconds (default 10,
 #                                kubelet's nodeStatusUpdateFrequency; KWOK's own stage waits 10-20 minutes)
 #   LOCAL_CLUSTER_READY_TIMEOUT  seconds to wait for readiness (default 90)
+#   LOCAL_CLUSTER_ETCD_QUOTA_BYTES
+#                                etcd's --quota-backend-bytes (default: etcd's, 2 GiB); `make soak` raises it
 #   LOCAL_CLUSTER_FEATURE_GATES  extra --feature-gates for kube-apiserver, kube-controller-manager and kube-scheduler
 #                                (e.g. DRAPartitionableDevicesType=true), added to the script's own: DRADeviceTaints
 #                                on 1.33-1.36, DRAResourcePoolStatus on 1.36-1.37 (see feature_gates)
@@ -375,6 +377,11 @@ write_etcd_args() {
 --unsafe-no-fsync=true
 --log-level=warn
 EOF
+  if [[ -n "${LOCAL_CLUSTER_ETCD_QUOTA_BYTES:-}" ]]; then
+    [[ "${LOCAL_CLUSTER_ETCD_QUOTA_BYTES}" =~ ^[0-9]+$ ]] ||
+      die "LOCAL_CLUSTER_ETCD_QUOTA_BYTES=${LOCAL_CLUSTER_ETCD_QUOTA_BYTES}: expected a number of bytes"
+    printf '%s\n' "--quota-backend-bytes=${LOCAL_CLUSTER_ETCD_QUOTA_BYTES}" >>"${STATE_DIR}/etcd.args"
+  fi
 }
 
 etcd_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:$(cat "${STATE_DIR}/etcd.port")/health" 2>/dev/null | grep -q '"health":"true"'; }

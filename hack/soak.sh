@@ -21,7 +21,9 @@
 #   SOAK_GPU_EVERY          every Nth node is a GPU node                     (default 10)
 #   SOAK_PODS_PER_GPU_NODE  one-GPU pods bound to each GPU node at the start (default 2)
 #   SOAK_NODE_IMAGES        container images per node, as kubelets report    (default 20)
-#   SOAK_CHURN_RATE         changes per second (labels, Ready, pods)         (default 3)
+#   SOAK_DRA_NODES          CPU nodes that also publish a ResourceSlice      (default 100; 0: none)
+#   SOAK_DRA_GPUS_PER_NODE  whole GPUs in each of those slices                (default 4)
+#   SOAK_CHURN_RATE         changes per second (labels, Ready, pods, DRA)    (default 3)
 #   SOAK_FAULT_EVERY_SECS   mean gap between faults                          (default 120)
 #   SOAK_FAULTS             which faults                                     (default "apiserver etcd leader")
 #   SOAK_LEASE_SECS         the operators' --lease-duration                  (default 15)
@@ -34,6 +36,7 @@
 #   SOAK_PROFILE            cargo profile of the build: release or dev       (default release)
 #   SOAK_KEEP_CLUSTER=1     leave the cluster running afterwards
 #   LOCAL_CLUSTER_STATE_DIR the soak's cluster                               (default target/soak-cluster)
+#   LOCAL_CLUSTER_ETCD_QUOTA_BYTES  etcd's --quota-backend-bytes             (default 8 GiB)
 # Quick run (what tests/soak.rs runs): SOAK_SECS=120 SOAK_NODES=300 SOAK_FAULT_EVERY_SECS=25 hack/soak.sh
 set -euo pipefail
 
@@ -50,6 +53,11 @@ export SOAK_OUT_DIR="${SOAK_OUT_DIR:-${ROOT_DIR}/target/soak}"
 export LOCAL_CLUSTER_STATE_DIR="${LOCAL_CLUSTER_STATE_DIR:-target/soak-cluster}"
 [[ "${LOCAL_CLUSTER_STATE_DIR}" == /* ]] || LOCAL_CLUSTER_STATE_DIR="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}"
 export LOCAL_CLUSTER_COMPONENTS=apiserver
+# The run rewrites the status and the ConfigMap (hundreds of KiB each) a few times a second: etcd's bbolt file
+# grows ~75 MB/min at the default churn and reaches etcd's default 2 GiB quota at ~27 minutes (a database over
+# its quota refuses writes: NOSPACE), though the API server compacts it. A real cluster defragments; the soak
+# gives etcd room instead (LOCAL_CLUSTER_ETCD_QUOTA_BYTES, 8 GiB by default).
+export LOCAL_CLUSTER_ETCD_QUOTA_BYTES="${LOCAL_CLUSTER_ETCD_QUOTA_BYTES:-8589934592}"
 
 log() { printf '[soak] %s\n' "$*" >&2; }
 

@@ -12,19 +12,16 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::{self, Templates};
+use crate::dra_objects::{self, DEVICE_CLASS};
 use crate::dra_truth::{ClaimRec, DraTruth};
 use crate::settings::DraSettings;
 use crate::{Res, log};
 
-/// The driver the operator watches by default (`--dra-driver`).
-pub const DRIVER: &str = "gpu.nvidia.com";
 /// The resource the operator counts whole DRA GPUs under.
 pub const WHOLE_GPU: &str = "gpu.nvidia.com/gpu";
-/// NVIDIA's DeviceClass for whole GPUs (tests/fixtures/dra/device-classes.yaml).
-const DEVICE_CLASS: &str = "gpu.nvidia.com";
 /// Label on the driver's slices and claims, for the clean-up.
 const DRA_LABEL: &str = "bench.gpu-inventory.dev/dra";
 /// Namespaces the claims are spread over.
@@ -51,81 +48,25 @@ fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
     node
 }
 
-/// A UUID-shaped, stable identifier of GPU `device` of node `node`.
-fn gpu_uuid(node: usize, device: usize) -> String {
-    let x = (node as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ device as u64;
-    format!(
-        "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        x >> 32,
-        (x >> 16) & 0xffff,
-        x & 0xffff,
-        device,
-        node
-    )
-}
-
-/// A whole H100 as NVIDIA's DRA driver (25.8 and later) publishes it.
-fn gpu_device(node: usize, device: usize) -> Value {
-    json!({
-        "name": format!("gpu-{device}"),
-        "attributes": {
-            "type": { "string": "gpu" },
-            "uuid": { "string": gpu_uuid(node, device) },
-            "productName": { "string": "NVIDIA H100 80GB HBM3" },
-            "brand": { "string": "Nvidia" },
-            "architecture": { "string": "Hopper" },
-            "cudaComputeCapability": { "version": "9.0.0" },
-            "cudaDriverVersion": { "version": "13.0.0" },
-            "driverVersion": { "version": "580.95.5" },
-            "resource.kubernetes.io/pciBusID": { "string": format!("0000:{:02x}:00.0", 0x18 + 0x10 * device) },
-            "resource.kubernetes.io/pcieRoot": { "string": format!("pci0000:{:02x}", device / 2) },
-        },
-        "capacity": { "memory": { "value": "80Gi" } },
-    })
-}
-
 /// Node `i`'s slice: one pool named after the node, generation 1, one slice.
 fn slice(i: usize, gpus: usize) -> Res<ResourceSlice> {
-    let node = node_name(i);
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": { "name": format!("{node}-{DRIVER}"), "labels": { DRA_LABEL: "true" } },
-        "spec": {
-            "driver": DRIVER, "nodeName": node,
-            "pool": { "name": node, "generation": 1, "resourceSliceCount": 1 },
-            "devices": (0..gpus).map(|d| gpu_device(i, d)).collect::<Vec<_>>(),
-        },
-    }))?)
+    let devices = (0..gpus)
+        .map(|d| dra_objects::gpu_device(i, d, None))
+        .collect();
+    let object = dra_objects::slice(&node_name(i), 1, devices, (DRA_LABEL, "true"));
+    Ok(serde_json::from_value(object)?)
 }
 
-/// A claim for one whole GPU, as a ResourceClaimTemplate of NVIDIA's demos makes it.
+/// A claim for one whole GPU.
 fn claim_object(c: &ClaimRec) -> Res<ResourceClaim> {
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": { "name": c.name, "namespace": c.namespace, "labels": { DRA_LABEL: "true" } },
-        "spec": { "devices": { "requests": [{ "name": "gpu", "exactly": {
-            "deviceClassName": DEVICE_CLASS, "allocationMode": "ExactCount", "count": 1 } }] } },
-    }))?)
-}
-
-/// The claim's `status.allocation` as kube-scheduler writes it for device `device` of node `node`, or null
-/// (deallocated).
-pub fn allocation(at: Option<(&str, usize)>) -> Value {
-    match at {
-        Some((node, device)) => json!({
-            "devices": { "results": [{
-                "request": "gpu", "driver": DRIVER, "pool": node, "device": format!("gpu-{device}") }] },
-            "nodeSelector": { "nodeSelectorTerms": [{ "matchFields": [{
-                "key": "metadata.name", "operator": "In", "values": [node] }] }] },
-        }),
-        None => Value::Null,
-    }
+    let object = dra_objects::claim(&c.namespace, &c.name, (DRA_LABEL, "true"));
+    Ok(serde_json::from_value(object)?)
 }
 
 /// Writes the claim's allocation through the status subresource (a merge patch: null clears it).
 pub async fn write_allocation(client: &Client, c: &ClaimRec, at: Option<(&str, usize)>) -> Res<()> {
     let api: Api<ResourceClaim> = Api::namespaced(client.clone(), &c.namespace);
-    let patch = json!({ "status": { "allocation": allocation(at) } });
+    let patch = json!({ "status": { "allocation": dra_objects::allocation(at) } });
     api.patch_status(&c.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
@@ -151,12 +92,7 @@ pub async fn clean(client: &Client) -> Res<()> {
     slices
         .delete_collection(&DeleteParams::default(), &lp)
         .await?;
-    let class: DeviceClass = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": { "name": DEVICE_CLASS },
-        "spec": { "selectors": [{ "cel": { "expression":
-            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'" } }] },
-    }))?;
+    let class: DeviceClass = serde_json::from_value(dra_objects::device_class())?;
     Api::<DeviceClass>::all(client.clone())
         .patch(
             DEVICE_CLASS,

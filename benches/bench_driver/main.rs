@@ -67,6 +67,7 @@ mod cluster;
 mod dra;
 mod dra_changes;
 mod dra_fleet;
+mod dra_objects;
 mod dra_observe;
 mod dra_report;
 mod dra_truth;

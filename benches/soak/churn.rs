@@ -5,10 +5,9 @@
 //! finds every slot busy is counted as skipped. What the cluster holds at the end is whatever landed; the soak
 //! compares the operator with a fresh scan, never with the churn's own bookkeeping.
 //!
-//! DRA: `ChurnKind::Dra` is the hook for ResourceSlice / ResourceClaim changes. It is drawn only when
-//! `dra_available` says the server serves resource.k8s.io/v1 and the operator has `--dra-driver`; this version
-//! has no DRA change to make yet (see `Churn::dra_change`), so with DRA available those ticks are counted as
-//! `dra` skipped and say so in the report.
+//! DRA (`ChurnKind::Dra`, dra.rs): drawn only when the soak made a DRA fleet (the server serves
+//! resource.k8s.io/v1 and the operator has `--dra-driver`): a claim allocated or released, a device tainted or
+//! cleared, a pool's generation rolled over.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +23,7 @@ use tokio::sync::{Semaphore, watch};
 use crate::Res;
 use crate::alloc_pods::{Phase, PodRec, create_pod, force_delete, set_phase};
 use crate::cluster::set_ready;
+use crate::dra::{self, DraChange, DraFleet};
 use crate::fleet::{Fleet, GpuNode, gpu_pod, held};
 use crate::rng::Rng;
 
@@ -38,7 +38,7 @@ pub enum ChurnKind {
     PodCreate,
     PodFinish,
     PodDelete,
-    /// ResourceSlice / ResourceClaim changes (the hook; see the module comment).
+    /// ResourceSlice / ResourceClaim changes (dra.rs).
     Dra,
 }
 
@@ -62,7 +62,7 @@ pub struct ChurnStats {
     pub failed: BTreeMap<ChurnKind, u64>,
     /// Ticks with every slot busy (etcd paused, API server slow).
     pub skipped: u64,
-    /// Ticks of a kind with nothing to do (DRA in this version, a pod change with no pod or no free GPU).
+    /// Ticks of a kind with nothing to do (a pod change with no pod or no free GPU, a claim with no free device).
     pub idle: BTreeMap<ChurnKind, u64>,
 }
 
@@ -79,6 +79,7 @@ enum Change {
     PodCreate(PodRec),
     PodFinish(PodRec),
     PodDelete(PodRec),
+    Dra(DraChange),
 }
 
 /// The churn's model of the fleet (what it believes it wrote), used only to pick plausible changes.
@@ -91,11 +92,11 @@ pub struct Churn {
     held: BTreeMap<String, u64>,
     next_pod: usize,
     memory: u64,
-    dra: bool,
+    dra: Option<DraFleet>,
 }
 
 impl Churn {
-    pub fn new(client: &Client, fleet: &Fleet, rng: Rng, dra: bool) -> Self {
+    pub fn new(client: &Client, fleet: &Fleet, rng: Rng, dra: Option<DraFleet>) -> Self {
         Churn {
             client: client.clone(),
             rng,
@@ -121,7 +122,7 @@ impl Churn {
         ];
         let enabled: Vec<(ChurnKind, usize)> = WEIGHTS
             .into_iter()
-            .filter(|(k, _)| *k != ChurnKind::Dra || self.dra)
+            .filter(|(k, _)| *k != ChurnKind::Dra || self.dra.is_some())
             .collect();
         let mut draw = self.rng.below(enabled.iter().map(|(_, w)| w).sum());
         for (kind, weight) in enabled {
@@ -168,10 +169,9 @@ impl Churn {
         }
     }
 
-    /// The hook for DRA churn (ResourceSlices appearing and going, ResourceClaims allocated and released)
-    /// once the operator accounts for them; none in this version.
     fn dra_change(&mut self) -> Option<Change> {
-        None
+        let change = self.dra.as_mut()?.change(&mut self.rng)?;
+        Some(Change::Dra(change))
     }
 
     /// A random live pod, out of the model (it finishes or is deleted).
@@ -209,6 +209,7 @@ async fn send(client: &Client, change: Change) -> Res<()> {
         Change::PodCreate(pod) => create_pod(client, &pod).await?,
         Change::PodFinish(pod) => set_phase(client, &pod, Phase::Succeeded).await?,
         Change::PodDelete(pod) => force_delete(client, &pod).await?,
+        Change::Dra(change) => dra::send(client, change).await?,
     }
     Ok(())
 }
@@ -260,8 +261,7 @@ pub async fn dra_available(client: &Client, operator_help: &str) -> (bool, Strin
         .is_ok();
     let supported = operator_help.contains("--dra-driver");
     let text = format!(
-        "server serves resource.k8s.io/v1: {served}; operator has --dra-driver: {supported}; \
-         DRA changes: none in this version (label, Ready and pod changes only)"
+        "server serves resource.k8s.io/v1: {served}; operator has --dra-driver: {supported}"
     );
     (served && supported, text)
 }

@@ -13,8 +13,8 @@
 //! 6. report.json, report.txt and rss.png in SOAK_OUT_DIR (report.rs, plot.rs); exit 1 unless all held.
 //!
 //! From the bench driver (benches/bench_driver/, shared by path, not copied): the fleet's node templates and
-//! writes (cluster.rs), the pod objects and writes (alloc_pods.rs), the audit-log counts (measure.rs), the
-//! library imports (lib_api.rs). Knobs: settings.rs and hack/soak.sh's header.
+//! writes (cluster.rs), the pod objects and writes (alloc_pods.rs), the DRA objects (dra_objects.rs), the
+//! audit-log counts (measure.rs), the library imports (lib_api.rs). Knobs: settings.rs and hack/soak.sh's header.
 
 #[allow(dead_code)] // shared with the bench driver, which uses the rest
 #[path = "../bench_driver/alloc_pods.rs"]
@@ -22,6 +22,8 @@ mod alloc_pods;
 #[allow(dead_code)]
 #[path = "../bench_driver/cluster.rs"]
 mod cluster;
+#[path = "../bench_driver/dra_objects.rs"]
+mod dra_objects;
 #[allow(dead_code)]
 #[path = "../bench_driver/lib_api.rs"]
 mod lib_api;
@@ -31,6 +33,7 @@ mod measure;
 
 mod churn;
 mod compare;
+mod dra;
 mod faults;
 mod fleet;
 mod operators;

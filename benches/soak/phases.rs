@@ -10,6 +10,7 @@ use tokio::sync::{Mutex, watch};
 
 use crate::churn::{self, Churn, ChurnStats};
 use crate::compare::{self, first_difference};
+use crate::dra::DraFleet;
 use crate::faults::{self, Injected};
 use crate::fleet::{self, Fleet};
 use crate::measure::{audit_counts, audit_offset, is_write};
@@ -127,8 +128,8 @@ async fn after_window(
     }
 }
 
-/// The CRD, the namespaces, the fleet; whether DRA churn is possible.
-async fn set_up(s: &Settings, client: &Client) -> Res<(Fleet, bool, String)> {
+/// The CRD, the namespaces, the fleet; the DRA fleet where DRA churn is possible (and SOAK_DRA_NODES > 0).
+async fn set_up(s: &Settings, client: &Client) -> Res<(Fleet, Option<DraFleet>, String)> {
     let templates = cluster::load_templates(&s.fixtures)?;
     lib_api::install_crd(client, Duration::from_secs(60)).await?;
     fleet::create_namespaces(client, operators::NAMESPACE).await?;
@@ -139,7 +140,20 @@ async fn set_up(s: &Settings, client: &Client) -> Res<(Fleet, bool, String)> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
-    let (dra, text) = churn::dra_available(client, &help).await;
+    let (available, text) = churn::dra_available(client, &help).await;
+    let dra = (available && s.dra_nodes > 0).then(|| DraFleet::plan(s));
+    if let Some(dra) = &dra {
+        dra.create(client).await?;
+    }
+    let text = match &dra {
+        Some(d) => format!(
+            "{text}; {} DRA nodes ({} GPUs each), {} claims; DRA changes in the churn",
+            d.nodes(),
+            s.dra_gpus_per_node,
+            d.claims()
+        ),
+        None => format!("{text}; no DRA objects, no DRA changes"),
+    };
     log(format!("DRA: {text}"));
     Ok((fleet, dra, text))
 }

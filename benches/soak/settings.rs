@@ -25,6 +25,9 @@ pub struct Settings {
     pub gpu_every: usize,
     pub pods_per_gpu_node: u64,
     pub node_images: usize,
+    /// CPU nodes that also publish GPUs as a ResourceSlice (where DRA is served), and their GPUs each.
+    pub dra_nodes: usize,
+    pub dra_gpus_per_node: usize,
     /// Changes per second, all kinds together.
     pub churn_rate: f64,
     /// The mean gap between faults (each gap is drawn from [mean/2, 3 mean/2]).
@@ -103,6 +106,8 @@ impl Settings {
             gpu_every: num("SOAK_GPU_EVERY", 10usize)?.max(1),
             pods_per_gpu_node: num("SOAK_PODS_PER_GPU_NODE", 2)?,
             node_images: num("SOAK_NODE_IMAGES", 20)?,
+            dra_nodes: num("SOAK_DRA_NODES", 100)?,
+            dra_gpus_per_node: num("SOAK_DRA_GPUS_PER_NODE", 4usize)?.max(1),
             churn_rate: num("SOAK_CHURN_RATE", 3.0)?,
             fault_every: secs("SOAK_FAULT_EVERY_SECS", 120)?,
             fault_kinds,
