@@ -97,17 +97,9 @@ log "building release binaries (operator, baseline, driver)"
 artifacts="$("${CARGO}" build --locked --release --bin gpu-inventory-operator \
   --bench baseline-operator --bench bench-driver --message-format=json-render-diagnostics)"
 
-# executable TARGET: the path of TARGET's executable in cargo's messages.
-executable() {
-  local path
-  path="$(printf '%s\n' "${artifacts}" | grep -F '"reason":"compiler-artifact"' | grep -F "\"name\":\"$1\"" |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-  if [[ -z "${path}" || ! -x "${path}" ]]; then
-    log "cargo reported no executable for ${1}"
-    exit 1
-  fi
-  printf '%s\n' "${path}"
-}
+# shellcheck source=hack/lib/cargo-executable.sh
+source "${ROOT_DIR}/hack/lib/cargo-executable.sh"
+executable() { cargo_executable "${artifacts}" "$1"; }
 # The allocation scenario's peer, kubectl-view-allocations (crates.io), is a bench tool, not a dependency of
 # the operator: installed once into a cache outside the repository, with its own lock file, and only when the
 # installed one is missing or another version. GNU time measures the peers' peak RSS.

@@ -65,16 +65,9 @@ log "building the operator and the soak program (${PROFILE})"
 # Cargo names each built executable in a compiler-artifact message (one JSON object a line on stdout).
 artifacts="$("${CARGO}" build --locked --profile "${PROFILE}" --bin gpu-inventory-operator --bench soak \
   --message-format=json-render-diagnostics)"
-executable() {
-  local path
-  path="$(printf '%s\n' "${artifacts}" | grep -F '"reason":"compiler-artifact"' | grep -F "\"name\":\"$1\"" |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-  if [[ -z "${path}" || ! -x "${path}" ]]; then
-    log "cargo reported no executable for $1"
-    exit 1
-  fi
-  printf '%s\n' "${path}"
-}
+# shellcheck source=hack/lib/cargo-executable.sh
+source "${ROOT_DIR}/hack/lib/cargo-executable.sh"
+executable() { cargo_executable "${artifacts}" "$1"; }
 rm -rf "${SOAK_OUT_DIR}"
 mkdir -p "${SOAK_OUT_DIR}/bin" "${SOAK_OUT_DIR}/logs"
 # Private copies: a concurrent build must not swap a binary in the middle of a 30-minute run.
