@@ -1,0 +1,76 @@
+//! The reasons a GPU node is reported with an issue.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Why a GPU node needs attention. The strings are part of the API (status, ConfigMap, metrics, alerts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum IssueReason {
+    /// The node's Ready condition is not `True`.
+    NotReady,
+    /// A container-workload GPU node without GPU Feature Discovery's product label.
+    GpuLabelsMissing,
+    /// Ready with GPUs counted, but none allocatable.
+    GpusNotAllocatable,
+    /// Some `nvidia.com/*` allocatable below its capacity.
+    GpusUnhealthy,
+    /// `nvidia.com/mig.config.state` = `failed`.
+    MigConfigFailed,
+    /// `nvidia.com/mig.config.state` = `pending` or `rebooting`: the GPUs are being re-partitioned.
+    MigConfigPending,
+    /// The product label ends in `-MIG-INVALID`.
+    MigInvalid,
+    /// The node is cordoned.
+    Unschedulable,
+    /// A number-valued label did not parse.
+    InvalidLabel,
+    /// Pods on the node hold more of a resource than the node offers.
+    Overcommitted,
+    /// A DRA pool of the node lacks some of its slices at its current generation.
+    DraPoolIncomplete,
+    /// A DRA device of the node carries a `NoSchedule`/`NoExecute` taint.
+    GpuDeviceTainted,
+}
+
+impl IssueReason {
+    /// Every reason, in the order they are reported.
+    pub const ALL: [IssueReason; 12] = [
+        IssueReason::NotReady,
+        IssueReason::GpuLabelsMissing,
+        IssueReason::GpusNotAllocatable,
+        IssueReason::GpusUnhealthy,
+        IssueReason::MigConfigFailed,
+        IssueReason::MigConfigPending,
+        IssueReason::MigInvalid,
+        IssueReason::Unschedulable,
+        IssueReason::InvalidLabel,
+        IssueReason::Overcommitted,
+        IssueReason::DraPoolIncomplete,
+        IssueReason::GpuDeviceTainted,
+    ];
+
+    /// The reason as it appears in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueReason::NotReady => "NotReady",
+            IssueReason::GpuLabelsMissing => "GpuLabelsMissing",
+            IssueReason::GpusNotAllocatable => "GpusNotAllocatable",
+            IssueReason::GpusUnhealthy => "GpusUnhealthy",
+            IssueReason::MigConfigFailed => "MigConfigFailed",
+            IssueReason::MigConfigPending => "MigConfigPending",
+            IssueReason::MigInvalid => "MigInvalid",
+            IssueReason::Unschedulable => "Unschedulable",
+            IssueReason::InvalidLabel => "InvalidLabel",
+            IssueReason::Overcommitted => "Overcommitted",
+            IssueReason::DraPoolIncomplete => "DraPoolIncomplete",
+            IssueReason::GpuDeviceTainted => "GpuDeviceTainted",
+        }
+    }
+}
+
+impl fmt::Display for IssueReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
