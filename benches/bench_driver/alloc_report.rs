@@ -2,16 +2,7 @@
 
 use serde_json::Value;
 
-fn num(v: &Value, decimals: usize) -> String {
-    match v.as_f64() {
-        Some(x) => format!("{x:.decimals$}"),
-        None => "-".into(),
-    }
-}
-
-fn row(out: &mut String, label: &str, value: String, target: &str) {
-    out.push_str(&format!("{label:<44} {value:>16} {target:>14}\n"));
-}
+use crate::table::{churn_write_rows, compact, num, pair, row};
 
 /// Appends the block when the document has an allocation section.
 pub fn append(out: &mut String, doc: &Value) {
@@ -45,10 +36,6 @@ pub fn append(out: &mut String, doc: &Value) {
     for failure in al["failures"].as_array().into_iter().flatten() {
         out.push_str(&format!("  FAILED: {failure}\n"));
     }
-}
-
-fn pair(a: &Value, b: &Value, decimals: usize) -> String {
-    format!("{} / {}", num(a, decimals), num(b, decimals))
 }
 
 fn operator_rows(out: &mut String, op: &Value, st: &Value) {
@@ -142,28 +129,7 @@ fn operator_rows(out: &mut String, op: &Value, st: &Value) {
         num(&ch["changes_per_sec"], 1),
         "",
     );
-    row(
-        out,
-        "churn: status writes/s (mean / busiest s)",
-        pair(&ch["status"]["per_sec"], &ch["status"]["busiest_second"], 2),
-        "<= 10",
-    );
-    row(
-        out,
-        "churn: ConfigMap writes/s (mean / busiest)",
-        pair(
-            &ch["configmap"]["per_sec"],
-            &ch["configmap"]["busiest_second"],
-            2,
-        ),
-        "<= 10",
-    );
-    row(
-        out,
-        "churn: CPU s (% of one core)",
-        pair(&ch["cpu_secs"], &ch["cpu_pct_of_core"], 1),
-        "",
-    );
+    churn_write_rows(out, ch);
     row(
         out,
         "churn: converged after (s)",
@@ -256,15 +222,4 @@ fn peer_rows(out: &mut String, p: &Value) {
         "  view-alloc with its default flags (no --ignore-taints, no -z) shows {} of {} GPU nodes ({} nvidia.com/gpu allocatable)\n",
         d["gpu_nodes_shown"], d["gpu_nodes"], d["allocatable_shown"]
     ));
-}
-
-fn compact(v: &Value) -> String {
-    match v.as_object() {
-        Some(m) if !m.is_empty() => m
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        _ => "none".into(),
-    }
 }

@@ -2,20 +2,7 @@
 
 use serde_json::Value;
 
-fn num(v: &Value, decimals: usize) -> String {
-    match v.as_f64() {
-        Some(x) => format!("{x:.decimals$}"),
-        None => "-".into(),
-    }
-}
-
-fn pair(a: &Value, b: &Value, decimals: usize) -> String {
-    format!("{} / {}", num(a, decimals), num(b, decimals))
-}
-
-fn row(out: &mut String, label: &str, value: String, target: &str) {
-    out.push_str(&format!("{label:<44} {value:>16} {target:>14}\n"));
-}
+use crate::table::{churn_write_rows, num, pair, row};
 
 /// Appends the block when the document has a dra section.
 pub fn append(out: &mut String, doc: &Value) {
@@ -137,28 +124,7 @@ fn operator_rows(out: &mut String, op: &Value) {
         num(&ch["changes_per_sec"], 1),
         "",
     );
-    row(
-        out,
-        "churn: status writes/s (mean / busiest s)",
-        pair(&ch["status"]["per_sec"], &ch["status"]["busiest_second"], 2),
-        "<= 10",
-    );
-    row(
-        out,
-        "churn: ConfigMap writes/s (mean / busiest)",
-        pair(
-            &ch["configmap"]["per_sec"],
-            &ch["configmap"]["busiest_second"],
-            2,
-        ),
-        "<= 10",
-    );
-    row(
-        out,
-        "churn: CPU s (% of one core)",
-        pair(&ch["cpu_secs"], &ch["cpu_pct_of_core"], 1),
-        "",
-    );
+    churn_write_rows(out, ch);
     row(
         out,
         "churn: converged after (s)",

@@ -81,6 +81,7 @@ mod program;
 mod report;
 mod scenario;
 mod settings;
+mod table;
 
 use std::time::Duration;
 

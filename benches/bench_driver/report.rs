@@ -7,6 +7,7 @@ use crate::measure::{count_where, is_write, percentile, writes_to_outputs};
 use crate::program::Program;
 use crate::scenario::{Phases, Setup};
 use crate::settings::Settings;
+use crate::table::compact;
 
 /// One run's element of `results`.
 pub fn run_json(s: &Settings, program: Program, setup: &Setup, p: &Phases) -> Value {
@@ -413,16 +414,5 @@ fn section(out: &mut String, n: u64, op: Option<&Value>, base: Option<&Value>) {
                 compact(&r["churn"]["requests"])
             ));
         }
-    }
-}
-
-fn compact(v: &Value) -> String {
-    match v.as_object() {
-        Some(m) if !m.is_empty() => m
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        _ => "none".into(),
     }
 }
