@@ -136,7 +136,16 @@ async fn converged_on_h100(env: &TestEnv, name: &str, gpus: u32) -> (String, Ope
 async fn pods_the_scheduler_binds_are_allocated_within_2_s_and_free_again_when_they_finish_or_go() {
     let env = TestEnv::new("alloc-follow").await;
     let (node, operator) = converged_on_h100(&env, "h100", 8).await;
-    let events_before = env.events_about(&env.inventory_name()).await.len();
+    // The first reconcile's event is posted after its status write: wait for it, or it would be
+    // counted as made by the pods below.
+    let events_before = eventually(CONVERGE, "the InventoryObserved event", || async {
+        let events = env.events_about(&env.inventory_name()).await;
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("InventoryObserved"))
+            .then_some(events.len())
+    })
+    .await;
 
     gpu_pod(&env, "two", &node, &[(GPU, 2)]).await;
     gpu_pod(&env, "three", &node, &[(GPU, 3)]).await;
