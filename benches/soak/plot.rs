@@ -95,13 +95,20 @@ pub fn rss_png(
         line(|r| r.leader_mib),
         BLUE.stroke_width(3),
     ))?;
-    if let Some(l) = leak {
+    // The tolerance band of the check that counts: over the longest leadership, from its base sample; and
+    // the issue's own (base sample to the end) when one process led at both.
+    let bands = leak.into_iter().flat_map(|l| {
+        let longest = l
+            .longest_leading
+            .as_ref()
+            .map(|p| (p.base_secs, p.last_secs, p.base_mib));
+        let literal = l.same_process.then_some((l.base_secs, window, l.base_mib));
+        longest.into_iter().chain(literal)
+    });
+    for (from, to, base_mib) in bands {
         for factor in [1.0 - tolerance, 1.0 + tolerance] {
-            let y = l.base_mib * factor;
-            chart.draw_series(LineSeries::new(
-                [(l.base_secs, y), (window, y)],
-                RED.stroke_width(1),
-            ))?;
+            let y = base_mib * factor;
+            chart.draw_series(LineSeries::new([(from, y), (to, y)], RED.stroke_width(1)))?;
         }
     }
     for f in faults {

@@ -162,7 +162,7 @@ pub fn table(s: &Settings, o: &Outcome) -> String {
             let process = if l.same_process {
                 "same process"
             } else {
-                "leader changed in between"
+                "leader changed in between: two processes, not a leak measure"
             };
             t += &format!(
                 "{:<42} {} at {:.0} s, {} at the end: ratio {:.3} ({verdict} {:.0} %, {process})\n",
@@ -173,11 +173,13 @@ pub fn table(s: &Settings, o: &Outcome) -> String {
                 l.ratio,
                 s.rss_tolerance * 100.0,
             );
-            t += &match &l.longest_lived {
+            t += &match &l.longest_leading {
                 Some(p) => format!(
-                    "{:<42} pid {}: {} at {:.0} s, {} at {:.0} s: ratio {:.3} ({})\n",
-                    "longest-lived replica RSS (MiB)",
+                    "{:<42} pid {} led {:.0}-{:.0} s: {} at {:.0} s, {} at {:.0} s: ratio {:.3} ({})\n",
+                    "longest leadership RSS (MiB)",
                     p.pid,
+                    p.led_from_secs,
+                    p.last_secs,
                     mib(Some(p.base_mib)),
                     p.base_secs,
                     mib(Some(p.last_mib)),
@@ -190,8 +192,9 @@ pub fn table(s: &Settings, o: &Outcome) -> String {
                     }
                 ),
                 None => format!(
-                    "{:<42} none lived past its base sample\n",
-                    "longest-lived replica RSS"
+                    "{:<42} no replica led {} s without a break: no leak check could be made\n",
+                    "longest leadership RSS",
+                    s.rss_base.as_secs()
                 ),
             };
         }
