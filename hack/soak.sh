@@ -30,8 +30,8 @@
 #   SOAK_QUIET_SECS         the quiet period whose writes must be 0          (default 60)
 #   SOAK_SETTLE_SECS        the longest wait for convergence                 (default 300)
 #   SOAK_RSS_EVERY_SECS     RSS sample period                                (default 10)
-#   SOAK_RSS_BASE_SECS      the sample the end RSS is held against           (default 300)
-#   SOAK_RSS_TOLERANCE      allowed |end/base - 1|                            (default 0.10)
+#   SOAK_RSS_BASE_SECS      how far into the longest leadership the RSS base sample is (default 300)
+#   SOAK_RSS_TOLERANCE      allowed |last/base - 1| over that leadership      (default 0.10)
 #   SOAK_OUT_DIR            where the report goes                            (default target/soak)
 #   SOAK_PROFILE            cargo profile of the build: release or dev       (default release)
 #   SOAK_KEEP_CLUSTER=1     leave the cluster running afterwards

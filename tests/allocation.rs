@@ -9,8 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{OperatorProcess, TestEnv, counts, entry, eventually, node_holds};
-use gpu_inventory_operator::crd::GpuInventoryStatus;
+use common::allocation::{counts, entry, node_holds, wait_gpus_available};
+use common::{OperatorProcess, TestEnv, eventually};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -228,28 +228,10 @@ async fn a_pod_asking_for_more_than_any_node_has_makes_gpus_available_false_unti
     let node = env.create_node(h100_node("small", 2)).await;
     env.wait_schedulable(&node).await;
     let operator = env.start_operator("30s");
-    let available = |s: &GpuInventoryStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == "GpusAvailable")
-            .cloned()
-    };
-    env.wait_inventory(&env.inventory_name(), CONVERGE, "GpusAvailable True", |s| {
-        s.total_gpu_nodes == 1 && available(s).is_some_and(|c| c.status == "True")
-    })
-    .await;
+    wait_gpus_available(&env, CONVERGE, "True", |s| s.total_gpu_nodes == 1).await;
 
     gpu_pod(&env, "too-big", &node, &[(GPU, 99)]).await;
-    let inventory = env
-        .wait_inventory(
-            &env.inventory_name(),
-            CONVERGE,
-            "GpusAvailable False",
-            |s| available(s).is_some_and(|c| c.status == "False"),
-        )
-        .await;
-    let status = inventory.status.unwrap();
-    let condition = available(&status).unwrap();
+    let (status, condition) = wait_gpus_available(&env, CONVERGE, "False", |_| true).await;
     assert_eq!(condition.reason, "GpuDemandExceedsSupply");
     assert_eq!(
         condition.message,
@@ -284,15 +266,8 @@ async fn a_pod_asking_for_more_than_any_node_has_makes_gpus_available_false_unti
     );
 
     delete_pod(&env, &env.namespace, "too-big").await;
-    let inventory = env
-        .wait_inventory(
-            &env.inventory_name(),
-            CONVERGE,
-            "GpusAvailable True again",
-            |s| available(s).is_some_and(|c| c.status == "True"),
-        )
-        .await;
-    assert_eq!(inventory.status.unwrap().pending_gpu_pods, 0);
+    let (status, _) = wait_gpus_available(&env, CONVERGE, "True", |_| true).await;
+    assert_eq!(status.pending_gpu_pods, 0);
     eventually(CONVERGE, "a GpuDemandMet event", || async {
         let events = env.events_about(&env.inventory_name()).await;
         events

@@ -14,9 +14,11 @@ use common::rbac::{
     start_operator_as, wait_converged,
 };
 use common::{TEST_LABEL, TestEnv};
+use gpu_inventory_operator::publish::crd::SPEC_DIGEST_ANNOTATION;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
-use kube::api::{Api, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 /// The operator's namespace and service account, as in deploy/.
@@ -339,7 +341,7 @@ async fn service_account_without_crd_write(env: &TestEnv) -> (String, impl Drop)
 }
 
 #[tokio::test]
-async fn without_the_crd_write_role_skip_crd_install_converges_and_self_install_is_refused() {
+async fn without_crd_write_a_current_crd_or_skip_crd_install_converges_an_install_is_refused() {
     let env = TestEnv::new("deploy-nocrd").await;
     apply_deploy(); // the CRD exists (deploy/crd.yaml), installed by the admin
     let (user, _unbind) = service_account_without_crd_write(&env).await;
@@ -352,10 +354,25 @@ async fn without_the_crd_write_role_skip_crd_install_converges_and_self_install_
         None
     ));
 
-    // Self-install without the role: refused, and the operator says so and exits non-zero.
-    let mut refused = start_operator_as(&env, &user, NAMESPACE, &[]);
-    let code = refused.process.wait_exit(Duration::from_secs(30));
-    let log = refused.process.log();
+    // Self-install where the CRD must change, without the role: refused, and the operator says so and exits
+    // non-zero. The CRD is made out of date (its digest annotation removed) just before; an operator of
+    // another test may put it back in between, so this is tried a few times.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let mut refused = None;
+    for _ in 0..5 {
+        let unmark = json!({ "metadata": { "annotations": { SPEC_DIGEST_ANNOTATION: null } } });
+        crds.patch(CRD_NAME, &PatchParams::default(), &Patch::Merge(&unmark))
+            .await
+            .expect("remove the CRD's digest annotation");
+        let mut attempt = start_operator_as(&env, &user, NAMESPACE, &[]);
+        let code = attempt.process.wait_exit(Duration::from_secs(30));
+        let log = attempt.process.log();
+        if !log.contains("not applied") {
+            refused = Some((code, log));
+            break;
+        }
+    }
+    let (code, log) = refused.expect("the CRD stayed out of date for one start in five");
     assert!(
         matches!(code, Some(Some(c)) if c != 0),
         "without CRD write access the operator must exit non-zero (got {code:?}):\n{log}"
@@ -364,6 +381,24 @@ async fn without_the_crd_write_role_skip_crd_install_converges_and_self_install_
         log.contains(CRD_NAME) && log.to_ascii_lowercase().contains("forbidden"),
         "the operator's error names the CRD and the refusal:\n{log}"
     );
+    // Put the digest back, as deploy/crd.yaml has it.
+    let ours = gpu_inventory_operator::publish::crd::crd();
+    let digest = &ours.metadata.annotations.as_ref().unwrap()[SPEC_DIGEST_ANNOTATION];
+    let mark = json!({ "metadata": { "annotations": { SPEC_DIGEST_ANNOTATION: digest } } });
+    crds.patch(CRD_NAME, &PatchParams::default(), &Patch::Merge(&mark))
+        .await
+        .expect("put the CRD's digest annotation back");
+
+    // Where the CRD already is what this version installs, self-install needs no write: it converges.
+    let mut operator = start_operator_as(&env, &user, NAMESPACE, &[]);
+    wait_converged(&env, &mut operator, NAMESPACE, &user, "deploy/").await;
+    let log = operator.process.log();
+    assert!(
+        log.contains("CRD already installed as this version defines it; not applied"),
+        "{log}"
+    );
+    assert!(forbidden_lines(&log).is_empty(), "refused requests:\n{log}");
+    drop(operator);
 
     // --skip-crd-install: needs only to read the CRD.
     let mut operator = start_operator_as(&env, &user, NAMESPACE, &["--skip-crd-install"]);

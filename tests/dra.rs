@@ -7,8 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::allocation::{counts, entry, node_holds, wait_gpus_available};
 use common::dra::{self, WHOLE};
-use common::{TestEnv, counts, entry, eventually, node_holds};
+use common::{OperatorProcess, TestEnv, eventually};
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
@@ -18,8 +19,20 @@ const CONVERGE: Duration = Duration::from_secs(30);
 const FOLLOW: Duration = Duration::from_secs(2);
 const MIG: &str = "gpu.nvidia.com/mig-1g.10gb";
 
-/// Two whole GPUs and GPU 1 split into two 1g.10gb MIG devices, on a schedulable DRA node.
-async fn dra_node_with_gpus_and_mig(env: &TestEnv) -> String {
+/// Nothing allocated / everything free on the node below.
+const NONE_ALLOCATED: &[(&str, u64)] = &[(WHOLE, 0), (MIG, 0)];
+const ALL_FREE: &[(&str, u64)] = &[(WHOLE, 2), (MIG, 2)];
+
+/// On a server that serves DRA (None, said on stderr, on one that does not): a schedulable DRA node with two
+/// whole GPUs and GPU 1 split into two 1g.10gb MIG devices, an operator, and its status once it counts them
+/// all free.
+async fn converged_on_dra_node(
+    env: &TestEnv,
+    test: &str,
+) -> Option<(String, OperatorProcess, GpuInventoryStatus)> {
+    if !dra::dra_served(&env.client, test).await {
+        return None;
+    }
     dra::ensure_device_classes(&env.client).await;
     let node = env.create_node(dra::dra_node("dra")).await;
     let parent = format!("GPU-{node}-1");
@@ -31,26 +44,25 @@ async fn dra_node_with_gpus_and_mig(env: &TestEnv) -> String {
     ];
     dra::publish_slice(env, &node, &format!("{node}-gpu"), 1, 1, devices).await;
     env.wait_schedulable(&node).await;
-    node
+    let operator = env.start_operator("30s");
+    let status = node_holds(
+        env,
+        Instant::now(),
+        CONVERGE,
+        &node,
+        NONE_ALLOCATED,
+        ALL_FREE,
+    )
+    .await;
+    Some((node, operator, status))
 }
 
 #[tokio::test]
 async fn claims_the_scheduler_allocates_are_counted_within_2_s_and_free_again_when_their_pods_go() {
     let env = TestEnv::new("dra-follow").await;
-    if !dra::dra_served(&env.client, "dra-follow").await {
+    let Some((node, operator, status)) = converged_on_dra_node(&env, "dra-follow").await else {
         return;
-    }
-    let node = dra_node_with_gpus_and_mig(&env).await;
-    let operator = env.start_operator("30s");
-    let status = node_holds(
-        &env,
-        Instant::now(),
-        CONVERGE,
-        &node,
-        &[(WHOLE, 0), (MIG, 0)],
-        &[(WHOLE, 2), (MIG, 2)],
-    )
-    .await;
+    };
     let e = entry(&status, &node).unwrap();
     assert_eq!(e.sources, ["dra"]);
     assert_eq!(e.count, 3, "two whole GPUs and the MIG devices' parent");
@@ -146,51 +158,17 @@ async fn claims_the_scheduler_allocates_are_counted_within_2_s_and_free_again_wh
     // The claim controller releases the generated claims once their pods are gone; give it its time, then
     // the operator its 2 s.
     let released = dra::claims_released(&env).await.max(gone);
-    node_holds(
-        &env,
-        released,
-        FOLLOW,
-        &node,
-        &[(WHOLE, 0), (MIG, 0)],
-        &[(WHOLE, 2), (MIG, 2)],
-    )
-    .await;
+    node_holds(&env, released, FOLLOW, &node, NONE_ALLOCATED, ALL_FREE).await;
 }
 
 #[tokio::test]
 async fn pods_waiting_on_gpu_claims_make_gpus_available_false() {
     let env = TestEnv::new("dra-demand").await;
-    if !dra::dra_served(&env.client, "dra-demand").await {
+    let Some((node, _operator, _)) = converged_on_dra_node(&env, "dra-demand").await else {
         return;
-    }
-    let node = dra_node_with_gpus_and_mig(&env).await;
-    let _operator = env.start_operator("30s");
-    node_holds(
-        &env,
-        Instant::now(),
-        CONVERGE,
-        &node,
-        &[(WHOLE, 0), (MIG, 0)],
-        &[(WHOLE, 2), (MIG, 2)],
-    )
-    .await;
-    dra::claim_pod(&env, "huge", &node, "gpu.nvidia.com", 9).await;
-    let available = |s: &GpuInventoryStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == "GpusAvailable")
-            .cloned()
     };
-    let inventory = env
-        .wait_inventory(
-            &env.inventory_name(),
-            CONVERGE,
-            "GpusAvailable False",
-            |s| available(s).is_some_and(|c| c.status == "False"),
-        )
-        .await;
-    let status = inventory.status.unwrap();
-    let condition = available(&status).unwrap();
+    dra::claim_pod(&env, "huge", &node, "gpu.nvidia.com", 9).await;
+    let (status, condition) = wait_gpus_available(&env, CONVERGE, "False", |_| true).await;
     assert_eq!(condition.reason, "GpuDemandExceedsSupply");
     assert_eq!(
         condition.message,
@@ -205,13 +183,7 @@ async fn pods_waiting_on_gpu_claims_make_gpus_available_false() {
         .delete("huge", &DeleteParams::default())
         .await
         .unwrap();
-    env.wait_inventory(
-        &env.inventory_name(),
-        CONVERGE,
-        "GpusAvailable True again",
-        |s| available(s).is_some_and(|c| c.status == "True") && s.pending_gpu_pods == 0,
-    )
-    .await;
+    wait_gpus_available(&env, CONVERGE, "True", |s| s.pending_gpu_pods == 0).await;
 }
 
 #[tokio::test]

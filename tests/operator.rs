@@ -232,6 +232,43 @@ async fn pitfall_2_nothing_is_written_while_nothing_changes() {
     );
 }
 
+/// An operator that loses its Lease exits and is restarted (by its Deployment; the soak does the same): a
+/// start with the CRD and the default inventory already in place writes neither (the soak's audit log counted
+/// the CRD patch and the default inventory's create in its quiet minute before this).
+#[tokio::test]
+async fn a_restart_writes_neither_the_crd_nor_the_default_inventory() {
+    let (env, first) = converged_home_lab("restart").await;
+    assert!(
+        first.log().contains("CRD installed and established"),
+        "{}",
+        first.log()
+    );
+    let rv = env
+        .inventory(&env.inventory_name())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    drop(first);
+    let second = env.start_operator("2s");
+    let log = eventually(CONVERGE, "the restarted operator's CRD check", || async {
+        let log = second.log();
+        log.contains("CRD installed and established").then_some(log)
+    })
+    .await;
+    assert!(
+        log.contains("CRD already installed as this version defines it; not applied"),
+        "{log}"
+    );
+    assert!(!log.contains("CRD applied"), "{log}");
+    assert!(!log.contains("created default GpuInventory"), "{log}");
+    // It converges on the inventory it found, whose status it finds already right: nothing written.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let inventory = env.inventory(&env.inventory_name()).await.unwrap();
+    assert!(is_homelab(inventory.status.as_ref().unwrap()));
+    assert_eq!(inventory.metadata.resource_version, rv);
+}
+
 #[tokio::test]
 async fn node_changes_reach_status_and_configmap_within_two_seconds() {
     let (env, _operator) = converged_home_lab("react").await;

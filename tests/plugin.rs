@@ -72,10 +72,16 @@ async fn kubectl_runs_the_plugin_and_it_prints_the_live_table() {
     );
     let kubeconfig = kubeconfig_path().display().to_string();
     let sel = selector(&env);
-    let out = kubectl(
-        &path,
-        &["gpu-inventory", "--kubeconfig", &kubeconfig, "-l", &sel],
-    );
+    // `kubectl gpu-inventory --kubeconfig <test cluster> -l <this test's nodes> <extra>`
+    let plugin = |extra: &[&str]| {
+        let args = [
+            &["gpu-inventory", "--kubeconfig", &kubeconfig, "-l", &sel],
+            extra,
+        ]
+        .concat();
+        kubectl(&path, &args)
+    };
+    let out = plugin(&[]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -103,49 +109,16 @@ async fn kubectl_runs_the_plugin_and_it_prints_the_live_table() {
     );
 
     // -o json / yaml: the GpuInventory status; -o wide: more columns.
-    let json_out = kubectl(
-        &path,
-        &[
-            "gpu-inventory",
-            "--kubeconfig",
-            &kubeconfig,
-            "-l",
-            &sel,
-            "-o",
-            "json",
-        ],
-    );
+    let json_out = plugin(&["-o", "json"]);
     let status: GpuInventoryStatus =
         serde_json::from_slice(&json_out.stdout).expect("-o json is a status");
     assert_eq!((status.total_gpu_nodes, status.ready_gpu_nodes), (4, 0));
-    let yaml_out = kubectl(
-        &path,
-        &[
-            "gpu-inventory",
-            "--kubeconfig",
-            &kubeconfig,
-            "-l",
-            &sel,
-            "-o",
-            "yaml",
-        ],
-    );
+    let yaml_out = plugin(&["-o", "yaml"]);
     let status: GpuInventoryStatus =
         serde_saphyr::from_str(&String::from_utf8_lossy(&yaml_out.stdout))
             .expect("-o yaml is a status");
     assert_eq!(status.nodes.len(), 4);
-    let wide = kubectl(
-        &path,
-        &[
-            "gpu-inventory",
-            "--kubeconfig",
-            &kubeconfig,
-            "-l",
-            &sel,
-            "-o",
-            "wide",
-        ],
-    );
+    let wide = plugin(&["-o", "wide"]);
     let wide = String::from_utf8_lossy(&wide.stdout);
     assert!(
         wide.lines().nth(1).unwrap_or_default().contains("SOURCES"),

@@ -1,20 +1,41 @@
 //! Installing the operator's own CRD and waiting until the API server serves it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionSpec,
+};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, CustomResourceExt};
+use serde_json::Value;
 use tracing::info;
 
 use crate::FIELD_MANAGER;
 use crate::crd::{CRD_NAME, GpuInventory};
 use crate::error::{Error, Result, api_status};
 
-/// The CRD as the operator installs it.
+/// The CRD as the operator installs it, `crd` prints it and deploy/ holds it: the Rust types' CRD and the
+/// digest of its spec.
 pub fn crd() -> CustomResourceDefinition {
-    GpuInventory::crd()
+    let mut crd = GpuInventory::crd();
+    let digest = spec_digest(&crd.spec);
+    crd.metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(SPEC_DIGEST_ANNOTATION.to_owned(), digest);
+    crd
+}
+
+/// SHA-256 of the spec's JSON, its first 8 bytes in hex.
+fn spec_digest(spec: &CustomResourceDefinitionSpec) -> String {
+    let json = serde_json::to_vec(spec).expect("the CRD spec always serializes");
+    let digest = ring::digest::digest(&ring::digest::SHA256, &json);
+    digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The CRD as YAML, exactly what `gpu-inventory-operator crd` prints.
@@ -22,21 +43,78 @@ pub fn crd_yaml() -> String {
     serde_saphyr::to_string(&crd()).expect("the CRD always serializes")
 }
 
-/// Applies the CRD (server-side apply, forced) and waits until it is Established.
+/// The annotation on the CRD that names the spec it was made from (SHA-256 of its JSON, first 16
+/// hex digits): a newer or older operator's CRD differs, so it is applied even where it only removes fields.
+pub const SPEC_DIGEST_ANNOTATION: &str = "homelab.youngju.dev/crd-spec-sha256";
+
+/// Applies the CRD (server-side apply, forced) unless the server already holds it as this version defines it,
+/// and waits until it is Established. The check keeps a restart quiet: an operator that loses its Lease exits
+/// and is restarted, and each start used to patch the CRD (a no-op for the object, a write request all the
+/// same, in every audit log and on every crash loop).
 pub async fn install_crd(client: &Client, timeout: Duration) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(
-        CRD_NAME,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(crd()),
-    )
-    .await
-    .map_err(Error::kube(format!(
-        "installing CustomResourceDefinition {CRD_NAME} (server-side apply)"
+    let desired = crd();
+    let current = api.get_opt(CRD_NAME).await.map_err(Error::kube(format!(
+        "reading CustomResourceDefinition {CRD_NAME} before installing it"
     )))?;
+    if current.as_ref().is_some_and(|c| is_up_to_date(c, &desired)) {
+        info!(
+            crd = CRD_NAME,
+            "CRD already installed as this version defines it; not applied"
+        );
+    } else {
+        api.patch(
+            CRD_NAME,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&desired),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "installing CustomResourceDefinition {CRD_NAME} (server-side apply)"
+        )))?;
+        info!(crd = CRD_NAME, "CRD applied");
+    }
     wait_established(&api, timeout).await?;
     info!(crd = CRD_NAME, "CRD installed and established");
     Ok(())
+}
+
+/// Whether a forced apply of `desired` would leave `current` as it is: not being deleted, every field of our
+/// spec, labels and annotations (the digest among them) already there with our value. Fields the server
+/// defaults (`listKind`, `conversion`) or another field manager added do not count: the apply would not
+/// change them either. A hand edit of one of our fields, or a CRD of another version (digest), is applied.
+pub fn is_up_to_date(
+    current: &CustomResourceDefinition,
+    desired: &CustomResourceDefinition,
+) -> bool {
+    current.metadata.deletion_timestamp.is_none()
+        && is_subset(&to_json(&desired.spec), &to_json(&current.spec))
+        && is_subset(
+            &to_json(&desired.metadata.labels),
+            &to_json(&current.metadata.labels),
+        )
+        && is_subset(
+            &to_json(&desired.metadata.annotations),
+            &to_json(&current.metadata.annotations),
+        )
+}
+
+fn to_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+/// Every field of `ours` is in `theirs` with the same value; lists are equal in length, element by element.
+fn is_subset(ours: &Value, theirs: &Value) -> bool {
+    match (ours, theirs) {
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| is_subset(v, w))),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| is_subset(x, y))
+        }
+        (Value::Null, _) => true,
+        _ => ours == theirs,
+    }
 }
 
 /// Checks that the CRD exists (for `--skip-crd-install`) and waits until it is Established.
@@ -62,5 +140,82 @@ async fn wait_established(api: &Api<CustomResourceDefinition>, timeout: Duration
             "CRD {CRD_NAME} not Established after {}s; check `kubectl describe crd {CRD_NAME}`",
             timeout.as_secs()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceConversion;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    use super::*;
+
+    /// The CRD as an API server returns it after our apply: ours plus the server's defaults, another
+    /// manager's annotation and the server's bookkeeping.
+    fn as_served() -> CustomResourceDefinition {
+        let mut served = crd();
+        served.spec.conversion = Some(CustomResourceConversion {
+            strategy: "None".to_owned(),
+            webhook: None,
+        });
+        served.spec.names.list_kind = Some("GpuInventoryList".to_owned());
+        served.metadata.resource_version = Some("42".to_owned());
+        served
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert("example.com/owner".to_owned(), "platform team".to_owned());
+        served
+    }
+
+    #[test]
+    fn the_crd_as_served_is_up_to_date() {
+        assert!(is_up_to_date(&as_served(), &crd()));
+    }
+
+    #[test]
+    fn a_hand_edit_another_version_or_a_deletion_is_applied() {
+        let desired = crd();
+        let mut edited = as_served();
+        edited.spec.versions[0].additional_printer_columns = None;
+        assert!(
+            !is_up_to_date(&edited, &desired),
+            "a column removed by hand"
+        );
+        let mut edited = as_served();
+        edited.spec.names.short_names = Some(vec!["gi".to_owned()]);
+        assert!(
+            !is_up_to_date(&edited, &desired),
+            "a short name changed by hand"
+        );
+        let mut applied_by_plain_kubectl = as_served();
+        applied_by_plain_kubectl.metadata.annotations = None;
+        assert!(
+            !is_up_to_date(&applied_by_plain_kubectl, &desired),
+            "no digest: deploy/crd.yaml applied by hand, or an operator before the digest"
+        );
+        let mut other_version = as_served();
+        other_version.metadata.annotations.as_mut().unwrap().insert(
+            SPEC_DIGEST_ANNOTATION.to_owned(),
+            "0123456789abcdef".to_owned(),
+        );
+        assert!(
+            !is_up_to_date(&other_version, &desired),
+            "another version's digest"
+        );
+        let mut deleting = as_served();
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        assert!(!is_up_to_date(&deleting, &desired), "being deleted");
+    }
+
+    #[test]
+    fn the_digest_follows_the_spec() {
+        let ours = crd();
+        let digest = &ours.metadata.annotations.as_ref().unwrap()[SPEC_DIGEST_ANNOTATION];
+        assert_eq!(digest.len(), 16);
+        assert_eq!(digest, &spec_digest(&crd().spec), "stable");
+        let mut other = ours.spec.clone();
+        other.names.short_names = None;
+        assert_ne!(digest, &spec_digest(&other), "another spec, another digest");
     }
 }

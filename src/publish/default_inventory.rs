@@ -20,6 +20,17 @@ pub struct DefaultInventory {
 /// reinstalled) only: a user who deletes it later keeps it deleted.
 pub async fn ensure_default_inventory(client: &Client, default: &DefaultInventory) -> Result<()> {
     let api: Api<GpuInventory> = Api::all(client.clone());
+    // Read first: a restart (after a lost Lease, a crash) finds it and writes nothing.
+    let existing = api
+        .get_opt(&default.name)
+        .await
+        .map_err(Error::kube(format!(
+            "reading the default GpuInventory {}",
+            default.name
+        )))?;
+    if existing.is_some() {
+        return Ok(());
+    }
     let mut inventory = GpuInventory::new(
         &default.name,
         GpuInventorySpec {

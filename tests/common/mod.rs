@@ -6,6 +6,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod allocation;
 pub mod dra;
 pub mod exec_plugin;
 pub mod fresh_scan;
@@ -648,44 +649,6 @@ pub async fn api_served(client: &Client, api: &RequiredApi<'_>, test: &str) -> b
         version.git_version, api.too_old
     );
     false
-}
-
-/// The entry of `node` in a status.
-pub fn entry<'a>(
-    status: &'a gpu_inventory_operator::crd::GpuInventoryStatus,
-    node: &str,
-) -> Option<&'a gpu_inventory_operator::crd::GpuNodeEntry> {
-    status.nodes.iter().find(|n| n.name == node)
-}
-
-/// `(resource, n)` pairs as the status's per-resource map.
-pub fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
-}
-
-/// Waits up to `within` after `since` for `node`'s allocated and free (in the test's default inventory) to
-/// be `allocated` and `free`; says how long after `since` it was seen.
-pub async fn node_holds(
-    env: &TestEnv,
-    since: Instant,
-    within: Duration,
-    node: &str,
-    allocated: &[(&str, u64)],
-    free: &[(&str, u64)],
-) -> gpu_inventory_operator::crd::GpuInventoryStatus {
-    let (allocated, free) = (counts(allocated), counts(free));
-    let what = format!("{node}: allocated {allocated:?}, free {free:?}");
-    let left = within.saturating_sub(since.elapsed());
-    let inventory = env
-        .wait_inventory(&env.inventory_name(), left, &what, |s| {
-            entry(s, node).is_some_and(|e| e.allocated == allocated && e.free == free)
-        })
-        .await;
-    eprintln!(
-        "{what}: seen {} ms after the change",
-        since.elapsed().as_millis()
-    );
-    inventory.status.unwrap()
 }
 
 /// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): (status code, body).
