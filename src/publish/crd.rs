@@ -87,33 +87,47 @@ pub fn is_up_to_date(
     current: &CustomResourceDefinition,
     desired: &CustomResourceDefinition,
 ) -> bool {
-    current.metadata.deletion_timestamp.is_none()
-        && is_subset(&to_json(&desired.spec), &to_json(&current.spec))
-        && is_subset(
-            &to_json(&desired.metadata.labels),
-            &to_json(&current.metadata.labels),
+    let contained =
+        |ours: Value, theirs: Value, path: &str| not_contained(&ours, &theirs, path).is_none();
+    let (ours, theirs) = (&desired.metadata, &current.metadata);
+    theirs.deletion_timestamp.is_none()
+        && contained(to_json(&desired.spec), to_json(&current.spec), "spec")
+        && contained(map_json(&ours.labels), map_json(&theirs.labels), "labels")
+        && contained(
+            map_json(&ours.annotations),
+            map_json(&theirs.annotations),
+            "annotations",
         )
-        && is_subset(
-            &to_json(&desired.metadata.annotations),
-            &to_json(&current.metadata.annotations),
-        )
+}
+
+/// Labels or annotations as a JSON object (none: an empty one).
+fn map_json(map: &Option<BTreeMap<String, String>>) -> Value {
+    to_json(map.as_ref().unwrap_or(&BTreeMap::new()))
 }
 
 fn to_json(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or_default()
 }
 
-/// Every field of `ours` is in `theirs` with the same value; lists are equal in length, element by element.
-fn is_subset(ours: &Value, theirs: &Value) -> bool {
+/// The first place (under `path`) where `ours` is not contained in `theirs`: a field of ours missing or with
+/// another value there, or a list of another length. None when every field of ours is in theirs with our
+/// value, lists element by element.
+pub fn not_contained(ours: &Value, theirs: &Value, path: &str) -> Option<String> {
     match (ours, theirs) {
-        (Value::Object(a), Value::Object(b)) => a
-            .iter()
-            .all(|(k, v)| b.get(k).is_some_and(|w| is_subset(v, w))),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| is_subset(x, y))
+        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| match b.get(k) {
+            Some(w) => not_contained(v, w, &format!("{path}.{k}")),
+            None => Some(format!("{path}.{k} missing")),
+        }),
+        (Value::Array(a), Value::Array(b)) if a.len() != b.len() => {
+            Some(format!("{path}: {} items, not {}", b.len(), a.len()))
         }
-        (Value::Null, _) => true,
-        _ => ours == theirs,
+        (Value::Array(a), Value::Array(b)) => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| not_contained(x, y, &format!("{path}[{i}]"))),
+        _ if ours == theirs => None,
+        _ => Some(format!("{path}: {theirs}, not {ours}")),
     }
 }
 
