@@ -110,7 +110,10 @@ async fn helm_installs_the_crd_and_keeps_it_on_uninstall() {
     let release = env.id.clone();
     // The CRD exists when other tests ran first: let this release adopt it (what Helm requires of an object it
     // did not create), as a user adopting an operator installed by kubectl would.
-    if kubectl(&["get", "crd", CRD_NAME]).status.success() {
+    for crd_name in gpu_inventory_operator::crd::CRD_NAMES {
+        if !kubectl(&["get", "crd", crd_name]).status.success() {
+            continue;
+        }
         for (verb, pair) in [
             ("annotate", format!("meta.helm.sh/release-name={release}")),
             (
@@ -119,7 +122,7 @@ async fn helm_installs_the_crd_and_keeps_it_on_uninstall() {
             ),
             ("label", "app.kubernetes.io/managed-by=Helm".to_owned()),
         ] {
-            let out = kubectl(&[verb, "crd", CRD_NAME, &pair, "--overwrite"]);
+            let out = kubectl(&[verb, "crd", crd_name, &pair, "--overwrite"]);
             assert!(
                 out.status.success(),
                 "{}",

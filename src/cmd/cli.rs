@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::inventory::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
 use crate::runtime::client::ClientConfig;
 pub use crate::runtime::logging::LogFormat;
 
@@ -133,6 +134,12 @@ pub struct RunArgs {
     /// leader died.
     #[arg(long, env = "GPUINV_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: Duration,
+    /// Room for the node entries (`status.nodes[]`) of a GpuInventory, in bytes of JSON (`65536`, `64Ki`,
+    /// `1Mi`; at most 1Mi). Past it, nodes with issues are listed first and `status.omittedNodes` counts the
+    /// rest; every GPU node's full entry is in its own GpuNode either way. A smaller status is faster to write.
+    #[arg(long, env = "GPUINV_STATUS_NODES_BUDGET", value_name = "BYTES", default_value = "64Ki",
+          value_parser = parse_status_budget)]
+    pub status_nodes_budget: usize,
     /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
     #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub startup_timeout: Duration,
@@ -186,6 +193,37 @@ pub enum OutputFormat {
     Yaml,
 }
 
+/// Parses a byte size: a number of bytes, or a number with `Ki` or `Mi` (`KiB`, `MiB` too).
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    let (digits, unit) = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((trimmed, ""), |at| trimmed.split_at(at));
+    let number: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 65536, 64Ki or 1Mi"))?;
+    let factor = match unit.trim() {
+        "" => 1,
+        "Ki" | "KiB" => 1024,
+        "Mi" | "MiB" => 1024 * 1024,
+        other => return Err(format!("{text:?}: unknown unit {other:?} (use Ki or Mi)")),
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// `--status-nodes-budget`: a byte size up to [`MAX_STATUS_NODES_BUDGET_BYTES`].
+fn parse_status_budget(text: &str) -> Result<usize, String> {
+    let bytes = parse_bytes(text)?;
+    if bytes > MAX_STATUS_NODES_BUDGET_BYTES {
+        return Err(format!(
+            "{text:?} is over 1Mi: the status must stay under the API server's object size limit"
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Parses `30s`, `2m`, `1h 30m`, `500ms` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Ok(secs) = text.parse::<u64>() {
@@ -235,6 +273,19 @@ mod tests {
             ["gpu.nvidia.com", "gpu.example.com"]
         );
         assert!(parse(&["--dra-driver="]).is_empty());
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("65536"), Ok(65536));
+        assert_eq!(parse_bytes("64Ki"), Ok(65536));
+        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
+        assert!(parse_bytes("64k").is_err());
+        assert!(parse_bytes("lots").is_err());
+        assert_eq!(parse_status_budget("0"), Ok(0));
+        assert!(parse_status_budget("2Mi").unwrap_err().contains("over 1Mi"));
+        let cli = Cli::try_parse_from(["gpu-inventory-operator"]).unwrap();
+        assert_eq!(cli.run.status_nodes_budget, 64 * 1024);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::publish::configmap::ConfigMapTarget;
 use crate::publish::crd::{install_crd, require_crd};
 use crate::publish::crd_watch::{CrdPolicy, watch_crd};
 use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
+use crate::publish::gpunodes::GpuNodeScope;
 use crate::publish::{self, Context};
 use crate::runtime::backoff;
 use crate::runtime::client::{ClientConfig, Connection, connect};
@@ -70,6 +71,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         args.requeue,
         health,
         metrics.clone(),
+        args.status_nodes_budget,
     ));
     let result = run_publishers(&ctx, &args, namespace, shutdown).await;
     feed_task.abort();
@@ -79,6 +81,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         status_skipped = ctx.status_writer.skipped(),
         configmap_writes = ctx.configmap_writer.written(),
         configmap_skipped = ctx.configmap_writer.skipped(),
+        gpunode_writes = ctx.gpunode_writer.written(),
         scans = ctx.scans.computed(),
         "stopped"
     );
@@ -147,11 +150,13 @@ async fn run_publishers(
         name: args.configmap_name.clone(),
     };
     let inventory_selector = args.inventory_label_selector.clone();
+    let scope = GpuNodeScope::of(args.node_label_selector.as_deref());
     let publishers = |stop: Shutdown| {
         let ctx = ctx.clone();
         async move {
             tokio::join!(
                 publish::status::run(ctx.clone(), inventory_selector, stop.clone()),
+                publish::gpunodes::run(ctx.clone(), scope, stop.clone()),
                 publish::configmap::run(ctx.clone(), target, stop),
             );
         }

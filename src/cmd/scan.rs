@@ -125,7 +125,7 @@ pub(crate) fn status_of(
         // desired_status keeps the inventory's nodes, in order.
         node.devices = scanned.devices.clone();
     }
-    plan_status(shown, previous, Timestamp::now()).write
+    plan_status(shown, previous, Timestamp::now())
 }
 
 fn read_dump(path: &str) -> Result<Dump> {

@@ -34,11 +34,46 @@ fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
     }
 }
 
+/// What the events of a new inventory are diffed against.
+#[derive(Clone, Copy, Debug)]
+pub enum EventBase<'a> {
+    /// The whole status (every node, before any size cut) this process saw last: exact.
+    Model(&'a GpuInventoryStatus),
+    /// No earlier model in this process (a start, a new leader): what the server holds, if anything. Its
+    /// `nodes[]` may be cut to a budget; then only the nodes it lists are compared (a node it leaves out is
+    /// neither "added" nor "removed").
+    Published(Option<&'a GpuInventoryStatus>),
+}
+
+/// The events for going from `base` to `new`, a whole status (`nodes[]` not cut to a budget). Diffing the
+/// whole model keeps events right at any size: a node left out of a cut list still exists, and one that goes
+/// NotReady past the cut is still told.
+pub fn transitions_since(base: EventBase<'_>, new: &GpuInventoryStatus) -> Vec<InventoryEvent> {
+    match base {
+        EventBase::Model(old) => transitions(Some(old), new),
+        EventBase::Published(old) if old.is_none_or(|o| o.omitted_nodes.is_none()) => {
+            transitions(old, new)
+        }
+        EventBase::Published(Some(old)) => {
+            let listed: BTreeSet<&str> = old.nodes.iter().map(|n| n.name.as_str()).collect();
+            let known = GpuInventoryStatus {
+                nodes: new
+                    .nodes
+                    .iter()
+                    .filter(|n| listed.contains(n.name.as_str()))
+                    .cloned()
+                    .collect(),
+                // Once per start, and only for a status that was cut: the copy of the rest is cheap.
+                ..new.clone()
+            };
+            transitions(Some(old), &known)
+        }
+        EventBase::Published(None) => unreachable!("matched above"),
+    }
+}
+
 /// The events for going from `old` to `new`. With no `old` (first observation), one summary event.
-pub fn transitions(
-    old: Option<&GpuInventoryStatus>,
-    new: &GpuInventoryStatus,
-) -> Vec<InventoryEvent> {
+fn transitions(old: Option<&GpuInventoryStatus>, new: &GpuInventoryStatus) -> Vec<InventoryEvent> {
     let Some(old) = old else {
         return vec![event(
             EventType::Normal,

@@ -14,6 +14,7 @@ pub mod selector;
 pub mod shared_scan;
 pub mod size_budget;
 pub mod status;
+pub mod vendor;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;

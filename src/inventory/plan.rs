@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::events::{InventoryEvent, transitions};
 use crate::crd::GpuInventoryStatus;
 
 /// Content with bookkeeping times that must not count as a change.
@@ -53,31 +52,15 @@ pub fn decide<T: Bookkeeping>(current: Option<&T>, mut desired: T, now: Timestam
     Decision::Write(desired)
 }
 
-/// The plan for one GpuInventory's status.
-#[derive(Debug, PartialEq)]
-pub struct StatusPlan {
-    /// The status to apply, or `None` when the server already holds it.
-    pub write: Option<GpuInventoryStatus>,
-    /// Events for what changed; only ever non-empty with a write (one event per transition).
-    pub events: Vec<InventoryEvent>,
-}
-
-/// Plans a status write: `desired` (from [`super::status::desired_status`]) against `current`.
+/// Plans a status write: `desired` (from [`super::status::desired_status`], cut to its budget) against
+/// `current`: the status to apply, or `None` when the server already holds it. The events are not planned
+/// here: they are diffed on the whole inventory, before any cut ([`super::events::transitions_since`]).
 pub fn plan_status(
     desired: GpuInventoryStatus,
     current: Option<&GpuInventoryStatus>,
     now: Timestamp,
-) -> StatusPlan {
-    match decide(current, desired, now) {
-        Decision::Skip => StatusPlan {
-            write: None,
-            events: Vec::new(),
-        },
-        Decision::Write(status) => StatusPlan {
-            events: transitions(current, &status),
-            write: Some(status),
-        },
-    }
+) -> Option<GpuInventoryStatus> {
+    decide(current, desired, now).into_write()
 }
 
 /// Plans a ConfigMap write: the data to apply, or `None` when the server already holds it.

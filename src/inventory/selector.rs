@@ -29,6 +29,28 @@ pub fn equality_labels(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The label keys a selector string names, each once, in order (`a=b,!c,d in (e)`: `a`, `c`, `d`).
+pub fn selector_keys(text: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for term in split_terms(text).unwrap_or_default() {
+        let key = match parse_term(term.trim()) {
+            Ok(
+                Expression::In(k, _)
+                | Expression::NotIn(k, _)
+                | Expression::Equal(k, _)
+                | Expression::NotEqual(k, _)
+                | Expression::Exists(k)
+                | Expression::DoesNotExist(k),
+            ) => k,
+            Err(_) => continue,
+        };
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
 /// Splits on commas outside parentheses.
 fn split_terms(text: &str) -> Result<Vec<&str>, String> {
     let mut terms = Vec::new();
@@ -105,6 +127,15 @@ mod tests {
     use super::*;
     use kube::core::SelectorExt;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn selector_keys_are_named_once_in_order() {
+        assert_eq!(
+            selector_keys("a=b,!c,d in (e,f),a!=x,g"),
+            ["a", "c", "d", "g"]
+        );
+        assert!(selector_keys("").is_empty());
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

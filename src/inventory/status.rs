@@ -2,7 +2,8 @@
 
 use super::conditions::inventory_conditions;
 use super::scanner::Inventory;
-use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
+use super::size_budget::PROBLEM_NODES_LIMIT;
+use crate::crd::{GpuInventoryStatus, GpuNodeEntry, ProblemNode};
 
 /// The desired status for `inventory`, computed for spec generation `generation`. Bookkeeping times are
 /// left unset: [`super::plan::plan_status`] stamps them when the content changed.
@@ -28,7 +29,29 @@ pub fn desired_status(inventory: &Inventory, generation: Option<i64>) -> GpuInve
                 ..n.clone()
             })
             .collect(),
+        problem_nodes: problem_nodes(inventory).take(PROBLEM_NODES_LIMIT).collect(),
+        problem_node_count: u32::try_from(
+            inventory
+                .nodes
+                .iter()
+                .filter(|n| !n.issues.is_empty())
+                .count(),
+        )
+        .unwrap_or(u32::MAX),
         omitted_nodes: None,
+        nodes_message: None,
         conditions: inventory_conditions(inventory, generation),
     }
+}
+
+/// The nodes with issues, by name (the scan's order), with their reasons.
+fn problem_nodes(inventory: &Inventory) -> impl Iterator<Item = ProblemNode> + '_ {
+    inventory
+        .nodes
+        .iter()
+        .filter(|n| !n.issues.is_empty())
+        .map(|n| ProblemNode {
+            name: n.name.clone(),
+            reasons: n.issues.iter().map(|i| i.reason.clone()).collect(),
+        })
 }

@@ -1,4 +1,4 @@
-//! Installing the operator's own CRD and waiting until the API server serves it.
+//! Installing the operator's own CRDs (GpuInventory, GpuNode) and waiting until the API server serves them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,13 +13,21 @@ use serde_json::Value;
 use tracing::info;
 
 use crate::FIELD_MANAGER;
-use crate::crd::{CRD_NAME, GpuInventory};
+use crate::crd::{GpuInventory, GpuNode};
 use crate::error::{Error, Result, api_status};
 
-/// The CRD as the operator installs it, `crd` prints it and deploy/ holds it: the Rust types' CRD and the
-/// digest of its spec.
+/// The GpuInventory CRD as the operator installs it (see [`crds`]).
 pub fn crd() -> CustomResourceDefinition {
-    let mut crd = GpuInventory::crd();
+    with_digest(GpuInventory::crd())
+}
+
+/// Every CRD as the operator installs them, `crd` prints them and deploy/ holds them: the Rust types' CRDs,
+/// each with the digest of its spec. GpuInventory first (the order of [`crate::crd::CRD_NAMES`]).
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![crd(), with_digest(GpuNode::crd())]
+}
+
+fn with_digest(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let digest = spec_digest(&crd.spec);
     crd.metadata
         .annotations
@@ -38,44 +46,59 @@ fn spec_digest(spec: &CustomResourceDefinitionSpec) -> String {
         .collect()
 }
 
-/// The CRD as YAML, exactly what `gpu-inventory-operator crd` prints.
+/// The CRDs as YAML documents, exactly what `gpu-inventory-operator crd` prints.
 pub fn crd_yaml() -> String {
-    serde_saphyr::to_string(&crd()).expect("the CRD always serializes")
+    crds()
+        .iter()
+        .map(|crd| serde_saphyr::to_string(crd).expect("a CRD always serializes"))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// The annotation on the CRD that names the spec it was made from (SHA-256 of its JSON, first 16
 /// hex digits): a newer or older operator's CRD differs, so it is applied even where it only removes fields.
 pub const SPEC_DIGEST_ANNOTATION: &str = "homelab.youngju.dev/crd-spec-sha256";
 
-/// Applies the CRD (server-side apply, forced) unless the server already holds it as this version defines it,
-/// and waits until it is Established. The check keeps a restart quiet: an operator that loses its Lease exits
-/// and is restarted, and each start used to patch the CRD (a no-op for the object, a write request all the
-/// same, in every audit log and on every crash loop).
+/// Applies each CRD (server-side apply, forced) unless the server already holds it as this version defines
+/// it, and waits until it is Established. The check keeps a restart quiet: an operator that loses its Lease
+/// exits and is restarted, and each start used to patch the CRD (a no-op for the object, a write request all
+/// the same, in every audit log and on every crash loop).
 pub async fn install_crd(client: &Client, timeout: Duration) -> Result<()> {
+    for desired in crds() {
+        install_one(client, desired, timeout).await?;
+    }
+    Ok(())
+}
+
+async fn install_one(
+    client: &Client,
+    desired: CustomResourceDefinition,
+    timeout: Duration,
+) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let desired = crd();
-    let current = api.get_opt(CRD_NAME).await.map_err(Error::kube(format!(
-        "reading CustomResourceDefinition {CRD_NAME} before installing it"
+    let name = desired.metadata.name.clone().unwrap_or_default();
+    let current = api.get_opt(&name).await.map_err(Error::kube(format!(
+        "reading CustomResourceDefinition {name} before installing it"
     )))?;
     if current.as_ref().is_some_and(|c| is_up_to_date(c, &desired)) {
         info!(
-            crd = CRD_NAME,
+            crd = %name,
             "CRD already installed as this version defines it; not applied"
         );
     } else {
         api.patch(
-            CRD_NAME,
+            &name,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&desired),
         )
         .await
         .map_err(Error::kube(format!(
-            "installing CustomResourceDefinition {CRD_NAME} (server-side apply)"
+            "installing CustomResourceDefinition {name} (server-side apply)"
         )))?;
-        info!(crd = CRD_NAME, "CRD applied");
+        info!(crd = %name, "CRD applied");
     }
-    wait_established(&api, timeout).await?;
-    info!(crd = CRD_NAME, "CRD installed and established");
+    wait_established(&api, &name, timeout).await?;
+    info!(crd = %name, "CRD installed and established");
     Ok(())
 }
 
@@ -131,27 +154,38 @@ pub fn not_contained(ours: &Value, theirs: &Value, path: &str) -> Option<String>
     }
 }
 
-/// Checks that the CRD exists (for `--skip-crd-install`) and waits until it is Established.
+/// Checks that every CRD exists (for `--skip-crd-install`) and waits until each is Established.
 pub async fn require_crd(client: &Client, timeout: Duration) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match api.get(CRD_NAME).await {
-        Ok(_) => wait_established(&api, timeout).await,
-        Err(e) if api_status(&e) == Some(404) => Err(Error::CrdMissing(CRD_NAME.to_owned())),
-        Err(e) => Err(Error::kube(format!(
-            "reading CustomResourceDefinition {CRD_NAME}"
-        ))(e)),
+    for name in crate::crd::CRD_NAMES {
+        match api.get(name).await {
+            Ok(_) => wait_established(&api, name, timeout).await?,
+            Err(e) if api_status(&e) == Some(404) => {
+                return Err(Error::CrdMissing(name.to_owned()));
+            }
+            Err(e) => {
+                return Err(Error::kube(format!(
+                    "reading CustomResourceDefinition {name}"
+                ))(e));
+            }
+        }
     }
+    Ok(())
 }
 
-async fn wait_established(api: &Api<CustomResourceDefinition>, timeout: Duration) -> Result<()> {
-    let established = await_condition(api.clone(), CRD_NAME, conditions::is_crd_established());
+async fn wait_established(
+    api: &Api<CustomResourceDefinition>,
+    name: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let established = await_condition(api.clone(), name, conditions::is_crd_established());
     match tokio::time::timeout(timeout, established).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(Error::Timeout(format!(
-            "waiting for CRD {CRD_NAME} to be Established: {e}"
+            "waiting for CRD {name} to be Established: {e}"
         ))),
         Err(_) => Err(Error::Timeout(format!(
-            "CRD {CRD_NAME} not Established after {}s; check `kubectl describe crd {CRD_NAME}`",
+            "CRD {name} not Established after {}s; check `kubectl describe crd {name}`",
             timeout.as_secs()
         ))),
     }
@@ -220,6 +254,48 @@ mod tests {
         let mut deleting = as_served();
         deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
         assert!(!is_up_to_date(&deleting, &desired), "being deleted");
+    }
+
+    #[test]
+    fn both_crds_are_printed_each_with_its_digest() {
+        let yaml = crd_yaml();
+        assert_eq!(
+            yaml.matches("kind: CustomResourceDefinition").count(),
+            2,
+            "{yaml}"
+        );
+        for (crd, name) in crds().iter().zip(crate::crd::CRD_NAMES) {
+            assert_eq!(crd.metadata.name.as_deref(), Some(name));
+            assert!(
+                crd.metadata
+                    .annotations
+                    .as_ref()
+                    .unwrap()
+                    .contains_key(SPEC_DIGEST_ANNOTATION)
+            );
+        }
+        let gpunode = &crds()[1];
+        assert_eq!(gpunode.spec.scope, "Cluster");
+        assert!(
+            gpunode.spec.versions[0]
+                .subresources
+                .as_ref()
+                .unwrap()
+                .status
+                .is_some()
+        );
+        let columns: Vec<&str> = gpunode.spec.versions[0]
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                "VENDOR", "PRODUCT", "GPUS", "FREE", "READY", "ISSUES", "AGE"
+            ]
+        );
     }
 
     #[test]

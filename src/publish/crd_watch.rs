@@ -1,4 +1,4 @@
-//! Keeps the CRD in place while the operator runs: a deleted CRD is reinstalled (self-install on) or reported
+//! Keeps the CRDs in place while the operator runs: a deleted CRD is reinstalled (self-install on) or reported
 //! clearly (`--skip-crd-install`). The controllers' own watches recover by themselves once it is back.
 
 use futures::StreamExt;
@@ -11,7 +11,7 @@ use tracing::{error, info, warn};
 
 use super::crd::install_crd;
 use super::default_inventory::{DefaultInventory, ensure_default_inventory};
-use crate::crd::CRD_NAME;
+use crate::crd::CRD_NAMES;
 use crate::runtime::backoff;
 use crate::runtime::health::Health;
 use crate::runtime::shutdown::Shutdown;
@@ -27,10 +27,29 @@ pub struct CrdPolicy {
     pub timeout: Duration,
 }
 
-/// Watches the CRD until shutdown.
+/// Watches every CRD of ours until shutdown.
 pub async fn watch_crd(client: Client, policy: CrdPolicy, health: Health, shutdown: Shutdown) {
+    let watches = CRD_NAMES.map(|name| {
+        watch_one(
+            client.clone(),
+            name,
+            policy.clone(),
+            health.clone(),
+            shutdown.clone(),
+        )
+    });
+    futures::future::join_all(watches).await;
+}
+
+async fn watch_one(
+    client: Client,
+    name: &'static str,
+    policy: CrdPolicy,
+    health: Health,
+    shutdown: Shutdown,
+) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={CRD_NAME}"));
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let (store, writer) = reflector::store();
     let mut events = watcher(api, config)
         .backoff(backoff::WATCH.backoff())
@@ -46,24 +65,24 @@ pub async fn watch_crd(client: Client, policy: CrdPolicy, health: Health, shutdo
             Some(Err(e)) => health.watch_failed("customresourcedefinitions", &e),
             // After a deletion, or a relist that came back without it, the CRD is gone.
             Some(Ok(watcher::Event::Delete(_) | watcher::Event::InitDone)) if store.is_empty() => {
-                crd_missing(&client, &policy, &shutdown).await
+                crd_missing(&client, name, &policy, &shutdown).await
             }
             Some(Ok(_)) => {}
         }
     }
 }
 
-async fn crd_missing(client: &Client, policy: &CrdPolicy, shutdown: &Shutdown) {
+async fn crd_missing(client: &Client, name: &str, policy: &CrdPolicy, shutdown: &Shutdown) {
     if !policy.self_install {
         error!(
-            crd = CRD_NAME,
-            "the CustomResourceDefinition is gone and --skip-crd-install is set: GpuInventories cannot be \
+            crd = name,
+            "the CustomResourceDefinition is gone and --skip-crd-install is set: its objects cannot be \
              served; reinstall it with `gpu-inventory-operator crd | kubectl apply -f -`"
         );
         return;
     }
     warn!(
-        crd = CRD_NAME,
+        crd = name,
         "the CustomResourceDefinition was deleted; reinstalling it"
     );
     let mut retry = backoff::CRD_REINSTALL.backoff();
@@ -75,7 +94,7 @@ async fn crd_missing(client: &Client, policy: &CrdPolicy, shutdown: &Shutdown) {
             _ = shutdown.clone().wait() => return,
         }
     }
-    info!(crd = CRD_NAME, "CustomResourceDefinition reinstalled");
+    info!(crd = name, "CustomResourceDefinition reinstalled");
     if let Some(default) = &policy.default_inventory
         && let Err(e) = ensure_default_inventory(client, default).await
     {

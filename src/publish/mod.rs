@@ -2,6 +2,7 @@
 //! asks the pure core for a plan and sends the write it names (or none).
 //!
 //! - [`status`]: each GpuInventory's status (server-side apply) and the events of its transitions;
+//! - [`gpunodes`]: one `GpuNode` per GPU node, with the node's full detail;
 //! - [`configmap`]: the `gpu-node-status` ConfigMap;
 //! - [`events`]: Kubernetes Events on the inventories;
 //! - [`metrics`]: the inventories' gauges on `/metrics`;
@@ -12,6 +13,7 @@ pub mod crd;
 pub mod crd_watch;
 pub mod default_inventory;
 pub mod events;
+pub mod gpunodes;
 pub mod metrics;
 pub mod status;
 pub mod writer;
@@ -45,6 +47,8 @@ pub struct Context {
     pub status_writer: GuardedWriter<GpuInventoryStatus>,
     /// Guards ConfigMap writes.
     pub configmap_writer: GuardedWriter<BTreeMap<String, String>>,
+    /// Guards GpuNode writes (keyed by node name).
+    pub gpunode_writer: GuardedWriter<gpunodes::plan::GpuNodeContent>,
     /// Periodic reconcile interval.
     pub requeue: Duration,
     /// Readiness and failure reporting.
@@ -53,8 +57,13 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Publishes Kubernetes Events on the inventories.
     pub recorder: Recorder,
+    /// Room for a GpuInventory status's `nodes[]`, in bytes of JSON (`--status-nodes-budget`).
+    pub status_nodes_budget: usize,
     /// Retry backoff per object whose last reconcile failed.
     failures: Mutex<HashMap<String, Backoff>>,
+    /// Per GpuInventory, the whole status (every node) its last reconcile computed: what the next one's
+    /// events are diffed against.
+    models: Mutex<HashMap<String, Arc<GpuInventoryStatus>>>,
 }
 
 impl Context {
@@ -65,6 +74,7 @@ impl Context {
         requeue: Duration,
         health: Health,
         metrics: Arc<Metrics>,
+        status_nodes_budget: usize,
     ) -> Self {
         let reporter = Reporter {
             controller: crate::FIELD_MANAGER.to_owned(),
@@ -80,11 +90,26 @@ impl Context {
             scans: SharedScans::default(),
             status_writer: GuardedWriter::for_target(&metrics, "status"),
             configmap_writer: GuardedWriter::for_target(&metrics, "configmap"),
+            gpunode_writer: GuardedWriter::for_target(&metrics, "gpunode"),
             metrics,
             requeue,
             health,
+            status_nodes_budget,
             failures: Mutex::default(),
+            models: Mutex::default(),
         }
+    }
+
+    /// The whole status the last reconcile of GpuInventory `name` computed, if one ran in this process.
+    pub fn last_model(&self, name: &str) -> Option<Arc<GpuInventoryStatus>> {
+        let models = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        models.get(name).cloned()
+    }
+
+    /// Remembers the whole status of GpuInventory `name` (see [`Self::last_model`]).
+    pub fn remember_model(&self, name: &str, model: Arc<GpuInventoryStatus>) {
+        let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        models.insert(name.to_owned(), model);
     }
 
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).

@@ -14,7 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
-use tracing::{debug, error, info, instrument, warn};
+use tracing::{debug, info, instrument, warn};
 
 use super::Context;
 use super::events::publish_events;
@@ -23,8 +23,9 @@ use super::writer::Cached;
 use crate::FIELD_MANAGER;
 use crate::crd::{GpuInventory, GpuInventoryStatus};
 use crate::error::{Error, Result};
+use crate::inventory::events::{EventBase, transitions_since};
 use crate::inventory::plan::plan_status;
-use crate::inventory::size_budget::{STATUS_NODES_BUDGET_BYTES, fit_nodes};
+use crate::inventory::size_budget::fit_nodes;
 use crate::inventory::status::desired_status;
 use crate::runtime::backoff;
 use crate::runtime::credentials;
@@ -112,19 +113,28 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
         return Ok(Action::requeue(wait));
     }
     let scanned = ctx.inventory(&node_selector(inventory)?);
-    let mut desired = desired_status(&scanned, inventory.metadata.generation);
-    export_inventory(&ctx.metrics, &name, &desired);
-    fit_nodes(&mut desired, STATUS_NODES_BUDGET_BYTES);
+    // The whole status (every node) is what metrics and events are computed on; only the copy written is cut.
+    let full = Arc::new(desired_status(&scanned, inventory.metadata.generation));
+    export_inventory(&ctx.metrics, &name, &full);
+    let mut desired = (*full).clone();
+    fit_nodes(&mut desired, ctx.status_nodes_budget);
     let cached = Cached {
         version: inventory.metadata.resource_version.as_deref(),
         content: inventory.status.as_ref(),
     };
+    let previous = ctx.last_model(&name);
     let (write, events) = ctx.status_writer.plan(&name, cached, |current| {
-        let plan = plan_status(desired, current, Timestamp::now());
-        (plan.write, plan.events)
+        let base = match previous.as_deref() {
+            Some(model) => EventBase::Model(model),
+            None => EventBase::Published(current),
+        };
+        let events = transitions_since(base, &full);
+        (plan_status(desired, current, Timestamp::now()), events)
     });
     let Some(status) = write else {
         debug!(cr = %name, "status unchanged; write skipped");
+        ctx.remember_model(&name, full);
+        publish_events(ctx, inventory, events).await;
         ctx.reset_backoff(&name);
         return Ok(Action::requeue(ctx.requeue));
     };
@@ -143,19 +153,13 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
         gpu_nodes = status.total_gpu_nodes,
         ready = status.ready_gpu_nodes,
         gpus = status.total_gpus,
+        listed = status.nodes.len(),
         "reconciled GpuInventory"
     );
-    if let Some(omitted) = status.omitted_nodes {
-        // Logged per write, not per reconcile: writes happen only when the content changed.
-        error!(
-            cr = %name,
-            omitted,
-            "the status would exceed the API server's object size limit; {omitted} GPU node entries \
-             left out (status.omittedNodes); split the inventory with spec.nodeSelector"
-        );
-    }
     ctx.status_writer
         .record_write(&name, cached.version.map(str::to_owned), status);
+    // Remembered only once the write went through: a failed write is retried, and its events with it.
+    ctx.remember_model(&name, full);
     publish_events(ctx, inventory, events).await;
     ctx.reset_backoff(&name);
     Ok(Action::requeue(ctx.requeue))

@@ -29,7 +29,9 @@ pub const MIN_WRITE_GAP: Duration = crate::sources::COALESCE_WINDOW;
 #[derive(Debug)]
 struct RecentWrite<T> {
     at: Instant,
-    cache_version: Option<String>,
+    /// Cache versions that predate the write's result: the one the plan saw, and those of earlier requests of
+    /// the same write (a GpuNode's object is applied before its status).
+    stale_versions: Vec<Option<String>>,
     content: T,
 }
 
@@ -82,7 +84,14 @@ impl<T> GuardedWriter<T> {
     ) -> (Option<W>, R) {
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         let current = match recent.get(key) {
-            Some(ours) if ours.cache_version.as_deref() == cached.version => Some(&ours.content),
+            Some(ours)
+                if ours
+                    .stale_versions
+                    .iter()
+                    .any(|v| v.as_deref() == cached.version) =>
+            {
+                Some(&ours.content)
+            }
             Some(_) => {
                 // The cache has moved past our write: it wins from now on.
                 recent.remove(key);
@@ -99,6 +108,13 @@ impl<T> GuardedWriter<T> {
 
     /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
     pub fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
+        self.record_write_after(key, vec![cache_version], content);
+    }
+
+    /// Records that `content` reached the server; until the cache shows a version other than
+    /// `stale_versions` (the one planned against, and those that earlier requests of this write returned),
+    /// plans are made against `content`.
+    pub fn record_write_after(&self, key: &str, stale_versions: Vec<Option<String>>, content: T) {
         // A write went through: whatever credential failure was reported is over.
         crate::runtime::credentials::succeeded();
         self.written.inc();
@@ -107,13 +123,18 @@ impl<T> GuardedWriter<T> {
             key.to_owned(),
             RecentWrite {
                 at: Instant::now(),
-                cache_version,
+                stale_versions,
                 content,
             },
         );
     }
 
-    /// Writes done so far.
+    /// Forgets `key` (its object was deleted).
+    pub fn forget(&self, key: &str) {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.remove(key);
+    }
+
     /// How long to wait before `key` may be written again ([`MIN_WRITE_GAP`] after its last write); `None`:
     /// now. A publisher that has to wait plans after the wait, so the write carries everything seen by then.
     pub fn wait_before_write(&self, key: &str) -> Option<Duration> {
@@ -122,6 +143,7 @@ impl<T> GuardedWriter<T> {
         MIN_WRITE_GAP.checked_sub(since).filter(|d| !d.is_zero())
     }
 
+    /// Writes done so far.
     pub fn written(&self) -> u64 {
         self.written.get()
     }
@@ -162,6 +184,29 @@ mod tests {
         assert_eq!(seen(&w, "8", Some(&2)), Some(2), "cache caught up: it wins");
         assert_eq!(seen(&w, "7", Some(&3)), Some(3), "the record is gone");
         assert_eq!((w.written(), w.skipped()), (1, 3));
+    }
+
+    #[test]
+    fn a_write_of_several_requests_covers_each_intermediate_version() {
+        let w = writer();
+        w.record_write_after("cm", vec![None, Some("8".into())], 1);
+        assert_eq!(
+            seen(&w, "8", Some(&0)),
+            Some(1),
+            "after the first request only"
+        );
+        assert_eq!(
+            seen(&w, "9", Some(&1)),
+            Some(1),
+            "the last request's result: the cache"
+        );
+        w.record_write("cm", Some("9".into()), 2);
+        w.forget("cm");
+        assert_eq!(
+            seen(&w, "9", Some(&1)),
+            Some(1),
+            "forgotten: the cache again"
+        );
     }
 
     #[test]

@@ -167,6 +167,12 @@ impl Sources {
         }
     }
 
+    /// The cached (stripped) node `name`, if the node watch holds it.
+    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes
+            .get(&kube::runtime::reflector::ObjectRef::new(name))
+    }
+
     /// Follows the change stream from now on.
     pub fn changes(&self) -> Changes {
         self.changes.follow_from_now()

@@ -40,6 +40,18 @@ impl<T> StrippedStore<T> {
         objects.values().cloned().collect()
     }
 
+    /// The cached object `key`, if any.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<T>> {
+        let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
+        objects.get(key).cloned()
+    }
+
+    /// The keys of every cached object.
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
+        objects.keys().cloned().collect()
+    }
+
     /// Resolves once the first full list is in (or the writer declared the source absent).
     pub async fn wait_until_ready(&self) {
         let mut ready = self.ready.clone();

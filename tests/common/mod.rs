@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use gpu_inventory_operator::crd::GpuInventory;
+use gpu_inventory_operator::crd::{GpuInventory, GpuNode, GpuNodeStatus};
 use gpu_inventory_operator::sources::dump::parse_node_dump;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
@@ -488,6 +488,42 @@ impl TestEnv {
         .await
     }
 
+    /// The GpuNode of node `name`, if it exists.
+    pub async fn gpunode(&self, name: &str) -> Option<GpuNode> {
+        match Api::<GpuNode>::all(self.client.clone()).get_opt(name).await {
+            Ok(found) => found,
+            Err(e) => {
+                eprintln!("reading GpuNode {name}: {e} (retrying)");
+                None
+            }
+        }
+    }
+
+    /// The GpuNodes of this test's nodes (they carry the test's label, copied from their nodes).
+    pub async fn gpunodes(&self) -> Vec<GpuNode> {
+        let params = ListParams::default().labels(&format!("{TEST_LABEL}={}", self.id));
+        Api::<GpuNode>::all(self.client.clone())
+            .list(&params)
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    /// Waits until the GpuNode of `name` exists and its status satisfies `check`.
+    pub async fn wait_gpunode(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        check: impl Fn(&GpuNodeStatus) -> bool,
+    ) -> GpuNode {
+        eventually(timeout, what, || async {
+            let node = self.gpunode(name).await?;
+            check(node.status.as_ref()?).then_some(node)
+        })
+        .await
+    }
+
     /// Waits until the ConfigMap's data satisfies `check`.
     pub async fn wait_configmap(
         &self,
@@ -575,6 +611,12 @@ impl TestEnv {
             .await;
         let inventories: Api<GpuInventory> = Api::all(self.client.clone());
         let _ = inventories
+            .delete_collection(&DeleteParams::default(), &selector)
+            .await;
+        // The garbage collector removes a deleted node's GpuNode; without a controller manager
+        // (LOCAL_CLUSTER_COMPONENTS=apiserver) nobody would.
+        let gpunodes: Api<GpuNode> = Api::all(self.client.clone());
+        let _ = gpunodes
             .delete_collection(&DeleteParams::default(), &selector)
             .await;
         let _ = Api::<Namespace>::all(self.client.clone())

@@ -15,6 +15,8 @@ use super::{OperatorProcess, TestEnv, impersonating_kubeconfig, is_homelab, kube
 /// The operator's CRD.
 pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
 const CRD_RESOURCE: &str = "customresourcedefinitions/gpuinventories.homelab.youngju.dev";
+const GPUNODE_CRD_RESOURCE: &str = "customresourcedefinitions/gpunodes.homelab.youngju.dev";
+const GPUNODES: &str = "gpunodes.homelab.youngju.dev";
 /// How long the operator may take to converge.
 pub const CONVERGE: Duration = Duration::from_secs(60);
 
@@ -104,6 +106,16 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         q("watch", inv, None, None),
         q("create", inv, None, None),
         q("patch", inv, Some("status"), None),
+        // One GpuNode per GPU node: watched, applied (create + patch), deleted; its status applied.
+        q("list", GPUNODES, None, None),
+        q("watch", GPUNODES, None, None),
+        q("create", GPUNODES, None, None),
+        q("patch", GPUNODES, None, None),
+        q("delete", GPUNODES, None, None),
+        q("patch", GPUNODES, Some("status"), None),
+        q("get", GPUNODE_CRD_RESOURCE, None, None),
+        q("watch", GPUNODE_CRD_RESOURCE, None, None),
+        q("patch", GPUNODE_CRD_RESOURCE, None, None),
         q("get", CRD_RESOURCE, None, None),
         q("watch", CRD_RESOURCE, None, None),
         q("patch", CRD_RESOURCE, None, None),
@@ -167,6 +179,12 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         ),
         q("delete", inv, None, None),
         q("update", inv, Some("status"), None),
+        // GpuNodes: server-side apply only, no update; their CRD is never deleted.
+        q("update", GPUNODES, None, None),
+        q("update", GPUNODES, Some("status"), None),
+        q("delete", GPUNODES, Some("status"), None),
+        q("deletecollection", GPUNODES, None, None),
+        q("delete", GPUNODE_CRD_RESOURCE, None, None),
         // Events and Leases only in its own namespace; no other Lease.
         q("create", ev, None, Some("kube-system")),
         q("create", "events", None, Some("default")),

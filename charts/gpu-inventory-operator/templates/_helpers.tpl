@@ -64,6 +64,10 @@ app.kubernetes.io/component: controller
 gpuinventories.homelab.youngju.dev
 {{- end }}
 
+{{- define "gpu-inventory-operator.gpuNodeCrdName" -}}
+gpunodes.homelab.youngju.dev
+{{- end }}
+
 {{- define "gpu-inventory-operator.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}

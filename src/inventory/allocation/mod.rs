@@ -9,11 +9,14 @@ pub mod pod;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::crd::{GpuNodeEntry, NamespaceUsage, NodeIssue, ProductSummary, ResourceSummary};
+use crate::crd::{
+    FreeGpuNodes, GpuNodeEntry, NamespaceUsage, NodeIssue, ProductSummary, ResourceSummary,
+};
 use crate::inventory::conditions::capped_list;
 use crate::inventory::dra::{self, DraView};
 use crate::inventory::scanner::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, quantity_value};
 use crate::inventory::scanner::{Inventory, IssueReason};
+use crate::inventory::vendor::vendor_of;
 pub use pod::GpuPod;
 use pod::add;
 
@@ -253,12 +256,30 @@ fn product_summaries(nodes: &[GpuNodeEntry]) -> Vec<ProductSummary> {
         }
         product.nodes = product.nodes.saturating_add(1);
         product.gpus = product.gpus.saturating_add(node.count);
-        product.free_gpus = product.free_gpus.saturating_add(free_whole_gpus(node));
+        let free = free_whole_gpus(node);
+        product.free_gpus = product.free_gpus.saturating_add(free);
+        if product.vendor.is_none() {
+            product.vendor = vendor_of(node).map(str::to_owned);
+        }
+        if product.nodes_with_free_gpus.is_empty() {
+            product.nodes_with_free_gpus = JOB_SIZES
+                .iter()
+                .map(|&at_least| FreeGpuNodes { at_least, nodes: 0 })
+                .collect();
+        }
+        for size in &mut product.nodes_with_free_gpus {
+            if free >= u64::from(size.at_least) {
+                size.nodes = size.nodes.saturating_add(1);
+            }
+        }
     }
     let mut list: Vec<ProductSummary> = products.into_values().collect();
     list.sort_by(|a, b| a.name.cmp(&b.name));
     list
 }
+
+/// The job sizes `products[].nodesWithFreeGpus` answers for: how many nodes could start a job of N GPUs.
+pub const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
 
 /// Products are the same model when they differ only in spaces, dashes or case: DRA writes
 /// `NVIDIA A100-SXM4-80GB` where GPU Feature Discovery writes `NVIDIA-A100-SXM4-80GB`.

@@ -92,7 +92,26 @@ fn running_pods_are_allocated_finished_ones_and_other_nodes_are_not() {
             name: "H100".into(),
             nodes: 2,
             gpus: 16,
-            free_gpus: 13
+            free_gpus: 13,
+            vendor: Some("nvidia".into()),
+            nodes_with_free_gpus: vec![
+                FreeGpuNodes {
+                    at_least: 1,
+                    nodes: 2
+                },
+                FreeGpuNodes {
+                    at_least: 2,
+                    nodes: 2
+                },
+                FreeGpuNodes {
+                    at_least: 4,
+                    nodes: 2
+                },
+                FreeGpuNodes {
+                    at_least: 8,
+                    nodes: 1
+                },
+            ],
         }]
     );
     assert_eq!(

@@ -1,95 +1,10 @@
-//! The `GpuInventory` custom resource (`homelab.youngju.dev/v1`), kept wire-compatible with the article.
-//!
-//! Everything the scanner derives lands in [`GpuInventoryStatus`]; the spec only says which nodes an
-//! inventory covers.
+//! One GPU node as the operator reports it: the entry of `GpuInventory.status.nodes[]`, the ConfigMap value,
+//! and the body of a `GpuNode` status.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
-use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// API group of every resource this operator owns.
-pub const GROUP: &str = "homelab.youngju.dev";
-/// Name of the CRD object (`<plural>.<group>`).
-pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
-
-/// What a `GpuInventory` covers.
-#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[kube(
-    group = "homelab.youngju.dev",
-    version = "v1",
-    kind = "GpuInventory",
-    plural = "gpuinventories",
-    shortname = "gpuinv",
-    status = "GpuInventoryStatus",
-    printcolumn = r#"{"name":"GPU-NODES","type":"integer","jsonPath":".status.totalGpuNodes"}"#,
-    printcolumn = r#"{"name":"READY","type":"integer","jsonPath":".status.readyGpuNodes"}"#,
-    printcolumn = r#"{"name":"GPUS","type":"integer","jsonPath":".status.totalGpus"}"#,
-    printcolumn = r#"{"name":"FREE","type":"integer","jsonPath":".status.freeGpus"}"#,
-    printcolumn = r#"{"name":"STATUS","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[serde(rename_all = "camelCase")]
-pub struct GpuInventorySpec {
-    /// Free text for humans; the operator never reads it.
-    #[serde(default)]
-    pub note: String,
-    /// Which nodes this inventory covers. Empty or absent selects every node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_selector: Option<LabelSelector>,
-}
-
-/// What the operator observed about the selected nodes.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct GpuInventoryStatus {
-    /// When the current content was first observed. Unchanged while the content is unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_time: Option<Time>,
-    /// The `metadata.generation` of the spec this status was computed from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    /// Number of GPU nodes among the selected nodes.
-    #[serde(default)]
-    pub total_gpu_nodes: u32,
-    /// Number of GPU nodes whose `Ready` condition is `True`.
-    #[serde(default)]
-    pub ready_gpu_nodes: u32,
-    /// Sum of `nodes[].count`.
-    #[serde(default)]
-    pub total_gpus: u64,
-    /// Whole GPUs free now: free `nvidia.com/gpu` on Ready, schedulable nodes where that resource is one
-    /// physical GPU (not time-sliced, not MIG under strategy `single`, not a GKE partition). Shared and MIG
-    /// resources are in `resources` under their own names, never added here.
-    #[serde(default)]
-    pub free_gpus: u64,
-    /// GPU pods waiting for GPUs the scheduler could not place (Pending, `PodScheduled=False`,
-    /// reason `Unschedulable`).
-    #[serde(default)]
-    pub pending_gpu_pods: u32,
-    /// Every `nvidia.com/*` resource of the selected GPU nodes, summed over them, sorted by name.
-    #[serde(default)]
-    pub resources: Vec<ResourceSummary>,
-    /// GPUs per model, sorted by name: the answer to "where are free H100s". Nodes no source names the
-    /// model of are left out.
-    #[serde(default)]
-    pub products: Vec<ProductSummary>,
-    /// GPU requests per namespace (pods on the selected nodes, and pending ones), sorted by name.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub namespaces: Vec<NamespaceUsage>,
-    /// One entry per GPU node, sorted by name.
-    #[serde(default)]
-    pub nodes: Vec<GpuNodeEntry>,
-    /// GPU nodes left out of `nodes` to keep the object under the API server's size limit (totals and
-    /// conditions still count them). Absent when `nodes` is complete.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub omitted_nodes: Option<u32>,
-    /// `Ready`, `Degraded` and `GpusAvailable`, as `metav1.Condition`.
-    #[serde(default)]
-    pub conditions: Vec<Condition>,
-}
 
 /// One GPU node as the scanner sees it.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -147,11 +62,10 @@ pub struct GpuNodeEntry {
     /// What is wrong with this node; empty when healthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<NodeIssue>,
-    /// The node's DRA devices one by one. Listed by `scan` (`-o wide|json|yaml`) only: the status and the
-    /// ConfigMap keep the counts (`capacity`, `allocated`, `free`), since 8 devices a node on thousands of
-    /// nodes would not fit an object.
+    /// The node's DRA devices one by one. In the node's `GpuNode` and in `scan` (`-o wide|json|yaml`); the
+    /// GpuInventory's `nodes[]` and the ConfigMap keep the counts (`capacity`, `allocated`, `free`), since 8
+    /// devices a node on thousands of nodes would not fit one object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(skip)]
     pub devices: Vec<DraDeviceEntry>,
 }
 
@@ -252,55 +166,4 @@ pub struct NodeIssue {
     pub reason: String,
     /// What was seen, naming the label, condition or resource.
     pub message: String,
-}
-
-/// One extended resource summed over an inventory's GPU nodes.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceSummary {
-    /// The resource, e.g. `nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb`.
-    pub name: String,
-    /// Sum of the nodes' capacity.
-    pub capacity: u64,
-    /// Sum of the nodes' allocatable.
-    pub allocatable: u64,
-    /// Sum of what pods hold.
-    pub allocated: u64,
-    /// Sum of the nodes' `free`.
-    pub free: u64,
-}
-
-/// The GPUs of one model.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProductSummary {
-    /// The model as the nodes name it (`nodes[].product`).
-    pub name: String,
-    /// GPU nodes of this model.
-    pub nodes: u32,
-    /// Sum of their `count`.
-    pub gpus: u64,
-    /// Whole GPUs of this model free now (see `status.freeGpus`).
-    pub free_gpus: u64,
-}
-
-/// What one namespace's pods ask for.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NamespaceUsage {
-    /// The namespace.
-    pub name: String,
-    /// Per resource, what its pods on the selected nodes hold.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub allocated: BTreeMap<String, u64>,
-    /// Its GPU pods the scheduler could not place.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub pending_pods: u32,
-    /// Per resource, what those pending pods ask for.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pending: BTreeMap<String, u64>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }

@@ -1,0 +1,293 @@
+//! The GpuNode publisher: one `GpuNode` per GPU node of the node watch, with the node's full detail.
+//!
+//! It follows the sources' change stream and its own watch of GpuNodes (a deleted or hand-edited GpuNode is
+//! put back), plans every node against the watch's cache (pure: [`plan`]) and sends only the writes that
+//! change something, a few at a time. A GpuNode whose node is no GPU node any more, or left the node watch's
+//! selector, is deleted; one whose node is deleted goes with it by garbage collection (owner reference).
+//!
+//! Which GpuNodes are this operator's: those the node watch's selector picks. Each GpuNode carries its
+//! node's labels for the keys that selector names, so the GpuNode watch uses the same selector, and two
+//! operators watching different nodes never touch each other's GpuNodes.
+
+pub mod plan;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::Resource;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::core::Selector;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::Serialize;
+use serde_json::json;
+use tracing::{debug, info, warn};
+
+use super::Context;
+use super::writer::Cached;
+use crate::FIELD_MANAGER;
+use crate::crd::{GpuNode, GpuNodeStatus};
+use crate::error::{Error, Result, api_status};
+use crate::runtime::backoff;
+use crate::runtime::credentials;
+use crate::runtime::shutdown::Shutdown;
+use crate::sources::ChangeSignal;
+use crate::sources::stripped::{ObjectKey, StrippedStore, feed, stripped_store};
+use plan::{GpuNodeContent, GpuNodeWrite};
+
+/// How many GpuNode requests are in flight at once: enough to write thousands at start-up in seconds,
+/// few enough not to crowd out other clients of the API server (its default is 400 mutating in flight).
+pub const WRITE_CONCURRENCY: usize = 32;
+
+/// Which GpuNodes this operator owns.
+#[derive(Clone, Debug, Default)]
+pub struct GpuNodeScope {
+    /// The node watch's label selector (`--node-label-selector`), also the GpuNode watch's; `None`: all.
+    pub selector: Option<String>,
+    /// The label keys it names, copied from each node onto its GpuNode.
+    pub keys: Vec<String>,
+}
+
+impl GpuNodeScope {
+    /// The scope of a node watch with `selector`.
+    pub fn of(selector: Option<&str>) -> Self {
+        Self {
+            selector: selector.map(str::to_owned),
+            keys: selector
+                .map(crate::inventory::selector::selector_keys)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A GpuNode as the cache keeps it: its version and our part of it.
+#[derive(Debug, PartialEq)]
+struct CachedGpuNode {
+    version: Option<String>,
+    content: GpuNodeContent,
+}
+
+/// Runs the publisher until shutdown.
+pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
+    let api: Api<GpuNode> = Api::all(ctx.client.clone());
+    let keys = scope.keys.clone();
+    let (store, mut writer) = stripped_store(move |object: &GpuNode| {
+        Some(CachedGpuNode {
+            version: object.metadata.resource_version.clone(),
+            content: plan::current(object, &keys),
+        })
+    });
+    let own_changes = ChangeSignal::default();
+    let mut wake = own_changes.subscribe();
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &scope.selector {
+        config = config.labels(selector);
+    }
+    let events = watcher(api.clone(), config)
+        .backoff(backoff::WATCH.backoff())
+        .modify(|object| object.metadata.managed_fields = None);
+    let health = ctx.health.clone();
+    let watch_task = tokio::spawn(async move {
+        feed("gpunodes", events, &mut writer, &health, &own_changes).await;
+    });
+    let mut changes = ctx.sources.changes();
+    tokio::select! {
+        _ = store.wait_until_ready() => {}
+        _ = shutdown.clone().wait() => { watch_task.abort(); return; }
+    }
+    loop {
+        let result = reconcile_all(&ctx, &api, &store, &scope).await;
+        let delay = match result {
+            Ok(retry) => {
+                ctx.reset_backoff("gpunodes");
+                retry.unwrap_or(ctx.requeue)
+            }
+            Err(e) => {
+                if !e
+                    .kube_error()
+                    .is_some_and(|k| credentials::report("gpunodes", k))
+                {
+                    warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
+                }
+                ctx.backoff("gpunodes")
+            }
+        };
+        tokio::select! {
+            alive = changes.next() => if !alive { break },
+            alive = wake.next() => if !alive { break },
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.clone().wait() => break,
+        }
+    }
+    watch_task.abort();
+    info!("GpuNode publisher stopped");
+}
+
+/// One pass: every GPU node's GpuNode planned against the cache, the writes sent, stale GpuNodes deleted.
+/// Returns when to look again for nodes still within their write gap.
+async fn reconcile_all(
+    ctx: &Context,
+    api: &Api<GpuNode>,
+    store: &StrippedStore<CachedGpuNode>,
+    scope: &GpuNodeScope,
+) -> Result<Option<Duration>> {
+    let started = std::time::Instant::now();
+    let inventory = ctx.inventory(&Selector::default());
+    let now = Timestamp::now();
+    let mut retry: Option<Duration> = None;
+    let mut writes = Vec::new();
+    for entry in &inventory.nodes {
+        if let Some(wait) = ctx.gpunode_writer.wait_before_write(&entry.name) {
+            retry = Some(retry.map_or(wait, |r| r.min(wait)));
+            continue;
+        }
+        let node = ctx.sources.node(&entry.name);
+        let node_meta = node.as_ref().map(|n| &n.metadata);
+        let desired = plan::desired(
+            entry,
+            node_meta.and_then(|m| m.uid.as_deref()),
+            node_meta.and_then(|m| m.labels.as_ref()),
+            &scope.keys,
+        );
+        let cached_object = store.get(&key(&entry.name));
+        let cached = Cached {
+            version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
+            content: cached_object.as_ref().map(|c| &c.content),
+        };
+        let (write, ()) = ctx.gpunode_writer.plan(&entry.name, cached, |current| {
+            (plan::plan(desired, current, now), ())
+        });
+        if let Some(write) = write {
+            writes.push((entry.name.clone(), cached.version.map(str::to_owned), write));
+        }
+    }
+    let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
+    let held: Vec<ObjectKey> = store.keys();
+    let stale = plan::stale(held.iter().map(|(_, name)| name.as_str()), &wanted);
+    let (planned, deletes) = (writes.len(), stale.len());
+    let ops = writes
+        .into_iter()
+        .map(|(name, version, write)| Op::Write(name, version, Box::new(write)))
+        .chain(stale.into_iter().map(Op::Delete));
+    let results: Vec<Result<()>> = futures::stream::iter(ops)
+        .map(|op| async move {
+            match op {
+                Op::Write(name, version, write) => send(ctx, api, name, version, *write).await,
+                Op::Delete(name) => delete(ctx, api, name).await,
+            }
+        })
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .collect()
+        .await;
+    if planned + deletes > 0 {
+        debug!(
+            written = planned,
+            deleted = deletes,
+            took_ms = started.elapsed().as_millis() as u64,
+            "GpuNodes reconciled"
+        );
+    }
+    ctx.observe_reconcile(
+        "gpunodes",
+        started,
+        results.iter().find_map(|r| r.as_ref().err()),
+    );
+    // Every write was tried; the first failure is retried with backoff (the others are planned again).
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(retry)
+}
+
+/// One request (or pair of requests) of a pass.
+enum Op {
+    /// Write a GpuNode planned against the cache at this version.
+    Write(String, Option<String>, Box<GpuNodeWrite>),
+    /// Delete a stale GpuNode.
+    Delete(String),
+}
+
+fn key(name: &str) -> ObjectKey {
+    (String::new(), name.to_owned())
+}
+
+/// Sends one GpuNode's writes: the object first (a new GpuNode must exist before its status), then the status.
+async fn send(
+    ctx: &Context,
+    api: &Api<GpuNode>,
+    name: String,
+    cache_version: Option<String>,
+    write: GpuNodeWrite,
+) -> Result<()> {
+    let mut stale = vec![cache_version];
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    if write.object {
+        let body = object_apply_body(&name, &write.content);
+        let applied = api
+            .patch(&name, &params, &Patch::Apply(body))
+            .await
+            .map_err(Error::kube(format!(
+                "writing GpuNode {name} (server-side apply)"
+            )))?;
+        stale.push(applied.metadata.resource_version);
+    }
+    if write.status {
+        api.patch_status(
+            &name,
+            &params,
+            &Patch::Apply(status_apply_body(&write.content.status)),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "writing the status of GpuNode {name} (server-side apply)"
+        )))?;
+    }
+    ctx.gpunode_writer
+        .record_write_after(&name, stale, write.content);
+    Ok(())
+}
+
+/// Deletes the GpuNode of a node that is no GPU node of ours any more; one already gone is fine.
+async fn delete(ctx: &Context, api: &Api<GpuNode>, name: String) -> Result<()> {
+    match api.delete(&name, &DeleteParams::background()).await {
+        Ok(_) => {}
+        Err(e) if api_status(&e) == Some(404) => {}
+        Err(e) => return Err(Error::kube(format!("deleting GpuNode {name}"))(e)),
+    }
+    info!(gpunode = %name, "deleted the GpuNode of a node that is no GPU node in scope any more");
+    ctx.gpunode_writer.forget(&name);
+    Ok(())
+}
+
+/// The server-side apply body of a GpuNode's object part: `apiVersion` and `kind` (pitfall 1), labels,
+/// the owner reference to its Node, and the spec.
+fn object_apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value {
+    let owners: Vec<serde_json::Value> = content
+        .owner_uid
+        .iter()
+        .map(|uid| json!({ "apiVersion": "v1", "kind": "Node", "name": name, "uid": uid }))
+        .collect();
+    json!({
+        "apiVersion": GpuNode::api_version(&()),
+        "kind": GpuNode::kind(&()),
+        "metadata": { "name": name, "labels": content.labels, "ownerReferences": owners },
+        "spec": { "nodeName": name },
+    })
+}
+
+/// The server-side apply body of a GpuNode's status, serialized from the borrowed status.
+fn status_apply_body(status: &GpuNodeStatus) -> StatusApply<'_> {
+    StatusApply {
+        api_version: GpuNode::api_version(&()).into_owned(),
+        kind: GpuNode::kind(&()).into_owned(),
+        status,
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusApply<'a> {
+    api_version: String,
+    kind: String,
+    status: &'a GpuNodeStatus,
+}

@@ -1,0 +1,165 @@
+//! What each GpuNode should hold, and the writes that get it there (pure: the publisher sends them).
+//!
+//! A GpuNode has two parts written separately, because its status is a subresource: the object (labels,
+//! owner, spec) and the status. Each is compared whole with what the server holds, the status with its
+//! `observedTime` taken from the server's copy (the article's pitfall 2), so equal content is never written
+//! and a node's heartbeat, which changes nothing here, never writes.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::crd::{
+    GROUP, GpuNode, GpuNodeEntry, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY,
+    LABEL_VENDOR, label_value,
+};
+use crate::inventory::allocation::free_whole_gpus;
+use crate::inventory::plan::{Bookkeeping, Decision, decide};
+use crate::inventory::vendor::vendor_of;
+
+/// A GpuNode as far as the operator writes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GpuNodeContent {
+    /// Labels the operator sets: ours (`homelab.youngju.dev/*`) and the node's own for every key the node
+    /// watch's selector names (so the GpuNode watch can use the same selector).
+    pub labels: BTreeMap<String, String>,
+    /// The UID of the Node it describes (its owner; garbage collection removes it with the node).
+    pub owner_uid: Option<String>,
+    /// The status.
+    pub status: GpuNodeStatus,
+}
+
+/// The GpuNode a node's inventory entry makes. `node_labels` are the Node's labels, `scope_keys` the label
+/// keys of the node watch's selector.
+pub fn desired(
+    entry: &GpuNodeEntry,
+    node_uid: Option<&str>,
+    node_labels: Option<&BTreeMap<String, String>>,
+    scope_keys: &[String],
+) -> GpuNodeContent {
+    let vendor = vendor_of(entry);
+    let mut labels: BTreeMap<String, String> = scope_keys
+        .iter()
+        .filter_map(|key| Some((key.clone(), node_labels?.get(key)?.clone())))
+        .collect();
+    labels.insert(
+        LABEL_VENDOR.to_owned(),
+        vendor.unwrap_or("unknown").to_owned(),
+    );
+    if let Some(product) = entry.product.as_deref().and_then(label_value) {
+        labels.insert(LABEL_PRODUCT.to_owned(), product);
+    }
+    labels.insert(LABEL_READY.to_owned(), entry.ready.to_string());
+    labels.insert(
+        LABEL_HAS_ISSUES.to_owned(),
+        (!entry.issues.is_empty()).to_string(),
+    );
+    let reasons: Vec<&str> = entry.issues.iter().map(|i| i.reason.as_str()).collect();
+    GpuNodeContent {
+        labels,
+        owner_uid: node_uid.map(str::to_owned),
+        status: GpuNodeStatus {
+            observed_time: None,
+            vendor: vendor.map(str::to_owned),
+            free_gpus: free_whole_gpus(entry),
+            issue_reasons: (!reasons.is_empty()).then(|| reasons.join(",")),
+            node: entry.clone(),
+        },
+    }
+}
+
+/// What the server holds of a GpuNode, read from the watched object: our labels (those in our group, and
+/// the scope keys), the owner's UID and the status.
+pub fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeContent {
+    let ours = |key: &str| {
+        key.split_once('/')
+            .is_some_and(|(prefix, _)| prefix == GROUP)
+            || scope_keys.iter().any(|k| k == key)
+    };
+    GpuNodeContent {
+        labels: object
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .filter(|(k, _)| ours(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        owner_uid: object
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "Node" && o.api_version == "v1")
+            .map(|o| o.uid.clone()),
+        status: object.status.clone().unwrap_or_default(),
+    }
+}
+
+/// The writes one GpuNode needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuNodeWrite {
+    /// Apply the object (labels, owner, spec): it is new, or they differ.
+    pub object: bool,
+    /// Apply the status: it is new or differs.
+    pub status: bool,
+    /// The content once written (status stamped): what the server will hold.
+    pub content: GpuNodeContent,
+}
+
+/// Plans one GpuNode: `None` when the server already holds `desired`.
+pub fn plan(
+    desired: GpuNodeContent,
+    current: Option<&GpuNodeContent>,
+    now: Timestamp,
+) -> Option<GpuNodeWrite> {
+    let object =
+        current.is_none_or(|c| c.labels != desired.labels || c.owner_uid != desired.owner_uid);
+    let GpuNodeContent {
+        labels,
+        owner_uid,
+        status,
+    } = desired;
+    let (status_changed, status) = match decide(current.map(|c| &c.status), status, now) {
+        Decision::Skip => (false, current.map(|c| c.status.clone()).unwrap_or_default()),
+        Decision::Write(status) => (true, status),
+    };
+    (object || status_changed).then_some(GpuNodeWrite {
+        object,
+        status: status_changed,
+        content: GpuNodeContent {
+            labels,
+            owner_uid,
+            status,
+        },
+    })
+}
+
+/// The GpuNodes to delete: those the server holds (in our scope) for nodes that are no GPU nodes of ours.
+pub fn stale<'a>(
+    held: impl IntoIterator<Item = &'a str>,
+    wanted: &std::collections::HashSet<&str>,
+) -> Vec<String> {
+    let mut names: Vec<String> = held
+        .into_iter()
+        .filter(|name| !wanted.contains(name))
+        .map(str::to_owned)
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+impl Bookkeeping for GpuNodeStatus {
+    fn adopt_bookkeeping(&mut self, current: &Self) {
+        self.observed_time.clone_from(&current.observed_time);
+    }
+
+    fn stamp(&mut self, _current: Option<&Self>, now: Timestamp) {
+        // Only changed content is stamped: this is when it was first observed.
+        self.observed_time = Some(Time(now));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! GpuNode, one object per GPU node, against the real API server (and its garbage collector): a node's
+//! change reaches its GpuNode, a deleted node's GpuNode goes, CPU nodes have none, a hand edit is undone,
+//! heartbeats write nothing, and events stay right when the aggregate's `nodes[]` is cut.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{TestEnv, eventually, metric};
+use gpu_inventory_operator::crd::{
+    GpuNode, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY, LABEL_VENDOR,
+};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+/// The issue's target for a node change to reach its GpuNode.
+const REACT: Duration = Duration::from_secs(2);
+
+/// The GFD fixture (four GPU nodes, one CPU node) with the operator converged on its GpuNodes.
+async fn converged(test: &str, extra: &[&str]) -> (TestEnv, common::OperatorProcess) {
+    let env = TestEnv::new(test).await;
+    env.load_fixture("gfd-nodes.yaml").await;
+    let operator = env.start_operator_with("2s", extra);
+    let dgx = env.node_name("dgx-h100-01");
+    env.wait_gpunode(&dgx, CONVERGE, "the H100 node's GpuNode", |s| {
+        s.node.count == 8
+    })
+    .await;
+    (env, operator)
+}
+
+fn label<'a>(node: &'a GpuNode, key: &str) -> Option<&'a str> {
+    node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+#[tokio::test]
+async fn every_gpu_node_gets_a_gpunode_owned_by_its_node_and_a_cpu_node_none() {
+    let (env, _operator) = converged("gpunode-every", &[]).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
+    let gpu_nodes = ["dgx-h100-01", "laptop-4070", "kubevirt-a100", "gfd-gone"];
+    for fixture in gpu_nodes {
+        let name = env.node_name(fixture);
+        let gpunode = env
+            .wait_gpunode(&name, CONVERGE, &format!("GpuNode {name}"), |_| true)
+            .await;
+        let node = nodes.get(&name).await.unwrap();
+        let owner = &gpunode
+            .metadata
+            .owner_references
+            .as_ref()
+            .expect("an owner")[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str(), Some(&owner.uid)),
+            ("Node", name.as_str(), node.metadata.uid.as_ref()),
+            "{name}: owned by its Node"
+        );
+        assert_eq!(gpunode.spec.node_name, name);
+        assert_eq!(label(&gpunode, LABEL_VENDOR), Some("nvidia"), "{name}");
+        assert!(
+            label(&gpunode, LABEL_READY).is_some() && label(&gpunode, LABEL_HAS_ISSUES).is_some()
+        );
+    }
+    let dgx = env.gpunode(&env.node_name("dgx-h100-01")).await.unwrap();
+    assert_eq!(label(&dgx, LABEL_PRODUCT), Some("NVIDIA-H100-80GB-HBM3"));
+    assert_eq!(
+        dgx.status.as_ref().unwrap().vendor.as_deref(),
+        Some("nvidia")
+    );
+    // The CPU node: still none after the GPU nodes all have theirs.
+    assert!(env.gpunode(&env.node_name("cpu-only")).await.is_none());
+    assert_eq!(env.gpunodes().await.len(), gpu_nodes.len());
+    // `kubectl get gpunodes -l` finds them by our labels.
+    let params = kube::api::ListParams::default().labels(&format!(
+        "{}={},{LABEL_PRODUCT}=NVIDIA-H100-80GB-HBM3",
+        common::TEST_LABEL,
+        env.id
+    ));
+    let found = Api::<GpuNode>::all(env.client.clone())
+        .list(&params)
+        .await
+        .unwrap();
+    assert_eq!(found.items.len(), 1);
+}
+
+#[tokio::test]
+async fn a_nodes_change_shows_in_its_gpunode_within_2_s() {
+    let (env, _operator) = converged("gpunode-react", &[]).await;
+    let dgx = env.node_name("dgx-h100-01");
+    env.set_label(&dgx, "nvidia.com/gpu.count", Some("4")).await;
+    let started = Instant::now();
+    env.wait_gpunode(&dgx, REACT, "count 4 in the GpuNode", |s| s.node.count == 4)
+        .await;
+    eprintln!("label change -> GpuNode: {:?}", started.elapsed());
+    env.set_ready(&dgx, "False").await;
+    let started = Instant::now();
+    let node = env
+        .wait_gpunode(&dgx, REACT, "NotReady in the GpuNode", |s| {
+            !s.node.ready
+                && s.issue_reasons
+                    .as_deref()
+                    .is_some_and(|r| r.contains("NotReady"))
+        })
+        .await;
+    eprintln!("Ready=False -> GpuNode: {:?}", started.elapsed());
+    assert_eq!(label(&node, LABEL_READY), Some("false"));
+    assert_eq!(label(&node, LABEL_HAS_ISSUES), Some("true"));
+}
+
+#[tokio::test]
+async fn a_node_that_stops_being_a_gpu_node_loses_its_gpunode() {
+    let (env, _operator) = converged("gpunode-stops", &[]).await;
+    let laptop = env.node_name("laptop-4070");
+    env.wait_gpunode(&laptop, CONVERGE, "the laptop's GpuNode", |_| true)
+        .await;
+    // Every GPU signal goes: the node becomes a CPU node (a GPU pulled, labels cleaned up).
+    let node = Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+        .get(&laptop)
+        .await
+        .unwrap();
+    for key in node.metadata.labels.unwrap().keys() {
+        // NVIDIA's labels, and NFD's PCI vendor label (10de is NVIDIA).
+        if key.starts_with("nvidia.com/") || key.contains("pci-10de") {
+            env.set_label(&laptop, key, None).await;
+        }
+    }
+    let gone = |r: &str| (r.to_owned(), serde_json::Value::Null);
+    let resources: serde_json::Map<_, _> = node
+        .status
+        .unwrap()
+        .capacity
+        .unwrap_or_default()
+        .keys()
+        .filter(|r| r.starts_with("nvidia.com/"))
+        .map(|r| gone(r))
+        .collect();
+    let body = json!({ "status": { "capacity": resources, "allocatable": resources } });
+    Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+        .patch_status(&laptop, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .unwrap();
+    eventually(CONVERGE, "the laptop's GpuNode deleted", || async {
+        env.gpunode(&laptop).await.is_none().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_deleted_nodes_gpunode_is_removed_by_the_garbage_collector() {
+    let (env, mut operator) = converged("gpunode-gc", &[]).await;
+    let a100 = env.node_name("kubevirt-a100");
+    env.wait_gpunode(&a100, CONVERGE, "the A100's GpuNode", |_| true)
+        .await;
+    // Without the operator, only the garbage collector (owner reference -> Node) can remove it.
+    operator.signal("TERM");
+    assert_eq!(operator.wait_exit(Duration::from_secs(20)), Some(Some(0)));
+    env.delete_node(&a100).await;
+    eventually(
+        Duration::from_secs(60),
+        "the GpuNode garbage-collected",
+        || async { env.gpunode(&a100).await.is_none().then_some(()) },
+    )
+    .await;
+    assert!(
+        env.gpunode(&env.node_name("dgx-h100-01")).await.is_some(),
+        "the others stay"
+    );
+}
+
+#[tokio::test]
+async fn a_hand_edited_gpunode_is_restored() {
+    let (env, _operator) = converged("gpunode-edit", &[]).await;
+    let dgx = env.node_name("dgx-h100-01");
+    let api: Api<GpuNode> = Api::all(env.client.clone());
+    api.patch_status(
+        &dgx,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": { "count": 1, "product": "hand-made" } })),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        &dgx,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "labels": { LABEL_PRODUCT: "hand-made" } } })),
+    )
+    .await
+    .unwrap();
+    eventually(CONVERGE, "the hand edit undone", || async {
+        let node = env.gpunode(&dgx).await?;
+        let status = node.status.as_ref()?;
+        (status.node.count == 8
+            && status.node.product.as_deref() == Some("NVIDIA-H100-80GB-HBM3")
+            && label(&node, LABEL_PRODUCT) == Some("NVIDIA-H100-80GB-HBM3"))
+        .then_some(())
+    })
+    .await;
+    // A deleted GpuNode comes back too.
+    api.delete(&dgx, &Default::default()).await.unwrap();
+    env.wait_gpunode(&dgx, CONVERGE, "the deleted GpuNode recreated", |s| {
+        s.node.count == 8
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_quiet_minute_of_heartbeating_kwok_nodes_writes_no_gpunode() {
+    let (env, operator) = converged("gpunode-quiet", &[]).await;
+    // The Ready fixture nodes are KWOK's: their kubelet heartbeats every few seconds.
+    let writes = || async {
+        let (_, text) = operator.http_get("/metrics").await;
+        metric(
+            &text,
+            "gpu_inventory_guard_writes_total{target=\"gpunode\"}",
+        )
+        .expect("the gpunode writes series")
+    };
+    // Let the start-up settle (the node lifecycle controller reacts to the new nodes for a while).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let versions = || async {
+        let mut v: Vec<(String, Option<String>)> = env
+            .gpunodes()
+            .await
+            .into_iter()
+            .map(|n| {
+                (
+                    n.metadata.name.unwrap_or_default(),
+                    n.metadata.resource_version,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (before, rv_before) = (writes().await, versions().await);
+    assert_eq!(rv_before.len(), 4);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let (after, rv_after) = (writes().await, versions().await);
+    assert_eq!(after, before, "GpuNode writes in a quiet minute");
+    assert_eq!(rv_after, rv_before, "no GpuNode changed");
+}
+
+/// With a `nodes[]` budget that lists only some nodes, events are diffed on the whole inventory: a node that
+/// a new one pushes out of the list is not "removed", and a node outside the list that goes NotReady is told.
+#[tokio::test]
+async fn events_are_right_for_nodes_outside_the_inline_list() {
+    let env = TestEnv::new("gpunode-events").await;
+    env.load_fixture_only("gfd-nodes.yaml", &["dgx-h100-01", "laptop-4070"])
+        .await;
+    let dgx = common::fixture_nodes("gfd-nodes.yaml")
+        .into_iter()
+        .find(|n| n.metadata.name.as_deref() == Some("dgx-h100-01"))
+        .unwrap();
+    for i in 0..10 {
+        let mut copy = dgx.clone();
+        copy.metadata.name = Some(format!("h100-{i:02}"));
+        env.create_node(copy).await;
+    }
+    let _operator = env.start_operator_with("2s", &["--status-nodes-budget", "3Ki"]);
+    let inv = env.inventory_name();
+    let status = env
+        .wait_inventory(&inv, CONVERGE, "12 GPU nodes, some listed", |s| {
+            s.total_gpu_nodes == 12 && s.omitted_nodes.is_some()
+        })
+        .await
+        .status
+        .unwrap();
+    let message = status.nodes_message.clone().unwrap();
+    assert!(message.contains("kubectl get gpunodes"), "{message}");
+    assert!(serde_json::to_vec(&status.nodes).unwrap().len() <= 3 * 1024);
+    let listed: Vec<String> = status.nodes.iter().map(|n| n.name.clone()).collect();
+    let outside = (0..10)
+        .map(|i| env.node_name(&format!("h100-{i:02}")))
+        .find(|n| !listed.contains(n))
+        .expect("a node outside the inline list");
+
+    // A new GPU node: whatever it pushes out of the list still exists.
+    let mut extra = dgx.clone();
+    extra.metadata.name = Some("h100-new".into());
+    env.create_node(extra).await;
+    env.wait_inventory(&inv, CONVERGE, "13 GPU nodes", |s| s.total_gpu_nodes == 13)
+        .await;
+    // A node outside the list goes NotReady: its event comes.
+    env.set_ready(&outside, "False").await;
+    let events = eventually(
+        CONVERGE,
+        "GpuNodeNotReady for the unlisted node",
+        || async {
+            let events = env.events_about(&inv).await;
+            events
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("GpuNodeNotReady")
+                        && e.message.as_deref().is_some_and(|m| m.contains(&outside))
+                })
+                .then_some(events)
+        },
+    )
+    .await;
+    let removed: Vec<_> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("GpuNodeRemoved"))
+        .map(|e| e.message.clone().unwrap_or_default())
+        .collect();
+    assert!(
+        removed.is_empty(),
+        "GpuNodeRemoved for nodes that exist: {removed:?}"
+    );
+    let added: Vec<_> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("GpuNodeAdded"))
+        .filter_map(|e| e.message.clone())
+        .collect();
+    assert!(
+        added.iter().any(|m| m.contains(&env.node_name("h100-new"))),
+        "the new node's GpuNodeAdded: {added:?}"
+    );
+    // The status says the unlisted node is a problem node, whatever the list holds.
+    let status = env
+        .wait_inventory(
+            &inv,
+            CONVERGE,
+            "the unlisted node among the problem nodes",
+            |s| s.problem_nodes.iter().any(|p| p.name == outside),
+        )
+        .await
+        .status
+        .unwrap();
+    assert_eq!(
+        status.problem_node_count as usize,
+        status.problem_nodes.len()
+    );
+}
