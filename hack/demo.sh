@@ -42,6 +42,13 @@ kubectl get configmap gpu-node-status >/dev/null 2>&1 || sleep 2
 say "kubectl get gpuinventory"
 kubectl get gpuinventory
 
+say "kubectl get gpunodes (one per GPU node, with its full detail)"
+for _ in $(seq 1 20); do
+  [[ -n "$(kubectl get gpunodes -o name 2>/dev/null)" ]] && break
+  sleep 0.5
+done
+kubectl get gpunodes
+
 say "what the operator found (gpu-inventory-operator scan)"
 "$BIN" scan || true   # exit code 1 = issues found, which is the point of the demo
 

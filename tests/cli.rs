@@ -93,6 +93,8 @@ fn scan_json_is_exactly_the_status_object() {
             "nodes",
             "observedTime",
             "pendingGpuPods",
+            "problemNodeCount",
+            "problemNodes",
             "products",
             "readyGpuNodes",
             "resources",

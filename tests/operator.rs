@@ -36,31 +36,53 @@ async fn converged_home_lab(test: &str) -> (TestEnv, common::OperatorProcess) {
 async fn crd_installs_itself_and_matches_the_crd_subcommand() {
     let (env, operator) = converged_home_lab("crd").await;
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    let installed = crds.get(CRD_NAME).await.expect("CRD installed");
-    let established = installed
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Established" && c.status == "True");
-    assert!(established, "CRD is Established");
     let printed = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
         .arg("crd")
         .output()
         .unwrap();
     assert!(printed.status.success());
-    let printed: CustomResourceDefinition =
-        serde_saphyr::from_slice(&printed.stdout).expect("crd prints YAML");
+    let text = String::from_utf8(printed.stdout).unwrap();
+    let printed: Vec<CustomResourceDefinition> = text
+        .split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).expect("crd prints YAML documents"))
+        .collect();
+    let names: Vec<&str> = printed
+        .iter()
+        .map(|c| c.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, [CRD_NAME, "gpunodes.homelab.youngju.dev"]);
+    let short: Vec<_> = printed
+        .iter()
+        .map(|c| c.spec.names.short_names.clone())
+        .collect();
     assert_eq!(
-        printed.spec.names.short_names,
-        Some(vec!["gpuinv".to_owned()])
+        short,
+        [
+            Some(vec!["gpuinv".to_owned()]),
+            Some(vec!["gpunode".to_owned()])
+        ]
     );
-    assert_eq!(printed.spec.scope, "Cluster");
-    // The server adds defaults (listKind, conversion); every field we print must be what the server holds.
-    let ours = serde_json::to_value(&printed.spec).unwrap();
-    let theirs = serde_json::to_value(&installed.spec).unwrap();
-    assert_eq!(crd_install::not_contained(&ours, &theirs, "spec"), None);
+    for crd in &printed {
+        let name = crd.metadata.name.as_deref().unwrap();
+        let installed = crds.get(name).await.expect("CRD installed");
+        let established = installed
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        assert!(established, "CRD {name} is Established");
+        assert_eq!(crd.spec.scope, "Cluster");
+        // The server adds defaults (listKind, conversion); every field we print must be what the server holds.
+        let ours = serde_json::to_value(&crd.spec).unwrap();
+        let theirs = serde_json::to_value(&installed.spec).unwrap();
+        assert_eq!(
+            crd_install::not_contained(&ours, &theirs, "spec"),
+            None,
+            "{name}"
+        );
+    }
     drop(operator);
 }
 

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventoryStatus};
 use gpu_inventory_operator::inventory::configmap::{CONFIGMAP_NAME, SUMMARY_KEY};
-use gpu_inventory_operator::publish::metrics::export_inventory;
+use gpu_inventory_operator::publish::metrics::{InventoryGauges, export_inventory};
 use gpu_inventory_operator::runtime::metrics::Metrics;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -135,8 +135,9 @@ fn configmap_difference(want: &Value, data: &BTreeMap<String, String>) -> Option
 
 /// The inventory's series (`inventory="..."`) the scan's status exports, against the leader's.
 fn metrics_difference(scan: &GpuInventoryStatus, leader_text: &str) -> Option<String> {
-    let fresh = Metrics::new();
-    export_inventory(&fresh, INVENTORY, scan);
+    let gauges = InventoryGauges::default();
+    let fresh = Metrics::with_families(|registry| gauges.register(registry));
+    export_inventory(&fresh, &gauges, INVENTORY, scan);
     let want = inventory_series(&fresh.encode());
     let got = inventory_series(leader_text);
     let keys: std::collections::BTreeSet<&String> = want.keys().chain(got.keys()).collect();

@@ -15,6 +15,7 @@ use crate::publish::crd::{install_crd, require_crd};
 use crate::publish::crd_watch::{CrdPolicy, watch_crd};
 use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
 use crate::publish::gpunodes::GpuNodeScope;
+use crate::publish::metrics::InventoryGauges;
 use crate::publish::{self, Context};
 use crate::runtime::backoff;
 use crate::runtime::client::{ClientConfig, Connection, connect};
@@ -39,7 +40,8 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         result = wait_for_api_server(&client, &connection.cluster_url, args.startup_timeout) => result?,
         _ = shutdown.clone().wait() => return Ok(()),
     }
-    let metrics = Arc::new(Metrics::new());
+    let gauges = Arc::new(InventoryGauges::default());
+    let metrics = Arc::new(Metrics::with_families(|registry| gauges.register(registry)));
     let health = Health::with_relists(
         metrics.watch_restarts.clone(),
         metrics.watch_relists.clone(),
@@ -71,6 +73,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         args.requeue,
         health,
         metrics.clone(),
+        gauges,
         args.status_nodes_budget,
     ));
     let result = run_publishers(&ctx, &args, namespace, shutdown).await;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::inventory::scanner::Inventory;
+use crate::inventory::size_budget::select_within;
 
 /// Default name of the ConfigMap.
 pub const CONFIGMAP_NAME: &str = "gpu-node-status";
@@ -43,34 +44,39 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// The ConfigMap data for an inventory, within [`DATA_BUDGET_BYTES`]. Entries are added in name order until
-/// the budget is spent; the summary says how many were left out.
+/// The ConfigMap data for an inventory, within `budget` bytes: one key per GPU node while they all fit. Past
+/// it, nodes with issues get their keys first, then healthy ones by name, and the summary counts the rest and
+/// points at the GpuNodes, where every node's entry is. Nothing is left out without the summary saying so.
 pub fn configmap_data(
     inventory: &Inventory,
     budget: usize,
 ) -> (BTreeMap<String, String>, NodeStatusSummary) {
-    let mut data = BTreeMap::new();
-    let mut used = 0usize;
-    let mut omitted = 0usize;
-    for entry in &inventory.nodes {
-        // Devices one by one are `scan`'s (like the status, the ConfigMap keeps the counts).
-        let value = if entry.devices.is_empty() {
-            serde_json::to_string(entry)
-        } else {
-            serde_json::to_string(&crate::crd::GpuNodeEntry {
-                devices: Vec::new(),
-                ..entry.clone()
-            })
-        }
-        .expect("a node entry always serializes");
-        let size = entry.name.len() + value.len();
-        if omitted > 0 || used + size > budget {
-            omitted += 1;
-            continue;
-        }
-        used += size;
-        data.insert(entry.name.clone(), value);
-    }
+    let values: Vec<String> = inventory
+        .nodes
+        .iter()
+        .map(|entry| {
+            // Devices one by one are the GpuNode's (like the status, the ConfigMap keeps the counts).
+            if entry.devices.is_empty() {
+                serde_json::to_string(entry)
+            } else {
+                serde_json::to_string(&crate::crd::GpuNodeEntry {
+                    devices: Vec::new(),
+                    ..entry.clone()
+                })
+            }
+            .expect("a node entry always serializes")
+        })
+        .collect();
+    let sizes: Vec<usize> = (0..values.len())
+        .map(|i| inventory.nodes[i].name.len() + values[i].len())
+        .collect();
+    let kept = select_within(&sizes, |i| !inventory.nodes[i].issues.is_empty(), budget);
+    let omitted = values.len() - kept.len();
+    let mut values: Vec<Option<String>> = values.into_iter().map(Some).collect();
+    let mut data: BTreeMap<String, String> = kept
+        .into_iter()
+        .filter_map(|i| Some((inventory.nodes[i].name.clone(), values[i].take()?)))
+        .collect();
     let summary = NodeStatusSummary {
         total_gpu_nodes: inventory.total_gpu_nodes,
         ready_gpu_nodes: inventory.ready_gpu_nodes,
@@ -83,7 +89,8 @@ pub fn configmap_data(
         message: (omitted > 0).then(|| {
             format!(
                 "{omitted} of {} GPU node entries left out: the ConfigMap would exceed the API server's 1 MiB \
-                 limit; read the GpuInventory status instead",
+                 limit (nodes with issues are kept first); every GPU node has its own GpuNode: \
+                 kubectl get gpunodes",
                 inventory.nodes.len()
             )
         }),
@@ -126,6 +133,23 @@ mod tests {
         assert_eq!(entry["name"], "gpu-00001");
         assert_eq!(entry["memoryMiB"], serde_json::Value::Null);
         assert!(!data[SUMMARY_KEY].contains("message"));
+    }
+
+    #[test]
+    fn past_the_budget_problem_nodes_go_first_and_the_summary_points_at_the_gpu_nodes() {
+        let mut inv = inventory(10);
+        inv.nodes[9].issues =
+            crate::inventory::test_support::entry("x", false, 0, &["NotReady"]).issues;
+        let one = inv.nodes[0].name.len() + serde_json::to_string(&inv.nodes[0]).unwrap().len();
+        let (data, summary) = configmap_data(&inv, one * 3);
+        assert!(
+            data.contains_key("gpu-00009"),
+            "the problem node is kept: {:?}",
+            data.keys()
+        );
+        assert!(data.contains_key("gpu-00000"), "then healthy ones by name");
+        assert_eq!(summary.omitted_nodes + data.len() - 1, 10);
+        assert!(summary.message.unwrap().contains("kubectl get gpunodes"));
     }
 
     #[test]

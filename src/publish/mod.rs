@@ -53,8 +53,10 @@ pub struct Context {
     pub requeue: Duration,
     /// Readiness and failure reporting.
     pub health: Health,
-    /// Prometheus metrics.
+    /// Prometheus metrics: the process's own.
     pub metrics: Arc<Metrics>,
+    /// The inventories' gauges (registered into `metrics`' registry).
+    pub gauges: Arc<metrics::InventoryGauges>,
     /// Publishes Kubernetes Events on the inventories.
     pub recorder: Recorder,
     /// Room for a GpuInventory status's `nodes[]`, in bytes of JSON (`--status-nodes-budget`).
@@ -74,6 +76,7 @@ impl Context {
         requeue: Duration,
         health: Health,
         metrics: Arc<Metrics>,
+        gauges: Arc<metrics::InventoryGauges>,
         status_nodes_budget: usize,
     ) -> Self {
         let reporter = Reporter {
@@ -92,6 +95,7 @@ impl Context {
             configmap_writer: GuardedWriter::for_target(&metrics, "configmap"),
             gpunode_writer: GuardedWriter::for_target(&metrics, "gpunode"),
             metrics,
+            gauges,
             requeue,
             health,
             status_nodes_budget,
@@ -104,6 +108,12 @@ impl Context {
     pub fn last_model(&self, name: &str) -> Option<Arc<GpuInventoryStatus>> {
         let models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.get(name).cloned()
+    }
+
+    /// Forgets the models of GpuInventories that no longer exist.
+    pub fn retain_models(&self, exists: impl Fn(&str) -> bool) {
+        let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        models.retain(|name, _| exists(name));
     }
 
     /// Remembers the whole status of GpuInventory `name` (see [`Self::last_model`]).

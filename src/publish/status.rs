@@ -40,6 +40,8 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
     }
     let health = ctx.health.clone();
     let metrics = ctx.metrics.clone();
+    let gauges = ctx.gauges.clone();
+    let models = ctx.clone();
     let controller = Controller::new(api, config).trigger_backoff(backoff::WATCH.backoff());
     let inventories = controller.store();
     controller
@@ -48,7 +50,9 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
         .run(reconcile, error_policy, ctx)
         .for_each(|result| {
             let health = health.clone();
-            retain_inventories(&metrics, |name| inventories.get(&ObjectRef::new(name)).is_some());
+            let exists = |name: &str| inventories.get(&ObjectRef::new(name)).is_some();
+            retain_inventories(&metrics, &gauges, exists);
+            models.retain_models(exists);
             async move {
                 match result {
                     Ok(_) => {}
@@ -115,7 +119,7 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     let scanned = ctx.inventory(&node_selector(inventory)?);
     // The whole status (every node) is what metrics and events are computed on; only the copy written is cut.
     let full = Arc::new(desired_status(&scanned, inventory.metadata.generation));
-    export_inventory(&ctx.metrics, &name, &full);
+    export_inventory(&ctx.metrics, &ctx.gauges, &name, &full);
     let mut desired = (*full).clone();
     fit_nodes(&mut desired, ctx.status_nodes_budget);
     let cached = Cached {

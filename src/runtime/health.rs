@@ -75,7 +75,7 @@ impl Health {
     /// The error says what is missing.
     pub fn readiness(&self, grace: Duration) -> Result<(), String> {
         if !self.0.crd_established.load(Ordering::Relaxed) {
-            return Err("the GpuInventory CRD is not established yet".to_owned());
+            return Err("the operator's CRDs are not established yet".to_owned());
         }
         if !self.0.nodes_synced.load(Ordering::Relaxed) {
             return Err("the node cache has not synced yet".to_owned());

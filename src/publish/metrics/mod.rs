@@ -3,15 +3,22 @@
 
 use std::collections::BTreeMap;
 
+mod families;
+
+pub use families::*;
+
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::scanner::IssueReason;
-use crate::runtime::metrics::{
-    InventoryLabels, IssueLabels, Metrics, NamespaceLabels, NamespaceResourceLabels,
-    NodeInfoLabels, NodeLabels, NodeResourceLabels, ResourceLabels,
-};
+use crate::runtime::metrics::Metrics;
 
 /// Exports an inventory's status; a no-op when it equals the last export.
-pub fn export_inventory(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus) {
+pub fn export_inventory(
+    process: &Metrics,
+    metrics: &InventoryGauges,
+    inventory: &str,
+    status: &GpuInventoryStatus,
+) {
+    let _scrape = process.updating();
     let mut exported = metrics.exported.lock().unwrap_or_else(|e| e.into_inner());
     if exported.get(inventory) == Some(status) {
         return;
@@ -75,7 +82,12 @@ pub fn export_inventory(metrics: &Metrics, inventory: &str, status: &GpuInventor
 }
 
 /// Drops the series of inventories that no longer exist.
-pub fn retain_inventories(metrics: &Metrics, exists: impl Fn(&str) -> bool) {
+pub fn retain_inventories(
+    process: &Metrics,
+    metrics: &InventoryGauges,
+    exists: impl Fn(&str) -> bool,
+) {
+    let _scrape = process.updating();
     let mut exported = metrics.exported.lock().unwrap_or_else(|e| e.into_inner());
     let gone: Vec<String> = exported
         .keys()
@@ -103,7 +115,7 @@ pub fn retain_inventories(metrics: &Metrics, exists: impl Fn(&str) -> bool) {
     }
 }
 
-fn remove_series(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus) {
+fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &GpuInventoryStatus) {
     for node in &status.nodes {
         metrics.node_info.remove(&info_labels(inventory, node));
         let labels = NodeLabels {
@@ -147,7 +159,7 @@ fn remove_series(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus
 
 /// The allocation gauges: per node and resource, per resource, per namespace. Series of what is gone were
 /// removed with the previous export.
-fn export_allocation(metrics: &Metrics, inventory: &str, status: &GpuInventoryStatus) {
+fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &GpuInventoryStatus) {
     let labels = InventoryLabels {
         inventory: inventory.to_owned(),
     };
@@ -272,9 +284,11 @@ mod tests {
 
     #[test]
     fn exports_follow_names_and_units() {
-        let m = Metrics::new();
+        let g = InventoryGauges::default();
+        let m = Metrics::with_families(|r| g.register(r));
         export_inventory(
             &m,
+            &g,
             "cluster",
             &status(&[("a", true, Some(1024)), ("b", false, None)]),
         );
@@ -293,13 +307,13 @@ mod tests {
         assert!(text.contains("gpu_inventory_node_info{inventory=\"cluster\",node=\"b\",product=\"NVIDIA-L4\",workload_config=\"\",ready=\"false\"} 1"), "{text}");
         assert!(text.ends_with("# EOF\n"));
 
-        export_inventory(&m, "cluster", &status(&[("a", true, Some(1024))]));
+        export_inventory(&m, &g, "cluster", &status(&[("a", true, Some(1024))]));
         let text = m.encode();
         assert!(
             !text.contains("node=\"b\""),
             "series of a gone node are removed:\n{text}"
         );
-        retain_inventories(&m, |_| false);
+        retain_inventories(&m, &g, |_| false);
         assert!(!m.encode().contains("inventory=\"cluster\""));
     }
 
@@ -324,8 +338,9 @@ mod tests {
             pending_pods: 2,
             pending: [("nvidia.com/gpu".to_owned(), 32)].into(),
         }];
-        let m = Metrics::new();
-        export_inventory(&m, "cluster", &with_pods);
+        let g = InventoryGauges::default();
+        let m = Metrics::with_families(|r| g.register(r));
+        export_inventory(&m, &g, "cluster", &with_pods);
         let text = m.encode();
         for line in [
             "gpu_inventory_free_gpus{inventory=\"cluster\"} 5",
@@ -338,7 +353,7 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing in:\n{text}");
         }
-        export_inventory(&m, "cluster", &status(&[("a", true, None)]));
+        export_inventory(&m, &g, "cluster", &status(&[("a", true, None)]));
         let text = m.encode();
         assert!(
             !text.contains("namespace=\"ml\""),

@@ -1,0 +1,211 @@
+//! The inventories' metric families: their labels, and the gauges `export_inventory` fills. They are
+//! registered into the process's registry by [`InventoryGauges::register`].
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::crd::GpuInventoryStatus;
+
+/// Labels: `inventory`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InventoryLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+}
+
+/// Labels: `inventory`, `node`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The node.
+    pub node: String,
+}
+
+/// Labels of the per-node info metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeInfoLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The node.
+    pub node: String,
+    /// `nvidia.com/gpu.product`, "" when unlabelled.
+    pub product: String,
+    /// `nvidia.com/gpu.workload.config`, "" when absent.
+    pub workload_config: String,
+    /// "true" or "false".
+    pub ready: String,
+}
+
+/// Labels: `inventory`, `reason`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IssueLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The issue reason.
+    pub reason: String,
+}
+
+/// A resource on a node.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The node.
+    pub node: String,
+    /// The extended resource, e.g. `nvidia.com/gpu`.
+    pub resource: String,
+}
+
+/// A resource summed over an inventory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The extended resource.
+    pub resource: String,
+}
+
+/// A namespace's pods in an inventory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The pods' namespace.
+    pub namespace: String,
+}
+
+/// What a namespace's pods hold of one resource.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceResourceLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The pods' namespace.
+    pub namespace: String,
+    /// The extended resource.
+    pub resource: String,
+}
+
+/// The gauges of every inventory, and what was last exported of each.
+#[derive(Debug, Default)]
+pub struct InventoryGauges {
+    pub(crate) gpu_nodes: Family<InventoryLabels, Gauge>,
+    pub(crate) ready_gpu_nodes: Family<InventoryLabels, Gauge>,
+    pub(crate) gpus: Family<InventoryLabels, Gauge>,
+    pub(crate) node_info: Family<NodeInfoLabels, Gauge>,
+    pub(crate) node_gpus: Family<NodeLabels, Gauge>,
+    pub(crate) node_gpu_memory: Family<NodeLabels, Gauge>,
+    pub(crate) node_issues: Family<IssueLabels, Gauge>,
+    pub(crate) free_gpus: Family<InventoryLabels, Gauge>,
+    pub(crate) pending_gpu_pods: Family<InventoryLabels, Gauge>,
+    pub(crate) node_allocated: Family<NodeResourceLabels, Gauge>,
+    pub(crate) node_free: Family<NodeResourceLabels, Gauge>,
+    pub(crate) resource_capacity: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_allocatable: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_allocated: Family<ResourceLabels, Gauge>,
+    pub(crate) resource_free: Family<ResourceLabels, Gauge>,
+    pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
+    pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
+    /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
+    pub(crate) exported: Mutex<BTreeMap<String, GpuInventoryStatus>>,
+}
+
+impl InventoryGauges {
+    /// Registers every family (the same series as before: names, help and units are the dashboard's).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "gpu_nodes",
+            "GPU nodes covered by the inventory",
+            self.gpu_nodes.clone(),
+        );
+        registry.register(
+            "ready_gpu_nodes",
+            "GPU nodes whose Ready condition is True",
+            self.ready_gpu_nodes.clone(),
+        );
+        registry.register(
+            "gpus",
+            "GPUs counted by the inventory (sum of nvidia.com/gpu.count)",
+            self.gpus.clone(),
+        );
+        registry.register(
+            "node_info",
+            "A GPU node: product, workload config, readiness (always 1)",
+            self.node_info.clone(),
+        );
+        registry.register(
+            "node_gpus",
+            "GPUs on the node (nvidia.com/gpu.count)",
+            self.node_gpus.clone(),
+        );
+        registry.register_with_unit(
+            "node_gpu_memory",
+            "Memory of one GPU on the node (nvidia.com/gpu.memory)",
+            Unit::Bytes,
+            self.node_gpu_memory.clone(),
+        );
+        registry.register(
+            "node_issues",
+            "GPU nodes with an issue, by reason",
+            self.node_issues.clone(),
+        );
+        registry.register(
+            "free_gpus",
+            "Whole GPUs free on Ready, schedulable nodes (status.freeGpus)",
+            self.free_gpus.clone(),
+        );
+        registry.register(
+            "pending_gpu_pods",
+            "GPU pods the scheduler could not place (Pending, Unschedulable)",
+            self.pending_gpu_pods.clone(),
+        );
+        registry.register(
+                "node_allocated",
+                "Of an extended resource on a node, what the pods bound there hold (scheduler's effective request)",
+                self.node_allocated.clone(),
+            );
+        registry.register(
+            "node_free",
+            "Of an extended resource on a node, allocatable minus allocated (never below 0)",
+            self.node_free.clone(),
+        );
+        registry.register(
+            "resource_capacity",
+            "An extended resource's capacity, or a DRA device type's devices (gpu.nvidia.com/gpu, \
+                 gpu.nvidia.com/mig-<profile>), summed over the inventory's GPU nodes",
+            self.resource_capacity.clone(),
+        );
+        registry.register(
+                "resource_allocatable",
+                "An extended resource's allocatable, or a DRA device type's available devices (complete pool, \
+                 untainted), summed over the inventory's GPU nodes",
+                self.resource_allocatable.clone(),
+            );
+        registry.register(
+                "resource_allocated",
+                "An extended resource held by pods, or a DRA device type's devices allocated to claims, summed over \
+                 the inventory's GPU nodes",
+                self.resource_allocated.clone(),
+            );
+        registry.register(
+            "resource_free",
+            "An extended resource free, summed over the inventory's GPU nodes",
+            self.resource_free.clone(),
+        );
+        registry.register(
+            "namespace_requested",
+            "An extended resource held by a namespace's pods on the inventory's nodes",
+            self.namespace_requested.clone(),
+        );
+        registry.register(
+            "namespace_pending_gpu_pods",
+            "A namespace's GPU pods the scheduler could not place",
+            self.namespace_pending_pods.clone(),
+        );
+    }
+}
