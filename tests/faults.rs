@@ -348,16 +348,32 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
     .await;
     // The GpuNode CRD too: reinstalled, and the GpuNodes (deleted with it) written again.
     let nuc1 = env.node_name("nuc1");
-    env.wait_gpunode(&nuc1, CONVERGE, "nuc1's GpuNode", |_| true)
-        .await;
+    let before = env
+        .wait_gpunode(&nuc1, CONVERGE, "nuc1's GpuNode", |_| true)
+        .await
+        .metadata
+        .uid;
     crds.delete(GPUNODE_CRD_NAME, &DeleteParams::default())
         .await
         .unwrap();
-    env.wait_gpunode(
-        &nuc1,
+    eventually(CONVERGE, "the GpuNode CRD reinstalled", || async {
+        operator
+            .log()
+            .lines()
+            .any(|l| {
+                l.contains("CustomResourceDefinition reinstalled") && l.contains(GPUNODE_CRD_NAME)
+            })
+            .then_some(())
+    })
+    .await;
+    // A new object (the old one went with its CRD), written again.
+    eventually(
         Duration::from_secs(90),
         "nuc1's GpuNode after the reinstall",
-        |s| s.node.name == nuc1,
+        || async {
+            let node = env.gpunode(&nuc1).await?;
+            (node.metadata.uid != before && node.status.is_some()).then_some(())
+        },
     )
     .await;
     drop(operator);
