@@ -51,10 +51,7 @@ pub enum EventBase<'a> {
 pub fn transitions_since(base: EventBase<'_>, new: &GpuInventoryStatus) -> Vec<InventoryEvent> {
     match base {
         EventBase::Model(old) => transitions(Some(old), new),
-        EventBase::Published(old) if old.is_none_or(|o| o.omitted_nodes.is_none()) => {
-            transitions(old, new)
-        }
-        EventBase::Published(Some(old)) => {
+        EventBase::Published(Some(old)) if old.omitted_nodes.is_some() => {
             let listed: BTreeSet<&str> = old.nodes.iter().map(|n| n.name.as_str()).collect();
             let known = GpuInventoryStatus {
                 nodes: new
@@ -68,7 +65,7 @@ pub fn transitions_since(base: EventBase<'_>, new: &GpuInventoryStatus) -> Vec<I
             };
             transitions(Some(old), &known)
         }
-        EventBase::Published(None) => unreachable!("matched above"),
+        EventBase::Published(old) => transitions(old, new),
     }
 }
 
@@ -296,6 +293,33 @@ mod tests {
 
     fn reasons(events: &[InventoryEvent]) -> Vec<&str> {
         events.iter().map(|e| e.reason.as_str()).collect()
+    }
+
+    #[test]
+    fn a_cut_published_status_compares_only_the_nodes_it_lists() {
+        let mut published = status(vec![node("a", true, &[]), node("b", true, &[])]);
+        published.nodes.retain(|n| n.name == "a");
+        published.omitted_nodes = Some(1);
+        let whole = status(vec![
+            node("a", false, &["NotReady"]),
+            node("b", true, &[]),
+            node("c", true, &[]),
+        ]);
+        let events = transitions_since(EventBase::Published(Some(&published)), &whole);
+        // Totals cover every node (GPUs 2 -> 3); per node, only "a" is known: no Added or Removed.
+        assert_eq!(
+            reasons(&events),
+            ["GpuNodeNotReady", "GpuCountChanged"],
+            "{events:?}"
+        );
+        // Against the whole model, the new node is told.
+        let model = status(vec![node("a", true, &[]), node("b", true, &[])]);
+        let events = transitions_since(EventBase::Model(&model), &whole);
+        assert!(reasons(&events).contains(&"GpuNodeAdded"), "{events:?}");
+        assert!(!reasons(&events).contains(&"GpuNodeRemoved"), "{events:?}");
+        // Nothing published yet: the first observation.
+        let events = transitions_since(EventBase::Published(None), &whole);
+        assert_eq!(reasons(&events), ["InventoryObserved"]);
     }
 
     #[test]

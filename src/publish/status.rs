@@ -71,22 +71,31 @@ pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, sh
     info!("inventory controller stopped");
 }
 
-/// The server-side apply body of a status: `apiVersion` and `kind` are required (the article's pitfall 1).
-pub fn status_apply_body(status: &GpuInventoryStatus) -> StatusApply<'_> {
-    StatusApply {
-        api_version: GpuInventory::api_version(&()),
-        kind: GpuInventory::kind(&()),
-        status,
-    }
+/// The server-side apply body of a GpuInventory status: `apiVersion` and `kind` are required (the article's
+/// pitfall 1).
+pub fn status_apply_body(status: &GpuInventoryStatus) -> StatusApply<'_, GpuInventoryStatus> {
+    StatusApply::of::<GpuInventory>(status)
 }
 
-/// The server-side apply body of a status, serialized straight from the borrowed status (no JSON tree copy).
+/// The server-side apply body of a status subresource (GpuInventory's, GpuNode's), serialized straight from
+/// the borrowed status (no JSON tree copy).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusApply<'a> {
+pub struct StatusApply<'a, S> {
     api_version: Cow<'static, str>,
     kind: Cow<'static, str>,
-    status: &'a GpuInventoryStatus,
+    status: &'a S,
+}
+
+impl<'a, S> StatusApply<'a, S> {
+    /// The body for `status` of an object of kind `K`, with `K`'s `apiVersion` and `kind`.
+    pub fn of<K: Resource<DynamicType = ()>>(status: &'a S) -> Self {
+        StatusApply {
+            api_version: K::api_version(&()),
+            kind: K::kind(&()),
+            status,
+        }
+    }
 }
 
 fn node_selector(inventory: &GpuInventory) -> Result<Selector> {

@@ -21,14 +21,14 @@ use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::{WatchStreamExt, watcher};
-use serde::Serialize;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
 use super::Context;
+use super::status::StatusApply;
 use super::writer::Cached;
 use crate::FIELD_MANAGER;
-use crate::crd::{GpuNode, GpuNodeStatus};
+use crate::crd::GpuNode;
 use crate::error::{Error, Result, api_status};
 use crate::runtime::backoff;
 use crate::runtime::credentials;
@@ -235,7 +235,7 @@ async fn send(
         api.patch_status(
             &name,
             &params,
-            &Patch::Apply(status_apply_body(&write.content.status)),
+            &Patch::Apply(StatusApply::of::<GpuNode>(&write.content.status)),
         )
         .await
         .map_err(Error::kube(format!(
@@ -273,21 +273,4 @@ fn object_apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value 
         "metadata": { "name": name, "labels": content.labels, "ownerReferences": owners },
         "spec": { "nodeName": name },
     })
-}
-
-/// The server-side apply body of a GpuNode's status, serialized from the borrowed status.
-fn status_apply_body(status: &GpuNodeStatus) -> StatusApply<'_> {
-    StatusApply {
-        api_version: GpuNode::api_version(&()).into_owned(),
-        kind: GpuNode::kind(&()).into_owned(),
-        status,
-    }
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusApply<'a> {
-    api_version: String,
-    kind: String,
-    status: &'a GpuNodeStatus,
 }
