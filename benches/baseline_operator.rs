@@ -31,10 +31,10 @@ use futures::StreamExt;
 // Imports from the operator library, with their paths after its reorganization in the comment above each.
 use gpu_inventory_operator::cmd::cli::parse_duration;
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus};
-use gpu_inventory_operator::inventory::allocation::NO_PODS;
-use gpu_inventory_operator::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
-use gpu_inventory_operator::inventory::scanner::scan;
-use gpu_inventory_operator::inventory::status::desired_status;
+use gpu_inventory_operator::inventory::{ScanInput, scan};
+use gpu_inventory_operator::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
+use gpu_inventory_operator::publish::content::status::{NodeList, desired_status};
+use gpu_inventory_operator::publish::content::wire::Detail;
 use gpu_inventory_operator::publish::crd::install_crd;
 use gpu_inventory_operator::publish::status::status_apply_body;
 use jiff::Timestamp;
@@ -42,7 +42,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
@@ -178,8 +177,12 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Ctx>) -> Result<Action
         params = params.labels(selector);
     }
     let list = nodes.list(&params).await?;
-    let scanned = scan(list.items.iter(), NO_PODS, &Selector::default());
-    let mut status = desired_status(&scanned, inventory.metadata.generation);
+    let scanned = scan(ScanInput::nodes(list.items.iter()));
+    let mut status = desired_status(
+        &scanned,
+        inventory.metadata.generation,
+        NodeList::All(Detail::Counts),
+    );
     let now = Time(Timestamp::now());
     status.observed_time = Some(now.clone());
     for condition in &mut status.conditions {
@@ -245,11 +248,7 @@ async fn write_configmap(
     store: &Store<Node>,
 ) -> Result<(), kube::Error> {
     let nodes = store.state();
-    let inventory = scan(
-        nodes.iter().map(AsRef::as_ref),
-        NO_PODS,
-        &Selector::default(),
-    );
+    let inventory = scan(ScanInput::nodes(nodes.iter().map(AsRef::as_ref)));
     let (data, _summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     let body = json!({
         "apiVersion": "v1",

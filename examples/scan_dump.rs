@@ -11,8 +11,8 @@
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::conditions::inventory_conditions;
-use gpu_inventory_operator::inventory::scanner::scan;
 use gpu_inventory_operator::inventory::selector::parse_selector;
+use gpu_inventory_operator::inventory::{ScanInput, scan};
 use gpu_inventory_operator::sources::dump::parse_dump;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pods: Vec<GpuPod> = dump.pods.iter().filter_map(GpuPod::from_pod).collect();
     let nodes = dump.nodes;
 
-    let inventory = scan(&nodes, &pods, &selector);
+    let inventory = scan(ScanInput::nodes(&nodes).pods(&pods).selector(&selector));
     println!(
         "{} nodes read, {} GPU nodes ({} Ready), {} GPUs",
         nodes.len(),
@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     // The same conditions the operator writes to the GpuInventory status (times are the operator's job).
-    for condition in inventory_conditions(&inventory, None) {
+    for condition in inventory_conditions(&inventory) {
         println!(
             "{}={} ({}): {}",
             condition.type_, condition.status, condition.reason, condition.message

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventoryStatus};
-use gpu_inventory_operator::inventory::configmap::{CONFIGMAP_NAME, SUMMARY_KEY};
+use gpu_inventory_operator::publish::content::configmap::{CONFIGMAP_NAME, SUMMARY_KEY};
+use gpu_inventory_operator::publish::content::wire::published_inventory;
 use gpu_inventory_operator::publish::metrics::{InventoryGauges, export_inventory};
 use gpu_inventory_operator::runtime::metrics::Metrics;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -137,7 +138,12 @@ fn configmap_difference(want: &Value, data: &BTreeMap<String, String>) -> Option
 fn metrics_difference(scan: &GpuInventoryStatus, leader_text: &str) -> Option<String> {
     let gauges = InventoryGauges::default();
     let fresh = Metrics::with_families(|registry| gauges.register(registry));
-    export_inventory(&fresh, &gauges, INVENTORY, scan);
+    export_inventory(
+        &fresh,
+        &gauges,
+        INVENTORY,
+        &std::sync::Arc::new(published_inventory(scan)),
+    );
     let want = inventory_series(&fresh.encode());
     let got = inventory_series(leader_text);
     let keys: std::collections::BTreeSet<&String> = want.keys().chain(got.keys()).collect();

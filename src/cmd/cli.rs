@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::inventory::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
+use crate::publish::content::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
 use crate::runtime::client::ClientConfig;
 pub use crate::runtime::logging::LogFormat;
 

@@ -18,10 +18,11 @@ use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
-use crate::inventory::plan::plan_status;
-use crate::inventory::scanner::NodeUniverse;
 use crate::inventory::selector::parse_selector;
-use crate::inventory::status::desired_status;
+use crate::inventory::{Inventory, NodeUniverse};
+use crate::publish::content::plan::plan_status;
+use crate::publish::content::status::{NodeList, desired_status};
+use crate::publish::content::wire::Detail;
 use crate::runtime::client::connect;
 use crate::sources::Snapshot;
 use crate::sources::dra::dra_api_served;
@@ -113,18 +114,15 @@ fn dump_snapshot(dump: Dump, drivers: Arc<[String]>) -> Snapshot {
     }
 }
 
-/// The status the operator would write for `inventory`, with each node's DRA devices (which the operator's
-/// status leaves out: they would not fit a cluster's object), planned against `previous` (`None`: the first
-/// one, times stamped now); `None` when it equals `previous` but for its times (the kubectl plugin's `--watch`).
+/// The status the operator would write for `inventory`, with every node and each node's DRA devices (the
+/// operator's status keeps a budget of entries and no devices: they would not fit a cluster's object),
+/// planned against `previous` (`None`: the first one, times stamped now); `None` when it equals `previous`
+/// but for its times (the kubectl plugin's `--watch`).
 pub(crate) fn status_of(
-    inventory: &crate::inventory::scanner::Inventory,
+    inventory: &Inventory,
     previous: Option<&GpuInventoryStatus>,
 ) -> Option<GpuInventoryStatus> {
-    let mut shown = desired_status(inventory, None);
-    for (node, scanned) in shown.nodes.iter_mut().zip(&inventory.nodes) {
-        // desired_status keeps the inventory's nodes, in order.
-        node.devices = scanned.devices.clone();
-    }
+    let shown = desired_status(inventory, None, NodeList::All(Detail::Devices));
     plan_status(shown, previous, Timestamp::now())
 }
 

@@ -1,45 +1,57 @@
-//! The `Ready`, `Degraded` and `GpusAvailable` conditions of an inventory, computed from a scan (pure; times are stamped
-//! by the guard).
+//! The `Ready`, `Degraded` and `GpusAvailable` conditions of an inventory, computed from the model (pure). The
+//! publishers make `metav1.Condition`s of them (`publish::content::wire`) and the plan stamps their times.
 
 use std::collections::BTreeMap;
 
-use jiff::Timestamp;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-
-use crate::inventory::scanner::Inventory;
-
-/// How many node names a condition message lists before it says "and N more".
-pub const MAX_NAMED_NODES: usize = 10;
+use crate::inventory::model::Inventory;
+use crate::inventory::text::capped_list;
 
 /// Condition type: GPU demand is met (no GPU pod waits unschedulable).
 pub const GPUS_AVAILABLE: &str = "GpusAvailable";
 /// `GpusAvailable` reason when GPU pods wait because no node can take them.
 pub const DEMAND_EXCEEDS_SUPPLY: &str = "GpuDemandExceedsSupply";
 
-/// `Ready`, `Degraded`, then `GpusAvailable`, with `lastTransitionTime` left at the epoch for the guard to
-/// stamp.
-pub fn inventory_conditions(inventory: &Inventory, generation: Option<i64>) -> Vec<Condition> {
-    vec![
-        ready_condition(inventory, generation),
-        degraded_condition(inventory, generation),
-        gpus_available_condition(inventory, generation),
+/// One condition of an inventory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InventoryCondition {
+    /// `Ready`, `Degraded` or `GpusAvailable`.
+    pub type_: &'static str,
+    /// True or False.
+    pub status: bool,
+    /// A `PascalCase` reason.
+    pub reason: &'static str,
+    /// What was seen, in words.
+    pub message: String,
+}
+
+/// `Ready`, `Degraded`, then `GpusAvailable`.
+pub fn inventory_conditions(inventory: &Inventory) -> [InventoryCondition; 3] {
+    [
+        ready_condition(inventory),
+        degraded_condition(inventory),
+        gpus_available_condition(inventory),
     ]
 }
 
 /// False while GPU pods are Pending with the scheduler's `Unschedulable`; the message counts them per
 /// namespace and names what they want.
-fn gpus_available_condition(inventory: &Inventory, generation: Option<i64>) -> Condition {
+fn gpus_available_condition(inventory: &Inventory) -> InventoryCondition {
+    let available = inventory.pending_gpu_pods == 0;
+    let reason = if available {
+        "NoPendingGpuPods"
+    } else {
+        DEMAND_EXCEEDS_SUPPLY
+    };
+    let message = gpus_available_message(inventory);
+    condition(GPUS_AVAILABLE, available, reason, message)
+}
+
+/// The `GpusAvailable` message: the free GPUs, and who waits for what.
+pub fn gpus_available_message(inventory: &Inventory) -> String {
     if inventory.pending_gpu_pods == 0 {
-        let message = format!(
+        return format!(
             "no GPU pod is waiting for a node; {} whole GPUs free",
             inventory.free_gpus
-        );
-        return condition(
-            GPUS_AVAILABLE,
-            true,
-            "NoPendingGpuPods",
-            message,
-            generation,
         );
     }
     let waiting: Vec<String> = inventory
@@ -60,18 +72,11 @@ fn gpus_available_condition(inventory: &Inventory, generation: Option<i64>) -> C
             )
         })
         .collect();
-    let message = format!(
+    format!(
         "{} waiting, unschedulable: {}; {} whole GPUs free",
         plural(inventory.pending_gpu_pods, "GPU pod"),
         capped_list(waiting.iter().map(String::as_str)),
         inventory.free_gpus
-    );
-    condition(
-        GPUS_AVAILABLE,
-        false,
-        DEMAND_EXCEEDS_SUPPLY,
-        message,
-        generation,
     )
 }
 
@@ -80,23 +85,20 @@ fn plural(n: u32, what: &str) -> String {
 }
 
 fn condition(
-    type_: &str,
+    type_: &'static str,
     status: bool,
-    reason: &str,
+    reason: &'static str,
     message: String,
-    generation: Option<i64>,
-) -> Condition {
-    Condition {
-        type_: type_.to_owned(),
-        status: if status { "True" } else { "False" }.to_owned(),
-        reason: reason.to_owned(),
+) -> InventoryCondition {
+    InventoryCondition {
+        type_,
+        status,
+        reason,
         message,
-        observed_generation: generation,
-        last_transition_time: Time(Timestamp::UNIX_EPOCH),
     }
 }
 
-fn ready_condition(inventory: &Inventory, generation: Option<i64>) -> Condition {
+fn ready_condition(inventory: &Inventory) -> InventoryCondition {
     let (total, ready) = (inventory.total_gpu_nodes, inventory.ready_gpu_nodes);
     if total == 0 {
         return condition(
@@ -104,12 +106,11 @@ fn ready_condition(inventory: &Inventory, generation: Option<i64>) -> Condition 
             false,
             "NoGpuNodes",
             "no GPU nodes among the selected nodes".to_owned(),
-            generation,
         );
     }
     if ready == total {
         let message = format!("all {total} GPU nodes are Ready");
-        return condition("Ready", true, "AllGpuNodesReady", message, generation);
+        return condition("Ready", true, "AllGpuNodesReady", message);
     }
     let not_ready = inventory
         .nodes
@@ -120,10 +121,10 @@ fn ready_condition(inventory: &Inventory, generation: Option<i64>) -> Condition 
         "{ready} of {total} GPU nodes Ready; not ready: {}",
         capped_list(not_ready)
     );
-    condition("Ready", false, "GpuNodesNotReady", message, generation)
+    condition("Ready", false, "GpuNodesNotReady", message)
 }
 
-fn degraded_condition(inventory: &Inventory, generation: Option<i64>) -> Condition {
+fn degraded_condition(inventory: &Inventory) -> InventoryCondition {
     let mut nodes_per_reason: BTreeMap<&str, usize> = BTreeMap::new();
     for node in &inventory.nodes {
         let mut seen: Vec<&str> = node.issues.iter().map(|i| i.reason.as_str()).collect();
@@ -139,71 +140,39 @@ fn degraded_condition(inventory: &Inventory, generation: Option<i64>) -> Conditi
             false,
             "NoIssues",
             "no GPU node has an issue".to_owned(),
-            generation,
         );
     }
     let counts: Vec<String> = nodes_per_reason
         .iter()
         .map(|(reason, n)| format!("{reason}: {n} node{}", if *n == 1 { "" } else { "s" }))
         .collect();
-    condition(
-        "Degraded",
-        true,
-        "GpuNodeIssues",
-        counts.join(", "),
-        generation,
-    )
-}
-
-/// `a, b, c` or `a, b, ... and 7 more` past [`MAX_NAMED_NODES`].
-pub fn capped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let names: Vec<&str> = names.collect();
-    let shown = names
-        .iter()
-        .take(MAX_NAMED_NODES)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    match names.len().saturating_sub(MAX_NAMED_NODES) {
-        0 => shown,
-        more => format!("{shown} and {more} more"),
-    }
+    condition("Degraded", true, "GpuNodeIssues", counts.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::GpuNodeEntry;
+    use crate::inventory::model::{IssueReason, NodeInventory};
     use crate::inventory::test_support::{entry, inventory};
 
-    fn node(name: &str, ready: bool, reasons: &[&str]) -> GpuNodeEntry {
+    fn node(name: &str, ready: bool, reasons: &[IssueReason]) -> NodeInventory {
         entry(name, ready, 0, reasons)
     }
 
     #[test]
     fn no_gpu_nodes() {
-        let c = inventory_conditions(&inventory(vec![]), Some(3));
-        assert_eq!(
-            (c[0].status.as_str(), c[0].reason.as_str()),
-            ("False", "NoGpuNodes")
-        );
-        assert_eq!(c[0].observed_generation, Some(3));
-        assert_eq!(
-            (c[1].status.as_str(), c[1].reason.as_str()),
-            ("False", "NoIssues")
-        );
+        let c = inventory_conditions(&inventory(vec![]));
+        assert_eq!((c[0].status, c[0].reason), (false, "NoGpuNodes"));
+        assert_eq!((c[1].status, c[1].reason), (false, "NoIssues"));
     }
 
     #[test]
     fn not_ready_nodes_are_named_and_capped() {
         let nodes = (0..13)
-            .map(|i| node(&format!("n{i:02}"), i == 0, &["NotReady"]))
+            .map(|i| node(&format!("n{i:02}"), i == 0, &[IssueReason::NotReady]))
             .collect();
-        let c = inventory_conditions(&inventory(nodes), None);
-        assert_eq!(
-            (c[0].status.as_str(), c[0].reason.as_str()),
-            ("False", "GpuNodesNotReady")
-        );
+        let c = inventory_conditions(&inventory(nodes));
+        assert_eq!((c[0].status, c[0].reason), (false, "GpuNodesNotReady"));
         assert!(
             c[0].message
                 .starts_with("1 of 13 GPU nodes Ready; not ready: n01, n02"),
@@ -216,12 +185,20 @@ mod tests {
     #[test]
     fn degraded_counts_nodes_per_reason() {
         let nodes = vec![
-            node("a", false, &["NotReady", "GpuLabelsMissing"]),
-            node("b", false, &["NotReady"]),
-            node("c", true, &["InvalidLabel", "InvalidLabel"]),
+            node(
+                "a",
+                false,
+                &[IssueReason::NotReady, IssueReason::GpuLabelsMissing],
+            ),
+            node("b", false, &[IssueReason::NotReady]),
+            node(
+                "c",
+                true,
+                &[IssueReason::InvalidLabel, IssueReason::InvalidLabel],
+            ),
         ];
-        let c = inventory_conditions(&inventory(nodes), None);
-        assert_eq!(c[1].status, "True");
+        let c = inventory_conditions(&inventory(nodes));
+        assert!(c[1].status);
         assert_eq!(
             c[1].message,
             "GpuLabelsMissing: 1 node, InvalidLabel: 1 node, NotReady: 2 nodes"
@@ -231,39 +208,35 @@ mod tests {
     #[test]
     fn pending_gpu_pods_make_demand_exceed_supply() {
         let mut inv = inventory(vec![node("a", true, &[])]);
-        let c = inventory_conditions(&inv, None);
+        let c = inventory_conditions(&inv);
         assert_eq!(
-            (
-                c[2].type_.as_str(),
-                c[2].status.as_str(),
-                c[2].reason.as_str()
-            ),
-            ("GpusAvailable", "True", "NoPendingGpuPods")
+            (c[2].type_, c[2].status, c[2].reason),
+            ("GpusAvailable", true, "NoPendingGpuPods")
         );
         inv.pending_gpu_pods = 3;
         inv.namespaces = vec![
-            crate::crd::NamespaceUsage {
+            crate::inventory::model::NamespaceTotals {
                 name: "team-a".into(),
                 pending_pods: 2,
                 pending: [("nvidia.com/gpu".to_owned(), 16)].into(),
                 ..Default::default()
             },
-            crate::crd::NamespaceUsage {
+            crate::inventory::model::NamespaceTotals {
                 name: "team-b".into(),
                 allocated: [("nvidia.com/gpu".to_owned(), 1)].into(),
                 ..Default::default()
             },
-            crate::crd::NamespaceUsage {
+            crate::inventory::model::NamespaceTotals {
                 name: "team-c".into(),
                 pending_pods: 1,
                 pending: [("nvidia.com/mig-1g.10gb".to_owned(), 1)].into(),
                 ..Default::default()
             },
         ];
-        let c = inventory_conditions(&inv, None);
+        let c = inventory_conditions(&inv);
         assert_eq!(
-            (c[2].status.as_str(), c[2].reason.as_str()),
-            ("False", "GpuDemandExceedsSupply")
+            (c[2].status, c[2].reason),
+            (false, "GpuDemandExceedsSupply")
         );
         assert_eq!(
             c[2].message,
@@ -274,10 +247,7 @@ mod tests {
 
     #[test]
     fn all_ready() {
-        let c = inventory_conditions(&inventory(vec![node("a", true, &[])]), None);
-        assert_eq!(
-            (c[0].status.as_str(), c[0].reason.as_str()),
-            ("True", "AllGpuNodesReady")
-        );
+        let c = inventory_conditions(&inventory(vec![node("a", true, &[])]));
+        assert_eq!((c[0].status, c[0].reason), (true, "AllGpuNodesReady"));
     }
 }

@@ -1,4 +1,7 @@
-//! Kubernetes Events for what changed between two statuses (pure: the controller publishes them).
+//! Kubernetes Events for what changed between two inventories (pure: the status publisher sends them).
+//!
+//! They are diffed on the model, every node, before any size cut: a node left out of a cut list still
+//! exists, and one that goes NotReady past the cut is still told.
 //!
 //! One event per transition, never one per reconcile: events come only from a status write, and a status
 //! write happens only when the content changed. A mass change (a rack losing power) is folded into one event
@@ -8,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kube::runtime::events::EventType;
 
-use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, GPUS_AVAILABLE, capped_list};
-use crate::inventory::scanner::IssueReason;
+use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, gpus_available_message};
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
+use crate::inventory::text::capped_list;
 
 /// Above this many transitions of one kind, they are reported as one event.
 pub const MAX_EVENTS_PER_KIND: usize = 5;
@@ -37,40 +40,52 @@ fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
 /// What the events of a new inventory are diffed against.
 #[derive(Clone, Copy, Debug)]
 pub enum EventBase<'a> {
-    /// The whole status (every node, before any size cut) this process saw last: exact.
-    Model(&'a GpuInventoryStatus),
-    /// No earlier model in this process (a start, a new leader): what the server holds, if anything. Its
-    /// `nodes[]` may be cut to a budget; then only the nodes it lists are compared (a node it leaves out is
-    /// neither "added" nor "removed").
-    Published(Option<&'a GpuInventoryStatus>),
+    /// The whole inventory (every node, before any size cut) this process saw last: exact.
+    Model(&'a Inventory),
+    /// No earlier model in this process (a start, a new leader): what the server holds, read back into the
+    /// model, if anything. When its `nodes[]` was cut to a budget (`complete: false`) only the nodes it lists
+    /// are compared (a node it leaves out is neither "added" nor "removed").
+    Published {
+        /// The published status as a model (totals, and the nodes it lists).
+        inventory: Option<&'a Inventory>,
+        /// It listed every node.
+        complete: bool,
+    },
 }
 
-/// The events for going from `base` to `new`, a whole status (`nodes[]` not cut to a budget). Diffing the
-/// whole model keeps events right at any size: a node left out of a cut list still exists, and one that goes
-/// NotReady past the cut is still told.
-pub fn transitions_since(base: EventBase<'_>, new: &GpuInventoryStatus) -> Vec<InventoryEvent> {
+/// The events for going from `base` to `new`, a whole inventory.
+pub fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<InventoryEvent> {
     match base {
         EventBase::Model(old) => transitions(Some(old), new),
-        EventBase::Published(Some(old)) if old.omitted_nodes.is_some() => {
+        EventBase::Published {
+            inventory: Some(old),
+            complete: false,
+        } => {
             let listed: BTreeSet<&str> = old.nodes.iter().map(|n| n.name.as_str()).collect();
-            let known = GpuInventoryStatus {
+            let known = Inventory {
                 nodes: new
                     .nodes
                     .iter()
                     .filter(|n| listed.contains(n.name.as_str()))
                     .cloned()
                     .collect(),
-                // Once per start, and only for a status that was cut: the copy of the rest is cheap.
-                ..new.clone()
+                // Once per start, and only for a status that was cut; the events read the totals, not the
+                // sums per resource, product or namespace.
+                total_gpu_nodes: new.total_gpu_nodes,
+                ready_gpu_nodes: new.ready_gpu_nodes,
+                total_gpus: new.total_gpus,
+                free_gpus: new.free_gpus,
+                pending_gpu_pods: new.pending_gpu_pods,
+                ..Default::default()
             };
             transitions(Some(old), &known)
         }
-        EventBase::Published(old) => transitions(old, new),
+        EventBase::Published { inventory, .. } => transitions(inventory, new),
     }
 }
 
 /// The events for going from `old` to `new`. With no `old` (first observation), one summary event.
-fn transitions(old: Option<&GpuInventoryStatus>, new: &GpuInventoryStatus) -> Vec<InventoryEvent> {
+fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> {
     let Some(old) = old else {
         return vec![event(
             EventType::Normal,
@@ -81,9 +96,9 @@ fn transitions(old: Option<&GpuInventoryStatus>, new: &GpuInventoryStatus) -> Ve
             ),
         )];
     };
-    let before: BTreeMap<&str, &GpuNodeEntry> =
+    let before: BTreeMap<&str, &NodeInventory> =
         old.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    let after: BTreeMap<&str, &GpuNodeEntry> =
+    let after: BTreeMap<&str, &NodeInventory> =
         new.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut events = Vec::new();
 
@@ -135,9 +150,7 @@ fn transitions(old: Option<&GpuInventoryStatus>, new: &GpuInventoryStatus) -> Ve
         &became_not_ready,
         |name| {
             let why = after[name]
-                .issues
-                .iter()
-                .find(|i| i.reason == IssueReason::NotReady.as_str())
+                .issue(IssueReason::NotReady)
                 .map(|i| format!(": {}", i.message))
                 .unwrap_or_default();
             format!("GPU node {name} became NotReady{why}")
@@ -163,35 +176,29 @@ fn transitions(old: Option<&GpuInventoryStatus>, new: &GpuInventoryStatus) -> Ve
     events
 }
 
-/// One event when `GpusAvailable` flips, never one per pod: pods come and go without any while it holds.
-fn demand_event(old: &GpuInventoryStatus, new: &GpuInventoryStatus) -> Option<InventoryEvent> {
-    let available = |s: &GpuInventoryStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == GPUS_AVAILABLE)
-            .map(|c| (c.status == "True", c.message.clone()))
-    };
-    match (available(old), available(new)?) {
-        (Some((true, _)) | None, (false, message)) => {
-            Some(event(EventType::Warning, DEMAND_EXCEEDS_SUPPLY, message))
-        }
-        (Some((false, _)), (true, message)) => Some(event(
+/// One event when `GpusAvailable` flips (GPU pods start or stop waiting), never one per pod: pods come and
+/// go without any while it holds.
+fn demand_event(old: &Inventory, new: &Inventory) -> Option<InventoryEvent> {
+    let message = || gpus_available_message(new);
+    match (old.pending_gpu_pods == 0, new.pending_gpu_pods == 0) {
+        (true, false) => Some(event(EventType::Warning, DEMAND_EXCEEDS_SUPPLY, message())),
+        (false, true) => Some(event(
             EventType::Normal,
             "GpuDemandMet",
-            format!("no GPU pod waits any more: {message}"),
+            format!("no GPU pod waits any more: {}", message()),
         )),
         _ => None,
     }
 }
 
-fn product(node: &GpuNodeEntry) -> &str {
+fn product(node: &NodeInventory) -> &str {
     node.product.as_deref().unwrap_or("<unlabeled>")
 }
 
 fn common<'a>(
-    before: &BTreeMap<&'a str, &GpuNodeEntry>,
-    after: &BTreeMap<&'a str, &GpuNodeEntry>,
-    changed: impl Fn(&GpuNodeEntry, &GpuNodeEntry) -> bool,
+    before: &BTreeMap<&'a str, &NodeInventory>,
+    after: &BTreeMap<&'a str, &NodeInventory>,
+    changed: impl Fn(&NodeInventory, &NodeInventory) -> bool,
 ) -> Vec<&'a str> {
     after
         .iter()
@@ -224,40 +231,38 @@ fn per_node(
 /// Ready transitions above already tell that story.
 fn issue_events(
     events: &mut Vec<InventoryEvent>,
-    before: &BTreeMap<&str, &GpuNodeEntry>,
-    after: &BTreeMap<&str, &GpuNodeEntry>,
+    before: &BTreeMap<&str, &NodeInventory>,
+    after: &BTreeMap<&str, &NodeInventory>,
 ) {
-    let reasons = |node: &GpuNodeEntry| -> BTreeSet<String> {
+    let reasons = |node: &NodeInventory| -> BTreeSet<IssueReason> {
         node.issues
             .iter()
-            .filter(|i| i.reason != IssueReason::NotReady.as_str())
-            .map(|i| i.reason.clone())
+            .map(|i| i.reason)
+            .filter(|r| *r != IssueReason::NotReady)
             .collect()
     };
-    let mut appeared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    let mut cleared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut appeared: BTreeMap<IssueReason, Vec<&str>> = BTreeMap::new();
+    let mut cleared: BTreeMap<IssueReason, Vec<&str>> = BTreeMap::new();
     for (name, a) in after {
         let Some(b) = before.get(name) else { continue };
         let (was, is) = (reasons(b), reasons(a));
         for reason in is.difference(&was) {
-            appeared.entry(reason.clone()).or_default().push(name);
+            appeared.entry(*reason).or_default().push(name);
         }
         for reason in was.difference(&is) {
-            cleared.entry(reason.clone()).or_default().push(name);
+            cleared.entry(*reason).or_default().push(name);
         }
     }
     for (reason, names) in &appeared {
         per_node(
             events,
             EventType::Warning,
-            reason,
+            reason.as_str(),
             &format!("{reason} appeared"),
             names,
             |name| {
                 let message = after[name]
-                    .issues
-                    .iter()
-                    .find(|i| &i.reason == reason)
+                    .issue(*reason)
                     .map(|i| i.message.as_str())
                     .unwrap_or_default();
                 format!("{name}: {message}")
@@ -280,15 +285,15 @@ fn issue_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::status::desired_status;
+    use crate::inventory::model::NamespaceTotals;
     use crate::inventory::test_support::{entry, inventory};
 
-    fn node(name: &str, ready: bool, issues: &[&str]) -> GpuNodeEntry {
+    fn node(name: &str, ready: bool, issues: &[IssueReason]) -> NodeInventory {
         entry(name, ready, 1, issues)
     }
 
-    fn status(nodes: Vec<GpuNodeEntry>) -> GpuInventoryStatus {
-        desired_status(&inventory(nodes), None)
+    fn status(nodes: Vec<NodeInventory>) -> Inventory {
+        inventory(nodes)
     }
 
     fn reasons(events: &[InventoryEvent]) -> Vec<&str> {
@@ -299,13 +304,16 @@ mod tests {
     fn a_cut_published_status_compares_only_the_nodes_it_lists() {
         let mut published = status(vec![node("a", true, &[]), node("b", true, &[])]);
         published.nodes.retain(|n| n.name == "a");
-        published.omitted_nodes = Some(1);
         let whole = status(vec![
-            node("a", false, &["NotReady"]),
+            node("a", false, &[IssueReason::NotReady]),
             node("b", true, &[]),
             node("c", true, &[]),
         ]);
-        let events = transitions_since(EventBase::Published(Some(&published)), &whole);
+        let base = EventBase::Published {
+            inventory: Some(&published),
+            complete: false,
+        };
+        let events = transitions_since(base, &whole);
         // Totals cover every node (GPUs 2 -> 3); per node, only "a" is known: no Added or Removed.
         assert_eq!(
             reasons(&events),
@@ -318,7 +326,11 @@ mod tests {
         assert!(reasons(&events).contains(&"GpuNodeAdded"), "{events:?}");
         assert!(!reasons(&events).contains(&"GpuNodeRemoved"), "{events:?}");
         // Nothing published yet: the first observation.
-        let events = transitions_since(EventBase::Published(None), &whole);
+        let base = EventBase::Published {
+            inventory: None,
+            complete: true,
+        };
+        let events = transitions_since(base, &whole);
         assert_eq!(reasons(&events), ["InventoryObserved"]);
     }
 
@@ -331,7 +343,10 @@ mod tests {
     #[test]
     fn not_ready_is_one_warning_naming_the_node() {
         let old = status(vec![node("a", true, &[]), node("b", true, &[])]);
-        let new = status(vec![node("a", false, &["NotReady"]), node("b", true, &[])]);
+        let new = status(vec![
+            node("a", false, &[IssueReason::NotReady]),
+            node("b", true, &[]),
+        ]);
         let events = transitions(Some(&old), &new);
         assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
         assert_eq!(events[0].type_, EventType::Warning);
@@ -353,11 +368,11 @@ mod tests {
     fn nodes_gpus_and_issues() {
         let old = status(vec![
             node("a", true, &[]),
-            node("b", true, &["GpusUnhealthy"]),
+            node("b", true, &[IssueReason::GpusUnhealthy]),
         ]);
         let new = status(vec![
             node("b", true, &[]),
-            node("c", true, &["Unschedulable"]),
+            node("c", true, &[IssueReason::Unschedulable]),
         ]);
         let events = transitions(Some(&old), &new);
         assert_eq!(
@@ -365,8 +380,8 @@ mod tests {
             ["GpuNodeAdded", "GpuNodeRemoved", "GpusUnhealthyResolved"]
         );
         let new2 = status(vec![
-            node("b", true, &["GpusUnhealthy"]),
-            node("c", true, &["Unschedulable"]),
+            node("b", true, &[IssueReason::GpusUnhealthy]),
+            node("c", true, &[IssueReason::Unschedulable]),
         ]);
         let events = transitions(Some(&new), &new2);
         assert_eq!(reasons(&events), ["GpusUnhealthy"]);
@@ -382,7 +397,7 @@ mod tests {
         );
         let new = status(
             (0..20)
-                .map(|i| node(&format!("n{i:02}"), false, &["NotReady"]))
+                .map(|i| node(&format!("n{i:02}"), false, &[IssueReason::NotReady]))
                 .collect(),
         );
         let events = transitions(Some(&old), &new);
@@ -403,13 +418,13 @@ mod tests {
             n.allocated = [("nvidia.com/gpu".to_owned(), allocated)].into();
             let mut inv = inventory(vec![n]);
             inv.pending_gpu_pods = pending;
-            inv.namespaces = vec![crate::crd::NamespaceUsage {
+            inv.namespaces = vec![NamespaceTotals {
                 name: "ml".into(),
                 pending_pods: pending,
                 pending: [("nvidia.com/gpu".to_owned(), 8 * u64::from(pending))].into(),
                 ..Default::default()
             }];
-            desired_status(&inv, None)
+            inv
         };
         assert!(
             transitions(Some(&with(0, 1)), &with(0, 2)).is_empty(),

@@ -1,20 +1,29 @@
-//! The pure core: cluster objects in, the inventory and the writes that publish it out.
+//! The pure core: cluster objects in, the typed [`model`] out.
 //!
-//! Nothing here does I/O or reads the clock (times are passed in), so every rule is unit-tested without an
-//! API server, and the operator and the one-shot `scan` agree by construction.
+//! Nothing here does I/O, reads the clock or makes a wire type: the publishers turn the model into the CRD
+//! and ConfigMap shapes (`publish::content`), so every rule is unit-tested without an API server, and the
+//! operator and the one-shot `scan` agree by construction.
+//!
+//! Layers, each importing only those below it: [`model`], [`text`] and [`resources`]; the leaves
+//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), [`vendor`]; [`totals`];
+//! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and [`events`].
 
 pub mod allocation;
+pub mod assemble;
 pub mod conditions;
-pub mod configmap;
 pub mod dra;
 pub mod events;
-pub mod plan;
+pub mod model;
+pub mod resources;
 pub mod scanner;
 pub mod selector;
 pub mod shared_scan;
-pub mod size_budget;
-pub mod status;
+pub mod text;
+pub mod totals;
 pub mod vendor;
+
+pub use assemble::{NodeUniverse, ScanInput, scan};
+pub use model::Inventory;
 
 #[cfg(test)]
 pub(crate) mod test_support;

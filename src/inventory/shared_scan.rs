@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use kube::core::Selector;
 
-use super::scanner::Inventory;
+use super::model::Inventory;
 
 /// The memo. Pure apart from its lock: no I/O, no clock.
 #[derive(Debug, Default)]
@@ -56,9 +56,9 @@ mod tests {
     use k8s_openapi::api::core::v1::Node;
 
     use super::*;
-    use crate::inventory::allocation::NO_PODS;
-    use crate::inventory::scanner::scan;
+
     use crate::inventory::selector::parse_selector;
+    use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_node_dump;
 
     fn cluster(selector: &Selector) -> Inventory {
@@ -67,7 +67,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-        scan(&nodes, NO_PODS, selector)
+        scan(ScanInput::nodes(&nodes).selector(selector))
     }
 
     #[test]

@@ -1,27 +1,23 @@
-//! Hand-made scan results for the core's unit tests (compiled for tests only).
+//! Hand-made models for the unit tests (compiled for tests only).
 
-use crate::crd::{GpuNodeEntry, NodeIssue};
-use crate::inventory::scanner::Inventory;
+use crate::inventory::model::{Inventory, Issue, IssueReason, NodeInventory};
 
-/// A GPU node entry with `count` GPUs and one issue per reason (message `"<reason> details"`).
-pub fn entry(name: &str, ready: bool, count: u64, reasons: &[&str]) -> GpuNodeEntry {
-    GpuNodeEntry {
+/// A GPU node with `count` GPUs and one issue per reason (message `"<reason> details"`).
+pub fn entry(name: &str, ready: bool, count: u64, reasons: &[IssueReason]) -> NodeInventory {
+    NodeInventory {
         name: name.into(),
         ready,
         count,
         issues: reasons
             .iter()
-            .map(|r| NodeIssue {
-                reason: (*r).into(),
-                message: format!("{r} details"),
-            })
+            .map(|r| Issue::new(*r, format!("{r} details")))
             .collect(),
         ..Default::default()
     }
 }
 
-/// The inventory of `nodes`, totals computed as the scanner does.
-pub fn inventory(nodes: Vec<GpuNodeEntry>) -> Inventory {
+/// The inventory of `nodes`, totals computed as the assembler does.
+pub fn inventory(nodes: Vec<NodeInventory>) -> Inventory {
     Inventory {
         total_gpu_nodes: nodes.len() as u32,
         ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,

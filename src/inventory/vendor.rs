@@ -4,7 +4,7 @@
 //! `nvidia.com/*` resources, the clouds' NVIDIA GPU labels) and DRA drivers named in `--dra-driver`; a DRA
 //! driver is attributed by its name. Vendors are never summed across one another.
 
-use crate::crd::GpuNodeEntry;
+use crate::inventory::model::NodeInventory;
 
 /// `vendor` value for NVIDIA.
 pub const NVIDIA: &str = "nvidia";
@@ -21,7 +21,7 @@ const DRA_DRIVER_VENDORS: [(&str, &str); 6] = [
 
 /// The vendor of a node's GPUs: its DRA devices' driver when DRA describes it, else NVIDIA (the only vendor
 /// whose labels and resources the scanner reads). `None` for a DRA driver of no known vendor.
-pub fn vendor_of(entry: &GpuNodeEntry) -> Option<&'static str> {
+pub fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {
     let Some(device) = entry.devices.first() else {
         return Some(NVIDIA);
     };
@@ -42,7 +42,7 @@ pub fn driver_vendor(driver: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::DraDeviceEntry;
+    use crate::inventory::model::Device;
 
     #[test]
     fn drivers_are_attributed_by_domain() {
@@ -59,10 +59,10 @@ mod tests {
 
     #[test]
     fn device_plugin_nodes_are_nvidia_and_dra_nodes_follow_their_driver() {
-        let plain = GpuNodeEntry::default();
+        let plain = NodeInventory::default();
         assert_eq!(vendor_of(&plain), Some("nvidia"));
-        let dra = GpuNodeEntry {
-            devices: vec![DraDeviceEntry {
+        let dra = NodeInventory {
+            devices: vec![Device {
                 driver: "gpu.example.com".into(),
                 ..Default::default()
             }],

@@ -9,6 +9,7 @@
 //! - [`crd`], [`crd_watch`], [`default_inventory`]: the CRD and the default inventory the others rely on.
 
 pub mod configmap;
+pub mod content;
 pub mod crd;
 pub mod crd_watch;
 pub mod default_inventory;
@@ -27,7 +28,7 @@ use kube::core::Selector;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::crd::GpuInventoryStatus;
-use crate::inventory::scanner::Inventory;
+use crate::inventory::Inventory;
 use crate::inventory::shared_scan::SharedScans;
 use crate::runtime::backoff::{self, Backoff};
 use crate::runtime::health::Health;
@@ -63,9 +64,9 @@ pub struct Context {
     pub status_nodes_budget: usize,
     /// Retry backoff per object whose last reconcile failed.
     failures: Mutex<HashMap<String, Backoff>>,
-    /// Per GpuInventory, the whole status (every node) its last reconcile computed: what the next one's
-    /// events are diffed against.
-    models: Mutex<HashMap<String, Arc<GpuInventoryStatus>>>,
+    /// Per GpuInventory, the model (every node) its last reconcile published: what the next one's events
+    /// are diffed against.
+    models: Mutex<HashMap<String, Arc<Inventory>>>,
 }
 
 impl Context {
@@ -104,8 +105,8 @@ impl Context {
         }
     }
 
-    /// The whole status the last reconcile of GpuInventory `name` computed, if one ran in this process.
-    pub fn last_model(&self, name: &str) -> Option<Arc<GpuInventoryStatus>> {
+    /// The model the last reconcile of GpuInventory `name` published, if one ran in this process.
+    pub fn last_model(&self, name: &str) -> Option<Arc<Inventory>> {
         let models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.get(name).cloned()
     }
@@ -116,8 +117,8 @@ impl Context {
         models.retain(|name, _| exists(name));
     }
 
-    /// Remembers the whole status of GpuInventory `name` (see [`Self::last_model`]).
-    pub fn remember_model(&self, name: &str, model: Arc<GpuInventoryStatus>) {
+    /// Remembers the model of GpuInventory `name` (see [`Self::last_model`]).
+    pub fn remember_model(&self, name: &str, model: Arc<Inventory>) {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.insert(name.to_owned(), model);
     }

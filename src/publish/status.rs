@@ -24,9 +24,9 @@ use crate::FIELD_MANAGER;
 use crate::crd::{GpuInventory, GpuInventoryStatus};
 use crate::error::{Error, Result};
 use crate::inventory::events::{EventBase, transitions_since};
-use crate::inventory::plan::plan_status;
-use crate::inventory::size_budget::fit_nodes;
-use crate::inventory::status::desired_status;
+use crate::publish::content::plan::plan_status;
+use crate::publish::content::status::{NodeList, desired_status};
+use crate::publish::content::wire::published_inventory;
 use crate::runtime::backoff;
 use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
@@ -126,27 +126,40 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
         return Ok(Action::requeue(wait));
     }
     let scanned = ctx.inventory(&node_selector(inventory)?);
-    // The whole status (every node) is what metrics and events are computed on; only the copy written is cut.
-    let full = Arc::new(desired_status(&scanned, inventory.metadata.generation));
-    export_inventory(&ctx.metrics, &ctx.gauges, &name, &full);
-    let mut desired = (*full).clone();
-    fit_nodes(&mut desired, ctx.status_nodes_budget);
+    // The model (every node) is what metrics and events are computed on; only the status written is cut.
+    export_inventory(&ctx.metrics, &ctx.gauges, &name, &scanned);
+    let desired = desired_status(
+        &scanned,
+        inventory.metadata.generation,
+        NodeList::Within(ctx.status_nodes_budget),
+    );
     let cached = Cached {
         version: inventory.metadata.resource_version.as_deref(),
         content: inventory.status.as_ref(),
     };
     let previous = ctx.last_model(&name);
     let (write, events) = ctx.status_writer.plan(&name, cached, |current| {
-        let base = match previous.as_deref() {
-            Some(model) => EventBase::Model(model),
-            None => EventBase::Published(current),
+        let published = match previous {
+            Some(_) => None,
+            None => current.map(|c| (published_inventory(c), c.omitted_nodes.is_none())),
         };
-        let events = transitions_since(base, &full);
+        let base = match (previous.as_deref(), &published) {
+            (Some(model), _) => EventBase::Model(model),
+            (None, Some((inventory, complete))) => EventBase::Published {
+                inventory: Some(inventory),
+                complete: *complete,
+            },
+            (None, None) => EventBase::Published {
+                inventory: None,
+                complete: true,
+            },
+        };
+        let events = transitions_since(base, &scanned);
         (plan_status(desired, current, Timestamp::now()), events)
     });
     let Some(status) = write else {
         debug!(cr = %name, "status unchanged; write skipped");
-        ctx.remember_model(&name, full);
+        ctx.remember_model(&name, scanned.clone());
         publish_events(ctx, inventory, events).await;
         ctx.reset_backoff(&name);
         return Ok(Action::requeue(ctx.requeue));
@@ -172,7 +185,7 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     ctx.status_writer
         .record_write(&name, cached.version.map(str::to_owned), status);
     // Remembered only once the write went through: a failed write is retried, and its events with it.
-    ctx.remember_model(&name, full);
+    ctx.remember_model(&name, scanned.clone());
     publish_events(ctx, inventory, events).await;
     ctx.reset_backoff(&name);
     Ok(Action::requeue(ctx.requeue))

@@ -28,7 +28,7 @@ pub use dra::DraStores;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice};
-use crate::inventory::scanner::{Inventory, NodeUniverse, scan_with};
+use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
 /// What the sources watch.
@@ -80,13 +80,12 @@ impl Snapshot {
             claims: self.claims.iter().map(AsRef::as_ref).collect(),
             classes: self.classes.iter().map(AsRef::as_ref).collect(),
         };
-        scan_with(
-            self.nodes.iter().map(AsRef::as_ref),
-            self.pods.iter().map(AsRef::as_ref),
-            &dra,
-            selector,
-            universe,
-        )
+        let input = ScanInput::nodes(self.nodes.iter().map(AsRef::as_ref))
+            .pods(self.pods.iter().map(AsRef::as_ref))
+            .dra(dra)
+            .selector(selector)
+            .universe(universe);
+        scan(input)
     }
 }
 

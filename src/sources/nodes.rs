@@ -14,7 +14,7 @@ use kube::{Api, Client};
 
 use super::ChangeSignal;
 use super::slim::{SlimNode, map_event};
-use crate::inventory::scanner::resources::NVIDIA_RESOURCE_PREFIX;
+use crate::inventory::resources::NVIDIA_RESOURCE_PREFIX;
 use crate::runtime::health::Health;
 use crate::runtime::{backoff, memory};
 
@@ -135,10 +135,9 @@ fn only_nvidia<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::allocation::NO_PODS;
-    use crate::inventory::scanner::scan;
+
+    use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_node_dump;
-    use kube::core::Selector;
 
     #[test]
     fn stripping_keeps_the_scan_identical() {
@@ -148,8 +147,8 @@ mod tests {
             let mut stripped = nodes.clone();
             stripped.iter_mut().for_each(strip_node);
             assert_eq!(
-                scan(&nodes, NO_PODS, &Selector::default()),
-                scan(&stripped, NO_PODS, &Selector::default()),
+                scan(ScanInput::nodes(&nodes)),
+                scan(ScanInput::nodes(&stripped)),
                 "{fixture}"
             );
             let before: usize = nodes

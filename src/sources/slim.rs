@@ -206,11 +206,10 @@ pub fn map_event<A, B>(event: watcher::Event<A>, f: impl Fn(A) -> B) -> watcher:
 mod tests {
     use super::*;
     use crate::inventory::allocation::GpuPod;
-    use crate::inventory::allocation::NO_PODS;
-    use crate::inventory::scanner::scan;
+
+    use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_dump;
     use crate::sources::nodes::{cached_node, strip_node};
-    use kube::core::Selector;
 
     #[test]
     fn slim_decoding_reads_what_full_decoding_reads() {
@@ -236,8 +235,8 @@ mod tests {
                 "{fixture}: the slim nodes differ from the stripped full ones"
             );
             assert_eq!(
-                scan(&dump.nodes, NO_PODS, &Selector::default()),
-                scan(&slim, NO_PODS, &Selector::default()),
+                scan(ScanInput::nodes(&dump.nodes)),
+                scan(ScanInput::nodes(&slim)),
                 "{fixture}"
             );
             let full_pods: Vec<Option<GpuPod>> = dump.pods.iter().map(GpuPod::from_pod).collect();

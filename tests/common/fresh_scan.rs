@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 use gpu_inventory_operator::inventory::allocation::GpuPod;
-use gpu_inventory_operator::inventory::configmap::{DATA_BUDGET_BYTES, configmap_data};
-use gpu_inventory_operator::inventory::scanner::{NodeUniverse, scan_in};
+use gpu_inventory_operator::inventory::{NodeUniverse, ScanInput, scan};
+use gpu_inventory_operator::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use gpu_inventory_operator::sources::pods::UNFINISHED_PODS;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
-use kube::core::Selector;
 use serde_json::Value;
 
 use super::{OperatorProcess, TEST_LABEL, TestEnv, kubeconfig_path, metric};
@@ -54,7 +53,11 @@ pub async fn scan_configmap(env: &TestEnv) -> BTreeMap<String, String> {
         .iter()
         .filter_map(GpuPod::from_pod)
         .collect();
-    let inventory = scan_in(&nodes, &pods, &Selector::default(), NodeUniverse::Subset);
+    let inventory = scan(
+        ScanInput::nodes(&nodes)
+            .pods(&pods)
+            .universe(NodeUniverse::Subset),
+    );
     configmap_data(&inventory, DATA_BUDGET_BYTES).0
 }
 

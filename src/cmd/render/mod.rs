@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use super::cli::GroupBy;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::inventory::dra::entry::product_from_dra;
-use crate::inventory::scanner::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
+use crate::inventory::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
+use crate::inventory::scanner::PRODUCT_FROM_DRA;
 use crate::runtime::text::visible;
 
 /// Marks a product named by a cloud-provider label rather than by GPU Feature Discovery.
@@ -72,11 +72,10 @@ fn per_resource_cell(node: &GpuNodeEntry, values: &BTreeMap<String, u64>) -> Str
 /// Whether the node's product came from a cloud-provider label (not GPU Feature Discovery, not DRA).
 fn cloud_product(node: &GpuNodeEntry) -> bool {
     node.product.is_some()
-        && !product_from_dra(node)
         && node
             .derived_from
             .get("product")
-            .is_some_and(|from| !from.starts_with("nvidia.com/"))
+            .is_some_and(|from| from != PRODUCT_FROM_DRA && !from.starts_with("nvidia.com/"))
 }
 
 fn product_cell(node: &GpuNodeEntry) -> String {

@@ -1,11 +1,11 @@
 //! The tables on real nodes and hand-made statuses.
 
 use super::*;
-use crate::inventory::allocation::NO_PODS;
-use crate::inventory::scanner::scan;
-use crate::inventory::status::desired_status;
+
+use crate::inventory::{ScanInput, scan};
+use crate::publish::content::status::{NodeList, desired_status};
+use crate::publish::content::wire::Detail;
 use crate::sources::dump::parse_node_dump;
-use kube::core::Selector;
 
 fn real_nodes_status() -> GpuInventoryStatus {
     let path = format!(
@@ -13,7 +13,11 @@ fn real_nodes_status() -> GpuInventoryStatus {
         env!("CARGO_MANIFEST_DIR")
     );
     let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-    desired_status(&scan(&nodes, NO_PODS, &Selector::default()), None)
+    desired_status(
+        &scan(ScanInput::nodes(&nodes)),
+        None,
+        NodeList::All(Detail::Devices),
+    )
 }
 
 #[test]
@@ -79,7 +83,8 @@ fn dump_status() -> GpuInventoryStatus {
         .iter()
         .filter_map(crate::inventory::allocation::GpuPod::from_pod)
         .collect();
-    desired_status(&scan(&dump.nodes, &pods, &Selector::default()), None)
+    let inventory = scan(ScanInput::nodes(&dump.nodes).pods(&pods));
+    desired_status(&inventory, None, NodeList::All(Detail::Devices))
 }
 
 fn row<'a>(text: &'a str, first: &str) -> Vec<&'a str> {

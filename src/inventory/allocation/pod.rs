@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::inventory::scanner::resources::{NVIDIA_RESOURCE_PREFIX, quantity_value};
+use crate::inventory::model::quantity_value;
+use crate::inventory::resources::NVIDIA_RESOURCE_PREFIX;
 
 /// A pod that asks for at least one `nvidia.com/*` resource or names a ResourceClaim, stripped to what the
 /// accounting needs.

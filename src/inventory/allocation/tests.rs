@@ -3,16 +3,19 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::crd::{GpuSharing, MigDevice, MigInfo};
+use crate::inventory::assemble::assemble;
 use crate::inventory::dra::DraView;
-use crate::inventory::test_support::{entry, inventory};
+use crate::inventory::model::{
+    Amount, Inventory, JobFit, Mig, MigProfile, ProductTotals, ResourceTotals, Sharing,
+};
+use crate::inventory::test_support::entry;
 
-fn gpu_node(name: &str, product: &str, allocatable: &[(&str, &str)]) -> GpuNodeEntry {
+fn gpu_node(name: &str, product: &str, allocatable: &[(&str, &str)]) -> NodeInventory {
     let mut node = entry(name, true, 8, &[]);
     node.product = Some(product.to_owned());
     node.allocatable = allocatable
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
         .collect();
     node.capacity = node.allocatable.clone();
     node
@@ -44,10 +47,9 @@ const KNOWN: NodeFacts<'static> = NodeFacts {
 };
 const ALL: DemandScope = DemandScope { all_nodes: true };
 
-fn accounted(nodes: Vec<GpuNodeEntry>, pods: &[GpuPod], scope: DemandScope) -> Inventory {
-    let mut inv = inventory(nodes);
-    account(&mut inv, pods, scope, &DraView::default(), |_| KNOWN);
-    inv
+fn accounted(nodes: Vec<NodeInventory>, pods: &[GpuPod], scope: DemandScope) -> Inventory {
+    let pods: Vec<&GpuPod> = pods.iter().collect();
+    assemble(nodes, &pods, scope, &DraView::default(), |_| KNOWN)
 }
 
 #[test]
@@ -88,26 +90,26 @@ fn running_pods_are_allocated_finished_ones_and_other_nodes_are_not() {
     assert_eq!(inv.free_gpus, 13);
     assert_eq!(
         inv.products,
-        vec![ProductSummary {
+        vec![ProductTotals {
             name: "H100".into(),
             nodes: 2,
             gpus: 16,
             free_gpus: 13,
-            vendor: Some("nvidia".into()),
+            vendor: Some("nvidia"),
             nodes_with_free_gpus: vec![
-                FreeGpuNodes {
+                JobFit {
                     at_least: 1,
                     nodes: 2
                 },
-                FreeGpuNodes {
+                JobFit {
                     at_least: 2,
                     nodes: 2
                 },
-                FreeGpuNodes {
+                JobFit {
                     at_least: 4,
                     nodes: 2
                 },
-                FreeGpuNodes {
+                JobFit {
                     at_least: 8,
                     nodes: 1
                 },
@@ -116,7 +118,7 @@ fn running_pods_are_allocated_finished_ones_and_other_nodes_are_not() {
     );
     assert_eq!(
         inv.resources,
-        vec![ResourceSummary {
+        vec![ResourceTotals {
             name: "nvidia.com/gpu".into(),
             capacity: 16,
             allocatable: 16,
@@ -168,8 +170,8 @@ fn more_allocated_than_allocatable_is_overcommitted_never_negative() {
         node.issues,
         "the message names the pods by name, whatever order they arrived in"
     );
-    let mut partial = inventory(nodes);
-    account(&mut partial, &pods, ALL, &DraView::default(), |_| {
+    let pods: Vec<&GpuPod> = pods.iter().collect();
+    let partial = assemble(nodes, &pods, ALL, &DraView::default(), |_| {
         NodeFacts::default()
     });
     assert!(
@@ -181,7 +183,7 @@ fn more_allocated_than_allocatable_is_overcommitted_never_negative() {
 #[test]
 fn shared_and_mig_resources_keep_their_names_and_are_not_whole_gpus() {
     let mut shared = gpu_node("ts", "T4-SHARED", &[("nvidia.com/gpu", "4")]);
-    shared.sharing = Some(GpuSharing {
+    shared.sharing = Some(Sharing {
         strategy: Some("time-slicing".into()),
         replicas: Some(4),
         renamed_resource: false,
@@ -191,7 +193,7 @@ fn shared_and_mig_resources_keep_their_names_and_are_not_whole_gpus() {
         "T4",
         &[("nvidia.com/gpu", "0"), ("nvidia.com/gpu.shared", "8")],
     );
-    renamed.sharing = Some(GpuSharing {
+    renamed.sharing = Some(Sharing {
         strategy: None,
         replicas: Some(4),
         renamed_resource: true,
@@ -201,9 +203,9 @@ fn shared_and_mig_resources_keep_their_names_and_are_not_whole_gpus() {
         "A100",
         &[("nvidia.com/gpu", "0"), ("nvidia.com/mig-1g.10gb", "7")],
     );
-    mig.mig = Some(MigInfo {
+    mig.mig = Some(Mig {
         strategy: Some("mixed".into()),
-        devices: vec![MigDevice {
+        devices: vec![MigProfile {
             profile: "1g.10gb".into(),
             count: 7,
             memory_mib: None,
@@ -252,7 +254,7 @@ fn shared_and_mig_resources_keep_their_names_and_are_not_whole_gpus() {
 fn mig_strategy_single_counts_whole_gpus_only_where_mig_is_disabled() {
     let single = |name: &str, product: &str| {
         let mut node = gpu_node(name, product, &[("nvidia.com/gpu", "8")]);
-        node.mig = Some(MigInfo {
+        node.mig = Some(Mig {
             strategy: Some("single".into()),
             config: Some("all-disabled".into()),
             ..Default::default()
@@ -324,14 +326,13 @@ fn a_pool_answers_for_pending_pods_whose_node_selector_it_matches() {
     elsewhere.name = "elsewhere".into();
     elsewhere.node_selector = [("pool".to_owned(), "a10".to_owned())].into();
     let labels: BTreeMap<String, String> = [("pool".to_owned(), "h100".to_owned())].into();
-    let mut inv = inventory(nodes);
     let facts = NodeFacts {
         labels: Some(&labels),
         allocatable_known: true,
     };
-    account(
-        &mut inv,
-        &[for_pool, elsewhere],
+    let inv = assemble(
+        nodes,
+        &[&for_pool, &elsewhere],
         DemandScope { all_nodes: false },
         &DraView::default(),
         |_| facts,

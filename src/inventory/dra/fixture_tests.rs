@@ -3,12 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use kube::core::Selector;
-
 use super::{DEFAULT_DRIVER, DraClaim, DraClass, DraInput, DraSlice};
-use crate::crd::GpuNodeEntry;
 use crate::inventory::allocation::GpuPod;
-use crate::inventory::scanner::{Inventory, NodeUniverse, scan_with};
+use crate::inventory::model::{NodeInventory, Source};
+use crate::inventory::{Inventory, ScanInput, scan};
 use crate::sources::dump::{Dump, parse_dump};
 
 fn dump(file: &str) -> Dump {
@@ -39,16 +37,10 @@ fn fixtures() -> Inventory {
         classes: classes.iter().collect(),
     };
     let pods: [&GpuPod; 0] = [];
-    scan_with(
-        &nodes.nodes,
-        pods,
-        &input,
-        &Selector::default(),
-        NodeUniverse::Cluster,
-    )
+    scan(ScanInput::nodes(&nodes.nodes).pods(pods).dra(input))
 }
 
-fn node<'a>(inv: &'a Inventory, name: &str) -> &'a GpuNodeEntry {
+fn node<'a>(inv: &'a Inventory, name: &str) -> &'a NodeInventory {
     inv.nodes
         .iter()
         .find(|n| n.name == name)
@@ -56,12 +48,15 @@ fn node<'a>(inv: &'a Inventory, name: &str) -> &'a GpuNodeEntry {
 }
 
 /// (resource, capacity, allocated, free) of the node's DRA resources.
-fn dra(entry: &GpuNodeEntry) -> BTreeMap<&str, (String, u64, u64)> {
+fn dra(entry: &NodeInventory) -> BTreeMap<&str, (String, u64, u64)> {
     entry
         .capacity
         .iter()
         .filter(|(r, _)| r.starts_with("gpu.nvidia.com/"))
-        .map(|(r, c)| (r.as_str(), (c.clone(), entry.allocated[r], entry.free[r])))
+        .map(|(r, c)| {
+            let capacity = c.text().to_owned();
+            (r.as_str(), (capacity, entry.allocated[r], entry.free[r]))
+        })
         .collect()
 }
 
@@ -70,7 +65,7 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
     let inv = fixtures();
     assert_eq!(inv.total_gpu_nodes, 7, "pure DRA nodes are GPU nodes");
     for entry in &inv.nodes {
-        assert!(entry.sources.contains(&"dra".to_owned()), "{}", entry.name);
+        assert!(entry.sources.contains(&Source::Dra), "{}", entry.name);
         let reasons: Vec<&str> = entry.issues.iter().map(|i| i.reason.as_str()).collect();
         let expected: &[&str] = if entry.name == "dra-node-e" {
             &["GpuDeviceTainted"]

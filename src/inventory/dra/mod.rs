@@ -8,14 +8,13 @@
 //! allocated MIG partition is not free, nor a partition of an allocated GPU (shared counters or
 //! `parentUUID`), so a GPU is never added to its own partitions.
 
-pub mod entry;
 pub mod model;
 mod node;
 mod pools;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::crd::DraDeviceEntry;
+use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint};
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
 pub use node::DraNode;
 use pools::Pool;
@@ -59,19 +58,32 @@ impl DraView {
     }
 }
 
+/// What a device is, from the driver's `type` attribute: `gpu` is a whole GPU, `mig` a partition (of its
+/// `profile`), any other type its own kind.
+pub fn device_kind(device: &DraDevice) -> DeviceKind {
+    match device.kind.as_deref() {
+        Some("gpu") => DeviceKind::Whole,
+        Some("mig") => DeviceKind::Partition(device.profile.clone().unwrap_or_default()),
+        Some(kind) => DeviceKind::Other(kind.to_owned()),
+        None => DeviceKind::Unnamed,
+    }
+}
+
 /// The resource a device is counted under: `<driver>/gpu`, `<driver>/mig-<profile>`, `<driver>/<type>` for
 /// other types (`vfio`), `<driver>/device` when the driver names no type.
-pub fn resource_name(driver: &str, device: &DraDevice) -> String {
-    match (device.kind.as_deref(), device.profile.as_deref()) {
-        (Some("mig"), Some(profile)) => format!("{driver}/mig-{profile}"),
-        (Some(kind), _) => format!("{driver}/{kind}"),
-        (None, _) => format!("{driver}/device"),
+pub fn resource_name(driver: &str, kind: &DeviceKind) -> String {
+    match kind {
+        DeviceKind::Whole => format!("{driver}/gpu"),
+        DeviceKind::Partition(profile) if !profile.is_empty() => format!("{driver}/mig-{profile}"),
+        DeviceKind::Partition(_) => format!("{driver}/mig"),
+        DeviceKind::Other(kind) => format!("{driver}/{kind}"),
+        DeviceKind::Unnamed => format!("{driver}/device"),
     }
 }
 
 /// Accounts every pool of `input` onto the node that publishes it.
 pub fn resolve(input: &DraInput<'_>) -> DraView {
-    let mut holders: HashMap<(&str, &str, &str), Vec<String>> = HashMap::new();
+    let mut holders: HashMap<(&str, &str, &str), Vec<ClaimRef>> = HashMap::new();
     for claim in &input.claims {
         let mut named = BTreeSet::new();
         for device in &claim.devices {
@@ -79,7 +91,10 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
                 holders
                     .entry((&device.driver, &device.pool, &device.device))
                     .or_default()
-                    .push(format!("{}/{}", claim.namespace, claim.name));
+                    .push(ClaimRef {
+                        namespace: claim.namespace.clone(),
+                        name: claim.name.clone(),
+                    });
             }
         }
     }
@@ -123,9 +138,9 @@ fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
 /// Each device of the pool with its state: who holds it, its taints, and whether a new claim could get it.
 fn pool_devices(
     pool: &Pool<'_>,
-    holders: &HashMap<(&str, &str, &str), Vec<String>>,
-) -> Vec<DraDeviceEntry> {
-    let held = |d: &DraDevice| -> Option<Vec<String>> {
+    holders: &HashMap<(&str, &str, &str), Vec<ClaimRef>>,
+) -> Vec<Device> {
+    let held = |d: &DraDevice| -> Option<Vec<ClaimRef>> {
         holders
             .get(&(pool.driver, pool.name, d.name.as_str()))
             .cloned()
@@ -173,7 +188,7 @@ fn pool_devices(
     pool.devices
         .iter()
         .map(|device| {
-            let allocated_to = held(device).unwrap_or_default();
+            let claims = held(device).unwrap_or_default();
             let taken_by_relative = device
                 .parent_uuid
                 .as_deref()
@@ -182,26 +197,29 @@ fn pool_devices(
                     .uuid
                     .as_deref()
                     .is_some_and(|u| allocated_parents.contains(u));
-            let free = allocated_to.is_empty()
+            let free = claims.is_empty()
                 && device.taints.is_empty()
                 && pool.complete()
                 && !taken_by_relative
                 && counters_left(device);
-            DraDeviceEntry {
+            let kind = device_kind(device);
+            Device {
                 driver: pool.driver.to_owned(),
                 pool: pool.name.to_owned(),
                 name: device.name.clone(),
-                resource: resource_name(pool.driver, device),
+                resource: resource_name(pool.driver, &kind),
+                kind,
                 product: device.product.clone(),
                 memory_mib: device.memory_mib,
-                allocated_to,
+                claims,
                 free,
                 taints: device
                     .taints
                     .iter()
-                    .map(|t| match t.value.as_str() {
-                        "" => format!("{}:{}", t.key, t.effect),
-                        value => format!("{}={value}:{}", t.key, t.effect),
+                    .map(|t| DeviceTaint {
+                        key: t.key.clone(),
+                        value: t.value.clone(),
+                        effect: t.effect.clone(),
                     })
                     .collect(),
                 pool_incomplete: !pool.complete(),

@@ -11,7 +11,7 @@ use k8s_openapi::api::resource::v1::{
     Device, DeviceAttribute, DeviceClass, ResourceClaim, ResourceSlice,
 };
 
-use crate::inventory::scanner::resources::quantity_value;
+use crate::inventory::model::quantity_value;
 
 /// A device taint with an effect that keeps the scheduler away (`NoSchedule`, `NoExecute`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

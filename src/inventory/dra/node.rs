@@ -4,22 +4,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::DraDevice;
 use super::pools::Pool;
-use crate::crd::{DraDeviceEntry, NodeIssue};
-use crate::inventory::conditions::capped_list;
-use crate::inventory::scanner::IssueReason;
+use crate::inventory::model::{Device, DeviceKind, Issue, IssueReason};
+use crate::inventory::text::capped_list;
 
 /// The DRA side of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DraNode {
     /// Every device of the node's current pools, sorted by (driver, pool, name).
-    pub devices: Vec<DraDeviceEntry>,
+    pub devices: Vec<Device>,
     /// Devices per resource (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`).
     pub capacity: BTreeMap<String, u64>,
     /// Devices per resource a claim could be given: in a complete pool and untainted.
     pub allocatable: BTreeMap<String, u64>,
     /// Devices per resource a claim's allocation names.
     pub allocated: BTreeMap<String, u64>,
-    /// Devices per resource free now (see [`DraDeviceEntry::free`]).
+    /// Devices per resource free now (see [`Device::free`]).
     pub free: BTreeMap<String, u64>,
     /// Physical GPUs: whole-GPU devices, plus the parents of MIG devices whose GPU is not itself listed.
     pub gpus: u64,
@@ -28,7 +27,7 @@ pub struct DraNode {
     /// The largest `memory` of a whole-GPU device, in MiB.
     pub memory_mib: Option<u64>,
     /// `DraPoolIncomplete` and `GpuDeviceTainted`.
-    pub issues: Vec<NodeIssue>,
+    pub issues: Vec<Issue>,
     /// Whole-GPU device names per pool, to count MIG parents not listed as GPUs (uuid -> listed).
     gpu_uuids: BTreeSet<String>,
     mig_parents: BTreeSet<String>,
@@ -38,7 +37,7 @@ pub struct DraNode {
 
 impl DraNode {
     /// Adds one pool's devices (`entries` are `pool.devices` with their state, in the same order).
-    pub(super) fn add_pool(&mut self, pool: &Pool<'_>, entries: Vec<DraDeviceEntry>) {
+    pub(super) fn add_pool(&mut self, pool: &Pool<'_>, entries: Vec<Device>) {
         if !pool.complete() {
             self.incomplete.push(format!(
                 "{}/{} generation {} has {} of {} slices",
@@ -51,7 +50,7 @@ impl DraNode {
         }
     }
 
-    fn count_device(&mut self, device: &DraDevice, entry: &DraDeviceEntry) {
+    fn count_device(&mut self, device: &DraDevice, entry: &Device) {
         let bump = |map: &mut BTreeMap<String, u64>, yes: bool| {
             let n = map.entry(entry.resource.clone()).or_insert(0);
             *n += u64::from(yes);
@@ -61,21 +60,20 @@ impl DraNode {
             &mut self.allocatable,
             !entry.pool_incomplete && entry.taints.is_empty(),
         );
-        bump(&mut self.allocated, !entry.allocated_to.is_empty());
+        bump(&mut self.allocated, entry.is_allocated());
         bump(&mut self.free, entry.free);
-        let whole = device.kind.as_deref() == Some("gpu");
+        let whole = entry.is_whole_gpu();
+        let partition = matches!(entry.kind, DeviceKind::Partition(_));
         if whole {
             self.gpus += 1;
             self.memory_mib = self.memory_mib.max(device.memory_mib);
             if let Some(uuid) = &device.uuid {
                 self.gpu_uuids.insert(uuid.clone());
             }
-        } else if device.kind.as_deref() == Some("mig")
-            && let Some(parent) = &device.parent_uuid
-        {
+        } else if partition && let Some(parent) = &device.parent_uuid {
             self.mig_parents.insert(parent.clone());
         }
-        if (whole || device.kind.as_deref() == Some("mig"))
+        if (whole || partition)
             && let Some(product) = &device.product
         {
             *self.products.entry(product.clone()).or_insert(0) += 1;
@@ -94,8 +92,8 @@ impl DraNode {
             .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
             .map(|(p, _)| p.clone());
         if !self.incomplete.is_empty() {
-            self.issues.push(NodeIssue {
-                reason: IssueReason::DraPoolIncomplete.as_str().to_owned(),
+            self.issues.push(Issue {
+                reason: IssueReason::DraPoolIncomplete,
                 message: format!(
                     "{}: its devices are not counted as free until every slice is published (the driver is \
                      rewriting the pool, or a slice was lost: check the DRA driver's kubelet plugin on this node)",
@@ -107,11 +105,14 @@ impl DraNode {
             .devices
             .iter()
             .filter(|d| !d.taints.is_empty())
-            .map(|d| format!("{} ({})", d.name, d.taints.join(", ")))
+            .map(|d| {
+                let taints: Vec<String> = d.taints.iter().map(ToString::to_string).collect();
+                format!("{} ({})", d.name, taints.join(", "))
+            })
             .collect();
         if !tainted.is_empty() {
-            self.issues.push(NodeIssue {
-                reason: IssueReason::GpuDeviceTainted.as_str().to_owned(),
+            self.issues.push(Issue {
+                reason: IssueReason::GpuDeviceTainted,
                 message: format!(
                     "device(s) {} tainted: no new claim is allocated them (NoExecute also evicts their pods); \
                      a gpu.nvidia.com/xid or gpu-lost taint comes from NVIDIA's health monitor (check dmesg for \

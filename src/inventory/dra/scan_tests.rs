@@ -1,13 +1,13 @@
 //! DRA nodes through the whole scan: entries, issues that must not fire, products, free GPUs and demand.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::core::Selector;
 use serde_json::json;
 
 use super::tests::{claim, claim_from, drivers, gpu, slice};
 use super::*;
 use crate::inventory::allocation::GpuPod;
-use crate::inventory::scanner::{Inventory, NodeUniverse, scan_with};
+use crate::inventory::model::Source;
+use crate::inventory::{Inventory, ScanInput, scan};
 
 fn node(name: &str, labels: serde_json::Value, capacity: serde_json::Value) -> Node {
     serde_json::from_value(json!({
@@ -33,13 +33,7 @@ fn scan_all(
         claims: claims.iter().collect(),
         classes: Vec::new(),
     };
-    scan_with(
-        nodes,
-        pods,
-        &input,
-        &Selector::default(),
-        NodeUniverse::Cluster,
-    )
+    scan(ScanInput::nodes(nodes).pods(pods).dra(input))
 }
 
 fn four_gpus(node: &str) -> DraSlice {
@@ -83,11 +77,7 @@ fn a_node_known_only_by_its_slices_is_a_gpu_node_without_label_or_allocatable_is
     for name in ["dra-a", "dra-b"] {
         let e = inv.nodes.iter().find(|e| e.name == name).unwrap();
         assert!(e.issues.is_empty(), "{name}: {:?}", e.issues);
-        assert!(
-            e.sources.contains(&"dra".to_owned()),
-            "{name}: {:?}",
-            e.sources
-        );
+        assert!(e.sources.contains(&Source::Dra), "{name}: {:?}", e.sources);
         assert_eq!(e.product.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
         assert_eq!(e.memory_mib, Some(81920));
         assert_eq!(e.capacity["gpu.nvidia.com/gpu"], "4");

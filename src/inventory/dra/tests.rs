@@ -116,10 +116,11 @@ fn whole_gpus_are_counted_allocated_once_and_admin_access_takes_nothing() {
     assert_eq!(node.allocated[WHOLE], 2);
     assert_eq!(node.free[WHOLE], 6);
     let gpu1 = node.devices.iter().find(|d| d.name == "gpu-1").unwrap();
-    assert_eq!(gpu1.allocated_to, ["ml/shared", "ml/train"]);
+    let holders: Vec<String> = gpu1.claims.iter().map(ToString::to_string).collect();
+    assert_eq!(holders, ["ml/shared", "ml/train"]);
     let gpu2 = node.devices.iter().find(|d| d.name == "gpu-2").unwrap();
     assert!(
-        gpu2.free && gpu2.allocated_to.is_empty(),
+        gpu2.free && gpu2.claims.is_empty(),
         "adminAccess does not allocate"
     );
     assert!(node.issues.is_empty());
@@ -265,7 +266,7 @@ fn unknown_and_retyped_attributes_never_fail_a_read() {
     assert_eq!(d.memory_mib, None);
     let untyped = from_value(slice_value("n2", 1, 1, vec![json!({"name": "bare"})]));
     assert_eq!(
-        resource_name(DEFAULT_DRIVER, &untyped.devices[0]),
+        resource_name(DEFAULT_DRIVER, &device_kind(&untyped.devices[0])),
         "gpu.nvidia.com/device"
     );
 }
@@ -281,12 +282,7 @@ fn slices_of_other_drivers_are_not_read_and_results_naming_unknown_devices_count
         &[claim("stale", "n1", &["gpu-99"], false)],
     );
     assert_eq!(view.nodes["n1"].allocated[WHOLE], 0);
-    assert!(
-        view.nodes["n1"]
-            .devices
-            .iter()
-            .all(|d| d.allocated_to.is_empty())
-    );
+    assert!(view.nodes["n1"].devices.iter().all(|d| d.claims.is_empty()));
 }
 
 #[test]

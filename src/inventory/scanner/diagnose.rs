@@ -4,16 +4,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeCondition;
 
-use crate::crd::{GpuNodeEntry, NodeIssue};
+use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
 
-use super::IssueReason;
-use super::resources::{is_gpu_resource, quantity_value};
+use crate::inventory::resources::is_gpu_resource;
 
-fn issue(reason: IssueReason, message: String) -> NodeIssue {
-    NodeIssue {
-        reason: reason.to_string(),
-        message,
-    }
+fn issue(reason: IssueReason, message: String) -> Issue {
+    Issue { reason, message }
 }
 
 /// What the diagnosis needs beyond the entry.
@@ -33,7 +29,7 @@ pub struct Facts<'a> {
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
-pub fn diagnose(entry: &GpuNodeEntry, facts: Facts<'_>) -> Vec<NodeIssue> {
+pub fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
     let mut issues = Vec::new();
     if !entry.ready {
         issues.push(issue(
@@ -160,25 +156,25 @@ fn not_ready_message(ready: Option<&NodeCondition>) -> String {
 }
 
 /// The sum of the GPU-scheduling resources (whole, shared, MIG) of a resource list.
-fn gpu_sum(resources: &BTreeMap<String, String>) -> f64 {
+fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
     resources
         .iter()
         .filter(|(name, _)| is_gpu_resource(name))
-        .filter_map(|(_, q)| quantity_value(q))
+        .filter_map(|(_, q)| q.value())
         .sum()
 }
 
 /// `name capacity C, allocatable A` for every `nvidia.com/*` resource whose allocatable is below capacity.
 fn withdrawn_resources(
-    capacity: &BTreeMap<String, String>,
-    allocatable: &BTreeMap<String, String>,
+    capacity: &BTreeMap<String, Amount>,
+    allocatable: &BTreeMap<String, Amount>,
 ) -> Vec<String> {
     capacity
         .iter()
         .filter_map(|(name, cap)| {
-            let cap_value = quantity_value(cap)?;
-            let alloc = allocatable.get(name).map(String::as_str).unwrap_or("0");
-            let alloc_value = quantity_value(alloc).unwrap_or(0.0);
+            let cap_value = cap.value()?;
+            let alloc = allocatable.get(name).map_or("0", Amount::text);
+            let alloc_value = allocatable.get(name).and_then(Amount::value).unwrap_or(0.0);
             (alloc_value < cap_value).then(|| format!("{name} capacity {cap}, allocatable {alloc}"))
         })
         .collect()

@@ -2,18 +2,18 @@
 
 use std::collections::BTreeMap;
 
-use crate::crd::{GpuSharing, MigDevice, MigInfo};
+use crate::inventory::model::{Amount, Mig, MigProfile, Sharing};
 
 use super::labels::{self, LabelReader};
-use super::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, quantity_value};
+use crate::inventory::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
 
 /// Sharing as GFD labels it, else as GKE labels it (`cloud`: strategy, clients per GPU); `None` when the node
 /// does not share its GPUs.
 pub fn sharing(
     labels: &mut LabelReader<'_>,
-    capacity: &BTreeMap<String, String>,
+    capacity: &BTreeMap<String, Amount>,
     cloud: Option<&(Option<String>, Option<u64>)>,
-) -> Option<GpuSharing> {
+) -> Option<Sharing> {
     let (cloud_strategy, cloud_replicas) = cloud.cloned().unwrap_or_default();
     let strategy = labels
         .text(labels::GPU_SHARING_STRATEGY)
@@ -29,7 +29,7 @@ pub fn sharing(
     if strategy.is_none() && replicas.is_none() && !renamed_resource {
         return None;
     }
-    Some(GpuSharing {
+    Some(Sharing {
         strategy,
         replicas,
         renamed_resource,
@@ -41,8 +41,8 @@ pub fn sharing(
 pub fn mig(
     labels: &mut LabelReader<'_>,
     product: Option<&str>,
-    capacity: &BTreeMap<String, String>,
-) -> Option<MigInfo> {
+    capacity: &BTreeMap<String, Amount>,
+) -> Option<Mig> {
     let strategy = labels
         .text(labels::MIG_STRATEGY)
         .filter(|s| *s != "none")
@@ -63,7 +63,7 @@ pub fn mig(
         ),
         _ => None,
     };
-    Some(MigInfo {
+    Some(Mig {
         strategy,
         config,
         config_state,
@@ -84,8 +84,8 @@ pub fn slice_count(profile: &str) -> Option<u32> {
 /// rounds the memory in its profile names), plus devices the plugin advertises that no label describes.
 fn mig_devices(
     labels: &mut LabelReader<'_>,
-    capacity: &BTreeMap<String, String>,
-) -> Vec<MigDevice> {
+    capacity: &BTreeMap<String, Amount>,
+) -> Vec<MigProfile> {
     let profiles: Vec<String> = labels
         .iter()
         .filter_map(|(key, _)| {
@@ -96,7 +96,7 @@ fn mig_devices(
         })
         .collect();
     // Labels come from a BTreeMap, so `profiles` is already sorted and free of duplicates.
-    let mut devices: Vec<MigDevice> = profiles
+    let mut devices: Vec<MigProfile> = profiles
         .into_iter()
         .map(|profile| {
             let count = labels
@@ -105,7 +105,7 @@ fn mig_devices(
             let memory_mib = labels
                 .memory_mib(&format!("{}{profile}.memory", labels::MIG_PROFILE_PREFIX))
                 .map(|m| m.mib);
-            MigDevice {
+            MigProfile {
                 profile,
                 count,
                 memory_mib,
@@ -155,11 +155,11 @@ fn mig_devices(
     for resource in unmatched {
         let count = capacity
             .get(resource)
-            .and_then(|q| quantity_value(q))
+            .and_then(Amount::value)
             .filter(|v| *v >= 1.0)
             .map(|v| v as u64);
         if let Some(count) = count {
-            devices.push(MigDevice {
+            devices.push(MigProfile {
                 profile: resource[MIG_RESOURCE_PREFIX.len()..].to_owned(),
                 count,
                 memory_mib: None,
@@ -183,9 +183,9 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        let capacity: BTreeMap<String, String> = capacity
+        let capacity: BTreeMap<String, Amount> = capacity
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
             .collect();
         let mut reader = LabelReader::new(Some(&labels));
         mig_devices(&mut reader, &capacity)

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use super::has_positive;
 use super::labels::{self, LabelReader, MemoryMib};
-use super::{SOURCE_CLOUD, SOURCE_DEVICE_PLUGIN, SOURCE_LABELS, has_positive};
+use crate::inventory::model::{Amount, Source};
 
 /// `derived_from`: field name -> the label or resource it was read from.
 pub(super) type DerivedFrom = BTreeMap<String, String>;
@@ -65,22 +66,22 @@ pub(super) fn memory_mib(
 pub(super) fn sources(
     labels: &LabelReader<'_>,
     cloud_present: bool,
-    capacity: &BTreeMap<String, String>,
-    allocatable: &BTreeMap<String, String>,
-) -> Vec<String> {
+    capacity: &BTreeMap<String, Amount>,
+    allocatable: &BTreeMap<String, Amount>,
+) -> Vec<Source> {
     let mut sources = Vec::new();
     if cloud_present {
-        sources.push(SOURCE_CLOUD.to_owned());
+        sources.push(Source::Cloud);
     }
     if has_positive(capacity) || has_positive(allocatable) {
-        sources.push(SOURCE_DEVICE_PLUGIN.to_owned());
+        sources.push(Source::DevicePlugin);
     }
     let nvidia_label = labels.iter().any(|(k, v)| {
         (k.starts_with(labels::NVIDIA_LABEL_PREFIX) && !v.trim().is_empty())
             || labels::is_nvidia_pci_label(k, v)
     });
     if nvidia_label {
-        sources.push(SOURCE_LABELS.to_owned());
+        sources.push(Source::Labels);
     }
     sources
 }

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::crd::NodeIssue;
-
-use super::IssueReason;
+use crate::inventory::model::{Issue, IssueReason};
 
 /// `"true"` when GFD or the GPU Operator found an NVIDIA GPU.
 pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
@@ -99,7 +97,7 @@ pub fn is_gfd_label(key: &str, value: &str) -> bool {
 #[derive(Debug, Default)]
 pub struct LabelReader<'a> {
     labels: Option<&'a BTreeMap<String, String>>,
-    invalid: Vec<NodeIssue>,
+    invalid: Vec<Issue>,
     notes: Vec<String>,
 }
 
@@ -237,7 +235,7 @@ impl<'a> LabelReader<'a> {
     }
 
     /// The `InvalidLabel` issues and the notes collected so far.
-    pub fn finish(self) -> (Vec<NodeIssue>, Vec<String>) {
+    pub fn finish(self) -> (Vec<Issue>, Vec<String>) {
         (self.invalid, self.notes)
     }
 }
@@ -255,11 +253,11 @@ fn parse_non_negative(value: &str, max: u64) -> Option<u64> {
     value.parse::<u64>().ok().filter(|n| *n <= max)
 }
 
-fn invalid_label(key: &str, value: &str, max: u64) -> NodeIssue {
+fn invalid_label(key: &str, value: &str, max: u64) -> Issue {
     // Values can be up to 63 characters; keep the message short and printable either way.
     let shown = shown(value);
-    NodeIssue {
-        reason: IssueReason::InvalidLabel.to_string(),
+    Issue {
+        reason: IssueReason::InvalidLabel,
         message: format!(
             "label {key} has value {shown:?}, which is not a whole number between 0 and {max}; \
              it was read as unknown. Fix or remove the label (GPU Feature Discovery writes plain integers)"

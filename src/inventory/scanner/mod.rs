@@ -1,56 +1,28 @@
-//! The scanner: nodes (and a selector) in, [`Inventory`] out.
+//! The node scanner: one Node object (and its DRA devices) in, its [`NodeInventory`] out, or nothing when it
+//! is no GPU node.
 //!
-//! Pure and deterministic: no I/O, no clock, output sorted by node name. Everything the operator knows about
-//! GPU labels lives here (the reading rules are in README.md), so every publisher and the `scan` command agree by construction.
+//! Pure and deterministic: no I/O, no clock. Everything the operator knows about GPU labels lives here (the
+//! reading rules are in README.md); [`crate::inventory::assemble`] runs it over a set of nodes.
 
 pub mod cloud;
 mod diagnose;
+mod dra_devices;
 pub mod features;
 mod fields;
 pub mod labels;
-mod reason;
-pub mod resources;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
-use kube::core::{Selector, SelectorExt};
-use serde::Serialize;
 
-use crate::crd::{GpuNodeEntry, NamespaceUsage, ProductSummary, ResourceSummary};
-use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
-use crate::inventory::dra::{self, DraInput, DraNode};
-use labels::LabelReader;
-pub use reason::IssueReason;
-use resources::{
-    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources, quantity_value,
+use crate::inventory::dra::DraNode;
+use crate::inventory::model::{Amount, Mig, MigProfile, NodeInventory};
+use crate::inventory::resources::{
+    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources,
 };
-
-/// The GPU view of a set of nodes and the pods on them: the status of a `GpuInventory` minus time and
-/// conditions (the fields mean what they mean there).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Inventory {
-    /// Number of GPU nodes.
-    pub total_gpu_nodes: u32,
-    /// GPU nodes whose Ready condition is `True`.
-    pub ready_gpu_nodes: u32,
-    /// Sum of the nodes' `count`.
-    pub total_gpus: u64,
-    /// Whole GPUs free now on Ready, schedulable nodes.
-    pub free_gpus: u64,
-    /// GPU pods the scheduler could not place.
-    pub pending_gpu_pods: u32,
-    /// Every `nvidia.com/*` resource summed over the nodes.
-    pub resources: Vec<ResourceSummary>,
-    /// GPUs per model.
-    pub products: Vec<ProductSummary>,
-    /// GPU requests per namespace.
-    pub namespaces: Vec<NamespaceUsage>,
-    /// One entry per GPU node, sorted by name.
-    pub nodes: Vec<GpuNodeEntry>,
-}
+pub use dra_devices::PRODUCT_FROM_DRA;
+use labels::LabelReader;
 
 /// What the scan of one node needs to know about the others in scope.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -73,116 +45,16 @@ impl ScanScope {
     }
 }
 
-/// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
-/// then each node. Nodes that are not GPU nodes are left out. Then the pods' holdings and demand are
-/// accounted on the GPU nodes found (pass [`allocation::NO_PODS`] for nodes alone). `nodes` are the whole
-/// cluster's (see [`scan_in`]).
-pub fn scan<'a, 'p>(
-    nodes: impl IntoIterator<Item = &'a Node>,
-    pods: impl IntoIterator<Item = &'p GpuPod>,
-    selector: &Selector,
-) -> Inventory {
-    scan_in(nodes, pods, selector, NodeUniverse::Cluster)
-}
-
-/// [`scan`] of nodes that are `universe`.
-pub fn scan_in<'a, 'p>(
-    nodes: impl IntoIterator<Item = &'a Node>,
-    pods: impl IntoIterator<Item = &'p GpuPod>,
-    selector: &Selector,
-    universe: NodeUniverse,
-) -> Inventory {
-    scan_with(nodes, pods, &DraInput::default(), selector, universe)
-}
-
-/// [`scan_in`] with the DRA sources' objects: nodes publishing GPU devices are GPU nodes, and their devices
-/// are counted and allocated by the DRA rules (see [`dra`](crate::inventory::dra)).
-pub fn scan_with<'a, 'p>(
-    nodes: impl IntoIterator<Item = &'a Node>,
-    pods: impl IntoIterator<Item = &'p GpuPod>,
-    dra: &DraInput<'_>,
-    selector: &Selector,
-    universe: NodeUniverse,
-) -> Inventory {
-    let mut dra = dra::resolve(dra);
-    let selected: Vec<&Node> = nodes
-        .into_iter()
-        .filter(|node| selector.matches(node.labels()))
-        .collect();
-    let scope = ScanScope::of(selected.iter().copied());
-    let facts: std::collections::HashMap<&str, NodeFacts<'_>> = selected
-        .iter()
-        .map(|n| {
-            let facts = NodeFacts {
-                labels: n.metadata.labels.as_ref(),
-                allocatable_known: n.status.as_ref().is_some_and(|s| s.allocatable.is_some()),
-            };
-            (n.metadata.name.as_deref().unwrap_or_default(), facts)
-        })
-        .collect();
-    let mut entries: Vec<GpuNodeEntry> = selected
-        .into_iter()
-        .filter_map(|node| {
-            let devices = dra
-                .nodes
-                .remove(node.metadata.name.as_deref().unwrap_or_default());
-            scan_node_with(node, scope, devices)
-        })
-        .collect();
-    // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
-    // the one kept does not depend on the input order.
-    entries.sort_by(|a, b| {
-        a.name
-            .cmp(&b.name)
-            .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
-    });
-    entries.dedup_by(|a, b| a.name == b.name);
-    let total_gpu_nodes = u32::try_from(entries.len()).unwrap_or(u32::MAX);
-    let ready_gpu_nodes =
-        u32::try_from(entries.iter().filter(|e| e.ready).count()).unwrap_or(u32::MAX);
-    let total_gpus = entries
-        .iter()
-        .map(|e| e.count)
-        .fold(0u64, u64::saturating_add);
-    let mut inventory = Inventory {
-        total_gpu_nodes,
-        ready_gpu_nodes,
-        total_gpus,
-        nodes: entries,
-        ..Default::default()
-    };
-    let demand = DemandScope {
-        all_nodes: universe == NodeUniverse::Cluster && selector.selects_all(),
-    };
-    allocation::account(&mut inventory, pods, demand, &dra, |node| {
-        facts.get(node).copied().unwrap_or_default()
-    });
-    inventory
-}
-
-/// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
-/// `--node-label-selector` nodes). Only an inventory of the whole cluster answers for every pending GPU pod.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeUniverse {
-    /// Every node of the cluster.
-    Cluster,
-    /// Some of them.
-    Subset,
-}
-
 /// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
-/// counts as installed only when this node carries its labels). Use [`scan`] for a set of nodes.
-pub fn scan_node(node: &Node) -> Option<GpuNodeEntry> {
-    scan_node_in(node, ScanScope::of([node]))
+/// counts as installed only when this node carries its labels). [`crate::inventory::scan`] scans a set of
+/// nodes.
+pub fn scan_node(node: &Node) -> Option<NodeInventory> {
+    scan_node_in(node, ScanScope::of([node]), None)
 }
 
-/// The node's entry when it is a GPU node, else `None`. `scope` says what the other nodes show (see [`scan`]).
-pub fn scan_node_in(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
-    scan_node_with(node, scope, None)
-}
-
-/// [`scan_node_in`] with the node's DRA devices, if it publishes any.
-fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option<GpuNodeEntry> {
+/// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
+/// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
+pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option<NodeInventory> {
     let mut labels = LabelReader::new(node.metadata.labels.as_ref());
     let status = node.status.as_ref();
     let capacity = nvidia_resources(status.and_then(|s| s.capacity.as_ref()));
@@ -219,8 +91,9 @@ fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option
         );
     }
     let sources = fields::sources(&labels, cloud.present, &capacity, &allocatable);
-    let mut entry = GpuNodeEntry {
+    let mut entry = NodeInventory {
         name: node.name_any(),
+        product_from_dra: false,
         ready: ready_condition.is_some_and(|c| c.status == "True"),
         workload_config: labels.text(labels::GPU_WORKLOAD_CONFIG).map(str::to_owned),
         product,
@@ -232,6 +105,7 @@ fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option
         allocatable,
         allocated: BTreeMap::new(),
         free: BTreeMap::new(),
+        holdings: Vec::new(),
         unschedulable: node
             .spec
             .as_ref()
@@ -246,7 +120,7 @@ fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option
     let served_by_dra = dra.as_ref().is_some_and(DraNode::serves_gpus);
     let dra_issues = dra.as_ref().map(|d| d.issues.clone()).unwrap_or_default();
     if let Some(dra) = dra {
-        dra::entry::merge(&mut entry, dra);
+        dra_devices::merge(&mut entry, dra);
     }
     let facts = diagnose::Facts {
         ready_condition,
@@ -264,28 +138,17 @@ fn scan_node_with(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option
     Some(entry)
 }
 
-/// `sources` value: a cloud provider's GPU labels.
-pub const SOURCE_CLOUD: &str = "cloud";
-/// `sources` value: the device plugin's `nvidia.com/*` extended resources.
-pub const SOURCE_DEVICE_PLUGIN: &str = "device-plugin";
-/// `sources` value: DRA devices (ResourceSlices).
-pub const SOURCE_DRA: &str = "dra";
-/// `sources` value: GPU Feature Discovery, NFD or other `nvidia.com/*` node labels.
-pub const SOURCE_LABELS: &str = "labels";
-
 /// Whether a resource list holds an `nvidia.com/*` resource above 0.
-fn has_positive(resources: &BTreeMap<String, String>) -> bool {
-    resources
-        .values()
-        .any(|q| quantity_value(q).is_some_and(|v| v > 0.0))
+fn has_positive(resources: &BTreeMap<String, Amount>) -> bool {
+    resources.values().any(Amount::is_positive)
 }
 
 /// The count the device plugin shows when no label gives one: `nvidia.com/gpu` capacity (total registered
 /// devices), else allocatable, else the renamed `nvidia.com/gpu.shared`; divided by the sharing replicas when
 /// they are known and divide it (a shared GPU is advertised once per replica). `None` when none lists it.
 fn device_plugin_gpus(
-    capacity: &BTreeMap<String, String>,
-    allocatable: &BTreeMap<String, String>,
+    capacity: &BTreeMap<String, Amount>,
+    allocatable: &BTreeMap<String, Amount>,
     replicas: Option<u64>,
 ) -> Option<(u64, String)> {
     let whole = |v: f64| v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX);
@@ -296,7 +159,7 @@ fn device_plugin_gpus(
     ]
     .into_iter()
     .find_map(|(field, list, resource)| {
-        let value = quantity_value(list.get(resource)?)?;
+        let value = list.get(resource)?.value()?;
         // Extended resources are whole numbers; anything else is not a count. A renamed node keeps
         // `nvidia.com/gpu: 0`, so the shared resource is read when the plain one is 0.
         (whole(value)
@@ -314,12 +177,12 @@ fn device_plugin_gpus(
 }
 
 /// GKE's MIG: partitions of one size advertised as `nvidia.com/gpu`, so `count` counts partitions.
-fn gke_partitions(size: &str, count: u64) -> crate::crd::MigInfo {
-    crate::crd::MigInfo {
+fn gke_partitions(size: &str, count: u64) -> Mig {
+    Mig {
         count_meaning: Some(format!(
             "count is the number of MIG partitions of size {size} (GKE gpu-partition-size), not physical GPUs"
         )),
-        devices: vec![crate::crd::MigDevice {
+        devices: vec![MigProfile {
             profile: size.to_owned(),
             count,
             memory_mib: None,
@@ -408,7 +271,7 @@ fn is_mig_profile_evidence(key: &str, value: &str) -> bool {
 }
 
 /// Any one signal makes a GPU node; `gpu.present=false` alone makes nothing.
-fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, String>) -> bool {
+fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amount>) -> bool {
     labels.get(labels::GPU_PRESENT) == Some("true")
         || labels
             .iter()
@@ -417,9 +280,9 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Stri
         || has_value(labels, labels::GPU_COUNT)
         || has_value(labels, labels::GPU_WORKLOAD_CONFIG)
         || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
-        || nvidia_capacity.iter().any(|(name, q)| {
-            name.starts_with(NVIDIA_RESOURCE_PREFIX) && quantity_value(q).is_some_and(|v| v > 0.0)
-        })
+        || nvidia_capacity
+            .iter()
+            .any(|(name, q)| name.starts_with(NVIDIA_RESOURCE_PREFIX) && q.is_positive())
 }
 
 #[cfg(test)]

@@ -11,12 +11,14 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::{
-    GROUP, GpuNode, GpuNodeEntry, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY,
-    LABEL_VENDOR, label_value,
+    GROUP, GpuNode, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY, LABEL_VENDOR,
+    label_value,
 };
 use crate::inventory::allocation::free_whole_gpus;
-use crate::inventory::plan::{Bookkeeping, Decision, decide};
+use crate::inventory::model::NodeInventory;
 use crate::inventory::vendor::vendor_of;
+use crate::publish::content::plan::{Bookkeeping, Decision, decide};
+use crate::publish::content::wire::{self, Detail};
 
 /// A GpuNode as far as the operator writes it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,7 +35,7 @@ pub struct GpuNodeContent {
 /// The GpuNode a node's inventory entry makes. `node_labels` are the Node's labels, `scope_keys` the label
 /// keys of the node watch's selector.
 pub fn desired(
-    entry: &GpuNodeEntry,
+    entry: &NodeInventory,
     node_uid: Option<&str>,
     node_labels: Option<&BTreeMap<String, String>>,
     scope_keys: &[String],
@@ -51,10 +53,7 @@ pub fn desired(
         labels.insert(LABEL_PRODUCT.to_owned(), product);
     }
     labels.insert(LABEL_READY.to_owned(), entry.ready.to_string());
-    labels.insert(
-        LABEL_HAS_ISSUES.to_owned(),
-        (!entry.issues.is_empty()).to_string(),
-    );
+    labels.insert(LABEL_HAS_ISSUES.to_owned(), entry.has_issues().to_string());
     let reasons: Vec<&str> = entry.issues.iter().map(|i| i.reason.as_str()).collect();
     GpuNodeContent {
         labels,
@@ -64,7 +63,7 @@ pub fn desired(
             vendor: vendor.map(str::to_owned),
             free_gpus: free_whole_gpus(entry),
             issue_reasons: (!reasons.is_empty()).then(|| reasons.join(",")),
-            node: entry.clone(),
+            node: wire::node_entry(entry, Detail::Devices),
         },
     }
 }

@@ -2,14 +2,14 @@
 //! registered into the process's registry by [`InventoryGauges::register`].
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::crd::GpuInventoryStatus;
+use crate::inventory::model::Inventory;
 
 /// Labels: `inventory`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -112,7 +112,7 @@ pub struct InventoryGauges {
     pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
     pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
-    pub(crate) exported: Mutex<BTreeMap<String, GpuInventoryStatus>>,
+    pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
 }
 
 impl InventoryGauges {

@@ -2,13 +2,13 @@
 //! Series of nodes and inventories that are gone are removed, so dashboards never show ghosts.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 mod families;
 
 pub use families::*;
 
-use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::inventory::scanner::IssueReason;
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
 use crate::runtime::metrics::Metrics;
 
 /// Exports an inventory's status; a no-op when it equals the last export.
@@ -16,11 +16,14 @@ pub fn export_inventory(
     process: &Metrics,
     metrics: &InventoryGauges,
     inventory: &str,
-    status: &GpuInventoryStatus,
+    status: &Arc<Inventory>,
 ) {
     let _scrape = process.updating();
     let mut exported = metrics.exported.lock().unwrap_or_else(|e| e.into_inner());
-    if exported.get(inventory) == Some(status) {
+    if exported
+        .get(inventory)
+        .is_some_and(|e| Arc::ptr_eq(e, status) || **e == **status)
+    {
         return;
     }
     if let Some(previous) = exported.remove(inventory) {
@@ -78,7 +81,7 @@ pub fn export_inventory(
             .set(issues.get(reason.as_str()).copied().unwrap_or(0));
     }
     export_allocation(metrics, inventory, status);
-    exported.insert(inventory.to_owned(), status.clone());
+    exported.insert(inventory.to_owned(), Arc::clone(status));
 }
 
 /// Drops the series of inventories that no longer exist.
@@ -115,7 +118,7 @@ pub fn retain_inventories(
     }
 }
 
-fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &GpuInventoryStatus) {
+fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     for node in &status.nodes {
         metrics.node_info.remove(&info_labels(inventory, node));
         let labels = NodeLabels {
@@ -159,7 +162,7 @@ fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &GpuInvento
 
 /// The allocation gauges: per node and resource, per resource, per namespace. Series of what is gone were
 /// removed with the previous export.
-fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &GpuInventoryStatus) {
+fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     let labels = InventoryLabels {
         inventory: inventory.to_owned(),
     };
@@ -235,7 +238,7 @@ fn node_resource(inventory: &str, node: &str, resource: &str) -> NodeResourceLab
     }
 }
 
-fn info_labels(inventory: &str, node: &GpuNodeEntry) -> NodeInfoLabels {
+fn info_labels(inventory: &str, node: &NodeInventory) -> NodeInfoLabels {
     NodeInfoLabels {
         inventory: inventory.to_owned(),
         node: node.name.clone(),
@@ -252,16 +255,16 @@ fn saturating_i64(n: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::NodeIssue;
+    use crate::inventory::model::{Issue, NamespaceTotals, ResourceTotals};
 
-    fn status(nodes: &[(&str, bool, Option<u64>)]) -> GpuInventoryStatus {
-        GpuInventoryStatus {
+    fn status(nodes: &[(&str, bool, Option<u64>)]) -> Arc<Inventory> {
+        Arc::new(Inventory {
             total_gpu_nodes: nodes.len() as u32,
             ready_gpu_nodes: nodes.iter().filter(|n| n.1).count() as u32,
             total_gpus: nodes.len() as u64,
             nodes: nodes
                 .iter()
-                .map(|(name, ready, mem)| GpuNodeEntry {
+                .map(|(name, ready, mem)| NodeInventory {
                     name: (*name).into(),
                     ready: *ready,
                     count: 1,
@@ -270,16 +273,13 @@ mod tests {
                     issues: if *ready {
                         vec![]
                     } else {
-                        vec![NodeIssue {
-                            reason: "NotReady".into(),
-                            message: String::new(),
-                        }]
+                        vec![Issue::new(IssueReason::NotReady, "")]
                     },
                     ..Default::default()
                 })
                 .collect(),
             ..Default::default()
-        }
+        })
     }
 
     #[test]
@@ -319,20 +319,19 @@ mod tests {
 
     #[test]
     fn allocation_series_follow_the_status_and_leave_no_ghosts() {
-        use crate::crd::{NamespaceUsage, ResourceSummary};
-        let mut with_pods = status(&[("a", true, None)]);
+        let mut with_pods = Arc::unwrap_or_clone(status(&[("a", true, None)]));
         with_pods.nodes[0].allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
         with_pods.nodes[0].free = [("nvidia.com/gpu".to_owned(), 5)].into();
         with_pods.free_gpus = 5;
         with_pods.pending_gpu_pods = 2;
-        with_pods.resources = vec![ResourceSummary {
+        with_pods.resources = vec![ResourceTotals {
             name: "nvidia.com/gpu".into(),
             capacity: 8,
             allocatable: 8,
             allocated: 3,
             free: 5,
         }];
-        with_pods.namespaces = vec![NamespaceUsage {
+        with_pods.namespaces = vec![NamespaceTotals {
             name: "ml".into(),
             allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
             pending_pods: 2,
@@ -340,7 +339,7 @@ mod tests {
         }];
         let g = InventoryGauges::default();
         let m = Metrics::with_families(|r| g.register(r));
-        export_inventory(&m, &g, "cluster", &with_pods);
+        export_inventory(&m, &g, "cluster", &Arc::new(with_pods));
         let text = m.encode();
         for line in [
             "gpu_inventory_free_gpus{inventory=\"cluster\"} 5",

@@ -6,7 +6,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 
 use super::*;
-use crate::inventory::allocation::NO_PODS;
+use crate::inventory::model::{Amount, Inventory, Source};
+use crate::inventory::{ScanInput, scan};
 use crate::sources::dump::parse_node_dump;
 
 fn fixture(name: &str) -> Vec<Node> {
@@ -19,11 +20,11 @@ fn all() -> Selector {
     Selector::default()
 }
 
-fn reasons(entry: &GpuNodeEntry) -> Vec<&str> {
+fn reasons(entry: &NodeInventory) -> Vec<&str> {
     entry.issues.iter().map(|i| i.reason.as_str()).collect()
 }
 
-fn entry<'a>(inv: &'a Inventory, name: &str) -> &'a GpuNodeEntry {
+fn entry<'a>(inv: &'a Inventory, name: &str) -> &'a NodeInventory {
     inv.nodes
         .iter()
         .find(|e| e.name == name)
@@ -32,7 +33,7 @@ fn entry<'a>(inv: &'a Inventory, name: &str) -> &'a GpuNodeEntry {
 
 #[test]
 fn homelab_matches_the_article() {
-    let inv = scan(&fixture("homelab-nodes.yaml"), NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&fixture("homelab-nodes.yaml")).selector(&all()));
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (4, 0, 1)
@@ -68,7 +69,7 @@ fn homelab_matches_the_article() {
 
 #[test]
 fn gfd_fixture_matches_its_readme() {
-    let inv = scan(&fixture("gfd-nodes.yaml"), NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&fixture("gfd-nodes.yaml")).selector(&all()));
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (4, 3, 9)
@@ -80,7 +81,7 @@ fn gfd_fixture_matches_its_readme() {
     assert_eq!(dgx.product.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
     assert_eq!((dgx.count, dgx.memory_mib), (8, Some(81559)));
     assert_eq!(
-        dgx.allocatable.get("nvidia.com/gpu").map(String::as_str),
+        dgx.allocatable.get("nvidia.com/gpu").map(Amount::text),
         Some("8")
     );
     assert!(dgx.issues.is_empty(), "{:?}", dgx.issues);
@@ -94,7 +95,7 @@ fn gfd_fixture_matches_its_readme() {
     assert_eq!(sharing.replicas, Some(4));
     assert!(!sharing.renamed_resource);
     assert_eq!(
-        laptop.allocatable.get("nvidia.com/gpu").map(String::as_str),
+        laptop.allocatable.get("nvidia.com/gpu").map(Amount::text),
         Some("4")
     );
     assert!(laptop.issues.is_empty(), "{:?}", laptop.issues);
@@ -115,9 +116,9 @@ fn scan_is_deterministic_whatever_the_input_order() {
     let mut nodes = fixture("gfd-nodes.yaml");
     nodes.extend(fixture("homelab-nodes.yaml"));
     nodes.extend(fixture("real-nodes.yaml"));
-    let forward = scan(&nodes, NO_PODS, &all());
+    let forward = scan(ScanInput::nodes(&nodes).selector(&all()));
     nodes.reverse();
-    assert_eq!(forward, scan(&nodes, NO_PODS, &all()));
+    assert_eq!(forward, scan(ScanInput::nodes(&nodes).selector(&all())));
 }
 
 #[test]
@@ -126,7 +127,7 @@ fn selector_picks_nodes() {
     let only_container: Selector = [("nvidia.com/gpu.workload.config", "container")]
         .into_iter()
         .collect();
-    let inv = scan(&nodes, NO_PODS, &only_container);
+    let inv = scan(ScanInput::nodes(&nodes).selector(&only_container));
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["omen2"]);
 }
@@ -172,12 +173,13 @@ pub(crate) fn with_resources(
 }
 
 /// Scans one node as part of a cluster where GPU Feature Discovery runs (the first edition's assumption).
-fn scan_one(node: Node) -> Option<GpuNodeEntry> {
+fn scan_one(node: Node) -> Option<NodeInventory> {
     scan_node_in(
         &node,
         ScanScope {
             gfd_installed: true,
         },
+        None,
     )
 }
 
@@ -260,7 +262,7 @@ fn malformed_numbers_become_invalid_label_issues() {
 #[test]
 fn not_ready_message_says_why_and_since_when() {
     let nodes = fixture("homelab-nodes.yaml");
-    let inv = scan(&nodes, NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&nodes).selector(&all()));
     let msg = &entry(&inv, "nuc1").issues[0].message;
     assert!(msg.starts_with("Ready condition is False"), "{msg}");
     assert!(msg.contains("since 20"), "{msg}");
@@ -420,12 +422,12 @@ type Reading<'a> = (
     Vec<&'a str>,
 );
 
-fn reading(e: &GpuNodeEntry) -> Reading<'_> {
+fn reading(e: &NodeInventory) -> Reading<'_> {
     (
         e.product.as_deref(),
         e.count,
         e.memory_mib,
-        e.sources.iter().map(String::as_str).collect(),
+        e.sources.iter().map(|s| s.as_str()).collect(),
         reasons(e),
     )
 }

@@ -20,7 +20,7 @@ const K8S_NODE1: &str = "k8s-device-plugin-issue-165-k8s-node1";
 /// Every node of `tests/fixtures/real-nodes.yaml` against `tests/fixtures/README.md`.
 #[test]
 fn real_nodes_read_as_an_expert_reads_them() {
-    let inv = scan(&fixture("real-nodes.yaml"), NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&fixture("real-nodes.yaml")).selector(&all()));
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names.len(), 11, "{names:?}");
     assert!(
@@ -185,7 +185,7 @@ fn real_nodes_read_as_an_expert_reads_them() {
         renamed
             .allocatable
             .get("nvidia.com/gpu.shared")
-            .map(String::as_str),
+            .map(Amount::text),
         Some("16")
     );
 
@@ -235,7 +235,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .filter(|n| [GKE_K80, K8S_NODE1, NO_PLUGIN].contains(&n.name_any().as_str()))
         .collect();
     assert_eq!(nodes.len(), 3);
-    let inv = scan(&nodes, NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&nodes).selector(&all()));
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (2, 1, 1)
@@ -259,7 +259,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .into_iter()
         .filter(|n| !n.labels().iter().any(|(k, v)| labels::is_gfd_label(k, v)))
         .collect();
-    let inv = scan(&gfd_less, NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&gfd_less).selector(&all()));
     assert!(inv.total_gpu_nodes >= 4, "{}", inv.total_gpu_nodes);
     for e in &inv.nodes {
         assert!(
@@ -280,7 +280,7 @@ fn real_nodes_scan_the_same_after_the_watch_strips_them() {
         .iter_mut()
         .for_each(crate::sources::nodes::strip_node);
     assert_eq!(
-        scan(&nodes, NO_PODS, &all()),
-        scan(&stripped, NO_PODS, &all())
+        scan(ScanInput::nodes(&nodes).selector(&all())),
+        scan(ScanInput::nodes(&stripped).selector(&all()))
     );
 }

@@ -32,7 +32,7 @@ fn cloud_labels_describe_gpu_nodes_without_gfd() {
         &[("k8s.amazonaws.com/accelerator", "nvidia-tesla-t4")],
         "True",
     );
-    let inv = scan(&[karpenter, aks, eks], NO_PODS, &all());
+    let inv = scan(ScanInput::nodes(&[karpenter, aks, eks]).selector(&all()));
     assert_eq!(
         reading(entry(&inv, "eks")),
         (
@@ -229,7 +229,7 @@ fn values_from_the_wild_read_without_errors() {
     let e = scan_one(node("hand", &[("nvidia.com/gpu", "true")], "True")).unwrap();
     assert_eq!(
         (e.count, e.memory_mib, e.sources.clone()),
-        (0, None, vec!["labels".to_owned()])
+        (0, None, vec![Source::Labels])
     );
     assert!(scan_one(node("no", &[("nvidia.com/gpu", "false")], "True")).is_none());
     // Inner spaces are not a number: InvalidLabel, as any unusable number.

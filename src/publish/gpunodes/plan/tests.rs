@@ -6,16 +6,17 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
 use super::*;
-use crate::crd::{GpuNodeSpec, NodeIssue};
+use crate::crd::GpuNodeSpec;
+use crate::inventory::model::{Issue, IssueReason};
 use crate::inventory::test_support::entry;
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(secs).unwrap()
 }
 
-fn h100(name: &str, ready: bool) -> GpuNodeEntry {
-    let reasons: &[&str] = if ready { &[] } else { &["NotReady"] };
-    GpuNodeEntry {
+fn h100(name: &str, ready: bool) -> NodeInventory {
+    let reasons: &[IssueReason] = if ready { &[] } else { &[IssueReason::NotReady] };
+    NodeInventory {
         product: Some("NVIDIA H100 80GB HBM3".into()),
         ..entry(name, ready, 8, reasons)
     }
@@ -112,10 +113,10 @@ fn a_changed_node_writes_its_status_and_the_labels_that_moved() {
     // A change no label shows (free GPUs) writes the status alone.
     let served = current(&as_served(&broken, "a"), &[]);
     let mut held = h100("a", false);
-    held.issues.push(NodeIssue {
-        reason: "Overcommitted".into(),
-        message: "more held than offered".into(),
-    });
+    held.issues.push(Issue::new(
+        IssueReason::Overcommitted,
+        "more held than offered",
+    ));
     let write = plan(desired(&held, Some("u"), None, &[]), Some(&served), t(30)).unwrap();
     assert_eq!((write.object, write.status), (false, true));
     assert_eq!(

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::inventory::scanner::Inventory;
-use crate::inventory::size_budget::select_within;
+use super::size_budget::select_within;
+use super::wire::{self, Detail};
+use crate::inventory::model::Inventory;
 
 /// Default name of the ConfigMap.
 pub const CONFIGMAP_NAME: &str = "gpu-node-status";
@@ -56,21 +57,14 @@ pub fn configmap_data(
         .iter()
         .map(|entry| {
             // Devices one by one are the GpuNode's (like the status, the ConfigMap keeps the counts).
-            if entry.devices.is_empty() {
-                serde_json::to_string(entry)
-            } else {
-                serde_json::to_string(&crate::crd::GpuNodeEntry {
-                    devices: Vec::new(),
-                    ..entry.clone()
-                })
-            }
-            .expect("a node entry always serializes")
+            serde_json::to_string(&wire::node_entry(entry, Detail::Counts))
+                .expect("a node entry always serializes")
         })
         .collect();
     let sizes: Vec<usize> = (0..values.len())
         .map(|i| inventory.nodes[i].name.len() + values[i].len())
         .collect();
-    let kept = select_within(&sizes, |i| !inventory.nodes[i].issues.is_empty(), budget);
+    let kept = select_within(&sizes, |i| inventory.nodes[i].has_issues(), budget);
     let omitted = values.len() - kept.len();
     let mut values: Vec<Option<String>> = values.into_iter().map(Some).collect();
     let mut data: BTreeMap<String, String> = kept
@@ -83,7 +77,7 @@ pub fn configmap_data(
         total_gpus: inventory.total_gpus,
         free_gpus: inventory.free_gpus,
         pending_gpu_pods: inventory.pending_gpu_pods,
-        nodes_with_issues: inventory.nodes.iter().filter(|n| !n.issues.is_empty()).count(),
+        nodes_with_issues: inventory.problem_nodes().count(),
         truncated: omitted > 0,
         omitted_nodes: omitted,
         message: (omitted > 0).then(|| {
@@ -105,7 +99,7 @@ pub fn configmap_data(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::GpuNodeEntry;
+    use crate::inventory::model::{IssueReason, NodeInventory};
 
     fn inventory(n: usize) -> Inventory {
         Inventory {
@@ -113,7 +107,7 @@ mod tests {
             ready_gpu_nodes: 0,
             total_gpus: n as u64,
             nodes: (0..n)
-                .map(|i| GpuNodeEntry {
+                .map(|i| NodeInventory {
                     name: format!("gpu-{i:05}"),
                     count: 1,
                     product: Some("NVIDIA-H100-80GB-HBM3".into()),
@@ -139,8 +133,11 @@ mod tests {
     fn past_the_budget_problem_nodes_go_first_and_the_summary_points_at_the_gpu_nodes() {
         let mut inv = inventory(10);
         inv.nodes[9].issues =
-            crate::inventory::test_support::entry("x", false, 0, &["NotReady"]).issues;
-        let one = inv.nodes[0].name.len() + serde_json::to_string(&inv.nodes[0]).unwrap().len();
+            crate::inventory::test_support::entry("x", false, 0, &[IssueReason::NotReady]).issues;
+        let one = inv.nodes[0].name.len()
+            + serde_json::to_string(&wire::node_entry(&inv.nodes[0], Detail::Counts))
+                .unwrap()
+                .len();
         let (data, summary) = configmap_data(&inv, one * 3);
         assert!(
             data.contains_key("gpu-00009"),

@@ -105,19 +105,29 @@ pub fn fit_nodes(status: &mut GpuInventoryStatus, budget: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::test_support::entry;
+    use crate::crd::NodeIssue;
 
     fn status(n: usize) -> GpuInventoryStatus {
         GpuInventoryStatus {
             total_gpu_nodes: n as u32,
             nodes: (0..n)
                 .map(|i| GpuNodeEntry {
+                    name: format!("gpu-{i:04}"),
+                    ready: true,
+                    count: 8,
                     product: Some("NVIDIA-H100-80GB-HBM3".into()),
-                    ..entry(&format!("gpu-{i:04}"), true, 8, &[])
+                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()
         }
+    }
+
+    fn issue(reason: &str) -> Vec<NodeIssue> {
+        vec![NodeIssue {
+            reason: reason.into(),
+            message: format!("{reason} details"),
+        }]
     }
 
     #[test]
@@ -149,8 +159,8 @@ mod tests {
     fn nodes_with_issues_are_kept_first_and_the_list_stays_sorted() {
         let mut s = status(100);
         // Two problem nodes at the end of the name order: a cut by position would drop them.
-        s.nodes[98].issues = entry("x", false, 0, &["NotReady"]).issues;
-        s.nodes[99].issues = entry("x", true, 0, &["Overcommitted"]).issues;
+        s.nodes[98].issues = issue("NotReady");
+        s.nodes[99].issues = issue("Overcommitted");
         let per_entry = json_size(&s.nodes[0]) + 1;
         fit_nodes(&mut s, per_entry * 5);
         let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();

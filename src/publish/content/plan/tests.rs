@@ -8,14 +8,17 @@ use kube::CustomResourceExt;
 use serde_json::Value;
 
 use super::*;
-use crate::crd::{GpuInventory, GpuNodeEntry, GpuSharing, MigDevice, MigInfo};
-use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts, account};
-use crate::inventory::conditions::inventory_conditions;
+use crate::crd::GpuInventory;
+use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts};
+use crate::inventory::assemble::assemble;
 use crate::inventory::dra::DraView;
 use crate::inventory::events::{EventBase, transitions_since};
-use crate::inventory::scanner::Inventory;
-use crate::inventory::status::desired_status;
+use crate::inventory::model::{
+    Amount, Inventory, IssueReason, Mig, MigProfile, NodeInventory, Sharing, Source,
+};
 use crate::inventory::test_support::{entry, inventory};
+use crate::publish::content::status::{NodeList, desired_status};
+use crate::publish::content::wire::Detail;
 
 fn t(secs: i64) -> Timestamp {
     Timestamp::from_second(secs).unwrap()
@@ -31,7 +34,7 @@ fn status(ready: u32) -> GpuInventoryStatus {
         observed_generation: Some(1),
         total_gpu_nodes: 4,
         ready_gpu_nodes: ready,
-        conditions: inventory_conditions(&inventory, Some(1)),
+        conditions: crate::publish::content::wire::conditions(&inventory, Some(1)),
         ..Default::default()
     }
 }
@@ -83,9 +86,9 @@ fn a_new_generation_is_a_change() {
     assert!(plan_status(next, Some(&on_server), t(200)).is_some());
 }
 
-fn node(name: &str, ready: bool) -> GpuNodeEntry {
-    let reasons: &[&str] = if ready { &[] } else { &["NotReady"] };
-    GpuNodeEntry {
+fn node(name: &str, ready: bool) -> NodeInventory {
+    let reasons: &[IssueReason] = if ready { &[] } else { &[IssueReason::NotReady] };
+    NodeInventory {
         product: Some("NVIDIA-H100-80GB-HBM3".into()),
         ..entry(name, ready, 8, reasons)
     }
@@ -96,30 +99,32 @@ fn node(name: &str, ready: bool) -> GpuNodeEntry {
 fn a_node_going_not_ready_and_back_is_two_writes_and_two_events() {
     let healthy = inventory(vec![node("a", true), node("b", true)]);
     let broken = inventory(vec![node("a", true), node("b", false)]);
-    let first = written(plan_status(desired_status(&healthy, Some(1)), None, t(10)));
-    let reasons = |old: &GpuInventoryStatus, new: &GpuInventoryStatus| -> Vec<String> {
+    let status =
+        |inventory: &Inventory| desired_status(inventory, Some(1), NodeList::Within(1 << 16));
+    let first = written(plan_status(status(&healthy), None, t(10)));
+    let reasons = |old: &Inventory, new: &Inventory| -> Vec<String> {
         transitions_since(EventBase::Model(old), new)
             .into_iter()
             .map(|e| e.reason)
             .collect()
     };
 
-    let plan = plan_status(desired_status(&broken, Some(1)), Some(&first), t(20));
+    let plan = plan_status(status(&broken), Some(&first), t(20));
     let second = written(plan);
-    assert!(reasons(&first, &second).contains(&"GpuNodeNotReady".to_owned()));
+    assert!(reasons(&healthy, &broken).contains(&"GpuNodeNotReady".to_owned()));
     assert_eq!(second.ready_gpu_nodes, 1);
 
-    let again = desired_status(&broken, Some(1));
+    let again = status(&broken);
     assert_eq!(
         plan_status(again.clone(), Some(&second), t(30)),
         None,
         "a repeat writes nothing"
     );
-    assert!(reasons(&second, &again).is_empty(), "and tells nothing");
+    assert!(reasons(&broken, &broken).is_empty(), "and tells nothing");
 
-    let plan = plan_status(desired_status(&healthy, Some(1)), Some(&second), t(40));
+    let plan = plan_status(status(&healthy), Some(&second), t(40));
     let third = written(plan);
-    assert!(reasons(&second, &third).contains(&"GpuNodeReady".to_owned()));
+    assert!(reasons(&broken, &healthy).contains(&"GpuNodeReady".to_owned()));
     assert_eq!(third.conditions[0].last_transition_time, Time(t(40)));
 }
 
@@ -139,27 +144,27 @@ fn full_status() -> GpuInventoryStatus {
     let mut entry = node("a", false);
     entry.memory_mib = Some(81559);
     entry.workload_config = Some("container".into());
-    entry.sharing = Some(GpuSharing {
+    entry.sharing = Some(Sharing {
         strategy: Some("time-slicing".into()),
         replicas: Some(4),
         renamed_resource: true,
     });
-    entry.mig = Some(MigInfo {
+    entry.mig = Some(Mig {
         strategy: Some("mixed".into()),
         config: Some("all-balanced".into()),
         config_state: Some("success".into()),
         count_meaning: Some("physical GPUs".into()),
-        devices: vec![MigDevice {
+        devices: vec![MigProfile {
             profile: "1g.10gb".into(),
             count: 2,
             memory_mib: Some(9728),
             resource: Some("nvidia.com/mig-1g.10gb".into()),
         }],
     });
-    entry.capacity = BTreeMap::from([("nvidia.com/gpu".into(), "8".into())]);
-    entry.allocatable = BTreeMap::from([("nvidia.com/gpu".into(), "7".into())]);
+    entry.capacity = BTreeMap::from([("nvidia.com/gpu".into(), Amount::parse("8"))]);
+    entry.allocatable = BTreeMap::from([("nvidia.com/gpu".into(), Amount::parse("7"))]);
     entry.unschedulable = true;
-    entry.sources = vec!["device-plugin".into(), "labels".into()];
+    entry.sources = vec![Source::DevicePlugin, Source::Labels];
     entry.derived_from =
         BTreeMap::from([("memoryMiB".into(), "nvidia.com/gpu.memory (bytes)".into())]);
     entry.notes = vec!["label nvidia.com/gpu.memory=85520809984 is in bytes".into()];
@@ -177,10 +182,9 @@ fn full_status() -> GpuInventoryStatus {
         claims: Vec::new(),
     };
     let pods = [gpu_pod("running", Some("a")), gpu_pod("waiting", None)];
-    let mut inventory = inventory(vec![entry]);
-    account(
-        &mut inventory,
-        &pods,
+    let inventory = assemble(
+        vec![entry],
+        &[&pods[0], &pods[1]],
         DemandScope { all_nodes: true },
         &DraView::default(),
         |_| NodeFacts {
@@ -188,7 +192,7 @@ fn full_status() -> GpuInventoryStatus {
             allocatable_known: true,
         },
     );
-    let mut status = desired_status(&inventory, Some(3));
+    let mut status = desired_status(&inventory, Some(3), NodeList::All(Detail::Counts));
     // Both ends of the flags: the accounting needs a Ready, schedulable node for free GPUs.
     status.nodes[0].unschedulable = true;
     status.nodes[0].ready = false;

@@ -1,11 +1,9 @@
-//! The reasons a GPU node is reported with an issue.
+//! Issues: what is wrong with a GPU node, as an enum; the reason strings are made only at the edge.
 
 use std::fmt;
 
-use serde::Serialize;
-
 /// Why a GPU node needs attention. The strings are part of the API (status, ConfigMap, metrics, alerts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum IssueReason {
     /// The node's Ready condition is not `True`.
     NotReady,
@@ -72,5 +70,47 @@ impl IssueReason {
 impl fmt::Display for IssueReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for IssueReason {
+    type Err = UnknownReason;
+
+    /// The reason an API string names (what an older or newer operator published); an error for any other.
+    fn from_str(text: &str) -> Result<IssueReason, UnknownReason> {
+        IssueReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == text)
+            .ok_or(UnknownReason)
+    }
+}
+
+/// A reason string this version does not know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownReason;
+
+/// Tests and the edges compare a reason with its API string.
+impl PartialEq<&str> for IssueReason {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Something wrong with a GPU node, in words an on-call engineer understands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// Why.
+    pub reason: IssueReason,
+    /// What was seen, naming the label, condition or resource.
+    pub message: String,
+}
+
+impl Issue {
+    /// An issue of `reason` saying `message`.
+    pub fn new(reason: IssueReason, message: impl Into<String>) -> Issue {
+        Issue {
+            reason,
+            message: message.into(),
+        }
     }
 }

@@ -54,7 +54,7 @@ pub fn decide<T: Bookkeeping>(current: Option<&T>, mut desired: T, now: Timestam
 
 /// Plans a status write: `desired` (from [`super::status::desired_status`], cut to its budget) against
 /// `current`: the status to apply, or `None` when the server already holds it. The events are not planned
-/// here: they are diffed on the whole inventory, before any cut ([`super::events::transitions_since`]).
+/// here: they are diffed on the whole model, before any cut ([`crate::inventory::events::transitions_since`]).
 pub fn plan_status(
     desired: GpuInventoryStatus,
     current: Option<&GpuInventoryStatus>,

@@ -1,0 +1,158 @@
+//! The assembler: the one scan of a set of nodes. Each leaf returns values (the node scanner a node's entry,
+//! the DRA accounting the devices, the allocation the holdings and the demand, the totals their sums), and
+//! only this module puts them together into an [`Inventory`].
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::core::{Selector, SelectorExt};
+
+use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
+use crate::inventory::dra::{self, DraInput};
+use crate::inventory::model::{Inventory, NodeInventory};
+use crate::inventory::scanner::{self, ScanScope};
+use crate::inventory::totals;
+
+/// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
+/// `--node-label-selector` nodes). Only an inventory of the whole cluster answers for every pending GPU pod.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NodeUniverse {
+    /// Every node of the cluster.
+    #[default]
+    Cluster,
+    /// Some of them.
+    Subset,
+}
+
+/// What a scan reads: nodes, and optionally pods, DRA objects, a selector and what the nodes are.
+#[derive(Clone, Debug, Default)]
+pub struct ScanInput<'a> {
+    nodes: Vec<&'a Node>,
+    pods: Vec<&'a GpuPod>,
+    dra: DraInput<'a>,
+    selector: Option<&'a Selector>,
+    universe: NodeUniverse,
+}
+
+impl<'a> ScanInput<'a> {
+    /// These nodes (all of the cluster's, unless [`ScanInput::universe`] says otherwise), no pods, no DRA
+    /// objects, every node selected.
+    pub fn nodes(nodes: impl IntoIterator<Item = &'a Node>) -> ScanInput<'a> {
+        ScanInput {
+            nodes: nodes.into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The pods whose holdings and demand are accounted.
+    pub fn pods(mut self, pods: impl IntoIterator<Item = &'a GpuPod>) -> ScanInput<'a> {
+        self.pods = pods.into_iter().collect();
+        self
+    }
+
+    /// The DRA sources' objects: nodes publishing GPU devices are GPU nodes, and their devices are counted
+    /// and allocated by the DRA rules (see [`dra`]).
+    pub fn dra(mut self, dra: DraInput<'a>) -> ScanInput<'a> {
+        self.dra = dra;
+        self
+    }
+
+    /// Scans only the nodes `selector` picks.
+    pub fn selector(mut self, selector: &'a Selector) -> ScanInput<'a> {
+        self.selector = Some(selector);
+        self
+    }
+
+    /// What the nodes are (see [`NodeUniverse`]).
+    pub fn universe(mut self, universe: NodeUniverse) -> ScanInput<'a> {
+        self.universe = universe;
+        self
+    }
+}
+
+/// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
+/// then each node with its DRA devices (nodes that are not GPU nodes are left out). Then the pods' and claims'
+/// holdings go on the nodes, and the totals and the demand are summed.
+pub fn scan(input: ScanInput<'_>) -> Inventory {
+    let mut dra = dra::resolve(&input.dra);
+    let selected: Vec<&Node> = input
+        .nodes
+        .into_iter()
+        .filter(|node| input.selector.is_none_or(|s| s.matches(node.labels())))
+        .collect();
+    let scope = ScanScope::of(selected.iter().copied());
+    let facts: HashMap<&str, NodeFacts<'_>> = selected
+        .iter()
+        .map(|n| {
+            let facts = NodeFacts {
+                labels: n.metadata.labels.as_ref(),
+                allocatable_known: n.status.as_ref().is_some_and(|s| s.allocatable.is_some()),
+            };
+            (n.metadata.name.as_deref().unwrap_or_default(), facts)
+        })
+        .collect();
+    let mut nodes: Vec<NodeInventory> = selected
+        .into_iter()
+        .filter_map(|node| {
+            let devices = dra
+                .nodes
+                .remove(node.metadata.name.as_deref().unwrap_or_default());
+            scanner::scan_node_in(node, scope, devices)
+        })
+        .collect();
+    // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
+    // the one kept does not depend on the input order.
+    nodes.sort_by(|a, b| {
+        a.name
+            .cmp(&b.name)
+            .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
+    });
+    nodes.dedup_by(|a, b| a.name == b.name);
+
+    let scope = DemandScope {
+        all_nodes: input.universe == NodeUniverse::Cluster
+            && input.selector.is_none_or(|s| s.selects_all()),
+    };
+    assemble(nodes, &input.pods, scope, &dra, |name| {
+        facts.get(name).copied().unwrap_or_default()
+    })
+}
+
+/// The inventory of scanned GPU nodes (sorted by name, their DRA devices in them): the pods' and claims'
+/// holdings go on the nodes, then the totals and the demand are summed. `facts(node)` tells what the entries
+/// do not (see [`NodeFacts`]).
+pub fn assemble<'n>(
+    mut nodes: Vec<NodeInventory>,
+    pods: &[&GpuPod],
+    scope: DemandScope,
+    dra: &dra::DraView,
+    facts: impl Fn(&str) -> NodeFacts<'n>,
+) -> Inventory {
+    let mut on_node: HashMap<&str, Vec<&GpuPod>> = HashMap::new();
+    for pod in pods {
+        if let Some(node) = pod.node.as_deref()
+            && pod.holds_on(node)
+        {
+            on_node.entry(node).or_default().push(pod);
+        }
+    }
+    for node in &mut nodes {
+        let holders = on_node.remove(node.name.as_str()).unwrap_or_default();
+        let known = facts(&node.name).allocatable_known;
+        allocation::allocate_node(node, &holders, known).apply(node);
+    }
+    let demand = allocation::demand(pods, &nodes, scope, dra, facts);
+    Inventory {
+        total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
+        ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
+            .unwrap_or(u32::MAX),
+        total_gpus: nodes.iter().map(|n| n.count).fold(0, u64::saturating_add),
+        free_gpus: nodes.iter().map(allocation::free_whole_gpus).sum(),
+        pending_gpu_pods: demand.pending_pods,
+        resources: totals::resources(&nodes),
+        products: totals::products(&nodes),
+        namespaces: totals::namespaces(&nodes, &demand),
+        nodes,
+    }
+}

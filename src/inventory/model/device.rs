@@ -1,0 +1,93 @@
+//! Devices a node publishes one by one (DRA), and what holds them.
+
+use std::fmt;
+
+/// What one device is of its GPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeviceKind {
+    /// A whole GPU.
+    Whole,
+    /// A partition carved from a GPU (a MIG device), with its profile (`1g.10gb`).
+    Partition(String),
+    /// Another kind the driver names (`vfio`, ...), counted under its own name.
+    Other(String),
+    /// The driver names no kind.
+    #[default]
+    Unnamed,
+}
+
+/// A ResourceClaim, by namespace and name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClaimRef {
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub name: String,
+}
+
+impl fmt::Display for ClaimRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A device taint that keeps the scheduler away (`NoSchedule`, `NoExecute`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DeviceTaint {
+    /// `key`, e.g. `gpu.nvidia.com/xid`.
+    pub key: String,
+    /// `value`, empty when unset.
+    pub value: String,
+    /// `effect`.
+    pub effect: String,
+}
+
+impl fmt::Display for DeviceTaint {
+    /// `key=value:effect`, or `key:effect` without a value (as `kubectl` shows taints).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.value.as_str() {
+            "" => write!(f, "{}:{}", self.key, self.effect),
+            value => write!(f, "{}={value}:{}", self.key, self.effect),
+        }
+    }
+}
+
+/// One device of a node, with its state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Device {
+    /// The driver (`gpu.nvidia.com`).
+    pub driver: String,
+    /// The pool (NVIDIA's driver names it after the node).
+    pub pool: String,
+    /// The device's name in its pool (`gpu-0`, `gpu-0-mig-1g10gb-0`).
+    pub name: String,
+    /// What it is of its GPU.
+    pub kind: DeviceKind,
+    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`).
+    pub resource: String,
+    /// Its product name.
+    pub product: Option<String>,
+    /// Its memory in MiB.
+    pub memory_mib: Option<u64>,
+    /// The claims whose allocation names it, sorted.
+    pub claims: Vec<ClaimRef>,
+    /// A new claim could get it now: in a complete pool, untainted, not allocated, and not taken by an
+    /// allocated partition or parent.
+    pub free: bool,
+    /// Its `NoSchedule`/`NoExecute` taints.
+    pub taints: Vec<DeviceTaint>,
+    /// Its pool lacks some of its slices.
+    pub pool_incomplete: bool,
+}
+
+impl Device {
+    /// Whether it is a whole GPU.
+    pub fn is_whole_gpu(&self) -> bool {
+        self.kind == DeviceKind::Whole
+    }
+
+    /// Whether some claim holds it.
+    pub fn is_allocated(&self) -> bool {
+        !self.claims.is_empty()
+    }
+}

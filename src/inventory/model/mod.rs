@@ -1,0 +1,63 @@
+//! The core's typed model: what a set of nodes has, node by node and in total.
+//!
+//! Every leaf of the core (the node scanner, the DRA accounting, the pods' allocation) returns values of
+//! these types, and [`crate::inventory::assemble`] puts them together. Nothing here is a wire type: counts
+//! are numbers, issues are an enum, claims and pods are references, devices know what kind they are. The
+//! publishers and `scan`'s rendering turn the model into the CRD and ConfigMap shapes (`publish::content`).
+
+mod amount;
+mod device;
+mod holding;
+mod issue;
+mod node;
+mod totals;
+
+pub use amount::{Amount, quantity_value};
+pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint};
+pub use holding::{Holder, Holding};
+pub use issue::{Issue, IssueReason};
+pub use node::{Mig, MigProfile, NodeInventory, Sharing, Source};
+pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
+
+/// The GPU view of a set of nodes and the pods on them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Number of GPU nodes.
+    pub total_gpu_nodes: u32,
+    /// GPU nodes whose Ready condition is `True`.
+    pub ready_gpu_nodes: u32,
+    /// Sum of the nodes' `count`.
+    pub total_gpus: u64,
+    /// Whole GPUs free now on Ready, schedulable nodes.
+    pub free_gpus: u64,
+    /// GPU pods the scheduler could not place.
+    pub pending_gpu_pods: u32,
+    /// Every resource summed over the nodes, by name.
+    pub resources: Vec<ResourceTotals>,
+    /// GPUs per model, by name.
+    pub products: Vec<ProductTotals>,
+    /// GPU requests per namespace, by name.
+    pub namespaces: Vec<NamespaceTotals>,
+    /// One entry per GPU node, sorted by name.
+    pub nodes: Vec<NodeInventory>,
+}
+
+impl Inventory {
+    /// The nodes with at least one issue, by name.
+    pub fn problem_nodes(&self) -> impl Iterator<Item = &NodeInventory> {
+        self.nodes.iter().filter(|n| n.has_issues())
+    }
+
+    /// How many nodes have at least one issue.
+    pub fn problem_node_count(&self) -> u32 {
+        u32::try_from(self.problem_nodes().count()).unwrap_or(u32::MAX)
+    }
+
+    /// The node called `name`, if it is a GPU node here.
+    pub fn node(&self, name: &str) -> Option<&NodeInventory> {
+        self.nodes
+            .binary_search_by(|n| n.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+}

@@ -1,0 +1,153 @@
+//! One GPU node as the core sees it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::{Amount, Device, Holding, Issue, IssueReason};
+
+/// What described a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// A cloud provider's GPU labels.
+    Cloud,
+    /// The device plugin's extended resources.
+    DevicePlugin,
+    /// DRA devices (ResourceSlices).
+    Dra,
+    /// GPU Feature Discovery, NFD or other vendor node labels.
+    Labels,
+}
+
+impl Source {
+    /// Every source, in the order `sources[]` lists them.
+    pub const ALL: [Source; 4] = [
+        Source::Cloud,
+        Source::DevicePlugin,
+        Source::Dra,
+        Source::Labels,
+    ];
+
+    /// The name the API shows (`sources[]`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Cloud => "cloud",
+            Source::DevicePlugin => "device-plugin",
+            Source::Dra => "dra",
+            Source::Labels => "labels",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tests compare a source with its API name.
+impl PartialEq<&str> for Source {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// GPU sharing (time-slicing or MPS) as the device plugin advertises it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sharing {
+    /// The strategy as labelled: `time-slicing`, `mps` or `none`.
+    pub strategy: Option<String>,
+    /// How many pods can share one GPU.
+    pub replicas: Option<u64>,
+    /// The shared GPUs are advertised under a renamed resource (`nvidia.com/gpu.shared`).
+    pub renamed_resource: bool,
+}
+
+/// A node's MIG (Multi-Instance GPU) configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mig {
+    /// `single`, `mixed` or `none`, as labelled.
+    pub strategy: Option<String>,
+    /// The partition layout requested for the node.
+    pub config: Option<String>,
+    /// Where applying it stands: `pending`, `rebooting`, `success` or `failed`.
+    pub config_state: Option<String>,
+    /// What `count` means on this node, when it is not physical GPUs.
+    pub count_meaning: Option<String>,
+    /// Partitions per profile, sorted by profile.
+    pub devices: Vec<MigProfile>,
+}
+
+/// The partitions of one profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigProfile {
+    /// The profile, e.g. `1g.10gb`.
+    pub profile: String,
+    /// How many.
+    pub count: u64,
+    /// Memory of one, in MiB.
+    pub memory_mib: Option<u64>,
+    /// The extended resource they are scheduled as.
+    pub resource: Option<String>,
+}
+
+/// One GPU node: its facts, devices, holdings and issues.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeInventory {
+    /// The node's name.
+    pub name: String,
+    /// The node's `Ready` condition is `True`.
+    pub ready: bool,
+    /// The GPU model, when some source names it.
+    pub product: Option<String>,
+    /// The product is the DRA devices' (which spell it with spaces where labels use dashes).
+    pub product_from_dra: bool,
+    /// GPUs (see the README's reading rules for what counts).
+    pub count: u64,
+    /// Memory of one GPU in MiB.
+    pub memory_mib: Option<u64>,
+    /// The GPU operator's workload config (`container`, `vm-passthrough`, `vm-vgpu`).
+    pub workload_config: Option<String>,
+    /// GPU sharing, when configured.
+    pub sharing: Option<Sharing>,
+    /// MIG configuration, when the node has one.
+    pub mig: Option<Mig>,
+    /// The node's GPU resources' capacity (DRA devices counted per resource).
+    pub capacity: BTreeMap<String, Amount>,
+    /// The node's GPU resources' allocatable.
+    pub allocatable: BTreeMap<String, Amount>,
+    /// What is held, per resource (every allocatable resource listed, 0 when nothing holds it).
+    pub allocated: BTreeMap<String, u64>,
+    /// `allocatable - allocated` per resource, never below 0.
+    pub free: BTreeMap<String, u64>,
+    /// Who holds what: pods by their requests, claims by their devices. Sorted.
+    pub holdings: Vec<Holding>,
+    /// The node is cordoned.
+    pub unschedulable: bool,
+    /// What described the node, sorted.
+    pub sources: Vec<Source>,
+    /// Where `product`, `count` or `memoryMiB` came from when not from their own label, in words.
+    pub derived_from: BTreeMap<String, String>,
+    /// How odd values were read, in words.
+    pub notes: Vec<String>,
+    /// What is wrong; empty when healthy.
+    pub issues: Vec<Issue>,
+    /// The node's DRA devices, sorted by (driver, pool, name).
+    pub devices: Vec<Device>,
+}
+
+impl NodeInventory {
+    /// Whether the node has any issue.
+    pub fn has_issues(&self) -> bool {
+        !self.issues.is_empty()
+    }
+
+    /// The node's issue of `reason`, if it has one.
+    pub fn issue(&self, reason: IssueReason) -> Option<&Issue> {
+        self.issues.iter().find(|i| i.reason == reason)
+    }
+
+    /// Whether DRA serves whole GPUs here: the node publishes whole-GPU devices.
+    pub fn has_whole_gpu_devices(&self) -> bool {
+        self.devices.iter().any(Device::is_whole_gpu)
+    }
+}

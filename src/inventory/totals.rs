@@ -1,0 +1,133 @@
+//! What the nodes add up to (pure): per resource, per product, per namespace.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::inventory::allocation::{Demand, free_whole_gpus};
+use crate::inventory::model::{
+    Holder, JobFit, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals,
+};
+use crate::inventory::vendor::vendor_of;
+
+/// The job sizes `nodesWithFreeGpus` answers for: how many nodes could start a job of N GPUs.
+pub const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
+
+/// Every resource of the nodes, summed, by name.
+pub fn resources(nodes: &[NodeInventory]) -> Vec<ResourceTotals> {
+    let mut sums: BTreeMap<&str, ResourceTotals> = BTreeMap::new();
+    for node in nodes {
+        let names = node
+            .capacity
+            .keys()
+            .chain(node.allocatable.keys())
+            .chain(node.allocated.keys());
+        for name in names {
+            sums.entry(name).or_insert_with(|| ResourceTotals {
+                name: name.clone(),
+                ..Default::default()
+            });
+        }
+        for (name, sum) in sums.iter_mut() {
+            let whole = |m: &BTreeMap<String, crate::inventory::model::Amount>| {
+                m.get(*name).and_then(|q| q.whole()).unwrap_or(0)
+            };
+            let count = |m: &BTreeMap<String, u64>| m.get(*name).copied().unwrap_or(0);
+            sum.capacity = sum.capacity.saturating_add(whole(&node.capacity));
+            sum.allocatable = sum.allocatable.saturating_add(whole(&node.allocatable));
+            sum.allocated = sum.allocated.saturating_add(count(&node.allocated));
+            sum.free = sum.free.saturating_add(count(&node.free));
+        }
+    }
+    sums.into_values().collect()
+}
+
+/// GPUs per model, by name: nodes no source names the model of are left out.
+pub fn products(nodes: &[NodeInventory]) -> Vec<ProductTotals> {
+    let mut products: BTreeMap<String, ProductTotals> = BTreeMap::new();
+    for node in nodes {
+        let Some(name) = node.product.as_deref() else {
+            continue;
+        };
+        let product = products
+            .entry(same_product_key(name))
+            .or_insert_with(|| ProductTotals {
+                name: name.to_owned(),
+                nodes_with_free_gpus: JOB_SIZES
+                    .iter()
+                    .map(|&at_least| JobFit { at_least, nodes: 0 })
+                    .collect(),
+                ..Default::default()
+            });
+        // One model under the spelling DRA shows, whichever node came first.
+        if node.product_from_dra {
+            product.name = name.to_owned();
+        }
+        product.nodes = product.nodes.saturating_add(1);
+        product.gpus = product.gpus.saturating_add(node.count);
+        let free = free_whole_gpus(node);
+        product.free_gpus = product.free_gpus.saturating_add(free);
+        if product.vendor.is_none() {
+            product.vendor = vendor_of(node);
+        }
+        for size in &mut product.nodes_with_free_gpus {
+            if free >= u64::from(size.at_least) {
+                size.nodes = size.nodes.saturating_add(1);
+            }
+        }
+    }
+    let mut list: Vec<ProductTotals> = products.into_values().collect();
+    list.sort_by(|a, b| a.name.cmp(&b.name));
+    list
+}
+
+/// Per namespace, what its pods and claims hold on the nodes (a device shared by two claims of one namespace
+/// is one device to it) and what its pending pods wait for, by name.
+pub fn namespaces(nodes: &[NodeInventory], demand: &Demand) -> Vec<NamespaceTotals> {
+    let mut namespaces: BTreeMap<String, NamespaceTotals> = BTreeMap::new();
+    fn entry<'m>(
+        namespaces: &'m mut BTreeMap<String, NamespaceTotals>,
+        name: &str,
+    ) -> &'m mut NamespaceTotals {
+        namespaces
+            .entry(name.to_owned())
+            .or_insert_with(|| NamespaceTotals {
+                name: name.to_owned(),
+                ..Default::default()
+            })
+    }
+    for node in nodes {
+        let mut devices_seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for holding in &node.holdings {
+            let counted = match (&holding.holder, &holding.device) {
+                (Holder::Claim(claim), Some(device)) => {
+                    devices_seen.insert((claim.namespace.as_str(), device.as_str()))
+                }
+                _ => true,
+            };
+            if counted {
+                let usage = entry(&mut namespaces, holding.holder.namespace());
+                *usage.allocated.entry(holding.resource.clone()).or_insert(0) += holding.amount;
+            }
+        }
+    }
+    for (name, (pods, wants)) in &demand.per_namespace {
+        let usage = entry(&mut namespaces, name);
+        usage.pending_pods = usage.pending_pods.saturating_add(*pods);
+        for (resource, n) in wants {
+            *usage.pending.entry(resource.clone()).or_insert(0) += n;
+        }
+    }
+    namespaces.into_values().collect()
+}
+
+/// Products are the same model when they differ only in spaces, dashes or case: DRA writes
+/// `NVIDIA A100-SXM4-80GB` where GPU Feature Discovery writes `NVIDIA-A100-SXM4-80GB`.
+pub fn same_product_key(product: &str) -> String {
+    product
+        .trim()
+        .chars()
+        .map(|c| match c {
+            ' ' | '_' => '-',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect()
+}

@@ -1,0 +1,13 @@
+//! What the publishers write, computed from the model (pure): the wire shapes and the plans that compare them
+//! with what the server holds.
+//!
+//! - [`wire`]: the model as the CRDs' types (and back, for what the server already holds);
+//! - [`status`]: a GpuInventory's status, its `nodes[]` within [`size_budget`];
+//! - [`configmap`]: the `gpu-node-status` data;
+//! - [`plan`]: whether to write at all (content compared whole, bookkeeping times adopted).
+
+pub mod configmap;
+pub mod plan;
+pub mod size_budget;
+pub mod status;
+pub mod wire;

@@ -1,0 +1,59 @@
+//! The status a GpuInventory should have, made from the model (pure; the plan stamps the times).
+
+use super::size_budget::{PROBLEM_NODES_LIMIT, fit_nodes};
+use super::wire::{self, Detail};
+use crate::crd::GpuInventoryStatus;
+use crate::inventory::model::Inventory;
+
+/// Which node entries a status lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeList {
+    /// The operator's: entries of counts, within this many bytes (`--status-nodes-budget`), problem nodes
+    /// first; `omittedNodes` and `nodesMessage` say what was left out.
+    Within(usize),
+    /// `scan`'s: every node, in this detail.
+    All(Detail),
+}
+
+/// The desired status for `inventory`, computed for spec generation `generation`. Bookkeeping times are
+/// left unset: [`super::plan::plan_status`] stamps them when the content changed.
+pub fn desired_status(
+    inventory: &Inventory,
+    generation: Option<i64>,
+    list: NodeList,
+) -> GpuInventoryStatus {
+    let detail = match list {
+        NodeList::Within(_) => Detail::Counts,
+        NodeList::All(detail) => detail,
+    };
+    let mut status = GpuInventoryStatus {
+        observed_time: None,
+        observed_generation: generation,
+        total_gpu_nodes: inventory.total_gpu_nodes,
+        ready_gpu_nodes: inventory.ready_gpu_nodes,
+        total_gpus: inventory.total_gpus,
+        free_gpus: inventory.free_gpus,
+        pending_gpu_pods: inventory.pending_gpu_pods,
+        resources: inventory.resources.iter().map(wire::resource).collect(),
+        products: inventory.products.iter().map(wire::product).collect(),
+        namespaces: inventory.namespaces.iter().map(wire::namespace).collect(),
+        nodes: inventory
+            .nodes
+            .iter()
+            .map(|n| wire::node_entry(n, detail))
+            .collect(),
+        problem_nodes: inventory
+            .problem_nodes()
+            .take(PROBLEM_NODES_LIMIT)
+            .map(wire::problem_node)
+            .collect(),
+        problem_node_count: inventory.problem_node_count(),
+        omitted_nodes: None,
+        nodes_message: None,
+        conditions: wire::conditions(inventory, generation),
+    };
+    if let NodeList::Within(budget) = list {
+        fit_nodes(&mut status, budget);
+    }
+    status
+}

@@ -1,0 +1,372 @@
+//! The model as the CRDs' wire types: the only place `GpuNodeEntry` and its parts are made from the core's
+//! values. Reason strings, claim names and taint texts are spelled here.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::crd::{
+    DraDeviceEntry, FreeGpuNodes, GpuInventoryStatus, GpuNodeEntry, GpuSharing, MigDevice, MigInfo,
+    NamespaceUsage, NodeIssue, ProblemNode, ProductSummary, ResourceSummary,
+};
+use crate::inventory::conditions::{InventoryCondition, inventory_conditions};
+use crate::inventory::model::{
+    Amount, Device, Inventory, Issue, Mig, MigProfile, NamespaceTotals, NodeInventory,
+    ProductTotals, ResourceTotals, Sharing, Source,
+};
+use crate::inventory::scanner::PRODUCT_FROM_DRA;
+
+/// How much of a node an entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Counts only: the GpuInventory's `nodes[]` and the ConfigMap (thousands of nodes' devices would not
+    /// fit one object).
+    Counts,
+    /// With the DRA devices one by one: the node's GpuNode and `scan`.
+    Devices,
+}
+
+/// A node's entry.
+pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
+    GpuNodeEntry {
+        name: node.name.clone(),
+        ready: node.ready,
+        product: node.product.clone(),
+        count: node.count,
+        memory_mib: node.memory_mib,
+        workload_config: node.workload_config.clone(),
+        sharing: node.sharing.as_ref().map(sharing),
+        mig: node.mig.as_ref().map(mig),
+        capacity: amounts(&node.capacity),
+        allocatable: amounts(&node.allocatable),
+        allocated: node.allocated.clone(),
+        free: node.free.clone(),
+        unschedulable: node.unschedulable,
+        sources: node.sources.iter().map(|s| s.as_str().to_owned()).collect(),
+        derived_from: node.derived_from.clone(),
+        notes: node.notes.clone(),
+        issues: node.issues.iter().map(issue).collect(),
+        devices: match detail {
+            Detail::Counts => Vec::new(),
+            Detail::Devices => node.devices.iter().map(device).collect(),
+        },
+    }
+}
+
+fn amounts(list: &BTreeMap<String, Amount>) -> BTreeMap<String, String> {
+    list.iter()
+        .map(|(name, q)| (name.clone(), q.text().to_owned()))
+        .collect()
+}
+
+/// An issue: its reason as the API spells it.
+pub fn issue(issue: &Issue) -> NodeIssue {
+    NodeIssue {
+        reason: issue.reason.as_str().to_owned(),
+        message: issue.message.clone(),
+    }
+}
+
+/// A DRA device: claims as `namespace/name`, taints as `key=value:effect`.
+pub fn device(device: &Device) -> DraDeviceEntry {
+    DraDeviceEntry {
+        driver: device.driver.clone(),
+        pool: device.pool.clone(),
+        name: device.name.clone(),
+        resource: device.resource.clone(),
+        product: device.product.clone(),
+        memory_mib: device.memory_mib,
+        allocated_to: device.claims.iter().map(ToString::to_string).collect(),
+        free: device.free,
+        taints: device.taints.iter().map(ToString::to_string).collect(),
+        pool_incomplete: device.pool_incomplete,
+    }
+}
+
+fn sharing(sharing: &Sharing) -> GpuSharing {
+    GpuSharing {
+        strategy: sharing.strategy.clone(),
+        replicas: sharing.replicas,
+        renamed_resource: sharing.renamed_resource,
+    }
+}
+
+fn mig(mig: &Mig) -> MigInfo {
+    MigInfo {
+        strategy: mig.strategy.clone(),
+        config: mig.config.clone(),
+        config_state: mig.config_state.clone(),
+        count_meaning: mig.count_meaning.clone(),
+        devices: mig
+            .devices
+            .iter()
+            .map(|d| MigDevice {
+                profile: d.profile.clone(),
+                count: d.count,
+                memory_mib: d.memory_mib,
+                resource: d.resource.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The inventory's conditions for spec generation `generation`, `lastTransitionTime` left at the epoch for
+/// the plan to stamp.
+pub fn conditions(inventory: &Inventory, generation: Option<i64>) -> Vec<Condition> {
+    inventory_conditions(inventory)
+        .into_iter()
+        .map(|c| condition(c, generation))
+        .collect()
+}
+
+fn condition(condition: InventoryCondition, generation: Option<i64>) -> Condition {
+    Condition {
+        type_: condition.type_.to_owned(),
+        status: if condition.status { "True" } else { "False" }.to_owned(),
+        reason: condition.reason.to_owned(),
+        message: condition.message,
+        observed_generation: generation,
+        last_transition_time: Time(Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// A resource's sums.
+pub fn resource(totals: &ResourceTotals) -> ResourceSummary {
+    ResourceSummary {
+        name: totals.name.clone(),
+        capacity: totals.capacity,
+        allocatable: totals.allocatable,
+        allocated: totals.allocated,
+        free: totals.free,
+    }
+}
+
+/// A product's sums, with where N-GPU jobs can start.
+pub fn product(totals: &ProductTotals) -> ProductSummary {
+    ProductSummary {
+        name: totals.name.clone(),
+        nodes: totals.nodes,
+        gpus: totals.gpus,
+        free_gpus: totals.free_gpus,
+        vendor: totals.vendor.map(str::to_owned),
+        nodes_with_free_gpus: totals
+            .nodes_with_free_gpus
+            .iter()
+            .map(|fit| FreeGpuNodes {
+                at_least: fit.at_least,
+                nodes: fit.nodes,
+            })
+            .collect(),
+    }
+}
+
+/// A namespace's holdings and demand.
+pub fn namespace(totals: &NamespaceTotals) -> NamespaceUsage {
+    NamespaceUsage {
+        name: totals.name.clone(),
+        allocated: totals.allocated.clone(),
+        pending_pods: totals.pending_pods,
+        pending: totals.pending.clone(),
+    }
+}
+
+/// A node with issues, as the aggregate lists it.
+pub fn problem_node(node: &NodeInventory) -> ProblemNode {
+    ProblemNode {
+        name: node.name.clone(),
+        reasons: node
+            .issues
+            .iter()
+            .map(|i| i.reason.as_str().to_owned())
+            .collect(),
+    }
+}
+
+/// What a published status says, read back into the model: for the events of a process that has no model
+/// of its own yet (a start, a new leader), and for checks that compare a `scan`'s output with the operator's
+/// metrics. It holds what the wire holds, except the DRA devices one by one and the holdings (the wire keeps
+/// their counts). A reason or source this version does not know is left out: another version published it.
+pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
+    Inventory {
+        total_gpu_nodes: status.total_gpu_nodes,
+        ready_gpu_nodes: status.ready_gpu_nodes,
+        total_gpus: status.total_gpus,
+        free_gpus: status.free_gpus,
+        pending_gpu_pods: status.pending_gpu_pods,
+        resources: status
+            .resources
+            .iter()
+            .map(|r| ResourceTotals {
+                name: r.name.clone(),
+                capacity: r.capacity,
+                allocatable: r.allocatable,
+                allocated: r.allocated,
+                free: r.free,
+            })
+            .collect(),
+        namespaces: status
+            .namespaces
+            .iter()
+            .map(|n| NamespaceTotals {
+                name: n.name.clone(),
+                allocated: n.allocated.clone(),
+                pending_pods: n.pending_pods,
+                pending: n.pending.clone(),
+            })
+            .collect(),
+        // Products are sums the events and metrics do not read back.
+        products: Vec::new(),
+        nodes: status.nodes.iter().map(published_node).collect(),
+    }
+}
+
+fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
+    let amounts = |list: &BTreeMap<String, String>| {
+        list.iter()
+            .map(|(name, q)| (name.clone(), Amount::parse(q.as_str())))
+            .collect()
+    };
+    NodeInventory {
+        name: entry.name.clone(),
+        ready: entry.ready,
+        product: entry.product.clone(),
+        product_from_dra: entry.derived_from.get("product").map(String::as_str)
+            == Some(PRODUCT_FROM_DRA),
+        count: entry.count,
+        memory_mib: entry.memory_mib,
+        workload_config: entry.workload_config.clone(),
+        sharing: entry.sharing.as_ref().map(|s| Sharing {
+            strategy: s.strategy.clone(),
+            replicas: s.replicas,
+            renamed_resource: s.renamed_resource,
+        }),
+        mig: entry.mig.as_ref().map(|m| Mig {
+            strategy: m.strategy.clone(),
+            config: m.config.clone(),
+            config_state: m.config_state.clone(),
+            count_meaning: m.count_meaning.clone(),
+            devices: m
+                .devices
+                .iter()
+                .map(|d| MigProfile {
+                    profile: d.profile.clone(),
+                    count: d.count,
+                    memory_mib: d.memory_mib,
+                    resource: d.resource.clone(),
+                })
+                .collect(),
+        }),
+        capacity: amounts(&entry.capacity),
+        allocatable: amounts(&entry.allocatable),
+        allocated: entry.allocated.clone(),
+        free: entry.free.clone(),
+        holdings: Vec::new(),
+        unschedulable: entry.unschedulable,
+        sources: entry
+            .sources
+            .iter()
+            .filter_map(|s| Source::ALL.into_iter().find(|k| k.as_str() == s))
+            .collect(),
+        derived_from: entry.derived_from.clone(),
+        notes: entry.notes.clone(),
+        issues: entry
+            .issues
+            .iter()
+            .filter_map(|i| Some(Issue::new(i.reason.parse().ok()?, i.message.clone())))
+            .collect(),
+        devices: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::model::{ClaimRef, DeviceKind, DeviceTaint, IssueReason};
+    use crate::inventory::test_support::{entry, inventory};
+
+    #[test]
+    fn conditions_carry_the_generation_and_wait_for_their_times() {
+        let c = conditions(&inventory(vec![]), Some(3));
+        assert_eq!(
+            (
+                c[0].type_.as_str(),
+                c[0].status.as_str(),
+                c[0].reason.as_str()
+            ),
+            ("Ready", "False", "NoGpuNodes")
+        );
+        assert!(c.iter().all(|c| c.observed_generation == Some(3)));
+        assert!(
+            c.iter()
+                .all(|c| c.last_transition_time == Time(Timestamp::UNIX_EPOCH))
+        );
+    }
+
+    #[test]
+    fn the_edge_spells_reasons_claims_and_taints() {
+        let mut node = entry("a", false, 1, &[IssueReason::NotReady]);
+        node.devices = vec![Device {
+            driver: "gpu.nvidia.com".into(),
+            name: "gpu-0".into(),
+            kind: DeviceKind::Whole,
+            claims: vec![ClaimRef {
+                namespace: "ml".into(),
+                name: "train".into(),
+            }],
+            taints: vec![
+                DeviceTaint {
+                    key: "gpu.nvidia.com/xid".into(),
+                    value: "79".into(),
+                    effect: "NoSchedule".into(),
+                },
+                DeviceTaint {
+                    key: "maintenance".into(),
+                    value: String::new(),
+                    effect: "NoExecute".into(),
+                },
+            ],
+            ..Default::default()
+        }];
+        node.capacity = [("nvidia.com/gpu".to_owned(), Amount::parse("1k"))].into();
+        let counts = node_entry(&node, Detail::Counts);
+        assert_eq!(counts.issues[0].reason, "NotReady");
+        assert!(counts.devices.is_empty(), "counts carry no devices");
+        assert_eq!(
+            counts.capacity["nvidia.com/gpu"], "1k",
+            "as the node said it"
+        );
+        let wide = node_entry(&node, Detail::Devices);
+        assert_eq!(wide.devices[0].allocated_to, ["ml/train"]);
+        assert_eq!(
+            wide.devices[0].taints,
+            ["gpu.nvidia.com/xid=79:NoSchedule", "maintenance:NoExecute"]
+        );
+    }
+
+    #[test]
+    fn a_published_status_reads_back_what_the_events_and_metrics_compare() {
+        let mut node = entry("a", false, 8, &[IssueReason::NotReady]);
+        node.product = Some("NVIDIA-H100-80GB-HBM3".into());
+        node.allocated = [("nvidia.com/gpu".to_owned(), 2)].into();
+        let model = inventory(vec![node]);
+        let mut status = crate::crd::GpuInventoryStatus {
+            total_gpu_nodes: 1,
+            total_gpus: 8,
+            nodes: vec![node_entry(&model.nodes[0], Detail::Counts)],
+            ..Default::default()
+        };
+        status.nodes[0].issues.push(NodeIssue {
+            reason: "FromANewerVersion".into(),
+            message: "unknown here".into(),
+        });
+        let back = published_inventory(&status);
+        assert_eq!(
+            back.nodes[0].issues, model.nodes[0].issues,
+            "unknown reasons are left out"
+        );
+        assert_eq!(back.nodes[0].allocated, model.nodes[0].allocated);
+        assert_eq!(back.nodes[0].product, model.nodes[0].product);
+        assert_eq!((back.total_gpu_nodes, back.total_gpus), (1, 8));
+    }
+}
