@@ -48,9 +48,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // The same conditions the operator writes to the GpuInventory status (times are the operator's job).
     for condition in inventory_conditions(&inventory) {
+        let status = if condition.status { "True" } else { "False" };
         println!(
-            "{}={} ({}): {}",
-            condition.type_, condition.status, condition.reason, condition.message
+            "{}={status} ({}): {}",
+            condition.type_, condition.reason, condition.message
         );
     }
     Ok(())

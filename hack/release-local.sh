@@ -90,6 +90,7 @@ stage="${TARGET_DIR}/${name}"
 rm -rf "${stage}"
 mkdir -p "${stage}"
 cp "${bin}" README.md "${stage}/"
+cp -R docs "${stage}/docs"
 ln -s gpu-inventory-operator "${stage}/kubectl-gpu_inventory"
 tar -C "${TARGET_DIR}" -czf "${DIST_DIR}/${name}.tar.gz" "${name}"
 (cd "${DIST_DIR}" && sha256sum "${name}.tar.gz" >"${name}.tar.gz.sha256")
