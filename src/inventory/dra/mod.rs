@@ -1,5 +1,5 @@
 //! DRA accounting (pure): ResourceSlices, ResourceClaims and DeviceClasses in, per-node devices, counts and
-//! issues out (DESIGN §3, README "DRA").
+//! issues out (docs/dra.md).
 //!
 //! The rules are KEP-5677's (`ResourcePoolStatusRequest`): only a pool's highest generation, and only when all
 //! its slices are there; a device is allocated when a claim's allocation names it (`adminAccess` results do

@@ -101,7 +101,7 @@ pub struct NodeInventory {
     pub product: Option<String>,
     /// The product is the DRA devices' (which spell it with spaces where labels use dashes).
     pub product_from_dra: bool,
-    /// GPUs (see the README's reading rules for what counts).
+    /// GPUs (docs/reading-nodes.md says what counts).
     pub count: u64,
     /// Memory of one GPU in MiB.
     pub memory_mib: Option<u64>,

@@ -2,7 +2,7 @@
 //! is no GPU node.
 //!
 //! Pure and deterministic: no I/O, no clock. Everything the operator knows about GPU labels lives here (the
-//! reading rules are in README.md); [`crate::inventory::assemble`] runs it over a set of nodes.
+//! reading rules are in docs/reading-nodes.md); [`crate::inventory::assemble`] runs it over a set of nodes.
 
 pub mod cloud;
 mod diagnose;

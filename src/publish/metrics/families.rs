@@ -91,6 +91,19 @@ pub struct NamespaceResourceLabels {
     pub resource: String,
 }
 
+/// Where a job of `at_least` whole GPUs of a product can start.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobFitLabels {
+    /// The GpuInventory.
+    pub inventory: String,
+    /// The GPU model, as `products[].name`.
+    pub product: String,
+    /// Who makes it, "" when unknown.
+    pub vendor: String,
+    /// The job's size in GPUs: "1", "2", "4" or "8".
+    pub at_least: String,
+}
+
 /// The gauges of every inventory, and what was last exported of each.
 #[derive(Debug, Default)]
 pub struct InventoryGauges {
@@ -111,6 +124,7 @@ pub struct InventoryGauges {
     pub(crate) resource_free: Family<ResourceLabels, Gauge>,
     pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
     pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
+    pub(crate) product_nodes_with_free_gpus: Family<JobFitLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
     pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
 }
@@ -206,6 +220,12 @@ impl InventoryGauges {
             "namespace_pending_gpu_pods",
             "A namespace's GPU pods the scheduler could not place",
             self.namespace_pending_pods.clone(),
+        );
+        registry.register(
+            "product_nodes_with_free_gpus",
+            "Ready, schedulable nodes with at least at_least whole GPUs of the product free: where a job of that \
+             many GPUs can start (status.products[].nodesWithFreeGpus)",
+            self.product_nodes_with_free_gpus.clone(),
         );
     }
 }

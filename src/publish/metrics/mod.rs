@@ -8,7 +8,7 @@ mod families;
 
 pub use families::*;
 
-use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
+use crate::inventory::model::{Inventory, IssueReason, JobFit, NodeInventory, ProductTotals};
 use crate::runtime::metrics::Metrics;
 
 /// Exports an inventory's status; a no-op when it equals the last export.
@@ -143,6 +143,11 @@ fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory)
         metrics.resource_allocated.remove(&labels);
         metrics.resource_free.remove(&labels);
     }
+    for (product, fit) in job_fits(status) {
+        metrics
+            .product_nodes_with_free_gpus
+            .remove(&job_fit_labels(inventory, product, fit));
+    }
     for ns in &status.namespaces {
         for resource in ns.allocated.keys() {
             metrics
@@ -207,6 +212,12 @@ fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Invent
         set(&metrics.resource_allocated, resource.allocated);
         set(&metrics.resource_free, resource.free);
     }
+    for (product, fit) in job_fits(status) {
+        metrics
+            .product_nodes_with_free_gpus
+            .get_or_create(&job_fit_labels(inventory, product, fit))
+            .set(i64::from(fit.nodes));
+    }
     for ns in &status.namespaces {
         for (resource, n) in &ns.allocated {
             let labels = NamespaceResourceLabels {
@@ -227,6 +238,23 @@ fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Invent
             .namespace_pending_pods
             .get_or_create(&labels)
             .set(i64::from(ns.pending_pods));
+    }
+}
+
+/// Every (product, job size) of the inventory.
+fn job_fits(status: &Inventory) -> impl Iterator<Item = (&ProductTotals, &JobFit)> {
+    status
+        .products
+        .iter()
+        .flat_map(|p| p.nodes_with_free_gpus.iter().map(move |fit| (p, fit)))
+}
+
+fn job_fit_labels(inventory: &str, product: &ProductTotals, fit: &JobFit) -> JobFitLabels {
+    JobFitLabels {
+        inventory: inventory.to_owned(),
+        product: product.name.clone(),
+        vendor: product.vendor.unwrap_or_default().to_owned(),
+        at_least: fit.at_least.to_string(),
     }
 }
 
@@ -255,7 +283,7 @@ fn saturating_i64(n: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::model::{Issue, NamespaceTotals, ResourceTotals};
+    use crate::inventory::model::{Issue, JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
 
     fn status(nodes: &[(&str, bool, Option<u64>)]) -> Arc<Inventory> {
         Arc::new(Inventory {
@@ -331,6 +359,23 @@ mod tests {
             allocated: 3,
             free: 5,
         }];
+        with_pods.products = vec![ProductTotals {
+            name: "NVIDIA-L4".into(),
+            vendor: Some("nvidia"),
+            nodes: 1,
+            gpus: 8,
+            free_gpus: 5,
+            nodes_with_free_gpus: vec![
+                JobFit {
+                    at_least: 4,
+                    nodes: 1,
+                },
+                JobFit {
+                    at_least: 8,
+                    nodes: 0,
+                },
+            ],
+        }];
         with_pods.namespaces = vec![NamespaceTotals {
             name: "ml".into(),
             allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
@@ -349,6 +394,8 @@ mod tests {
             "gpu_inventory_resource_free{inventory=\"cluster\",resource=\"nvidia.com/gpu\"} 5",
             "gpu_inventory_namespace_requested{inventory=\"cluster\",namespace=\"ml\",resource=\"nvidia.com/gpu\"} 3",
             "gpu_inventory_namespace_pending_gpu_pods{inventory=\"cluster\",namespace=\"ml\"} 2",
+            "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"4\"} 1",
+            "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"8\"} 0",
         ] {
             assert!(text.contains(line), "{line} missing in:\n{text}");
         }
@@ -359,6 +406,10 @@ mod tests {
             "a namespace without pods leaves:\n{text}"
         );
         assert!(!text.contains("gpu_inventory_node_allocated{"), "{text}");
+        assert!(
+            !text.contains("gpu_inventory_product_nodes_with_free_gpus{"),
+            "a product gone leaves no series:\n{text}"
+        );
         assert!(
             text.contains("gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 0"),
             "{text}"
