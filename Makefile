@@ -43,20 +43,27 @@ unit-test: ## Unit tests (no cluster)
 # alone, after the others; tests/soak.rs (the soak's 2-minute form, on an etcd + kube-apiserver of its own at the
 # default version) runs with them, once: `make test-compat` leaves it out (SOAK_TESTS=), it would only repeat it.
 SOAK_TESTS ?= --test soak
-integration-test: ## Integration tests against the running cluster (builds examples/ first: tests/examples.rs runs them)
-	$(CARGO) build --locked --examples
-	$(CARGO) test --locked --no-fail-fast --test '*' -- --skip fault_
-	$(CARGO) test --locked --no-fail-fast --test faults --test chaos $(SOAK_TESTS) -- --test-threads=1
+integration-test: ## Integration tests against the running cluster (builds examples/ first: tests/examples.rs runs them); every step runs, failures are summarised
+	@failed=(); \
+	$(CARGO) build --locked --examples || failed+=("examples build"); \
+	$(CARGO) test --locked --no-fail-fast --test '*' -- --skip fault_ || failed+=("integration tests"); \
+	$(CARGO) test --locked --no-fail-fast --test faults --test chaos $(SOAK_TESTS) -- --test-threads=1 || failed+=("fault tests"); \
+	if (( $${#failed[@]} )); then printf 'integration-test: failed: %s\n' "$${failed[@]}" >&2; exit 1; fi
 
-test: lint unit-test ## Everything: lint, unit tests, cluster-up, integration tests, cluster-down
-	@if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \
-	  $(MAKE) integration-test; \
-	else \
-	  $(CLUSTER) up; \
-	  status=0; $(MAKE) integration-test || status=$$?; \
+test: ## Everything: lint, unit tests, cluster-up, integration tests, cluster-down; every tier runs even when one fails, then a summary
+	@failed=(); \
+	$(MAKE) lint || failed+=(lint); \
+	$(MAKE) unit-test || failed+=(unit-test); \
+	if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \
+	  $(MAKE) integration-test || failed+=(integration-test); \
+	elif $(CLUSTER) up; then \
+	  $(MAKE) integration-test || failed+=(integration-test); \
 	  $(CLUSTER) down; \
-	  exit $$status; \
-	fi
+	else \
+	  failed+=(cluster-up); $(CLUSTER) down || true; \
+	fi; \
+	if (( $${#failed[@]} )); then echo "make test: failed: $${failed[*]}" >&2; exit 1; fi; \
+	echo "make test: every tier passed (lint, unit-test, integration-test)"
 
 test-compat: ## The integration suite on each of COMPAT_VERSIONS (a fresh local cluster per version)
 	@if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \
