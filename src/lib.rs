@@ -2,9 +2,10 @@
 //! with them. `ARCHITECTURE.md` draws the shape; in short, data flows through four folders:
 //!
 //! - [`sources`]: one watch per watched kind, stripped on arrival, feeding one coalesced change stream;
-//! - [`inventory`]: the pure core (no I/O, no clock): scan, conditions, events diff, size budgets, content of
-//!   each output, and `plan` (desired + what the server holds -> the write or none);
-//! - [`publish`]: one guarded writer per output (GpuInventory status, ConfigMap, events, metrics, the CRD);
+//! - [`inventory`]: the pure core (no I/O, no clock, no wire types): a typed model of nodes, devices,
+//!   holdings and issues, one scan that assembles it, conditions and the events diff;
+//! - [`publish`]: the model as wire types and the plans (desired + what the server holds -> the write or none),
+//!   and one guarded writer per output (GpuNode, GpuInventory status, ConfigMap, events, metrics, the CRDs);
 //! - [`runtime`]: plumbing with no GPU knowledge (client, HTTP, health, metrics registry, leader election,
 //!   shutdown, logging, backoff policies);
 //!
@@ -13,6 +14,8 @@
 pub mod cmd;
 pub mod crd;
 pub mod error;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod inventory;
 pub mod publish;
 pub mod runtime;

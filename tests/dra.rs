@@ -23,16 +23,14 @@ const MIG: &str = "gpu.nvidia.com/mig-1g.10gb";
 const NONE_ALLOCATED: &[(&str, u64)] = &[(WHOLE, 0), (MIG, 0)];
 const ALL_FREE: &[(&str, u64)] = &[(WHOLE, 2), (MIG, 2)];
 
-/// On a server that serves DRA (None, said on stderr, on one that does not): a schedulable DRA node with two
+/// On a server that serves DRA (the test fails on one that does not: it is gated in tests/version-gates.txt): a schedulable DRA node with two
 /// whole GPUs and GPU 1 split into two 1g.10gb MIG devices, an operator, and its status once it counts them
 /// all free.
 async fn converged_on_dra_node(
     env: &TestEnv,
     test: &str,
-) -> Option<(String, OperatorProcess, GpuInventoryStatus)> {
-    if !dra::dra_served(&env.client, test).await {
-        return None;
-    }
+) -> (String, OperatorProcess, GpuInventoryStatus) {
+    dra::require_dra(&env.client, test).await;
     dra::ensure_device_classes(&env.client).await;
     let node = env.create_node(dra::dra_node("dra")).await;
     let parent = format!("GPU-{node}-1");
@@ -54,15 +52,13 @@ async fn converged_on_dra_node(
         ALL_FREE,
     )
     .await;
-    Some((node, operator, status))
+    (node, operator, status)
 }
 
 #[tokio::test]
 async fn claims_the_scheduler_allocates_are_counted_within_2_s_and_free_again_when_their_pods_go() {
     let env = TestEnv::new("dra-follow").await;
-    let Some((node, operator, status)) = converged_on_dra_node(&env, "dra-follow").await else {
-        return;
-    };
+    let (node, operator, status) = converged_on_dra_node(&env, "dra-follow").await;
     let e = entry(&status, &node).unwrap();
     assert_eq!(e.sources, ["dra"]);
     assert_eq!(e.count, 3, "two whole GPUs and the MIG devices' parent");
@@ -164,9 +160,7 @@ async fn claims_the_scheduler_allocates_are_counted_within_2_s_and_free_again_wh
 #[tokio::test]
 async fn pods_waiting_on_gpu_claims_make_gpus_available_false() {
     let env = TestEnv::new("dra-demand").await;
-    let Some((node, _operator, _)) = converged_on_dra_node(&env, "dra-demand").await else {
-        return;
-    };
+    let (node, _operator, _) = converged_on_dra_node(&env, "dra-demand").await;
     dra::claim_pod(&env, "huge", &node, "gpu.nvidia.com", 9).await;
     let (status, condition) = wait_gpus_available(&env, CONVERGE, "False", |_| true).await;
     assert_eq!(condition.reason, "GpuDemandExceedsSupply");

@@ -75,9 +75,7 @@ fn gpus(node: &str, range: std::ops::Range<u32>) -> Vec<serde_json::Value> {
 async fn an_incomplete_pool_is_an_issue_until_its_last_slice_and_a_new_generation_replaces_the_devices()
  {
     let env = TestEnv::new("dra-pool").await;
-    if !dra::dra_served(&env.client, "dra-pool").await {
-        return;
-    }
+    dra::require_dra(&env.client, "dra-pool").await;
     let node = env.create_node(dra_node("pool", &[], &[])).await;
     dra::publish_slice(&env, &node, &format!("{node}-a"), 1, 2, gpus(&node, 0..4)).await;
     let _operator = env.start_operator("30s");
@@ -114,9 +112,7 @@ async fn an_incomplete_pool_is_an_issue_until_its_last_slice_and_a_new_generatio
 #[tokio::test]
 async fn a_tainted_device_is_unavailable_with_gpu_device_tainted() {
     let env = TestEnv::new("dra-taint").await;
-    if !dra::dra_served(&env.client, "dra-taint").await {
-        return;
-    }
+    dra::require_dra(&env.client, "dra-taint").await;
     let node = env.create_node(dra_node("taint", &[], &[])).await;
     let mut devices = gpus(&node, 0..4);
     devices[2]["taints"] =
@@ -156,9 +152,7 @@ async fn a_tainted_device_is_unavailable_with_gpu_device_tainted() {
 async fn a_node_deleted_with_its_slices_leaves_and_a_node_migrated_from_the_device_plugin_is_counted_once()
  {
     let env = TestEnv::new("dra-gone").await;
-    if !dra::dra_served(&env.client, "dra-gone").await {
-        return;
-    }
+    dra::require_dra(&env.client, "dra-gone").await;
     // Moved from the device plugin to DRA: the kubelet kept nvidia.com/gpu capacity, allocatable is 0.
     let migrated = env
         .create_node(dra_node(

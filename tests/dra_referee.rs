@@ -39,11 +39,8 @@ const XID_TAINT: &str = "gpu.nvidia.com/xid";
 #[tokio::test]
 async fn upstream_pool_status_agrees_with_ours_pool_by_pool_and_differs_only_where_the_rules_do() {
     let env = TestEnv::new("dra-referee").await;
-    if !dra::dra_served(&env.client, "dra-referee").await
-        || !common::pool_status::served(&env.client, "dra-referee").await
-    {
-        return;
-    }
+    dra::require_dra(&env.client, "dra-referee").await;
+    common::pool_status::require(&env.client, "dra-referee").await;
     let requests = PoolStatusRequests::new(&env);
     dra::ensure_device_classes(&env.client).await;
     dra::allow_admin_access(&env).await;
@@ -224,11 +221,8 @@ async fn upstream_pool_status_agrees_with_ours_pool_by_pool_and_differs_only_whe
 async fn an_incomplete_pool_gets_no_upstream_status_and_no_free_devices_of_ours_until_its_last_slice()
  {
     let env = TestEnv::new("dra-referee-half").await;
-    if !dra::dra_served(&env.client, "dra-referee-half").await
-        || !common::pool_status::served(&env.client, "dra-referee-half").await
-    {
-        return;
-    }
+    dra::require_dra(&env.client, "dra-referee-half").await;
+    common::pool_status::require(&env.client, "dra-referee-half").await;
     let requests = PoolStatusRequests::new(&env);
     let half = env.create_node(dra::dra_node("half")).await;
     let full = env.create_node(dra::dra_node("full")).await;

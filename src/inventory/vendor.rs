@@ -31,6 +31,14 @@ pub fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {
     driver_vendor(&device.driver)
 }
 
+/// The vendor called `name` (as `products[].vendor` spells it), if it is one this version knows.
+pub fn by_name(name: &str) -> Option<&'static str> {
+    DRA_DRIVER_VENDORS
+        .iter()
+        .map(|(_, vendor)| *vendor)
+        .find(|vendor| *vendor == name)
+}
+
 /// The vendor of a DRA driver, by the domain its name ends with.
 pub fn driver_vendor(driver: &str) -> Option<&'static str> {
     DRA_DRIVER_VENDORS

@@ -283,3 +283,6 @@ async fn remove_foreign_keys(
     )))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

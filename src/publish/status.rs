@@ -194,3 +194,6 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
 fn error_policy(inventory: Arc<GpuInventory>, _error: &Error, ctx: Arc<Context>) -> Action {
     Action::requeue(ctx.backoff(&inventory.name_any()))
 }
+
+#[cfg(test)]
+mod tests;

@@ -177,3 +177,50 @@ impl Sources {
         self.changes.follow_from_now()
     }
 }
+
+#[cfg(test)]
+impl Sources {
+    /// Sources holding these objects and nothing else, with no watch behind them: the fast tier's
+    /// (`publish::fixtures`) view of a cluster. DRA is off.
+    pub(crate) fn fixed(nodes: Vec<Node>, pods: Vec<k8s_openapi::api::core::v1::Pod>) -> Sources {
+        use kube::runtime::watcher::Event;
+        let (node_store, mut node_writer) = kube::runtime::reflector::store::<Node>();
+        node_writer.apply_watcher_event(&Event::Init);
+        for mut node in nodes {
+            nodes::strip_node(&mut node);
+            node_writer.apply_watcher_event(&Event::InitApply(node));
+        }
+        node_writer.apply_watcher_event(&Event::InitDone);
+        let (pods_store, mut pod_writer) = stripped::stripped_store(GpuPod::from_pod);
+        pod_writer.apply(Event::Init);
+        for pod in pods {
+            pod_writer.apply(Event::InitApply(pod));
+        }
+        pod_writer.apply(Event::InitDone);
+        let absent = || {
+            let (store, mut writer) = stripped::stripped_store(|_: &Node| None::<DraSlice>);
+            writer.mark_absent();
+            store
+        };
+        let (claims, mut claims_writer) = stripped::stripped_store(|_: &Node| None::<DraClaim>);
+        claims_writer.mark_absent();
+        let (classes, mut classes_writer) = stripped::stripped_store(|_: &Node| None::<DraClass>);
+        classes_writer.mark_absent();
+        // The writers are dropped: the stores keep what they hold.
+        Sources {
+            nodes: node_store,
+            pods: pods_store,
+            dra: DraStores {
+                slices: absent(),
+                claims,
+                classes,
+            },
+            drivers: Arc::from(Vec::new()),
+            universe: NodeUniverse::Cluster,
+            changes: ChangeSignal::default().subscribe(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod watch_tests;

@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use super::{RequiredApi, TEST_LABEL, TestEnv, api_served, eventually};
+use super::{RequiredApi, TEST_LABEL, TestEnv, eventually, require_api};
 
 pub const DRIVER: &str = "gpu.nvidia.com";
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
@@ -21,7 +21,7 @@ const WAIT: Duration = Duration::from_secs(60);
 /// Whether the server serves `resource.k8s.io/v1`. A server that should (Kubernetes 1.34 or newer) but does
 /// not is a failure; an older one is said loudly, and the caller returns (the no-DRA behaviour has its own
 /// test, `the_operator_says_once_whether_dra_is_served`).
-pub async fn dra_served(client: &Client, test: &str) -> bool {
+pub async fn require_dra(client: &Client, test: &str) {
     let api = RequiredApi {
         group_version: "resource.k8s.io/v1",
         resource: "resourceslices",
@@ -30,7 +30,7 @@ pub async fn dra_served(client: &Client, test: &str) -> bool {
         too_old: "it serves no resource.k8s.io/v1 (DRA is GA from 1.34); \
                   the_operator_says_once_whether_dra_is_served checks the operator there",
     };
-    api_served(client, &api, test).await
+    require_api(client, &api, test).await
 }
 
 /// A Ready KWOK node with room for pods and no GPU labels or extended resources: a GPU Operator node in DRA

@@ -186,6 +186,47 @@ where
     }
 }
 
+/// What a progress check saw: done (with the value), or how far along the thing awaited is.
+pub enum Progress<T> {
+    /// The thing awaited happened.
+    Done(T),
+    /// Not yet; this much of it is there (a count that grows while it progresses).
+    Partly(usize),
+}
+
+/// Waits for something that advances in steps (thousands of objects written): polls `check` every `every`,
+/// and fails only when it made no progress for `stall`, so a slow but working machine passes and a stuck one
+/// fails as soon as it stops.
+pub async fn eventually_progressing<T, F, Fut>(
+    stall: Duration,
+    every: Duration,
+    what: &str,
+    mut check: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Progress<T>>,
+{
+    let (mut best, mut since) = (None::<usize>, Instant::now());
+    loop {
+        match check().await {
+            Progress::Done(value) => return value,
+            Progress::Partly(n) => {
+                if best.is_none_or(|b| n > b) {
+                    (best, since) = (Some(n), Instant::now());
+                }
+            }
+        }
+        if since.elapsed() > stall {
+            panic!(
+                "waiting for {what}: no progress for {stall:?} (stuck at {})",
+                best.unwrap_or(0)
+            );
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// The nodes of a fixture file in tests/fixtures.
 pub fn fixture_nodes(file: &str) -> Vec<Node> {
     let path = fixture_path(file);
@@ -650,7 +691,8 @@ impl Drop for TestEnv {
 }
 
 /// An API a test needs: the cluster must serve it from Kubernetes `since_minor` on (the local cluster turns on
-/// what it takes); on an older server the test says so loudly and does not run.
+/// what it takes). On an older server the test does not apply: `make integration-test` does not run it there
+/// (tests/version-gates.txt lists it), and run by hand there it fails saying so.
 pub struct RequiredApi<'a> {
     /// e.g. `resource.k8s.io/v1`.
     pub group_version: &'a str,
@@ -660,19 +702,19 @@ pub struct RequiredApi<'a> {
     pub since_minor: u32,
     /// Completes "Kubernetes vX.Y.Z ..." when a server that should serve it does not.
     pub missing: &'a str,
-    /// Why the test does not run on an older server.
+    /// Why the test does not apply to an older server.
     pub too_old: &'a str,
 }
 
-/// Whether the server serves `api`: true; false (said on stderr) on a server older than `since_minor`; a
-/// failure on a newer one.
-pub async fn api_served(client: &Client, api: &RequiredApi<'_>, test: &str) -> bool {
+/// Fails the test unless the server serves `api`: on a server older than `since_minor` with why the test does
+/// not apply there (it is gated in tests/version-gates.txt), on a newer one with what is missing.
+pub async fn require_api(client: &Client, api: &RequiredApi<'_>, test: &str) {
     let served = client
         .list_api_group_resources(api.group_version)
         .await
         .is_ok_and(|list| list.resources.iter().any(|r| r.name == api.resource));
     if served {
-        return true;
+        return;
     }
     let version = client.apiserver_version().await.expect("server version");
     let minor: u32 = version
@@ -686,11 +728,11 @@ pub async fn api_served(client: &Client, api: &RequiredApi<'_>, test: &str) -> b
         version.git_version,
         api.missing
     );
-    eprintln!(
-        "{test}: NOT RUN on Kubernetes {}: {}",
-        version.git_version, api.too_old
+    panic!(
+        "{test} does not apply to Kubernetes {}: {}; `make integration-test` does not run it there \
+         (tests/version-gates.txt), run it on 1.{}+",
+        version.git_version, api.too_old, api.since_minor
     );
-    false
 }
 
 /// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): (status code, body).

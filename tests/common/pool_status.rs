@@ -31,7 +31,7 @@ fn taint_rules_resource() -> ApiResource {
 /// Whether the server serves ResourcePoolStatusRequests. From Kubernetes 1.36 (where the API and the
 /// `DRAResourcePoolStatus` gate appeared) a server that does not is a failure: hack/local-cluster.sh turns it
 /// on there. An older one is said loudly, and the caller returns.
-pub async fn served(client: &Client, test: &str) -> bool {
+pub async fn require(client: &Client, test: &str) {
     let missing = format!(
         "does not serve resourcepoolstatusrequests in {GROUP_VERSION}: start kube-apiserver with \
          --runtime-config=resource.k8s.io/v1alpha3=true and --feature-gates=DRAResourcePoolStatus=true, and \
@@ -44,7 +44,7 @@ pub async fn served(client: &Client, test: &str) -> bool {
         missing: &missing,
         too_old: "ResourcePoolStatusRequest (KEP-5677) only exists from 1.36",
     };
-    super::api_served(client, &api, test).await
+    super::require_api(client, &api, test).await
 }
 
 /// One pool of a request's status, the four counts KEP-5677 defines (`None`: the field is absent).

@@ -12,10 +12,11 @@ use crate::crd::{
 };
 use crate::inventory::conditions::{InventoryCondition, inventory_conditions};
 use crate::inventory::model::{
-    Amount, Device, Inventory, Issue, Mig, MigProfile, NamespaceTotals, NodeInventory,
+    Amount, Device, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
     ProductTotals, ResourceTotals, Sharing, Source,
 };
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
+use crate::inventory::vendor;
 
 /// How much of a node an entry carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +187,8 @@ pub fn problem_node(node: &NodeInventory) -> ProblemNode {
 /// What a published status says, read back into the model: for the events of a process that has no model
 /// of its own yet (a start, a new leader), and for checks that compare a `scan`'s output with the operator's
 /// metrics. It holds what the wire holds, except the DRA devices one by one and the holdings (the wire keeps
-/// their counts). A reason or source this version does not know is left out: another version published it.
+/// their counts). A reason, source or vendor this version does not know is left out: another version
+/// published it.
 pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
     Inventory {
         total_gpu_nodes: status.total_gpu_nodes,
@@ -215,8 +217,25 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                 pending: n.pending.clone(),
             })
             .collect(),
-        // Products are sums the events and metrics do not read back.
-        products: Vec::new(),
+        products: status
+            .products
+            .iter()
+            .map(|p| ProductTotals {
+                name: p.name.clone(),
+                vendor: p.vendor.as_deref().and_then(vendor::by_name),
+                nodes: p.nodes,
+                gpus: p.gpus,
+                free_gpus: p.free_gpus,
+                nodes_with_free_gpus: p
+                    .nodes_with_free_gpus
+                    .iter()
+                    .map(|fit| JobFit {
+                        at_least: fit.at_least,
+                        nodes: fit.nodes,
+                    })
+                    .collect(),
+            })
+            .collect(),
         nodes: status.nodes.iter().map(published_node).collect(),
     }
 }
@@ -360,7 +379,26 @@ mod tests {
             reason: "FromANewerVersion".into(),
             message: "unknown here".into(),
         });
+        status.products = vec![crate::crd::ProductSummary {
+            name: "NVIDIA-H100-80GB-HBM3".into(),
+            vendor: Some("nvidia".into()),
+            nodes: 1,
+            gpus: 8,
+            free_gpus: 0,
+            nodes_with_free_gpus: vec![crate::crd::FreeGpuNodes {
+                at_least: 1,
+                nodes: 0,
+            }],
+        }];
         let back = published_inventory(&status);
+        assert_eq!(back.products[0].vendor, Some("nvidia"));
+        assert_eq!(
+            back.products[0].nodes_with_free_gpus,
+            [JobFit {
+                at_least: 1,
+                nodes: 0
+            }]
+        );
         assert_eq!(
             back.nodes[0].issues, model.nodes[0].issues,
             "unknown reasons are left out"

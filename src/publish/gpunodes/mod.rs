@@ -34,7 +34,7 @@ use crate::runtime::backoff;
 use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
 use crate::sources::ChangeSignal;
-use crate::sources::stripped::{ObjectKey, StrippedStore, feed, stripped_store};
+use crate::sources::stripped::{ObjectKey, StrippedStore, StrippedWriter, feed, stripped_store};
 use plan::{GpuNodeContent, GpuNodeWrite};
 
 /// How many GpuNode requests are in flight at once: enough to write thousands at start-up in seconds,
@@ -69,16 +69,26 @@ struct CachedGpuNode {
     content: GpuNodeContent,
 }
 
-/// Runs the publisher until shutdown.
-pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
-    let api: Api<GpuNode> = Api::all(ctx.client.clone());
+/// The GpuNode watch's cache: each object's version and our part of it.
+fn gpunode_store(
+    scope: &GpuNodeScope,
+) -> (
+    StrippedStore<CachedGpuNode>,
+    StrippedWriter<GpuNode, CachedGpuNode>,
+) {
     let keys = scope.keys.clone();
-    let (store, mut writer) = stripped_store(move |object: &GpuNode| {
+    stripped_store(move |object: &GpuNode| {
         Some(CachedGpuNode {
             version: object.metadata.resource_version.clone(),
             content: plan::current(object, &keys),
         })
-    });
+    })
+}
+
+/// Runs the publisher until shutdown.
+pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
+    let api: Api<GpuNode> = Api::all(ctx.client.clone());
+    let (store, mut writer) = gpunode_store(&scope);
     let own_changes = ChangeSignal::default();
     let mut wake = own_changes.subscribe();
     let mut config = watcher::Config::default();
@@ -274,3 +284,6 @@ fn object_apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value 
         "spec": { "nodeName": name },
     })
 }
+
+#[cfg(test)]
+mod tests;
