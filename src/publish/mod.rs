@@ -92,8 +92,10 @@ impl Context {
             client,
             sources,
             scans: SharedScans::default(),
-            status_writer: GuardedWriter::for_target(&metrics, "status"),
-            configmap_writer: GuardedWriter::for_target(&metrics, "configmap"),
+            status_writer: GuardedWriter::for_target(&metrics, "status")
+                .with_min_gap(writer::AGGREGATE_WRITE_GAP),
+            configmap_writer: GuardedWriter::for_target(&metrics, "configmap")
+                .with_min_gap(writer::AGGREGATE_WRITE_GAP),
             gpunode_writer: GuardedWriter::for_target(&metrics, "gpunode"),
             metrics,
             gauges,

@@ -17,6 +17,9 @@ use crate::runtime::metrics::{Metrics, TargetLabels};
 #[derive(Debug)]
 pub struct GuardedWriter<T> {
     recent: Mutex<HashMap<String, RecentWrite<T>>>,
+    /// When each object was last written: kept after the cache has caught up with the write, for the gap.
+    written_at: Mutex<HashMap<String, Instant>>,
+    min_gap: Duration,
     written: Counter,
     skipped: Counter,
 }
@@ -26,9 +29,14 @@ pub struct GuardedWriter<T> {
 /// hold more writes of one object than the stream's 10 per second.
 pub const MIN_WRITE_GAP: Duration = crate::sources::COALESCE_WINDOW;
 
+/// The gap between two writes of one aggregate object (a GpuInventory status, the ConfigMap): at most 2 writes a
+/// second per object. Each of them covers every node, and an API server takes tens to hundreds of
+/// milliseconds to apply one, so under a steady stream of changes (50 pod changes a second) writing each
+/// coalesced change would keep it busy with one object; a change still reaches it within about a second.
+pub const AGGREGATE_WRITE_GAP: Duration = Duration::from_millis(500);
+
 #[derive(Debug)]
 struct RecentWrite<T> {
-    at: Instant,
     /// Cache versions that predate the write's result: the one the plan saw, and those of earlier requests of
     /// the same write (a GpuNode's object is applied before its status).
     stale_versions: Vec<Option<String>>,
@@ -69,9 +77,22 @@ impl<T> GuardedWriter<T> {
     pub fn new(written: Counter, skipped: Counter) -> Self {
         Self {
             recent: Mutex::default(),
+            written_at: Mutex::default(),
+            min_gap: MIN_WRITE_GAP,
             written,
             skipped,
         }
+    }
+
+    /// The same writer with another gap between two writes of one object (see [`AGGREGATE_WRITE_GAP`]).
+    pub fn with_min_gap(mut self, gap: Duration) -> Self {
+        self.min_gap = gap;
+        self
+    }
+
+    /// The gap between two writes of one object.
+    pub fn min_gap(&self) -> Duration {
+        self.min_gap
     }
 
     /// Runs `plan` against what the server holds as far as we know, and returns what it planned to write.
@@ -118,29 +139,36 @@ impl<T> GuardedWriter<T> {
         // A write went through: whatever credential failure was reported is over.
         crate::runtime::credentials::succeeded();
         self.written.inc();
+        let now = Instant::now();
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.insert(
             key.to_owned(),
             RecentWrite {
-                at: Instant::now(),
                 stale_versions,
                 content,
             },
         );
+        drop(recent);
+        let mut written_at = self.written_at.lock().unwrap_or_else(|e| e.into_inner());
+        written_at.insert(key.to_owned(), now);
     }
 
     /// Forgets `key` (its object was deleted).
     pub fn forget(&self, key: &str) {
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.remove(key);
+        drop(recent);
+        let mut written_at = self.written_at.lock().unwrap_or_else(|e| e.into_inner());
+        written_at.remove(key);
     }
 
-    /// How long to wait before `key` may be written again ([`MIN_WRITE_GAP`] after its last write); `None`:
-    /// now. A publisher that has to wait plans after the wait, so the write carries everything seen by then.
+    /// How long to wait before `key` may be written again (the writer's gap after its last write, whether or
+    /// not the cache has caught up with it); `None`: now. A publisher that has to wait plans after the wait,
+    /// so the write carries everything seen by then.
     pub fn wait_before_write(&self, key: &str) -> Option<Duration> {
-        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        let since = recent.get(key)?.at.elapsed();
-        MIN_WRITE_GAP.checked_sub(since).filter(|d| !d.is_zero())
+        let written_at = self.written_at.lock().unwrap_or_else(|e| e.into_inner());
+        let since = written_at.get(key)?.elapsed();
+        self.min_gap.checked_sub(since).filter(|d| !d.is_zero())
     }
 
     /// Writes done so far.
@@ -231,5 +259,21 @@ mod tests {
         assert_eq!(w.wait_before_write("other"), None, "per object");
         std::thread::sleep(MIN_WRITE_GAP);
         assert_eq!(w.wait_before_write("cm"), None);
+    }
+
+    #[test]
+    fn the_gap_holds_after_the_cache_caught_up_with_the_write() {
+        let w = writer().with_min_gap(AGGREGATE_WRITE_GAP);
+        w.record_write("cm", Some("7".into()), 1);
+        // The watch brings our write in (version 8): plans use the cache again, the gap still holds.
+        let seen_now = seen(&w, "8", Some(&1));
+        assert_eq!(seen_now, Some(1));
+        let wait = w.wait_before_write("cm").expect("written just now");
+        assert!(
+            wait > MIN_WRITE_GAP && wait <= AGGREGATE_WRITE_GAP,
+            "{wait:?}"
+        );
+        w.forget("cm");
+        assert_eq!(w.wait_before_write("cm"), None, "a deleted object is new");
     }
 }

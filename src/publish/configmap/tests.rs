@@ -70,7 +70,7 @@ async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothi
         serde_json::from_value(served(&data, "8")).unwrap(),
     ));
     events.store(1, Ordering::SeqCst);
-    tokio::time::sleep(crate::publish::writer::MIN_WRITE_GAP + Duration::from_millis(50)).await;
+    tokio::time::sleep(ctx.configmap_writer.min_gap() + Duration::from_millis(50)).await;
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
     let cache = ConfigMapCache {
         store: &store,

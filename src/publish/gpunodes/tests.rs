@@ -85,10 +85,7 @@ async fn a_second_pass_over_unchanged_nodes_writes_nothing() {
     served["status"] = status["status"].clone();
     served["metadata"]["resourceVersion"] = json!("6");
     writer.apply(Event::Apply(serde_json::from_value(served).unwrap()));
-    tokio::time::sleep(
-        crate::publish::writer::MIN_WRITE_GAP + std::time::Duration::from_millis(50),
-    )
-    .await;
+    tokio::time::sleep(ctx.gpunode_writer.min_gap() + std::time::Duration::from_millis(50)).await;
     let again = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         reconcile_all(&ctx, &api(&ctx), &store, &scope),

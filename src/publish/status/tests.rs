@@ -90,7 +90,7 @@ async fn an_unchanged_status_is_not_written_again_and_tells_nothing() {
     let written = first_write(&mut server).await;
     reconcile.await.unwrap().expect("reconciled");
     // Past the guard's gap, the cache now holds our write.
-    tokio::time::sleep(crate::publish::writer::MIN_WRITE_GAP + Duration::from_millis(50)).await;
+    tokio::time::sleep(ctx.status_writer.min_gap() + Duration::from_millis(50)).await;
     let cached = inventory("11", Some(written["status"].clone()));
     // A write would wait for an answer that never comes: the timeout is that failure.
     tokio::time::timeout(Duration::from_secs(5), reconcile_inner(&cached, &ctx))
