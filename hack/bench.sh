@@ -3,7 +3,8 @@
 # in the same run, on local control planes of its own (the integration tests' cluster in target/local-cluster
 # is never touched). benches/RESULTS.md lists the targets and the results.
 #
-#   1. builds the operator and benches/ (release),
+#   1. builds the operator and benches/ (release), and first, with BENCH_PREVIOUS_REV, that revision's
+#      operator (the program `previous`),
 #   2. for each scenario of BENCH_SCENARIOS, on a fresh cluster of its own:
 #      steady:    target/bench-cluster, etcd + kube-apiserver only (LOCAL_CLUSTER_COMPONENTS=apiserver, so the
 #                 fixture nodes keep their status): the driver (benches/bench_driver/) for every N in
@@ -12,13 +13,16 @@
 #                 KWOK nodes heartbeating, each program measured for BENCH_HEARTBEAT_SECS;
 #      allocation: target/bench-alloc-cluster, etcd + kube-apiserver only: BENCH_ALLOC_NODES nodes and
 #                 BENCH_ALLOC_PODS pods created bound, status set; the operator's allocation accounting, and
-#                 a one-shot `scan` against kubectl-view-allocations (installed on first use, below);
+#                 a one-shot `scan` against kubectl-view-allocations (installed on first use, below); each
+#                 program of BENCH_ALLOC_PROGRAMS in turn on the same fleet (operator, previous), side by side:
+#                 latency to the status and to the node's GpuNode, writes per resource and per object;
 #      flood:     target/bench-flood-cluster, etcd + kube-apiserver only, once per BENCH_FLOOD_APF_MODES (API
 #                 Priority and Fairness on, then off; a fresh cluster each): the operator's change -> status
 #                 latency without and with another client hammering the API server (benches/bench_driver/flood.rs),
 #      dra:       target/bench-dra-cluster, etcd + kube-apiserver only: BENCH_DRA_NODES nodes with a
 #                 ResourceSlice each and BENCH_DRA_CLAIMS claims allocated through the status subresource;
-#                 the operator's DRA accounting and a one-shot `scan`;
+#                 the DRA accounting of each program of BENCH_DRA_PROGRAMS in turn (side by side; every
+#                 node's detail in its GpuNode) and a one-shot `scan`;
 #      the cluster is stopped and deleted after its scenario, also on failure or Ctrl-C,
 #   3. writes target/bench/results.json (one section per scenario) and prints the table
 #      (target/bench/results.txt).
@@ -62,13 +66,26 @@
 #   BENCH_FLOOD_CHANGES        changes timed per phase         (default 40)
 #   BENCH_FLOOD_APF_MODES      APF on (1) / off (0) runs       (default "1 0")
 #   BENCH_PROGRAMS       which programs (steady, heartbeat)   (default "operator baseline")
+#   BENCH_PREVIOUS_REV   a git revision (e.g. 6ee9942) whose operator is built (release) from a git worktree in
+#                        target/bench/previous-src, with the same CARGO_TARGET_DIR, and copied to
+#                        target/bench/bin/previous-operator before today's is built: the program `previous`
+#                        (default: none; the program lists below then cannot name `previous`)
+#   BENCH_ALLOC_PROGRAMS which programs (allocation), one after the other on the same fleet: operator and/or
+#                        previous (needs BENCH_PREVIOUS_REV)  (default "operator"; e.g. "previous operator")
+#   BENCH_DRA_PROGRAMS   the same for the dra scenario        (default "operator")
+#   BENCH_ALLOC_QUIET_SECS     quiet window after convergence, per program: its writes (0 expected) (default 60)
+#   BENCH_DRA_QUIET_SECS       the same for the dra scenario  (default 60)
 #   BENCH_KEEP_CLUSTER=1 leave the bench clusters running afterwards (for poking at them)
 #   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
 #   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
+# Side by side with an earlier main (the previous program), e.g.:
+#   BENCH_SCENARIOS="allocation dra" BENCH_PREVIOUS_REV=6ee9942 BENCH_ALLOC_PROGRAMS="previous operator" \
+#   BENCH_DRA_PROGRAMS="previous operator" hack/bench.sh
 # Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 BENCH_BURST_CHANGES=100 \
 #   BENCH_HEARTBEAT_NODES=500 BENCH_HEARTBEAT_SECS=60 BENCH_ALLOC_NODES=500 BENCH_ALLOC_PODS=5000 \
 #   BENCH_ALLOC_GPU_PODS=1000 BENCH_ALLOC_PENDING=40 BENCH_ALLOC_CHANGES=40 BENCH_ALLOC_CHURN_SECS=10 \
-#   BENCH_DRA_NODES=500 BENCH_DRA_CLAIMS=1000 BENCH_DRA_CHANGES=40 BENCH_DRA_CHURN_SECS=10 hack/bench.sh
+#   BENCH_DRA_NODES=500 BENCH_DRA_CLAIMS=1000 BENCH_DRA_CHANGES=40 BENCH_DRA_CHURN_SECS=10 \
+#   BENCH_ALLOC_QUIET_SECS=10 BENCH_DRA_QUIET_SECS=10 hack/bench.sh
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -90,6 +107,47 @@ OUT_DIR="${ROOT_DIR}/target/bench"
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 
+# shellcheck source=hack/lib/cargo-executable.sh
+source "${ROOT_DIR}/hack/lib/cargo-executable.sh"
+# The program lists of the allocation and dra scenarios: known words, and `previous` only with a revision.
+PREVIOUS_REV="${BENCH_PREVIOUS_REV:-}"
+for knob in BENCH_ALLOC_PROGRAMS BENCH_DRA_PROGRAMS; do
+  for program in ${!knob:-operator}; do
+    case "${program}" in
+      operator) ;;
+      previous)
+        if [[ -z "${PREVIOUS_REV}" ]]; then
+          printf '[bench] %s names previous, but BENCH_PREVIOUS_REV (the revision to build it from) is not set\n' "${knob}" >&2
+          exit 1
+        fi
+        ;;
+      *) printf '[bench] %s: unknown program %s (operator, previous)\n' "${knob}" "${program}" >&2; exit 1 ;;
+    esac
+  done
+done
+mkdir -p "${OUT_DIR}/bin"
+rm -f "${OUT_DIR}/bin/previous-operator"
+if [[ -n "${PREVIOUS_REV}" ]]; then
+  previous_commit="$(git rev-parse --verify --quiet "${PREVIOUS_REV}^{commit}")" || {
+    log "BENCH_PREVIOUS_REV: ${PREVIOUS_REV} is not a commit of this repository"
+    exit 1
+  }
+  # A worktree of its own, re-created each run (a leftover one, registered or not, goes first).
+  PREVIOUS_SRC="${OUT_DIR}/previous-src"
+  git worktree remove --force "${PREVIOUS_SRC}" >/dev/null 2>&1 || true
+  rm -rf "${PREVIOUS_SRC}"
+  git worktree prune
+  git worktree add --quiet --detach "${PREVIOUS_SRC}" "${previous_commit}"
+  log "building the previous operator (${PREVIOUS_REV} = ${previous_commit:0:12}, release) in ${PREVIOUS_SRC}"
+  # The same target directory as today's build (the dependencies are reused); the binary is copied out
+  # before today's build writes target/release/gpu-inventory-operator again.
+  previous_artifacts="$(cd "${PREVIOUS_SRC}" && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ROOT_DIR}/target}" \
+    "${CARGO}" build --locked --release --bin gpu-inventory-operator --message-format=json-render-diagnostics)"
+  cp -f "$(cargo_executable "${previous_artifacts}" gpu-inventory-operator)" "${OUT_DIR}/bin/previous-operator"
+  export BENCH_PREVIOUS_BIN="${OUT_DIR}/bin/previous-operator"
+  export BENCH_PREVIOUS_LABEL="${PREVIOUS_REV} (${previous_commit:0:12})"
+fi
+
 log "building release binaries (operator, baseline, driver)"
 # The baseline and the driver are `harness = false` bench targets, built to target/release/deps/<name>-<hash>.
 # Cargo names each built executable in a compiler-artifact message (one JSON object a line on stdout); the
@@ -97,8 +155,6 @@ log "building release binaries (operator, baseline, driver)"
 artifacts="$("${CARGO}" build --locked --release --bin gpu-inventory-operator \
   --bench baseline-operator --bench bench-driver --message-format=json-render-diagnostics)"
 
-# shellcheck source=hack/lib/cargo-executable.sh
-source "${ROOT_DIR}/hack/lib/cargo-executable.sh"
 executable() { cargo_executable "${artifacts}" "$1"; }
 # The allocation scenario's peer, kubectl-view-allocations (crates.io), is a bench tool, not a dependency of
 # the operator: installed once into a cache outside the repository, with its own lock file, and only when the

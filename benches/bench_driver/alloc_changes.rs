@@ -179,11 +179,15 @@ type Due = Arc<Mutex<std::collections::VecDeque<(Instant, Step, PodRec)>>>;
 /// Running, Succeeded (its GPU free again), deleted. Only the create and the Succeeded of a GPU pod change
 /// the allocation. Pods still under way at the end stay as they are (the expectation follows every change
 /// sent).
+///
+/// The pods are called `churn-<tag>-gpu|cpu-<n>`: each program's churn (`tag`, its name) makes pods of its
+/// own, whatever an earlier program's churn left.
 pub async fn churn(
     client: &Client,
     obs: &Arc<Mutex<AllocObs>>,
     rate: u64,
     secs: u64,
+    tag: &str,
 ) -> Res<ChurnRun> {
     let due: Due = Default::default();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
@@ -208,7 +212,7 @@ pub async fn churn(
                 let kind = if gpu { "gpu" } else { "cpu" };
                 let rec = PodRec {
                     namespace: namespace_of(started),
-                    name: format!("churn-{kind}-{started:05}"),
+                    name: format!("churn-{tag}-{kind}-{started:05}"),
                     node: None,
                     gpus: u64::from(gpu),
                     phase: Phase::Pending,

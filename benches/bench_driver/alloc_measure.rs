@@ -22,17 +22,25 @@ pub fn ms_stats(mut ms: Vec<f64>) -> Value {
     })
 }
 
-pub fn latency_json(timings: &[Timing]) -> Value {
+/// Percentiles of the latencies to each output; to the GpuNode "n/a" unless the program writes `gpunodes`.
+pub fn latency_json(timings: &[Timing], gpunodes: bool) -> Value {
     let ms = |f: fn(&Timing) -> Duration| -> Vec<f64> {
         timings
             .iter()
             .map(|t| f(t).as_secs_f64() * 1000.0)
             .collect()
     };
+    let gpunode: Vec<f64> = timings
+        .iter()
+        .filter_map(|t| t.gpunode)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .collect();
     json!({
         "status": ms_stats(ms(|t| t.status)),
         "configmap": ms_stats(ms(|t| t.cm)),
         "both": ms_stats(ms(|t| t.status.max(t.cm))),
+        // "n/a": the program writes no GpuNodes.
+        "gpunode": if gpunodes { ms_stats(gpunode) } else { json!("n/a") },
     })
 }
 

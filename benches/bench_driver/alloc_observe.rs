@@ -1,7 +1,8 @@
 //! The allocation scenario's truth and its watches: what the driver's pods should make of each GPU node
 //! (allocated, free), and what the inventory status and the ConfigMap say, read as plain JSON (the fields
 //! the operator's allocation accounting writes: `nodes[].allocated|free`, `resources[]`, `pendingGpuPods`,
-//! `freeGpus`, `products[]`, the `GpusAvailable` condition; per-node `allocated|free` in the ConfigMap).
+//! `freeGpus`, `products[]`, the `GpusAvailable` condition; per-node `allocated|free` in the ConfigMap and,
+//! for a program that writes them, in each node's GpuNode `status`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -18,8 +19,8 @@ use tokio::sync::watch;
 use crate::alloc_fleet::GPU;
 use crate::alloc_truth::Expected;
 use crate::lib_api::GpuInventory;
-use crate::log;
 use crate::observe::Watched;
+use crate::{gpunode_watch, log};
 
 const CONFIGMAP: &str = "gpu-node-status";
 
@@ -37,7 +38,8 @@ pub fn int(v: &Value) -> Option<u64> {
         .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }
 
-fn seen_node(entry: &Value) -> SeenNode {
+/// A node entry's nvidia.com/gpu numbers (a status `nodes[]` entry, a ConfigMap value, a GpuNode's status).
+pub fn seen_node(entry: &Value) -> SeenNode {
     SeenNode {
         allocatable: int(&entry["allocatable"][GPU]),
         allocated: int(&entry["allocated"][GPU]),
@@ -163,6 +165,7 @@ pub struct Change {
     pub written: Option<Instant>,
     status_at: Option<Instant>,
     cm_at: Option<Instant>,
+    gpunode_at: Option<Instant>,
 }
 
 impl Change {
@@ -175,11 +178,13 @@ impl Change {
     }
 }
 
-/// Latencies of one change, from the write's response: to the status, to the ConfigMap.
+/// Latencies of one change, from the write's response: to the status, to the ConfigMap, to the node's
+/// GpuNode (None: the program writes none).
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
     pub status: Duration,
     pub cm: Duration,
+    pub gpunode: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -187,6 +192,8 @@ pub struct AllocObs {
     pub expected: Expected,
     pub status: Option<SeenStatus>,
     pub cm: Option<HashMap<String, SeenNode>>,
+    /// The GpuNodes' numbers by node; None when the program writes no GpuNodes (not waited for).
+    pub gpunodes: Option<HashMap<String, SeenNode>>,
     pub change: Option<Change>,
     pub timings: Vec<Timing>,
 }
@@ -204,9 +211,16 @@ impl AllocObs {
             .is_some_and(|c| cm_mismatch(&self.expected, c).is_none())
     }
 
-    /// The status and the ConfigMap both show the expected allocation.
+    /// Every GpuNode shows the expected allocation (true when the program writes none).
+    pub fn gpunodes_ok(&self) -> bool {
+        self.gpunodes
+            .as_ref()
+            .is_none_or(|g| cm_mismatch(&self.expected, g).is_none())
+    }
+
+    /// The status, the ConfigMap and the GpuNodes (when the program writes them) show the expected allocation.
     pub fn converged(&self) -> bool {
-        self.status_ok() && self.cm_ok()
+        self.status_ok() && self.cm_ok() && self.gpunodes_ok()
     }
 
     /// Why not converged, in words.
@@ -219,8 +233,14 @@ impl AllocObs {
             None => Some("no ConfigMap yet".to_owned()),
             Some(c) => cm_mismatch(&self.expected, c),
         };
+        let gpunodes = match &self.gpunodes {
+            None => "not written by this program".to_owned(),
+            Some(g) => cm_mismatch(&self.expected, g)
+                .map(|m| m.replace("entries", "GpuNodes"))
+                .unwrap_or_else(|| "ok".into()),
+        };
         format!(
-            "status: {}; ConfigMap: {}",
+            "status: {}; ConfigMap: {}; GpuNodes: {gpunodes}",
             status.unwrap_or_else(|| "ok".into()),
             cm.unwrap_or_else(|| "ok".into())
         )
@@ -245,10 +265,18 @@ impl AllocObs {
         {
             c.cm_at = Some(now);
         }
-        if let (Some(w), Some(s), Some(m)) = (c.written, c.status_at, c.cm_at) {
+        if c.gpunode_at.is_none()
+            && let Some(g) = &self.gpunodes
+            && node_mismatch(exp, &c.node, g.get(&c.node)).is_none()
+        {
+            c.gpunode_at = Some(now);
+        }
+        let gpunode_seen = self.gpunodes.is_none() || c.gpunode_at.is_some();
+        if let (Some(w), Some(s), Some(m), true) = (c.written, c.status_at, c.cm_at, gpunode_seen) {
             self.timings.push(Timing {
                 status: s.saturating_duration_since(w),
                 cm: m.saturating_duration_since(w),
+                gpunode: c.gpunode_at.map(|g| g.saturating_duration_since(w)),
             });
             self.change = None;
         }
@@ -267,9 +295,17 @@ impl AllocObs {
 pub type AllocObserver = Watched<AllocObs>;
 
 impl Watched<AllocObs> {
-    pub fn start(client: &Client, inventory: &str, namespace: &str, expected: Expected) -> Self {
+    /// Watches the inventory, the ConfigMap in `namespace` and, with `gpunodes`, every GpuNode.
+    pub fn start(
+        client: &Client,
+        inventory: &str,
+        namespace: &str,
+        expected: Expected,
+        gpunodes: bool,
+    ) -> Self {
         let obs = Arc::new(Mutex::new(AllocObs {
             expected,
+            gpunodes: gpunodes.then(HashMap::new),
             ..Default::default()
         }));
         let (tx, rx) = watch::channel(0u64);
@@ -286,16 +322,36 @@ impl Watched<AllocObs> {
             drop(obs);
             t.send_modify(|n| *n += 1);
         });
-        let o = obs.clone();
+        let (o, t) = (obs.clone(), tx.clone());
         let cm = spawn_watch(configmaps, CONFIGMAP, "configmap", move |c, now| {
             let entries = configmap_entries(c);
             let mut obs = o.lock().unwrap();
             obs.cm = Some(entries);
             obs.settle(now);
             drop(obs);
-            tx.send_modify(|n| *n += 1);
+            t.send_modify(|n| *n += 1);
         });
-        Watched::new(obs, rx, vec![inv, cm])
+        let mut tasks = vec![inv, cm];
+        if gpunodes {
+            let o = obs.clone();
+            tasks.push(gpunode_watch::spawn_watch(
+                client,
+                move |name, status, now| {
+                    let mut obs = o.lock().unwrap();
+                    let Some(g) = obs.gpunodes.as_mut() else {
+                        return;
+                    };
+                    match status {
+                        Some(st) => g.insert(name, seen_node(st)),
+                        None => g.remove(&name),
+                    };
+                    obs.settle(now);
+                    drop(obs);
+                    tx.send_modify(|n| *n += 1);
+                },
+            ));
+        }
+        Watched::new(obs, rx, tasks)
     }
 }
 

@@ -1,8 +1,9 @@
-//! The allocation scenario's block of the table (BENCH_TABLE), from results.json's `allocation` section.
+//! The allocation scenario's block of the table (BENCH_TABLE), from results.json's `allocation` section: the
+//! programs side by side (operator / previous when both ran), then the peers.
 
 use serde_json::Value;
 
-use crate::table::{churn_write_rows, compact, num, pair, row};
+use crate::table::{Side, compact, gpunode_cell, num, pair};
 
 /// Appends the block when the document has an allocation section.
 pub fn append(out: &mut String, doc: &Value) {
@@ -23,9 +24,9 @@ pub fn append(out: &mut String, doc: &Value) {
         num(&su["node_create_secs"], 0), num(&su["pod_create_secs"], 0), st["create_concurrency"],
         su["gpus"]["allocatable"], su["gpus"]["allocated"], su["gpus"]["free"]
     ));
-    let op = &al["operator"];
-    if op.is_object() {
-        operator_rows(out, op, st);
+    let side = Side::of(al);
+    if side.any() {
+        program_rows(out, &side, al);
     }
     let peers = &al["peers"];
     if peers["scan"].is_object() {
@@ -38,139 +39,154 @@ pub fn append(out: &mut String, doc: &Value) {
     }
 }
 
-fn operator_rows(out: &mut String, op: &Value, st: &Value) {
-    out.push_str(&format!(
-        "{:<44} {:>16} {:>14}\n",
-        "operator (run)", "measured", "target"
-    ));
-    row(
-        out,
-        "converged after start (s)",
-        num(&op["converge_secs"], 2),
-        "",
-    );
-    row(
-        out,
-        "peak RSS after convergence (MiB)",
-        num(&op["rss_converged_mib"], 1),
-        "<= 96",
-    );
-    row(
-        out,
-        "peak RSS at the end (MiB)",
-        num(&op["rss_peak_mib"], 1),
-        "<= 96",
-    );
-    let lat = &op["latency_ms"];
-    row(
-        out,
-        "pod change -> status p50 / p99 (ms)",
-        pair(&lat["status"]["p50"], &lat["status"]["p99"], 0),
-        "p99 <= 1000",
-    );
-    row(
-        out,
-        "pod change -> ConfigMap p50 / p99 (ms)",
-        pair(&lat["configmap"]["p50"], &lat["configmap"]["p99"], 0),
-        "",
-    );
-    row(
+fn program_rows(out: &mut String, side: &Side, al: &Value) {
+    let st = &al["settings"];
+    side.header(out, "programs (run), side by side");
+    if let Some(label) = al["previous_label"].as_str()
+        && side.runs().any(|(n, _)| n == "previous")
+    {
+        out.push_str(&format!("  previous = the operator at {label}\n"));
+    }
+    side.num_row(out, "converged after start (s)", &["converge_secs"], 2, "");
+    side.common_rows(out, "<= 96");
+    for (what, key, target) in [
+        ("status", "status", "p99 <= 1000"),
+        ("GpuNode", "gpunode", "p99 <= 1000"),
+        ("ConfigMap", "configmap", ""),
+    ] {
+        for p in ["p50", "p90", "p99"] {
+            let label = format!("pod change -> {what} {p} (ms)");
+            let cell = |r: &Value| match key {
+                "gpunode" => gpunode_cell(r, |r| num(&r["latency_ms"][key][p], 0)),
+                _ => num(&r["latency_ms"][key][p], 0),
+            };
+            let value = |r: &Value| r["latency_ms"][key][p].as_f64();
+            side.row_ratio(
+                out,
+                &label,
+                cell,
+                value,
+                if p == "p99" { target } else { "" },
+            );
+        }
+    }
+    side.row(
         out,
         "  max to status / ConfigMap (ms)",
-        pair(&lat["status"]["max"], &lat["configmap"]["max"], 0),
-        "",
-    );
-    let sv = &op["latency_server_ms"];
-    row(
-        out,
-        "  API server time per write: status / CM p50",
-        pair(&sv["status"]["p50"], &sv["configmap"]["p50"], 0),
-        "",
-    );
-    row(
-        out,
-        "  ... p99 (ms)",
-        pair(&sv["status"]["p99"], &sv["configmap"]["p99"], 0),
-        "",
-    );
-    let sz = &op["sizes"];
-    let kib = |v: &Value| Value::from(v.as_f64().map(|b| b / 1024.0));
-    row(
-        out,
-        "  size: status / whole inventory / CM (KiB)",
-        format!(
-            "{} / {} / {}",
-            num(&kib(&sz["status_bytes"]), 0),
-            num(&kib(&sz["inventory_bytes"]), 0),
-            num(&kib(&sz["configmap_bytes"]), 0)
-        ),
-        "",
-    );
-    let lc = &op["latency_changes"];
-    row(
-        out,
-        "  changes (binds + deletes), not seen",
-        format!("{} + {}, {}", lc["binds"], lc["deletes"], lc["lost"]),
-        "",
-    );
-    let ch = &op["churn"];
-    row(
-        out,
-        "churn: pod changes sent (of them GPU), failed",
-        format!(
-            "{} ({}), {}",
-            ch["changes"], ch["gpu_changes"], ch["failed"]
-        ),
-        "",
-    );
-    row(
-        out,
-        &format!("churn: pod changes/s (asked {})", st["churn_rate"]),
-        num(&ch["changes_per_sec"], 1),
-        "",
-    );
-    churn_write_rows(out, ch);
-    row(
-        out,
-        "churn: converged after (s)",
-        if ch["converged"] == true {
-            num(&ch["settle_secs"], 2)
-        } else {
-            "never".into()
+        |r| {
+            pair(
+                &r["latency_ms"]["status"]["max"],
+                &r["latency_ms"]["configmap"]["max"],
+                0,
+            )
         },
         "",
     );
-    let sm = &op["summary"];
-    let fg = &sm["free_gpus"];
-    row(out, "freeGpus seen", num(&fg["seen"], 0), "");
-    row(
+    side.row(
         out,
-        "  want: whole GPUs / by mig.strategy=single rule",
-        pair(&fg["want_whole_gpus"], &fg["want_operator_rule"], 0),
+        "  API server ms per write: status / CM p50",
+        |r| {
+            pair(
+                &r["latency_server_ms"]["status"]["p50"],
+                &r["latency_server_ms"]["configmap"]["p50"],
+                0,
+            )
+        },
         "",
     );
-    let pr = &sm["products"];
-    row(
+    side.row(
+        out,
+        "  ... p99 (ms)",
+        |r| {
+            pair(
+                &r["latency_server_ms"]["status"]["p99"],
+                &r["latency_server_ms"]["configmap"]["p99"],
+                0,
+            )
+        },
+        "",
+    );
+    let kib = |v: &Value| num(&Value::from(v.as_f64().map(|b| b / 1024.0)), 0);
+    side.row(
+        out,
+        "  size: status / inventory / CM (KiB)",
+        |r| {
+            let sz = &r["sizes"];
+            format!(
+                "{}/{}/{}",
+                kib(&sz["status_bytes"]),
+                kib(&sz["inventory_bytes"]),
+                kib(&sz["configmap_bytes"])
+            )
+        },
+        "",
+    );
+    side.row(
+        out,
+        "  changes (binds + deletes), not seen",
+        |r| {
+            let lc = &r["latency_changes"];
+            format!("{} + {}, {}", lc["binds"], lc["deletes"], lc["lost"])
+        },
+        "",
+    );
+    side.row(
+        out,
+        "churn: pod changes sent (GPU), failed",
+        |r| {
+            format!(
+                "{} ({}), {}",
+                r["churn"]["changes"], r["churn"]["gpu_changes"], r["churn"]["failed"]
+            )
+        },
+        "",
+    );
+    side.num_row(
+        out,
+        &format!("churn: pod changes/s (asked {})", st["churn_rate"]),
+        &["churn", "changes_per_sec"],
+        1,
+        "",
+    );
+    side.churn_rows(out);
+    side.row(
+        out,
+        "freeGpus seen",
+        |r| num(&r["summary"]["free_gpus"]["seen"], 0),
+        "",
+    );
+    side.row(
+        out,
+        "  want: whole GPUs / mig.strategy=single rule",
+        |r| {
+            let fg = &r["summary"]["free_gpus"];
+            pair(&fg["want_whole_gpus"], &fg["want_operator_rule"], 0)
+        },
+        "",
+    );
+    side.row(
         out,
         "products[] agree: whole GPUs / by that rule",
-        format!("{} / {}", pr["agree_whole_gpus"], pr["agree_operator_rule"]),
+        |r| {
+            let pr = &r["summary"]["products"];
+            format!("{} / {}", pr["agree_whole_gpus"], pr["agree_operator_rule"])
+        },
         "",
     );
     let cond = |c: &Value| match (c["status"].as_str(), c["reason"].as_str()) {
         (Some(s), Some(r)) => format!("{s}/{r}"),
         _ => "-".into(),
     };
-    row(
-        out,
-        "GpusAvailable: seen",
-        cond(&sm["gpus_available"]),
-        &cond(&sm["gpus_available_want"]),
-    );
-    out.push_str(&format!(
-        "  operator requests at start-up: {}\n  operator requests in churn: {}\n",
-        compact(&op["startup_requests"]),
-        compact(&ch["requests"])
-    ));
+    for (name, r) in side.runs().filter(|(_, r)| r.is_object()) {
+        let sm = &r["summary"];
+        out.push_str(&format!(
+            "  {name}: GpusAvailable {} (want {})\n  {name} requests at start-up: {}\n  {name} requests in churn: {}\n",
+            cond(&sm["gpus_available"]),
+            cond(&sm["gpus_available_want"]),
+            compact(&r["startup_requests"]),
+            compact(&r["churn"]["requests"])
+        ));
+    }
 }
 
 fn peer_rows(out: &mut String, p: &Value) {

@@ -5,37 +5,34 @@
 //! 1. the fleet: nodes, slices, the DeviceClass, claims (create + allocation through the status subresource);
 //! 2. the one-shot `gpu-inventory-operator scan -o json`, BENCH_DRA_SCAN_RUNS times: wall time, peak RSS,
 //!    CPU, and its per-node `gpu.nvidia.com/gpu` numbers against the truth, node by node;
-//! 3. the operator (`run`, default inventory `cluster`): time until the status shows the truth (the
-//!    `resources[]` row and every entry of `nodes[]`), peak RSS then (VmHWM sampled every 100 ms), requests at
-//!    start-up;
-//! 4. BENCH_DRA_CHANGES single claim changes (deallocate, allocate), one at a time, each on a node listed in
-//!    `nodes[]`: latency from the write's response to the status showing it (watch);
-//! 5. churn: BENCH_DRA_CHURN_RATE claim changes/s for BENCH_DRA_CHURN_SECS anywhere in the fleet, then until
-//!    converged: status and ConfigMap writes per second (mean and busiest second), CPU; peak RSS at the end.
+//! 3. each program of BENCH_DRA_PROGRAMS (`operator`, and `previous`: an earlier revision's operator,
+//!    BENCH_PREVIOUS_BIN) in turn on the same fleet, each from the same state (the GpuNodes of the one before
+//!    deleted; dra_run.rs), `run` with default inventory `cluster`: time until the status shows the truth
+//!    (the `resources[]` row and every entry of `nodes[]`) and (operator) every GpuNode does, peak RSS then
+//!    (VmHWM sampled every 100 ms), requests at start-up;
+//! 4. every node's detail readable: as many GpuNodes as DRA nodes, each with all its devices in
+//!    `status.devices`; `omittedNodes` of the status and of the ConfigMap summary;
+//! 5. a quiet window of BENCH_DRA_QUIET_SECS: the program's writes by resource (0 expected);
+//! 6. BENCH_DRA_CHANGES single claim changes (deallocate, allocate), one at a time, each on a node listed in
+//!    `nodes[]`: latency from the write's response to the status and to the node's GpuNode showing it;
+//! 7. churn: BENCH_DRA_CHURN_RATE claim changes/s for BENCH_DRA_CHURN_SECS anywhere in the fleet, then until
+//!    converged: status and ConfigMap writes per second (mean and busiest second), every write by resource
+//!    and per object while the changes came (audit_writes.rs), CPU; peak RSS at the end.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jiff::Timestamp;
 use kube::Client;
 use serde_json::{Value, json};
 
-use crate::alloc_measure::{ms_stats, rate_json, server_ms, writes};
-use crate::allocation::RssSampler;
-use crate::cluster::{self, Templates};
-use crate::dra_changes::{churn, latency_run};
+use crate::cluster::Templates;
 use crate::dra_fleet::{self, SetupSecs};
-use crate::dra_observe::{DraObs, DraObserver, SeenDra, mismatch};
+use crate::dra_observe::{SeenDra, mismatch};
+use crate::dra_run::run_program;
 use crate::dra_truth::DraTruth;
-use crate::measure::{AuditPos, audit_counts, audit_offset, cpu_secs};
 use crate::peers::{measured, medians};
-use crate::program::{Program, spawn_program, stop_program};
+use crate::program::Program;
 use crate::settings::Settings;
-use crate::{Res, log};
-
-/// The inventory the operator creates by default.
-const INVENTORY: &str = "cluster";
-/// How long one timed change may take to show before it counts as lost.
-const CHANGE_WAIT: Duration = Duration::from_secs(10);
+use crate::{Res, gpunode_watch, lib_api, log};
 
 /// Runs the scenario; returns results.json's `dra` section and how many parts failed.
 pub async fn bench(
@@ -49,6 +46,7 @@ pub async fn bench(
         "=== dra: {} nodes with a slice of {} GPUs each, {} allocated claims",
         d.nodes, d.gpus_per_node, d.claims
     ));
+    let programs = s.operator_programs(&d.programs)?;
     dra_fleet::clean(client).await?;
     let truth = DraTruth::new(d.nodes, d.gpus_per_node, d.claims);
     let secs = dra_fleet::create(client, d, templates, s.node_images, &truth).await?;
@@ -65,26 +63,26 @@ pub async fn bench(
         failures.push(json!({ "part": "scan", "error": e.to_string() }));
         Value::Null
     });
-    let operator = match run_operator(client, s, truth, ticks).await {
-        Ok(v) => v,
-        Err(e) => {
-            log(format!("FAILED dra operator: {e}"));
-            failures.push(json!({ "part": "operator", "error": e.to_string() }));
-            Value::Null
-        }
-    };
-    let section = json!({
+    let runs = run_programs(client, s, &programs, truth, ticks, &mut failures).await;
+    let mut section = json!({
         "settings": {
             "nodes": d.nodes, "gpus_per_node": d.gpus_per_node, "claims": d.claims,
             "changes": d.changes, "churn_rate": d.churn_rate, "churn_secs": d.churn_secs,
             "scan_runs": d.scan_runs, "create_concurrency": d.create_concurrency,
+            "quiet_secs": d.quiet_secs,
         },
+        "programs": programs.iter().map(|p| p.name()).collect::<Vec<_>>(),
+        "previous_label": s.previous_label,
         "setup": setup_json(secs, (allocatable, allocated, free)),
         "scan": scan,
-        "operator": operator,
         "failures": failures,
     });
-    Ok((section, failures.len()))
+    // Each program's results under its name (`operator`, `previous`).
+    for (name, run) in runs {
+        section[name] = run;
+    }
+    let failed = section["failures"].as_array().map_or(0, Vec::len);
+    Ok((section, failed))
 }
 
 fn setup_json(secs: SetupSecs, (allocatable, allocated, free): (u64, u64, u64)) -> Value {
@@ -135,177 +133,40 @@ fn scan_runs(s: &Settings, truth: &DraTruth) -> Res<Value> {
     }))
 }
 
-/// The operator under test, with its watch.
-struct OpRun<'a> {
-    client: &'a Client,
-    s: &'a Settings,
-    pid: u32,
+/// Each program of BENCH_DRA_PROGRAMS in turn on the fleet, each from the same state: the GpuNodes an
+/// earlier one wrote deleted, today's CRDs installed again (an older operator applies its own), a fresh
+/// namespace and inventory. A failed program is recorded and the next one still runs.
+async fn run_programs(
+    client: &Client,
+    s: &Settings,
+    programs: &[Program],
+    mut truth: DraTruth,
     ticks: f64,
-    observer: DraObserver,
-    log_path: std::path::PathBuf,
-    rss: RssSampler,
-}
-
-impl OpRun<'_> {
-    fn why_not(&self) -> String {
-        self.observer.obs.lock().unwrap().why_not()
-    }
-
-    async fn settle(&mut self, after: &str) -> bool {
-        let ok = self
-            .observer
-            .wait_for(self.s.settle, DraObs::converged)
-            .await;
-        if !ok {
-            log(format!(
-                "dra: WARNING not converged after {after}: {}",
-                self.why_not()
-            ));
+    failures: &mut Vec<Value>,
+) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for &program in programs {
+        let prepared = async {
+            gpunode_watch::delete_all(client).await?;
+            lib_api::install_crd(client, Duration::from_secs(60)).await?;
+            std::fs::create_dir_all(&s.log_dir)?;
+            Res::Ok(())
         }
-        ok
-    }
-
-    /// Start-up: convergence, RSS, the requests until 3 s later.
-    async fn startup(&mut self, t0: Instant, t0_wall: Timestamp, audit: AuditPos) -> Res<Value> {
-        let converged = self
-            .observer
-            .wait_for(self.s.settle, DraObs::converged)
-            .await;
-        let converge_secs = t0.elapsed().as_secs_f64();
-        if !converged {
-            let (settle, log_path) = (self.s.settle.as_secs(), self.log_path.display());
-            let why = self.why_not();
-            return Err(format!("not converged after {settle}s: {why} (see {log_path})").into());
-        }
-        let rss = self.rss.peak();
-        let (listed, omitted, updates) = {
-            let obs = self.observer.obs.lock().unwrap();
-            let status = obs.status.as_ref().expect("converged");
-            (status.nodes.len(), status.omitted, obs.updates)
+        .await;
+        let result = match prepared {
+            Ok(()) => {
+                let (result, after) = run_program(client, s, program, truth, ticks).await;
+                truth = after;
+                result
+            }
+            Err(e) => Err(format!("preparing the cluster: {e}").into()),
         };
-        log(format!(
-            "dra: operator converged in {converge_secs:.2}s ({updates} status versions seen), peak RSS {rss:.1} MiB; {listed} node entries, {omitted} omitted"
-        ));
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let ua = Program::Operator.user_agent_prefix();
-        let requests = audit_counts(&self.s.audit_log, audit, ua, t0_wall, Timestamp::now());
-        Ok(json!({
-            "converge_secs": converge_secs,
-            "rss_converged_mib": rss,
-            "nodes_listed": listed, "nodes_omitted": omitted,
-            "startup_requests": requests,
-        }))
-    }
-
-    /// The timed single claim changes.
-    async fn latency(&mut self) -> Res<Value> {
-        let n = self.s.dra.changes;
-        log(format!("dra: {n} single claim changes"));
-        let listed = self.observer.obs.lock().unwrap().listed_nodes();
-        let (offset, from) = (audit_offset(&self.s.audit_log), Timestamp::now());
-        let run = latency_run(self.client, &mut self.observer, &listed, n, CHANGE_WAIT).await?;
-        let to = Timestamp::now();
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let (status_w, cm_w) = writes(self.s, offset, from, to);
-        let latency = ms_stats(
-            run.timings
-                .iter()
-                .map(|t| t.as_secs_f64() * 1000.0)
-                .collect(),
-        );
-        log(format!(
-            "dra: claim change -> status p50/p99 {:.0}/{:.0} ms, {} lost",
-            latency["p50"].as_f64().unwrap_or(f64::NAN),
-            latency["p99"].as_f64().unwrap_or(f64::NAN),
-            run.lost
-        ));
-        self.settle("the latency changes").await;
-        Ok(json!({
-            "latency_ms": latency,
-            "latency_server_ms": server_ms(&status_w, &cm_w),
-            "latency_changes": {
-                "allocations": run.allocations, "deallocations": run.deallocations, "lost": run.lost,
-            },
-        }))
-    }
-
-    /// Churn, then convergence: writes per object per second, CPU, requests.
-    async fn churn(&mut self) -> Res<Value> {
-        let (s, d) = (self.s, &self.s.dra);
-        log(format!(
-            "dra: churn {} claim changes/s for {}s",
-            d.churn_rate, d.churn_secs
-        ));
-        let offset = audit_offset(&s.audit_log);
-        let from = Timestamp::now();
-        let cpu_before = cpu_secs(self.pid, self.ticks);
-        let run = churn(self.client, &self.observer.obs, d.churn_rate, d.churn_secs).await?;
-        let t_sent = Instant::now();
-        let converged = self.settle("churn").await;
-        let settle_secs = t_sent.elapsed().as_secs_f64();
-        let cpu = cpu_secs(self.pid, self.ticks) - cpu_before;
-        let to = Timestamp::now();
-        // Requests received by `to` are in the audit log a moment later.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let ua = Program::Operator.user_agent_prefix();
-        let requests = audit_counts(&s.audit_log, offset, ua, from, to);
-        let (status_t, cm_t) = writes(s, offset, from, to);
-        let churn = json!({
-            "changes": run.changes, "allocations": run.allocations, "failed": run.failed,
-            "send_secs": run.secs, "changes_per_sec": run.changes as f64 / run.secs,
-            "settle_secs": settle_secs, "converged": converged,
-            "cpu_secs": cpu, "cpu_pct_of_core": 100.0 * cpu / (run.secs + settle_secs),
-            "status": rate_json(&status_t, run.secs), "configmap": rate_json(&cm_t, run.secs),
-            "server_ms": server_ms(&status_t, &cm_t),
-            "requests": requests,
+        let value = result.unwrap_or_else(|e| {
+            log(format!("FAILED dra {}: {e}", program.name()));
+            failures.push(json!({ "part": program.name(), "error": e.to_string() }));
+            Value::Null
         });
-        log(format!(
-            "dra: churn {} changes in {:.0}s ({} failed), writes/s status {:.2}, ConfigMap {:.2}, CPU {cpu:.2}s",
-            run.changes,
-            run.secs,
-            run.failed,
-            churn["status"]["per_sec"].as_f64().unwrap_or(f64::NAN),
-            churn["configmap"]["per_sec"].as_f64().unwrap_or(f64::NAN),
-        ));
-        Ok(churn)
+        out.insert(program.name().to_owned(), value);
     }
-}
-
-/// The operator on the fleet: start-up, latency, churn.
-async fn run_operator(client: &Client, s: &Settings, truth: DraTruth, ticks: f64) -> Res<Value> {
-    let namespace = format!("bench-dra-out-{}", Timestamp::now().as_second());
-    cluster::fresh_namespace(client, &namespace, INVENTORY).await?;
-    let observer = DraObserver::start(client, INVENTORY, truth);
-    std::fs::create_dir_all(&s.log_dir)?;
-    let log_path = s.log_dir.join("dra-operator.log");
-    let audit = audit_offset(&s.audit_log);
-    let t0_wall = Timestamp::now();
-    let t0 = Instant::now();
-    let mut child = spawn_program(s, Program::Operator, &namespace, INVENTORY, &log_path)?;
-    let mut run = OpRun {
-        client,
-        s,
-        pid: child.id(),
-        ticks,
-        observer,
-        log_path,
-        rss: RssSampler::start(child.id()),
-    };
-    let result = async {
-        let mut out = run.startup(t0, t0_wall, audit).await?;
-        let latency = run.latency().await?;
-        for (k, v) in latency.as_object().into_iter().flatten() {
-            out[k] = v.clone();
-        }
-        out["churn"] = run.churn().await?;
-        out["rss_peak_mib"] = json!(run.rss.peak());
-        out["total_cpu_secs"] = json!(cpu_secs(run.pid, run.ticks));
-        out["alive_at_end"] = json!(matches!(child.try_wait(), Ok(None)));
-        Ok(out)
-    }
-    .await;
-    run.rss.task.abort();
-    stop_program(&mut child);
-    run.observer.stop();
-    result
+    out
 }

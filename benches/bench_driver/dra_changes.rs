@@ -69,6 +69,8 @@ async fn send(client: &Client, d: &Decided) -> Res<()> {
 /// The latencies of the timed changes, and how many were never seen within the wait.
 pub struct LatencyRun {
     pub timings: Vec<Duration>,
+    /// To the node's GpuNode (empty for a program that writes none).
+    pub gpunode_timings: Vec<Duration>,
     pub allocations: usize,
     pub deallocations: usize,
     pub lost: usize,
@@ -85,13 +87,18 @@ pub async fn latency_run(
 ) -> Res<LatencyRun> {
     let mut run = LatencyRun {
         timings: Vec::new(),
+        gpunode_timings: Vec::new(),
         allocations: 0,
         deallocations: 0,
         lost: 0,
     };
     let usable = |node: usize| listed[node];
     let (mut cursor, mut freed) = (0usize, None);
-    observer.obs.lock().unwrap().timings.clear();
+    {
+        let mut obs = observer.obs.lock().unwrap();
+        obs.timings.clear();
+        obs.gpunode_timings.clear();
+    }
     for _ in 0..count {
         let decided = {
             let mut obs = observer.obs.lock().unwrap();
@@ -107,7 +114,7 @@ pub async fn latency_run(
             let decided = decided.ok_or("no claim to deallocate or device to allocate")?;
             obs.change = Some(Change {
                 node: decided.node,
-                written: None,
+                ..Default::default()
             });
             decided
         };
@@ -123,7 +130,10 @@ pub async fn latency_run(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    run.timings = std::mem::take(&mut observer.obs.lock().unwrap().timings);
+    let mut obs = observer.obs.lock().unwrap();
+    run.timings = std::mem::take(&mut obs.timings);
+    run.gpunode_timings = std::mem::take(&mut obs.gpunode_timings);
+    drop(obs);
     Ok(run)
 }
 

@@ -1,7 +1,8 @@
 //! The DRA scenario's watch on the inventory status, held against the driver's truth: the
 //! `gpu.nvidia.com/gpu` row of `resources[]` (the whole fleet, omitted nodes included), and each node entry
 //! of `nodes[]` (allocatable, allocated, free), with `omittedNodes` accounting for the entries the operator
-//! left out to keep the object under the API server's size limit.
+//! left out to keep the object under the API server's size limit; and, for a program that writes them, the
+//! GpuNodes (each node's numbers in its `status`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use crate::alloc_observe::{int, spawn_watch};
 use crate::dra_fleet::WHOLE_GPU;
 use crate::dra_truth::{DraTruth, NodeNumbers};
+use crate::gpunode_watch;
 use crate::lib_api::GpuInventory;
 use crate::observe::Watched;
 
@@ -92,11 +94,13 @@ pub fn mismatch(truth: &DraTruth, seen: &SeenDra) -> Option<String> {
 }
 
 /// A timed change in flight: the node whose device it took or freed, when it was written, when the status
-/// showed it.
-#[derive(Debug)]
+/// and the node's GpuNode showed it.
+#[derive(Debug, Default)]
 pub struct Change {
     pub node: usize,
     pub written: Option<Instant>,
+    pub status_at: Option<Instant>,
+    pub gpunode_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -108,20 +112,56 @@ pub struct DraObs {
     pub change: Option<Change>,
     /// Latencies of the finished changes: write's response -> status.
     pub timings: Vec<Duration>,
+    /// The GpuNodes' numbers by node; None when the program writes no GpuNodes (not waited for).
+    pub gpunodes: Option<HashMap<String, SeenNumbers>>,
+    /// Latencies of the finished changes: write's response -> the node's GpuNode.
+    pub gpunode_timings: Vec<Duration>,
+}
+
+/// The first way the GpuNodes differ from the truth, if any.
+pub fn gpunode_mismatch(truth: &DraTruth, seen: &HashMap<String, SeenNumbers>) -> Option<String> {
+    if seen.len() != truth.nodes.len() {
+        return Some(format!(
+            "{} GpuNodes, want {}",
+            seen.len(),
+            truth.nodes.len()
+        ));
+    }
+    (0..truth.nodes.len()).find_map(|i| {
+        let name = &truth.nodes[i];
+        match seen.get(name) {
+            None => Some(format!("{name}: no GpuNode")),
+            Some(s) if *s != want(truth.numbers(i)) => Some(format!(
+                "GpuNode {name}: {s:?}, want {:?}",
+                want(truth.numbers(i))
+            )),
+            Some(_) => None,
+        }
+    })
 }
 
 impl DraObs {
+    /// The status and (when the program writes them) every GpuNode show the truth.
     pub fn converged(&self) -> bool {
         self.status
             .as_ref()
             .is_some_and(|s| mismatch(&self.truth, s).is_none())
+            && self
+                .gpunodes
+                .as_ref()
+                .is_none_or(|g| gpunode_mismatch(&self.truth, g).is_none())
     }
 
     pub fn why_not(&self) -> String {
-        match &self.status {
+        let status = match &self.status {
             None => "no status yet".into(),
             Some(s) => mismatch(&self.truth, s).unwrap_or_else(|| "ok".into()),
-        }
+        };
+        let gpunodes = match &self.gpunodes {
+            None => "not written by this program".into(),
+            Some(g) => gpunode_mismatch(&self.truth, g).unwrap_or_else(|| "ok".into()),
+        };
+        format!("status: {status}; GpuNodes: {gpunodes}")
     }
 
     /// Node indices with an entry in the status's `nodes[]` (the others are omitted).
@@ -135,21 +175,37 @@ impl DraObs {
         listed
     }
 
-    /// Finishes the change in flight, at `now`, once the status shows it: the totals, and the node's entry.
+    /// Marks, at `now`, what shows the change in flight: the status (the totals, and the node's entry), the
+    /// node's GpuNode; finishes it when both do (the status alone for a program without GpuNodes).
     fn settle(&mut self, now: Instant) {
-        let (Some(c), Some(s)) = (&self.change, &self.status) else {
+        let Some(c) = self.change.as_mut() else {
             return;
         };
         let Some(written) = c.written else {
             return;
         };
         let node = &self.truth.nodes[c.node];
-        let entry_ok = s
-            .nodes
-            .get(node)
-            .is_some_and(|e| *e == want(self.truth.numbers(c.node)));
-        if entry_ok && s.resource == Some(want(self.truth.totals())) {
-            self.timings.push(now.saturating_duration_since(written));
+        let want_node = want(self.truth.numbers(c.node));
+        if c.status_at.is_none()
+            && let Some(s) = &self.status
+            && s.nodes.get(node) == Some(&want_node)
+            && s.resource == Some(want(self.truth.totals()))
+        {
+            c.status_at = Some(now);
+        }
+        if c.gpunode_at.is_none()
+            && let Some(g) = &self.gpunodes
+            && g.get(node) == Some(&want_node)
+        {
+            c.gpunode_at = Some(now);
+        }
+        let gpunode_seen = self.gpunodes.is_none() || c.gpunode_at.is_some();
+        if let (Some(s), true) = (c.status_at, gpunode_seen) {
+            self.timings.push(s.saturating_duration_since(written));
+            if let Some(g) = c.gpunode_at {
+                self.gpunode_timings
+                    .push(g.saturating_duration_since(written));
+            }
             self.change = None;
         }
     }
@@ -166,15 +222,17 @@ impl DraObs {
 pub type DraObserver = Watched<DraObs>;
 
 impl Watched<DraObs> {
-    pub fn start(client: &Client, inventory: &str, truth: DraTruth) -> Self {
+    /// Watches the inventory and, with `gpunodes`, every GpuNode.
+    pub fn start(client: &Client, inventory: &str, truth: DraTruth, gpunodes: bool) -> Self {
         let obs = Arc::new(Mutex::new(DraObs {
             truth,
+            gpunodes: gpunodes.then(HashMap::new),
             ..Default::default()
         }));
         let (tx, rx) = watch::channel(0u64);
         let resource = ApiResource::erase::<GpuInventory>(&());
         let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let o = obs.clone();
+        let (o, t) = (obs.clone(), tx.clone());
         let task = spawn_watch(inventories, inventory, "inventory", move |i, now| {
             let status = SeenDra::parse(&i.data["status"]);
             let mut obs = o.lock().unwrap();
@@ -182,8 +240,28 @@ impl Watched<DraObs> {
             obs.updates += 1;
             obs.settle(now);
             drop(obs);
-            tx.send_modify(|n| *n += 1);
+            t.send_modify(|n| *n += 1);
         });
-        Watched::new(obs, rx, vec![task])
+        let mut tasks = vec![task];
+        if gpunodes {
+            let o = obs.clone();
+            tasks.push(gpunode_watch::spawn_watch(
+                client,
+                move |name, status, now| {
+                    let mut obs = o.lock().unwrap();
+                    let Some(g) = obs.gpunodes.as_mut() else {
+                        return;
+                    };
+                    match status {
+                        Some(st) => g.insert(name, seen(st)),
+                        None => g.remove(&name),
+                    };
+                    obs.settle(now);
+                    drop(obs);
+                    tx.send_modify(|n| *n += 1);
+                },
+            ));
+        }
+        Watched::new(obs, rx, tasks)
     }
 }

@@ -1,8 +1,9 @@
-//! The DRA scenario's block of the table (BENCH_TABLE), from results.json's `dra` section.
+//! The DRA scenario's block of the table (BENCH_TABLE), from results.json's `dra` section: the programs side
+//! by side (operator / previous when both ran), then the one-shot scan.
 
 use serde_json::Value;
 
-use crate::table::{churn_write_rows, num, pair, row};
+use crate::table::{Side, compact, gpunode_cell, num, pair, row};
 
 /// Appends the block when the document has a dra section.
 pub fn append(out: &mut String, doc: &Value) {
@@ -23,9 +24,9 @@ pub fn append(out: &mut String, doc: &Value) {
         num(&su["node_create_secs"], 0), num(&su["slice_create_secs"], 0), num(&su["claim_create_secs"], 0),
         st["create_concurrency"], su["gpus"]["allocatable"], su["gpus"]["allocated"], su["gpus"]["free"]
     ));
-    let op = &dra["operator"];
-    if op.is_object() {
-        operator_rows(out, op);
+    let side = Side::of(dra);
+    if side.any() {
+        program_rows(out, &side, dra);
     }
     let scan = &dra["scan"];
     if scan.is_object() {
@@ -57,85 +58,126 @@ pub fn append(out: &mut String, doc: &Value) {
     }
 }
 
-fn operator_rows(out: &mut String, op: &Value) {
-    out.push_str(&format!(
-        "{:<44} {:>16} {:>14}\n",
-        "operator (run)", "measured", "target"
-    ));
-    row(
-        out,
-        "converged after start (s)",
-        num(&op["converge_secs"], 2),
-        "",
-    );
-    row(
+fn program_rows(out: &mut String, side: &Side, dra: &Value) {
+    side.header(out, "programs (run), side by side");
+    if let Some(label) = dra["previous_label"].as_str()
+        && side.runs().any(|(n, _)| n == "previous")
+    {
+        out.push_str(&format!("  previous = the operator at {label}\n"));
+    }
+    side.num_row(out, "converged after start (s)", &["converge_secs"], 2, "");
+    side.row(
         out,
         "  status nodes listed / omitted",
-        format!("{} / {}", op["nodes_listed"], op["nodes_omitted"]),
+        |r| format!("{} / {}", r["nodes_listed"], r["nodes_omitted"]),
         "",
     );
-    row(
+    let d = |r: &Value, k: &str| r["detail"]["gpunodes"][k].clone();
+    side.row(
         out,
-        "peak RSS after convergence (MiB)",
-        num(&op["rss_converged_mib"], 1),
-        "<= 128",
+        "every node's detail: GpuNodes / DRA nodes",
+        |r| {
+            gpunode_cell(r, |r| {
+                format!(
+                    "{} / {}",
+                    d(r, "gpunodes_of_those_nodes"),
+                    d(r, "nodes_with_devices")
+                )
+            })
+        },
+        "all",
     );
-    row(
+    side.row(
         out,
-        "peak RSS at the end (MiB)",
-        num(&op["rss_peak_mib"], 1),
-        "<= 128",
+        "  GpuNodes with all devices (per node)",
+        |r| {
+            gpunode_cell(r, |r| {
+                format!(
+                    "{} ({})",
+                    d(r, "with_all_devices"),
+                    d(r, "devices_per_node")
+                )
+            })
+        },
+        "all",
     );
-    let lat = &op["latency_ms"];
-    row(
+    side.row(
         out,
-        "claim change -> status p50 / p99 (ms)",
-        pair(&lat["p50"], &lat["p99"], 0),
+        "  omittedNodes: status / ConfigMap summary",
+        |r| {
+            format!(
+                "{} / {}",
+                r["detail"]["status_omitted_nodes"], r["detail"]["configmap_omitted_nodes"]
+            )
+        },
         "",
     );
-    row(out, "  max (ms)", num(&lat["max"], 0), "");
-    let sv = &op["latency_server_ms"];
-    row(
+    side.row(
         out,
-        "  API server time per status write p50 / p99",
-        pair(&sv["status"]["p50"], &sv["status"]["p99"], 0),
+        "  every node's full detail readable",
+        |r| gpunode_cell(r, |r| d(r, "all_readable").to_string()),
+        "true",
+    );
+    side.common_rows(out, "<= 128");
+    for (what, key) in [("status", "latency_ms"), ("GpuNode", "latency_gpunode_ms")] {
+        for p in ["p50", "p90", "p99"] {
+            let cell = |r: &Value| match key {
+                "latency_gpunode_ms" => gpunode_cell(r, |r| num(&r[key][p], 0)),
+                _ => num(&r[key][p], 0),
+            };
+            let value = |r: &Value| r[key][p].as_f64();
+            side.row_ratio(
+                out,
+                &format!("claim change -> {what} {p} (ms)"),
+                cell,
+                value,
+                "",
+            );
+        }
+    }
+    side.num_row(out, "  max to status (ms)", &["latency_ms", "max"], 0, "");
+    side.row(
+        out,
+        "  API server ms per status write p50 / p99",
+        |r| {
+            pair(
+                &r["latency_server_ms"]["status"]["p50"],
+                &r["latency_server_ms"]["status"]["p99"],
+                0,
+            )
+        },
         "",
     );
-    let lc = &op["latency_changes"];
-    row(
+    side.row(
         out,
         "  changes (alloc + dealloc), not seen",
-        format!(
-            "{} + {}, {}",
-            lc["allocations"], lc["deallocations"], lc["lost"]
-        ),
+        |r| {
+            let lc = &r["latency_changes"];
+            format!(
+                "{} + {}, {}",
+                lc["allocations"], lc["deallocations"], lc["lost"]
+            )
+        },
         "",
     );
-    let ch = &op["churn"];
-    row(
+    side.row(
         out,
         "churn: claim changes sent, failed",
-        format!("{}, {}", ch["changes"], ch["failed"]),
+        |r| format!("{}, {}", r["churn"]["changes"], r["churn"]["failed"]),
         "",
     );
-    row(
+    side.num_row(
         out,
         "churn: claim changes/s",
-        num(&ch["changes_per_sec"], 1),
+        &["churn", "changes_per_sec"],
+        1,
         "",
     );
-    churn_write_rows(out, ch);
-    row(
-        out,
-        "churn: converged after (s)",
-        num(&ch["settle_secs"], 2),
-        "",
-    );
-    if let Some(requests) = op["startup_requests"].as_object() {
-        let list: Vec<String> = requests.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    side.churn_rows(out);
+    for (name, r) in side.runs().filter(|(_, r)| r.is_object()) {
         out.push_str(&format!(
-            "  operator requests at start-up: {}\n",
-            list.join(", ")
+            "  {name} requests at start-up: {}\n",
+            compact(&r["startup_requests"])
         ));
     }
 }

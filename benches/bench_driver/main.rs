@@ -44,15 +44,24 @@
 //! -> status latency, churn writes and CPU) and a one-shot `scan`. BENCH_OUT keeps the sections of earlier
 //! driver runs.
 //!
-//! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the process under
+//! The allocation and dra scenarios run each program of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS (default
+//! "operator"; "previous operator" adds BENCH_PREVIOUS_BIN, an earlier revision's operator hack/bench.sh
+//! builds from BENCH_PREVIOUS_REV, labelled BENCH_PREVIOUS_LABEL) one after the other on the same fleet, with
+//! a quiet window each (BENCH_ALLOC_QUIET_SECS, BENCH_DRA_QUIET_SECS: 60), and report them side by side.
+//!
+//! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the processes under
 //! test), `observe` (the watches that decide convergence), `changes` (the node writes), `measure` (CPU, RSS,
-//! audit-log requests, percentiles), `scenario` (one run's phases), `heartbeat` (the heartbeat scenario), `report` (JSON and table), `lib_api`
-//! (every import from the operator library); for the allocation scenario `alloc_fleet` (its nodes and
-//! pods), `alloc_pods` (pod objects and writes), `alloc_truth` (the expected allocation), `alloc_observe`
-//! (its watches), `alloc_changes` (pod changes), `peers` (scan against
-//! kubectl-view-allocations), `allocation` (its phases), `alloc_measure` (its figures), `alloc_report` (its table);
-//! for the DRA scenario `dra_fleet` (nodes, slices, claims), `dra_truth` (which claim holds which device),
-//! `dra_observe` (the status watch), `dra_changes` (claim changes), `dra` (its phases), `dra_report` (its table).
+//! audit-log requests, percentiles), `audit_writes` (a program's writes per resource and per object from
+//! the audit log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's
+//! phases), `heartbeat` (the heartbeat scenario), `report` (JSON and table), `table` (cells, rows, program
+//! columns side by side), `lib_api` (every import from the operator library); for the allocation scenario
+//! `alloc_fleet` (its nodes and pods), `alloc_pods` (pod objects and writes), `alloc_truth` (the expected
+//! allocation), `alloc_observe` (its watches), `alloc_changes` (pod changes), `peers` (scan against
+//! kubectl-view-allocations), `allocation` (its phases, the programs in turn), `alloc_run` (one program's
+//! run), `alloc_measure` (its figures), `alloc_report` (its table); for the DRA scenario `dra_fleet`
+//! (nodes, slices, claims), `dra_objects`, `dra_truth` (which claim holds which device), `dra_observe` (the
+//! status and GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn),
+//! `dra_run` (one program's run), `dra_report` (its table).
 
 mod alloc_changes;
 mod alloc_fleet;
@@ -60,8 +69,10 @@ mod alloc_measure;
 mod alloc_observe;
 mod alloc_pods;
 mod alloc_report;
+mod alloc_run;
 mod alloc_truth;
 mod allocation;
+mod audit_writes;
 mod changes;
 mod cluster;
 mod dra;
@@ -70,8 +81,10 @@ mod dra_fleet;
 mod dra_objects;
 mod dra_observe;
 mod dra_report;
+mod dra_run;
 mod dra_truth;
 mod flood;
+mod gpunode_watch;
 mod heartbeat;
 mod lib_api;
 mod measure;

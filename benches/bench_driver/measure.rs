@@ -181,13 +181,21 @@ pub fn is_write(key: &str) -> bool {
     .any(|v| key.starts_with(v))
 }
 
-/// Writes to the two outputs: ConfigMaps and the inventory status.
+/// Writes to the outputs: ConfigMaps, the inventory status, the GpuNodes (objects and status).
 pub fn writes_to_outputs(counts: &BTreeMap<String, u64>) -> u64 {
+    let output = |k: &str| {
+        [
+            " configmaps",
+            " gpuinventories/status",
+            " gpunodes",
+            " gpunodes/status",
+        ]
+        .iter()
+        .any(|r| k.ends_with(r))
+    };
     counts
         .iter()
-        .filter(|(k, _)| {
-            is_write(k) && (k.ends_with(" configmaps") || k.ends_with(" gpuinventories/status"))
-        })
+        .filter(|(k, _)| is_write(k) && output(k))
         .map(|(_, v)| v)
         .sum()
 }

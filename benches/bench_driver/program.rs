@@ -1,4 +1,6 @@
-//! The two programs under test: starting one as a child process and stopping it.
+//! The programs under test: the operator, the article-style baseline, and the previous operator (an earlier
+//! revision's `gpu-inventory-operator`, built by hack/bench.sh from BENCH_PREVIOUS_REV, the same flags as
+//! today's for what the bench uses): starting one as a child process and stopping it.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -11,6 +13,8 @@ use crate::settings::Settings;
 pub enum Program {
     Operator,
     Baseline,
+    /// An earlier revision's operator (BENCH_PREVIOUS_BIN): no GpuNodes, no `--status-nodes-budget`.
+    Previous,
 }
 
 impl Program {
@@ -23,18 +27,37 @@ impl Program {
         }
     }
 
+    /// A word of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS (`knob`): operator or previous.
+    pub fn parse_operator(knob: &str, word: &str) -> Result<Self, String> {
+        match word {
+            "operator" => Ok(Program::Operator),
+            "previous" => Ok(Program::Previous),
+            other => Err(format!(
+                "{knob}: unknown program {other} (operator, previous)"
+            )),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Program::Operator => "operator",
             Program::Baseline => "baseline",
+            Program::Previous => "previous",
         }
     }
 
+    /// The previous operator sends the same User-Agent as today's: programs run one after the other, and
+    /// every count is of a window in which only one of them runs.
     pub fn user_agent_prefix(self) -> &'static str {
         match self {
-            Program::Operator => "gpu-inventory-operator/",
+            Program::Operator | Program::Previous => "gpu-inventory-operator/",
             Program::Baseline => "gpu-inventory-baseline/",
         }
+    }
+
+    /// Whether the program writes one GpuNode per GPU node (the previous operator predates them).
+    pub fn writes_gpunodes(self) -> bool {
+        self == Program::Operator
     }
 }
 
@@ -48,8 +71,19 @@ pub fn spawn_program(
 ) -> Res<Child> {
     let log_file = std::fs::File::create(log_path)?;
     let mut cmd = match program {
-        Program::Operator => {
-            let mut c = Command::new(&s.operator_bin);
+        Program::Operator | Program::Previous => {
+            let bin = match program {
+                Program::Previous => s.previous_bin.as_deref().ok_or(
+                    "the previous program needs BENCH_PREVIOUS_BIN (hack/bench.sh sets it from BENCH_PREVIOUS_REV)",
+                )?,
+                _ => s.operator_bin.as_path(),
+            };
+            if !bin.exists() {
+                return Err(
+                    format!("{}: no such program ({})", bin.display(), program.name()).into(),
+                );
+            }
+            let mut c = Command::new(bin);
             c.arg("run");
             // The metrics endpoint is off so the bench never collides with a test's operator on 8080.
             c.env("GPUINV_METRICS_ADDR", "");

@@ -54,6 +54,10 @@ pub struct Settings {
     pub audit_log: PathBuf,
     pub operator_bin: PathBuf,
     pub baseline_bin: PathBuf,
+    /// The previous operator (BENCH_PREVIOUS_BIN; hack/bench.sh builds it from BENCH_PREVIOUS_REV), if any,
+    /// and what to call it in the report (BENCH_PREVIOUS_LABEL: the revision).
+    pub previous_bin: Option<PathBuf>,
+    pub previous_label: String,
     pub fixtures: PathBuf,
     pub out: PathBuf,
     pub table: PathBuf,
@@ -100,6 +104,10 @@ pub struct DraSettings {
     pub churn_secs: u64,
     /// Runs of the one-shot `scan`.
     pub scan_runs: usize,
+    /// The programs run one after the other on the fleet (BENCH_DRA_PROGRAMS: operator, previous).
+    pub programs: Vec<Result<Program, String>>,
+    /// The quiet window after convergence, per program (BENCH_DRA_QUIET_SECS): its writes, 0 expected.
+    pub quiet_secs: u64,
 }
 
 impl DraSettings {
@@ -115,6 +123,8 @@ impl DraSettings {
             churn_rate: env_num("BENCH_DRA_CHURN_RATE", 50).max(1),
             churn_secs: env_num("BENCH_DRA_CHURN_SECS", 60),
             scan_runs: env_num("BENCH_DRA_SCAN_RUNS", 3) as usize,
+            programs: operator_programs("BENCH_DRA_PROGRAMS"),
+            quiet_secs: env_num("BENCH_DRA_QUIET_SECS", 60),
         }
     }
 }
@@ -145,6 +155,23 @@ pub struct AllocSettings {
     pub view_allocations_bin: Option<PathBuf>,
     /// /usr/bin/time (GNU time, `-v`), for the peers' peak RSS.
     pub time_bin: PathBuf,
+    /// The programs run one after the other on the fleet (BENCH_ALLOC_PROGRAMS: operator, previous).
+    pub programs: Vec<Result<Program, String>>,
+    /// The quiet window after convergence, per program (BENCH_ALLOC_QUIET_SECS): its writes, 0 expected.
+    pub quiet_secs: u64,
+}
+
+/// The words of `knob` (default "operator"), each `operator` or `previous`, each once; an unknown word is
+/// an error (`Err` in the list, reported by [`Settings::check`]).
+fn operator_programs(knob: &str) -> Vec<Result<Program, String>> {
+    let mut out: Vec<Result<Program, String>> = Vec::new();
+    for word in env_str(knob, "operator").split_whitespace() {
+        let p = Program::parse_operator(knob, word);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 impl AllocSettings {
@@ -166,11 +193,29 @@ impl AllocSettings {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             time_bin: PathBuf::from(env_str("BENCH_TIME_BIN", "/usr/bin/time")),
+            programs: operator_programs("BENCH_ALLOC_PROGRAMS"),
+            quiet_secs: env_num("BENCH_ALLOC_QUIET_SECS", 60),
         }
     }
 }
 
 impl Settings {
+    /// The program list of a scenario, or why it cannot run: an unknown word, or `previous` without
+    /// BENCH_PREVIOUS_BIN.
+    pub fn operator_programs(
+        &self,
+        list: &[Result<Program, String>],
+    ) -> Result<Vec<Program>, String> {
+        let programs = list.iter().cloned().collect::<Result<Vec<_>, _>>()?;
+        if programs.contains(&Program::Previous) && self.previous_bin.is_none() {
+            return Err("the program list names previous, but BENCH_PREVIOUS_BIN is not set (hack/bench.sh sets it when BENCH_PREVIOUS_REV names a revision)".into());
+        }
+        if programs.is_empty() {
+            return Err("the program list is empty".into());
+        }
+        Ok(programs)
+    }
+
     pub fn from_env() -> Self {
         let path = |name: &str, default: &str| PathBuf::from(env_str(name, default));
         Settings {
@@ -182,6 +227,10 @@ impl Settings {
             ),
             // No stable default path: cargo names bench binaries target/release/deps/<name>-<hash>.
             baseline_bin: path("BENCH_BASELINE_BIN", "target/bench/bin/baseline-operator"),
+            previous_bin: std::env::var_os("BENCH_PREVIOUS_BIN")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            previous_label: env_str("BENCH_PREVIOUS_LABEL", "previous"),
             // The fixtures the repository vendors for its tests.
             fixtures: path("BENCH_FIXTURES", "tests/fixtures"),
             out: path("BENCH_OUT", "target/bench/results.json"),
