@@ -1,5 +1,6 @@
 //! The ConfigMap publisher's reconcile against a mock API server (the fast tier: `crate::fixtures`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
@@ -23,24 +24,29 @@ fn served(data: &Value, version: &str) -> Value {
             "data": data })
 }
 
+/// One reconcile, in the background, against `store` as the ConfigMap cache (at event count 0).
+fn reconcile_in_background(
+    ctx: &Arc<Context>,
+    store: &Store<ConfigMap>,
+) -> tokio::task::JoinHandle<Result<()>> {
+    let (ctx, store) = (ctx.clone(), store.clone());
+    tokio::spawn(async move {
+        let events = AtomicU64::new(0);
+        let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
+        let cache = ConfigMapCache {
+            store: &store,
+            events: &events,
+        };
+        reconcile(&ctx, &api, cache, &target()).await
+    })
+}
+
 #[tokio::test]
 async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothing_repeats() {
     let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
     let (store, mut writer) = reflector::store::<ConfigMap>();
     let events = AtomicU64::new(0);
-    let pass = {
-        let ctx = ctx.clone();
-        let store = store.clone();
-        tokio::spawn(async move {
-            let events = AtomicU64::new(0);
-            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
-            let cache = ConfigMapCache {
-                store: &store,
-                events: &events,
-            };
-            reconcile(&ctx, &api, cache, &target()).await
-        })
-    };
+    let pass = reconcile_in_background(&ctx, &store);
     let apply = server.expect(Method::PATCH, PATH).await;
     assert_eq!(apply.query("fieldManager").as_deref(), Some(FIELD_MANAGER));
     assert_eq!(apply.body["apiVersion"], "v1");
@@ -90,18 +96,7 @@ async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothi
 async fn a_forbidden_configmap_write_says_which_configmap_and_why() {
     let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
     let (store, _writer) = reflector::store::<ConfigMap>();
-    let pass = {
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let events = AtomicU64::new(0);
-            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
-            let cache = ConfigMapCache {
-                store: &store,
-                events: &events,
-            };
-            reconcile(&ctx, &api, cache, &target()).await
-        })
-    };
+    let pass = reconcile_in_background(&ctx, &store);
     server.expect(Method::PATCH, PATH).await.reply_error(
         403,
         "Forbidden",

@@ -49,6 +49,16 @@ async fn first_write(server: &mut ApiServer) -> Value {
     body
 }
 
+/// A context over one 8-GPU node whose first reconcile has written its status: the context, the mock server
+/// and the applied body.
+async fn after_first_write() -> (Arc<Context>, ApiServer, Value) {
+    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
+    let written = first_write(&mut server).await;
+    reconcile.await.unwrap().expect("reconciled");
+    (ctx, server, written)
+}
+
 #[tokio::test]
 async fn a_new_status_is_applied_with_its_kind_and_field_manager_and_its_event_follows() {
     let (ctx, mut server) = context(vec![gpu_node("a", 8), gpu_node("b", 4)], vec![]);
@@ -85,10 +95,7 @@ async fn a_new_status_is_applied_with_its_kind_and_field_manager_and_its_event_f
 
 #[tokio::test]
 async fn an_unchanged_status_is_not_written_again_and_tells_nothing() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
-    let written = first_write(&mut server).await;
-    reconcile.await.unwrap().expect("reconciled");
+    let (ctx, mut server, written) = after_first_write().await;
     // Past the guard's gap, the cache now holds our write.
     tokio::time::sleep(ctx.status_writer.min_gap() + Duration::from_millis(50)).await;
     let cached = inventory("11", Some(written["status"].clone()));
@@ -148,10 +155,7 @@ async fn after_a_conflict_the_retry_writes_and_the_events_are_not_lost() {
 
 #[tokio::test]
 async fn a_node_going_not_ready_is_one_write_and_one_warning() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
-    let written = first_write(&mut server).await;
-    reconcile.await.unwrap().expect("reconciled");
+    let (ctx, _server, written) = after_first_write().await;
     // The same node NotReady: a new scan (the sources' version moves with a change).
     let mut node = gpu_node("a", 8);
     node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
