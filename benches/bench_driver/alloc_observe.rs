@@ -53,7 +53,10 @@ pub type Numbers = (Option<u64>, Option<u64>, Option<u64>);
 /// The allocation part of an inventory status.
 #[derive(Clone, Debug, Default)]
 pub struct SeenStatus {
+    /// The node entries the status lists (a budget may leave some out: `omitted`).
     pub nodes: HashMap<String, SeenNode>,
+    /// `omittedNodes`: entries left out of `nodes[]` (their detail is in their GpuNodes); 0 when absent.
+    pub omitted: u64,
     /// The nvidia.com/gpu row of `resources`: allocatable, allocated, free.
     pub resource: Option<Numbers>,
     pub pending: Option<u64>,
@@ -97,6 +100,7 @@ impl SeenStatus {
             });
         SeenStatus {
             nodes,
+            omitted: int(&status["omittedNodes"]).unwrap_or(0),
             resource,
             pending: int(&status["pendingGpuPods"]),
             free_gpus: int(&status["freeGpus"]),
@@ -136,16 +140,31 @@ pub fn status_mismatch(exp: &Expected, seen: &SeenStatus) -> Option<String> {
             seen.pending, exp.pending
         ));
     }
-    if seen.nodes.len() != exp.nodes.len() {
+    // Every node is listed or counted as omitted (a status within its byte budget lists some of them).
+    if seen.nodes.len() as u64 + seen.omitted != exp.nodes.len() as u64 {
         return Some(format!(
-            "{} nodes, want {}",
+            "{} nodes listed + {} omitted, want {}",
             seen.nodes.len(),
+            seen.omitted,
             exp.nodes.len()
         ));
     }
-    exp.nodes
+    if let Some(stray) = seen.nodes.keys().find(|n| !exp.nodes.contains_key(*n)) {
+        return Some(format!("{stray}: listed, but no GPU node of the fleet"));
+    }
+    seen.nodes
         .keys()
         .find_map(|n| node_mismatch(exp, n, seen.nodes.get(n)))
+}
+
+/// Whether the status shows the fleet's totals (the `nvidia.com/gpu` row and the pending pods) and, when it
+/// lists `node`, that node's numbers: a change to a node the status does not list shows in its totals.
+fn status_shows(exp: &Expected, seen: &SeenStatus, node: &str) -> bool {
+    let (allocatable, allocated, free) = exp.totals();
+    seen.resource == Some((Some(allocatable), Some(allocated), Some(free)))
+        && seen.pending == Some(exp.pending)
+        && (seen.nodes.get(node).is_none() && seen.omitted > 0
+            || node_mismatch(exp, node, seen.nodes.get(node)).is_none())
 }
 
 /// The first way the ConfigMap's entries differ from `exp`, if any.
@@ -254,8 +273,7 @@ impl AllocObs {
         let exp = &self.expected;
         if c.status_at.is_none()
             && let Some(s) = &self.status
-            && s.pending == Some(exp.pending)
-            && node_mismatch(exp, &c.node, s.nodes.get(&c.node)).is_none()
+            && status_shows(exp, s, &c.node)
         {
             c.status_at = Some(now);
         }
