@@ -163,7 +163,7 @@ fn status_shows(exp: &Expected, seen: &SeenStatus, node: &str) -> bool {
     let (allocatable, allocated, free) = exp.totals();
     seen.resource == Some((Some(allocatable), Some(allocated), Some(free)))
         && seen.pending == Some(exp.pending)
-        && (seen.nodes.get(node).is_none() && seen.omitted > 0
+        && (!seen.nodes.contains_key(node) && seen.omitted > 0
             || node_mismatch(exp, node, seen.nodes.get(node)).is_none())
 }
 
