@@ -351,22 +351,11 @@ impl Watched<AllocObs> {
         });
         let mut tasks = vec![inv, cm];
         if gpunodes {
-            let o = obs.clone();
-            tasks.push(gpunode_watch::spawn_watch(
+            tasks.push(gpunode_watch::spawn_views(
                 client,
-                move |name, status, now| {
-                    let mut obs = o.lock().unwrap();
-                    let Some(g) = obs.gpunodes.as_mut() else {
-                        return;
-                    };
-                    match status {
-                        Some(st) => g.insert(name, seen_node(st)),
-                        None => g.remove(&name),
-                    };
-                    obs.settle(now);
-                    drop(obs);
-                    tx.send_modify(|n| *n += 1);
-                },
+                obs.clone(),
+                tx,
+                seen_node,
             ));
         }
         Watched::new(obs, rx, tasks)
@@ -411,4 +400,16 @@ fn configmap_entries(cm: ConfigMap) -> HashMap<String, SeenNode> {
             Some((k, seen_node(&entry)))
         })
         .collect()
+}
+
+impl gpunode_watch::GpuNodeViews for AllocObs {
+    type View = SeenNode;
+
+    fn views(&mut self) -> Option<&mut HashMap<String, Self::View>> {
+        self.gpunodes.as_mut()
+    }
+
+    fn settle(&mut self, now: Instant) {
+        AllocObs::settle(self, now);
+    }
 }

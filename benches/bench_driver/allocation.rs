@@ -23,8 +23,6 @@
 //!    second, writes per object per second, the API server's time per write (audit_writes.rs); CPU
 //!    seconds, requests; peak RSS at the end.
 
-use std::time::Duration;
-
 use kube::Client;
 use serde_json::{Value, json};
 
@@ -35,7 +33,7 @@ use crate::alloc_truth::Expected;
 use crate::cluster::Templates;
 use crate::program::Program;
 use crate::settings::Settings;
-use crate::{Res, gpunode_watch, lib_api, log, peers};
+use crate::{Res, log, peers};
 
 /// Runs the scenario; returns results.json's `allocation` section and how many parts failed.
 pub async fn bench(
@@ -121,34 +119,18 @@ async fn run_programs(
     s: &Settings,
     programs: &[Program],
     mut pods: Pods,
-    mut expected: Expected,
+    expected: Expected,
     ticks: f64,
     failures: &mut Vec<Value>,
 ) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
-    for &program in programs {
-        let prepared = async {
-            gpunode_watch::delete_all(client).await?;
-            lib_api::install_crd(client, Duration::from_secs(60)).await?;
-            std::fs::create_dir_all(&s.log_dir)?;
-            Res::Ok(())
-        }
-        .await;
-        let result = match prepared {
-            Ok(()) => {
-                let (result, after) =
-                    run_program(client, s, program, &mut pods, expected, ticks).await;
-                expected = after;
-                result
-            }
-            Err(e) => Err(format!("preparing the cluster: {e}").into()),
-        };
-        let value = result.unwrap_or_else(|e| {
-            log(format!("FAILED allocation {}: {e}", program.name()));
-            failures.push(json!({ "part": program.name(), "error": e.to_string() }));
-            Value::Null
-        });
-        out.insert(program.name().to_owned(), value);
-    }
-    out
+    crate::program::each_program(
+        client,
+        s,
+        "allocation",
+        programs,
+        expected,
+        failures,
+        async |program, expected| run_program(client, s, program, &mut pods, expected, ticks).await,
+    )
+    .await
 }

@@ -19,8 +19,6 @@
 //!    converged: status and ConfigMap writes per second (mean and busiest second), every write by resource
 //!    and per object while the changes came (audit_writes.rs), CPU; peak RSS at the end.
 
-use std::time::Duration;
-
 use kube::Client;
 use serde_json::{Value, json};
 
@@ -32,7 +30,7 @@ use crate::dra_truth::DraTruth;
 use crate::peers::{measured, medians};
 use crate::program::Program;
 use crate::settings::Settings;
-use crate::{Res, gpunode_watch, lib_api, log};
+use crate::{Res, log};
 
 /// Runs the scenario; returns results.json's `dra` section and how many parts failed.
 pub async fn bench(
@@ -140,33 +138,18 @@ async fn run_programs(
     client: &Client,
     s: &Settings,
     programs: &[Program],
-    mut truth: DraTruth,
+    truth: DraTruth,
     ticks: f64,
     failures: &mut Vec<Value>,
 ) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
-    for &program in programs {
-        let prepared = async {
-            gpunode_watch::delete_all(client).await?;
-            lib_api::install_crd(client, Duration::from_secs(60)).await?;
-            std::fs::create_dir_all(&s.log_dir)?;
-            Res::Ok(())
-        }
-        .await;
-        let result = match prepared {
-            Ok(()) => {
-                let (result, after) = run_program(client, s, program, truth, ticks).await;
-                truth = after;
-                result
-            }
-            Err(e) => Err(format!("preparing the cluster: {e}").into()),
-        };
-        let value = result.unwrap_or_else(|e| {
-            log(format!("FAILED dra {}: {e}", program.name()));
-            failures.push(json!({ "part": program.name(), "error": e.to_string() }));
-            Value::Null
-        });
-        out.insert(program.name().to_owned(), value);
-    }
-    out
+    crate::program::each_program(
+        client,
+        s,
+        "dra",
+        programs,
+        truth,
+        failures,
+        async |program, truth| run_program(client, s, program, truth, ticks).await,
+    )
+    .await
 }

@@ -230,6 +230,7 @@ impl Watched<DraObs> {
             ..Default::default()
         }));
         let (tx, rx) = watch::channel(0u64);
+        let tx = Arc::new(tx);
         let resource = ApiResource::erase::<GpuInventory>(&());
         let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let (o, t) = (obs.clone(), tx.clone());
@@ -244,24 +245,20 @@ impl Watched<DraObs> {
         });
         let mut tasks = vec![task];
         if gpunodes {
-            let o = obs.clone();
-            tasks.push(gpunode_watch::spawn_watch(
-                client,
-                move |name, status, now| {
-                    let mut obs = o.lock().unwrap();
-                    let Some(g) = obs.gpunodes.as_mut() else {
-                        return;
-                    };
-                    match status {
-                        Some(st) => g.insert(name, seen(st)),
-                        None => g.remove(&name),
-                    };
-                    obs.settle(now);
-                    drop(obs);
-                    tx.send_modify(|n| *n += 1);
-                },
-            ));
+            tasks.push(gpunode_watch::spawn_views(client, obs.clone(), tx, seen));
         }
         Watched::new(obs, rx, tasks)
+    }
+}
+
+impl gpunode_watch::GpuNodeViews for DraObs {
+    type View = SeenNumbers;
+
+    fn views(&mut self) -> Option<&mut HashMap<String, Self::View>> {
+        self.gpunodes.as_mut()
+    }
+
+    fn settle(&mut self, now: Instant) {
+        DraObs::settle(self, now);
     }
 }

@@ -2,6 +2,8 @@
 //! `status`), read as plain JSON: a watch on all of them, removing them between programs, and the detail
 //! check of the DRA scenario (one GpuNode per node, each with all its devices).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -9,6 +11,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use crate::lib_api::GpuNode;
 use crate::{Res, log};
@@ -39,6 +42,42 @@ pub fn spawn_watch(
                 }
             }
         }
+    })
+}
+
+/// An observation that keeps one view per GpuNode (what its status shows of its node) and settles the change
+/// in flight after each event.
+pub trait GpuNodeViews {
+    /// What one GpuNode shows.
+    type View;
+    /// The views by node name; None when the program writes no GpuNodes (events are then ignored).
+    fn views(&mut self) -> Option<&mut HashMap<String, Self::View>>;
+    /// Marks what the outputs show of the change in flight, at `now`.
+    fn settle(&mut self, now: Instant);
+}
+
+/// Watches every GpuNode into `obs`'s views (`read` makes a view of a status), bumping `tx` after each event.
+pub fn spawn_views<O>(
+    client: &Client,
+    obs: Arc<Mutex<O>>,
+    tx: Arc<watch::Sender<u64>>,
+    read: fn(&Value) -> O::View,
+) -> tokio::task::JoinHandle<()>
+where
+    O: GpuNodeViews + Send + 'static,
+{
+    spawn_watch(client, move |name, status, now| {
+        let mut obs = obs.lock().unwrap();
+        let Some(views) = obs.views() else {
+            return;
+        };
+        match status {
+            Some(status) => views.insert(name, read(status)),
+            None => views.remove(&name),
+        };
+        obs.settle(now);
+        drop(obs);
+        tx.send_modify(|n| *n += 1);
     })
 }
 

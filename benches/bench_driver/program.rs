@@ -119,3 +119,43 @@ pub fn stop_program(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Runs each program of a scenario in turn on its fleet, each from the same state: the GpuNodes an earlier one
+/// wrote deleted and today's CRDs installed again (an older operator applies its own). `run` measures one
+/// program and hands the fleet's state (`state`: what the driver expects of it) to the next. A failed program
+/// is logged and recorded in `failures`, and the next one still runs. Returns each program's figures by name.
+pub async fn each_program<S>(
+    client: &kube::Client,
+    s: &Settings,
+    scenario: &str,
+    programs: &[Program],
+    mut state: S,
+    failures: &mut Vec<serde_json::Value>,
+    mut run: impl AsyncFnMut(Program, S) -> (Res<serde_json::Value>, S),
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for &program in programs {
+        let prepared = async {
+            crate::gpunode_watch::delete_all(client).await?;
+            crate::lib_api::install_crd(client, Duration::from_secs(60)).await?;
+            std::fs::create_dir_all(&s.log_dir)?;
+            Res::Ok(())
+        }
+        .await;
+        let result = match prepared {
+            Ok(()) => {
+                let (result, after) = run(program, state).await;
+                state = after;
+                result
+            }
+            Err(e) => Err(format!("preparing the cluster: {e}").into()),
+        };
+        let value = result.unwrap_or_else(|e| {
+            crate::log(format!("FAILED {scenario} {}: {e}", program.name()));
+            failures.push(serde_json::json!({ "part": program.name(), "error": e.to_string() }));
+            serde_json::Value::Null
+        });
+        out.insert(program.name().to_owned(), value);
+    }
+    out
+}
