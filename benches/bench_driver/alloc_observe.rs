@@ -413,3 +413,13 @@ impl gpunode_watch::GpuNodeViews for AllocObs {
         AllocObs::settle(self, now);
     }
 }
+
+impl crate::observe::Converging for AllocObs {
+    fn converged(&self) -> bool {
+        AllocObs::converged(self)
+    }
+
+    fn why_not(&self) -> String {
+        AllocObs::why_not(self)
+    }
+}

@@ -99,28 +99,8 @@ impl Run<'_> {
         cpu_secs(self.pid, self.ticks)
     }
 
-    fn why_not(&self) -> String {
-        self.observer.obs.lock().unwrap().why_not()
-    }
-
     fn name(&self) -> &'static str {
         self.program.name()
-    }
-
-    /// Waits for convergence; says so when it does not come.
-    async fn settle(&mut self, after: &str) -> bool {
-        let ok = self
-            .observer
-            .wait_for(self.s.settle, AllocObs::converged)
-            .await;
-        if !ok {
-            log(format!(
-                "allocation: WARNING {} not converged after {after}: {}",
-                self.name(),
-                self.why_not()
-            ));
-        }
-        ok
     }
 
     /// Start-up: convergence, RSS, the requests until 3 s later, the status's summary fields.
@@ -130,7 +110,7 @@ impl Run<'_> {
         let converge_secs = t0.elapsed().as_secs_f64();
         if !converged {
             let (settle, log_path) = (s.settle.as_secs(), self.log_path.display());
-            let why = self.why_not();
+            let why = self.observer.why_not();
             return Err(format!("not converged after {settle}s: {why} (see {log_path})").into());
         }
         let rss = self.rss.peak();
@@ -193,7 +173,12 @@ impl Run<'_> {
             num(&latency["gpunode"]["p99"]),
             lat.lost
         ));
-        self.settle("the latency changes").await;
+        {
+            let program = self.program.name();
+            self.observer
+                .settle(self.s.settle, "allocation", program, "the latency changes")
+                .await
+        };
         Ok(json!({
             "latency_ms": latency,
             "latency_server_ms": server_ms(&status_w, &cm_w),
@@ -216,7 +201,12 @@ impl Run<'_> {
         let obs = &self.observer.obs;
         let run = churn(self.client, obs, a.churn_rate, a.churn_secs, self.name()).await?;
         let t_sent = Instant::now();
-        let converged = self.settle("churn").await;
+        let converged = {
+            let program = self.program.name();
+            self.observer
+                .settle(self.s.settle, "allocation", program, "churn")
+                .await
+        };
         let settle_secs = t_sent.elapsed().as_secs_f64();
         let cpu = self.cpu() - cpu_before;
         let to = Timestamp::now();

@@ -262,3 +262,13 @@ impl gpunode_watch::GpuNodeViews for DraObs {
         DraObs::settle(self, now);
     }
 }
+
+impl crate::observe::Converging for DraObs {
+    fn converged(&self) -> bool {
+        DraObs::converged(self)
+    }
+
+    fn why_not(&self) -> String {
+        DraObs::why_not(self)
+    }
+}

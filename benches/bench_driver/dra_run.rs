@@ -49,27 +49,8 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn why_not(&self) -> String {
-        self.observer.obs.lock().unwrap().why_not()
-    }
-
     fn name(&self) -> &'static str {
         self.program.name()
-    }
-
-    async fn settle(&mut self, after: &str) -> bool {
-        let ok = self
-            .observer
-            .wait_for(self.s.settle, DraObs::converged)
-            .await;
-        if !ok {
-            log(format!(
-                "dra: WARNING {} not converged after {after}: {}",
-                self.name(),
-                self.why_not()
-            ));
-        }
-        ok
     }
 
     /// Start-up: convergence, RSS, the requests until 3 s later.
@@ -81,7 +62,7 @@ impl Run<'_> {
         let converge_secs = t0.elapsed().as_secs_f64();
         if !converged {
             let (settle, log_path) = (self.s.settle.as_secs(), self.log_path.display());
-            let why = self.why_not();
+            let why = self.observer.why_not();
             return Err(format!("not converged after {settle}s: {why} (see {log_path})").into());
         }
         let rss = self.rss.peak();
@@ -161,7 +142,12 @@ impl Run<'_> {
             p(&gpunode, "p99"),
             run.lost
         ));
-        self.settle("the latency changes").await;
+        {
+            let program = self.program.name();
+            self.observer
+                .settle(self.s.settle, "dra", program, "the latency changes")
+                .await
+        };
         Ok(json!({
             "latency_ms": latency,
             "latency_gpunode_ms": gpunode,
@@ -186,7 +172,12 @@ impl Run<'_> {
         let cpu_before = cpu_secs(self.pid, self.ticks);
         let run = churn(self.client, &self.observer.obs, d.churn_rate, d.churn_secs).await?;
         let t_sent = Instant::now();
-        let converged = self.settle("churn").await;
+        let converged = {
+            let program = self.program.name();
+            self.observer
+                .settle(self.s.settle, "dra", program, "churn")
+                .await
+        };
         let settle_secs = t_sent.elapsed().as_secs_f64();
         let cpu = cpu_secs(self.pid, self.ticks) - cpu_before;
         let to = Timestamp::now();

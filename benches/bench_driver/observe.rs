@@ -94,6 +94,14 @@ impl Obs {
 
 /// An observation kept current by watch tasks, with a signal per update: what both the steady/heartbeat
 /// scenarios ([`Observer`]) and the allocation scenario (`AllocObserver`) wait on.
+/// An observation that says whether the program under test converged, and why not.
+pub trait Converging {
+    /// Every output shows what the driver expects.
+    fn converged(&self) -> bool;
+    /// What does not, in words.
+    fn why_not(&self) -> String;
+}
+
 pub struct Watched<O> {
     pub obs: Arc<Mutex<O>>,
     changed: watch::Receiver<u64>,
@@ -241,4 +249,30 @@ fn configmap_entries(cm: ConfigMap) -> HashMap<String, GpuNodeEntry> {
         .filter(|(k, _)| !k.starts_with('_'))
         .filter_map(|(k, v)| serde_json::from_str(&v).ok().map(|e| (k, e)))
         .collect()
+}
+
+impl<O: Converging> Watched<O> {
+    /// Why the program has not converged, now.
+    pub fn why_not(&self) -> String {
+        self.obs.lock().unwrap().why_not()
+    }
+
+    /// Waits up to `timeout` for convergence; logs a warning naming `scenario`, `program` and what it came
+    /// `after` when it does not come.
+    pub async fn settle(
+        &mut self,
+        timeout: Duration,
+        scenario: &str,
+        program: &str,
+        after: &str,
+    ) -> bool {
+        let ok = self.wait_for(timeout, O::converged).await;
+        if !ok {
+            crate::log(format!(
+                "{scenario}: WARNING {program} not converged after {after}: {}",
+                self.why_not()
+            ));
+        }
+        ok
+    }
 }
