@@ -139,19 +139,16 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     };
     let previous = ctx.last_model(&name);
     let (write, events) = ctx.status_writer.plan(&name, cached, |current| {
-        let published = match previous {
-            Some(_) => None,
-            None => current.map(|c| (published_inventory(c), c.omitted_nodes.is_none())),
-        };
-        let base = match (previous.as_deref(), &published) {
-            (Some(model), _) => EventBase::Model(model),
-            (None, Some((inventory, complete))) => EventBase::Published {
-                inventory: Some(inventory),
-                complete: *complete,
-            },
-            (None, None) => EventBase::Published {
-                inventory: None,
-                complete: true,
+        // Read back only when this process has no model of its own (a start, a new leader).
+        let published = previous
+            .is_none()
+            .then(|| current.map(published_inventory))
+            .flatten();
+        let base = match previous.as_deref() {
+            Some(model) => EventBase::Model(model),
+            None => EventBase::Published {
+                inventory: published.as_ref(),
+                complete: current.is_none_or(|c| c.omitted_nodes.is_none()),
             },
         };
         let events = transitions_since(base, &scanned);

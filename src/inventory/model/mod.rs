@@ -52,12 +52,4 @@ impl Inventory {
     pub fn problem_node_count(&self) -> u32 {
         u32::try_from(self.problem_nodes().count()).unwrap_or(u32::MAX)
     }
-
-    /// The node called `name`, if it is a GPU node here.
-    pub fn node(&self, name: &str) -> Option<&NodeInventory> {
-        self.nodes
-            .binary_search_by(|n| n.name.as_str().cmp(name))
-            .ok()
-            .map(|i| &self.nodes[i])
-    }
 }
