@@ -68,17 +68,17 @@ test: ## Everything: lint, unit tests, cluster-up, integration tests, cluster-do
 	if (( $${#failed[@]} )); then echo "make test: failed: $${failed[*]}" >&2; exit 1; fi; \
 	echo "make test: every tier passed (lint, unit-test, integration-test)"
 
-test-compat: ## The integration suite on each of COMPAT_VERSIONS (a fresh local cluster per version)
+test-compat: ## The integration suite on each of COMPAT_VERSIONS (a fresh local cluster per version); every version runs, failures are summarised
 	@if [[ -n "$${GPUINV_TEST_KUBECONFIG:-}" ]]; then \
 	  echo "test-compat runs local clusters; unset GPUINV_TEST_KUBECONFIG" >&2; exit 2; \
 	fi
-	for version in $(COMPAT_VERSIONS); do \
+	@failed=(); for version in $(COMPAT_VERSIONS); do \
 	  echo "== integration tests on Kubernetes $$version"; \
-	  K8S_VERSION=$$version $(CLUSTER) up; \
-	  status=0; $(MAKE) integration-test SOAK_TESTS= || status=$$?; \
+	  if ! K8S_VERSION=$$version $(CLUSTER) up; then failed+=("$$version (cluster up)"); $(CLUSTER) down; continue; fi; \
+	  $(MAKE) integration-test SOAK_TESTS= || failed+=("$$version"); \
 	  $(CLUSTER) down; \
-	  if [[ $$status != 0 ]]; then echo "integration tests failed on Kubernetes $$version" >&2; exit $$status; fi; \
-	done
+	done; \
+	if (( $${#failed[@]} )); then printf 'test-compat: integration tests failed on Kubernetes %s\n' "$${failed[@]}" >&2; exit 1; fi
 
 cluster-up: ## Start the local cluster (K8S_VERSION selects the version; builds its binaries once)
 	$(CLUSTER) up

@@ -127,14 +127,33 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
         names.push(env.create_node(gpu_node(&format!("hb{i:02}"), 8)).await);
     }
     let operator = env.start_operator("5s");
-    let inventory = env
-        .wait_inventory(&env.inventory_name(), CONVERGE, "50 Ready GPU nodes", |s| {
-            (s.total_gpu_nodes, s.ready_gpu_nodes) == (50, 50)
-        })
+    env.wait_inventory(&env.inventory_name(), CONVERGE, "50 Ready GPU nodes", |s| {
+        (s.total_gpu_nodes, s.ready_gpu_nodes) == (50, 50)
+    })
+    .await;
+    env.wait_configmap(CONVERGE, "50 node entries", |d| d.len() == 51)
         .await;
-    let configmap = env
-        .wait_configmap(CONVERGE, "50 node entries", |d| d.len() == 51)
-        .await;
+    // The test can read a write back before the operator has counted it (the count follows the server's
+    // reply): the baseline is taken once the count has held still for 3 s, and the objects are read after it.
+    let writes = || async {
+        let (_, text) = operator.http_get("/metrics").await;
+        metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
+            + metric(
+                &text,
+                "gpu_inventory_guard_writes_total{target=\"configmap\"}",
+            )
+    };
+    let mut writes_before = writes().await;
+    let mut still_since = std::time::Instant::now();
+    while still_since.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = writes().await;
+        if now != writes_before {
+            (writes_before, still_since) = (now, std::time::Instant::now());
+        }
+    }
+    let inventory = env.inventory(&env.inventory_name()).await.unwrap();
+    let configmap = env.configmap().await.unwrap();
     let nodes: Api<Node> = Api::all(env.client.clone());
     let versions = |list: Vec<Node>| -> BTreeMap<String, String> {
         list.into_iter()
@@ -148,12 +167,6 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
     };
     let selector = kube::api::ListParams::default().labels(&format!("{TEST_LABEL}={}", env.id));
     let before = versions(nodes.list(&selector).await.unwrap().items);
-    let (_, text) = operator.http_get("/metrics").await;
-    let writes_before = metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
-        + metric(
-            &text,
-            "gpu_inventory_guard_writes_total{target=\"configmap\"}",
-        );
 
     tokio::time::sleep(Duration::from_secs(60)).await;
 
@@ -162,12 +175,7 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
         .iter()
         .filter(|n| before.get(*n) != after.get(*n))
         .count();
-    let (_, text) = operator.http_get("/metrics").await;
-    let writes_after = metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
-        + metric(
-            &text,
-            "gpu_inventory_guard_writes_total{target=\"configmap\"}",
-        );
+    let writes_after = writes().await;
     let inventory_after = env.inventory(&env.inventory_name()).await.unwrap();
     let configmap_after = env.configmap().await.unwrap();
     report(format!(

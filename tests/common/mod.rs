@@ -848,5 +848,20 @@ impl Drop for OperatorProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failing test shows what the operator said: the end of its log, where the cause usually is.
+        if std::thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(OPERATOR_LOG_TAIL)..];
+            eprintln!(
+                "--- the operator's log, last {} of {} lines ---\n{}\n--- end of the operator's log ---",
+                tail.len(),
+                lines.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
+
+/// How many lines of an operator's log a failing test prints.
+const OPERATOR_LOG_TAIL: usize = 80;
