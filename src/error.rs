@@ -78,6 +78,13 @@ impl Error {
         }
     }
 
+    /// Whether the API server refused the request for who we are (403 Forbidden): no change of the nodes
+    /// or pods makes the same request pass, only a new permission does.
+    pub fn is_refusal(&self) -> bool {
+        self.kube_error()
+            .is_some_and(|e| api_status(e) == Some(403))
+    }
+
     /// The client's error inside, if this is one.
     pub fn kube_error(&self) -> Option<&kube::Error> {
         match self {

@@ -245,9 +245,20 @@ async fn missing_permission_is_reported_and_recovers(
     .await;
     // No tight loop: over 10 s, only a handful of log lines about it; and a missing permission is no outage,
     // so the watches that work do not announce the API server "reachable again" after each retry.
+    // Changes keep coming meanwhile (nuc1 cordoned and uncordoned, every 2 s): a change does not make a
+    // refused request pass, so it brings no extra attempt.
     let before = operator.log().matches("forbidden").count();
     let recovered_before = operator.log().matches("reachable again").count();
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let nuc1 = env.node_name("nuc1");
+    for cordon in [true, false, true, false, true, false] {
+        let patch = json!({ "spec": { "unschedulable": cordon } });
+        nodes
+            .patch(&nuc1, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1700)).await;
+    }
     let during = operator.log().matches("forbidden").count() - before;
     assert!(
         during <= 6,

@@ -66,25 +66,10 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
             // Woken by our own write's watch event (or a burst): plan once the gap has passed.
             tokio::time::sleep(wait).await;
         }
-        let started = std::time::Instant::now();
-        let result = reconcile(&ctx, &api, cache, &target).await;
-        ctx.observe_reconcile("node-status", started, result.as_ref().err());
-        let delay = match result {
-            Ok(()) => {
-                ctx.reset_backoff(&key);
-                ctx.requeue
-            }
-            Err(e) => {
-                // A credential failure is reported once for every caller (runtime/credentials.rs).
-                if !e
-                    .kube_error()
-                    .is_some_and(|k| credentials::report("node-status", k))
-                {
-                    warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
-                          "updating the node-status ConfigMap failed; retrying with backoff");
-                }
-                ctx.backoff(&key)
-            }
+        let delay = match ctx.retry_wait(&key) {
+            // The last write was refused (403): a change does not make the next one pass.
+            Some(wait) => wait,
+            None => pass(&ctx, &api, cache, &target, &key).await,
         };
         tokio::select! {
             alive = changes.next() => if !alive { break },
@@ -95,6 +80,36 @@ pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown)
     }
     watch_task.abort();
     info!("node-status controller stopped");
+}
+
+/// One reconcile, observed; returns when to look again (the requeue period, or the backoff after a failure).
+async fn pass(
+    ctx: &Arc<Context>,
+    api: &Api<ConfigMap>,
+    cache: ConfigMapCache<'_>,
+    target: &ConfigMapTarget,
+    key: &str,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let result = reconcile(ctx, api, cache, target).await;
+    ctx.observe_reconcile("node-status", started, result.as_ref().err());
+    match result {
+        Ok(()) => {
+            ctx.reset_backoff(key);
+            ctx.requeue
+        }
+        Err(e) => {
+            // A credential failure is reported once for every caller (runtime/credentials.rs).
+            if !e
+                .kube_error()
+                .is_some_and(|k| credentials::report("node-status", k))
+            {
+                warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
+                      "updating the node-status ConfigMap failed; retrying with backoff");
+            }
+            ctx.backoff(key, &e)
+        }
+    }
 }
 
 async fn watch_configmap(

@@ -28,6 +28,7 @@ use kube::core::Selector;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::crd::GpuInventoryStatus;
+use crate::error::Error;
 use crate::inventory::Inventory;
 use crate::inventory::shared_scan::SharedScans;
 use crate::runtime::backoff::{self, Backoff};
@@ -63,10 +64,18 @@ pub struct Context {
     /// Room for a GpuInventory status's `nodes[]`, in bytes of JSON (`--status-nodes-budget`).
     pub status_nodes_budget: usize,
     /// Retry backoff per object whose last reconcile failed.
-    failures: Mutex<HashMap<String, Backoff>>,
+    failures: Mutex<HashMap<String, Retry>>,
     /// Per GpuInventory, the model (every node) its last reconcile published: what the next one's events
     /// are diffed against.
     models: Mutex<HashMap<String, Arc<Inventory>>>,
+}
+
+/// The retries of one object whose last reconcile failed.
+#[derive(Debug)]
+struct Retry {
+    backoff: Backoff,
+    /// After a refusal: no attempt before this instant, whatever wakes the publisher.
+    not_before: Option<Instant>,
 }
 
 impl Context {
@@ -134,13 +143,29 @@ impl Context {
         })
     }
 
-    /// The next retry delay for `key` (policy [`backoff::RECONCILE`]).
-    pub fn backoff(&self, key: &str) -> Duration {
+    /// The next retry delay for `key` after `error` (policy [`backoff::RECONCILE`]). After a refusal
+    /// ([`Error::is_refusal`]) the retry also waits out the delay when a change wakes the publisher first
+    /// ([`Self::retry_wait`]): a change cannot make a forbidden request pass, and retrying on each one would
+    /// fill the log with the same warning; after any other error a change retries at once (the API server
+    /// may be back).
+    pub fn backoff(&self, key: &str, error: &Error) -> Duration {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        failures
-            .entry(key.to_owned())
-            .or_insert_with(|| backoff::RECONCILE.backoff())
-            .next_delay()
+        let retry = failures.entry(key.to_owned()).or_insert_with(|| Retry {
+            backoff: backoff::RECONCILE.backoff(),
+            not_before: None,
+        });
+        let delay = retry.backoff.next_delay();
+        retry.not_before = error.is_refusal().then(|| Instant::now() + delay);
+        delay
+    }
+
+    /// How long `key` must still wait before its next attempt (a refused request's backoff); `None`: now.
+    pub fn retry_wait(&self, key: &str) -> Option<Duration> {
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let not_before = failures.get(key)?.not_before?;
+        not_before
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
     }
 
     /// Forgets the failures of `key` after a success.

@@ -121,6 +121,10 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Context>) -> Result<Ac
 /// Read (the shared scan, the cached status), plan (pure), write (apply, then events).
 async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> Result<Action> {
     let name = inventory.name_any();
+    if let Some(wait) = ctx.retry_wait(&name) {
+        // The last write was refused (403): a change does not make the next one pass.
+        return Ok(Action::requeue(wait));
+    }
     if let Some(wait) = ctx.status_writer.wait_before_write(&name) {
         // Woken by our own write's watch event (or a burst): plan once the gap has passed.
         return Ok(Action::requeue(wait));
@@ -188,8 +192,8 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     Ok(Action::requeue(ctx.requeue))
 }
 
-fn error_policy(inventory: Arc<GpuInventory>, _error: &Error, ctx: Arc<Context>) -> Action {
-    Action::requeue(ctx.backoff(&inventory.name_any()))
+fn error_policy(inventory: Arc<GpuInventory>, error: &Error, ctx: Arc<Context>) -> Action {
+    Action::requeue(ctx.backoff(&inventory.name_any(), error))
 }
 
 #[cfg(test)]

@@ -85,6 +85,9 @@ fn gpunode_store(
     })
 }
 
+/// The publisher's key in the context's retry backoff (one for all GpuNodes: a pass writes them all).
+const RETRY_KEY: &str = "gpunodes";
+
 /// Runs the publisher until shutdown.
 pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
     let api: Api<GpuNode> = Api::all(ctx.client.clone());
@@ -108,21 +111,24 @@ pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
         _ = shutdown.clone().wait() => { watch_task.abort(); return; }
     }
     loop {
-        let result = reconcile_all(&ctx, &api, &store, &scope).await;
-        let delay = match result {
-            Ok(retry) => {
-                ctx.reset_backoff("gpunodes");
-                retry.unwrap_or(ctx.requeue)
-            }
-            Err(e) => {
-                if !e
-                    .kube_error()
-                    .is_some_and(|k| credentials::report("gpunodes", k))
-                {
-                    warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
+        let delay = match ctx.retry_wait(RETRY_KEY) {
+            // The last write was refused (403): a change does not make the next one pass.
+            Some(wait) => wait,
+            None => match reconcile_all(&ctx, &api, &store, &scope).await {
+                Ok(retry) => {
+                    ctx.reset_backoff(RETRY_KEY);
+                    retry.unwrap_or(ctx.requeue)
                 }
-                ctx.backoff("gpunodes")
-            }
+                Err(e) => {
+                    if !e
+                        .kube_error()
+                        .is_some_and(|k| credentials::report("gpunodes", k))
+                    {
+                        warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
+                    }
+                    ctx.backoff(RETRY_KEY, &e)
+                }
+            },
         };
         tokio::select! {
             alive = changes.next() => if !alive { break },

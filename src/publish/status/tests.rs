@@ -175,3 +175,47 @@ async fn a_node_going_not_ready_is_one_write_and_one_warning() {
     reconcile.await.unwrap().expect("reconciled");
     server2.assert_idle();
 }
+
+/// A refused write (403) is retried after its backoff, not on the next wake-up; any other failure (the API
+/// server may be back) is retried on the next one.
+#[tokio::test]
+async fn after_a_refused_write_a_wake_up_waits_out_the_backoff() {
+    for (code, reason, retried_at_once) in
+        [(403, "Forbidden", false), (503, "ServiceUnavailable", true)]
+    {
+        let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+        let inventory = inventory("10", None);
+        let reconcile = reconcile_in_background(&ctx, &inventory);
+        server.expect(Method::PATCH, STATUS).await.reply_error(
+            code,
+            reason,
+            "gpuinventories.homelab.youngju.dev \"cluster\" is forbidden",
+        );
+        let error = reconcile.await.unwrap().expect_err("the write failed");
+        let backoff = error_policy(inventory.clone(), &error, ctx.clone());
+        assert_eq!(backoff, Action::requeue(Duration::from_secs(1)), "{code}");
+        // A change wakes the publisher at once.
+        let again = reconcile_in_background(&ctx, &inventory);
+        if retried_at_once {
+            let patch = server.expect(Method::PATCH, STATUS).await;
+            let body = patch.body.clone();
+            patch.reply(StatusCode::OK, applied(&body, "11"));
+            server
+                .expect(Method::POST, EVENTS)
+                .await
+                .reply(StatusCode::CREATED, json!({}));
+            again.await.unwrap().expect("reconciled");
+        } else {
+            let action = again.await.unwrap().expect("a wait, no attempt");
+            server.assert_idle();
+            assert!(
+                action != Action::requeue(ctx.requeue),
+                "{action:?}: requeued after the backoff"
+            );
+            assert!(
+                ctx.retry_wait("cluster")
+                    .is_some_and(|w| w <= Duration::from_secs(1))
+            );
+        }
+    }
+}
