@@ -76,6 +76,8 @@
 #   BENCH_ALLOC_QUIET_SECS     quiet window after convergence, per program: its writes (0 expected) (default 60)
 #   BENCH_DRA_QUIET_SECS       the same for the dra scenario  (default 60)
 #   BENCH_KEEP_CLUSTER=1 leave the bench clusters running afterwards (for poking at them)
+#   BENCH_OPERATOR_WRAPPER a command the operators run under, e.g. "heaptrack -o target/bench/heap" (docs/benchmarks.md,
+#                        profiling memory); the run's timings and RSS are then the wrapper's, not figures to report
 #   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
 #   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS: see benches/bench_driver/main.rs
 # Side by side with an earlier main (the previous program), e.g.:

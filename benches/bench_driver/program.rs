@@ -83,7 +83,14 @@ pub fn spawn_program(
                     format!("{}: no such program ({})", bin.display(), program.name()).into(),
                 );
             }
-            let mut c = Command::new(bin);
+            let mut c = match s.operator_wrapper.split_first() {
+                Some((wrapper, args)) => {
+                    let mut c = Command::new(wrapper);
+                    c.args(args).arg(bin);
+                    c
+                }
+                None => Command::new(bin),
+            };
             c.arg("run");
             // The metrics endpoint is off so the bench never collides with a test's operator on 8080.
             c.env("GPUINV_METRICS_ADDR", "");

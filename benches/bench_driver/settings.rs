@@ -53,6 +53,9 @@ pub struct Settings {
     pub kubeconfig: PathBuf,
     pub audit_log: PathBuf,
     pub operator_bin: PathBuf,
+    /// A command the operator (this revision's and the previous one) runs under, e.g. a heap profiler
+    /// (BENCH_OPERATOR_WRAPPER, split at spaces); empty: none. Its timings and RSS are then the wrapper's.
+    pub operator_wrapper: Vec<String>,
     pub baseline_bin: PathBuf,
     /// The previous operator (BENCH_PREVIOUS_BIN; hack/bench.sh builds it from BENCH_PREVIOUS_REV), if any,
     /// and what to call it in the report (BENCH_PREVIOUS_LABEL: the revision).
@@ -225,6 +228,10 @@ impl Settings {
                 "BENCH_OPERATOR_BIN",
                 "target/release/gpu-inventory-operator",
             ),
+            operator_wrapper: env_str("BENCH_OPERATOR_WRAPPER", "")
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
             // No stable default path: cargo names bench binaries target/release/deps/<name>-<hash>.
             baseline_bin: path("BENCH_BASELINE_BIN", "target/bench/bin/baseline-operator"),
             previous_bin: std::env::var_os("BENCH_PREVIOUS_BIN")
