@@ -173,6 +173,8 @@ async fn reconcile(
 ) -> Result<()> {
     let inventory = ctx.inventory(&Selector::default());
     let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
+    // Not kept through the write: see the GpuNode publisher.
+    drop(inventory);
     // Read the event count before the object, so a version can only be older than the object, never newer.
     let cache_version = cache.events.load(Ordering::SeqCst).to_string();
     let current = cache

@@ -50,7 +50,7 @@ pub struct Context {
     /// Guards ConfigMap writes.
     pub configmap_writer: GuardedWriter<BTreeMap<String, String>>,
     /// Guards GpuNode writes (keyed by node name).
-    pub gpunode_writer: GuardedWriter<gpunodes::plan::GpuNodeContent>,
+    pub gpunode_writer: GuardedWriter<gpunodes::plan::GpuNodeDigest>,
     /// Periodic reconcile interval.
     pub requeue: Duration,
     /// Readiness and failure reporting.

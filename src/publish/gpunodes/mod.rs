@@ -35,7 +35,7 @@ use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
 use crate::sources::ChangeSignal;
 use crate::sources::stripped::{ObjectKey, StrippedStore, StrippedWriter, feed, stripped_store};
-use plan::{GpuNodeContent, GpuNodeWrite};
+use plan::{GpuNodeContent, GpuNodeDigest, GpuNodeWrite};
 
 /// How many GpuNode requests are in flight at once: enough to write thousands at start-up in seconds,
 /// few enough not to crowd out other clients of the API server (its default is 400 mutating in flight).
@@ -66,7 +66,7 @@ impl GpuNodeScope {
 #[derive(Debug, PartialEq)]
 struct CachedGpuNode {
     version: Option<String>,
-    content: GpuNodeContent,
+    content: GpuNodeDigest,
 }
 
 /// The GpuNode watch's cache: each object's version and our part of it.
@@ -182,6 +182,10 @@ async fn reconcile_all(
     let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
     let held: Vec<ObjectKey> = store.keys();
     let stale = plan::stale(held.iter().map(|(_, name)| name.as_str()), &wanted);
+    // The writes own what they send: the scan is let go before them, so that a pass writing for seconds
+    // does not keep a whole fleet's model alive beside the newer ones the other publishers hold.
+    drop(wanted);
+    drop(inventory);
     let (planned, deletes) = (writes.len(), stale.len());
     let ops = writes
         .into_iter()
@@ -259,7 +263,7 @@ async fn send(
         )))?;
     }
     ctx.gpunode_writer
-        .record_write_after(&name, stale, write.content);
+        .record_write_after(&name, stale, GpuNodeDigest::of(&write.content));
     Ok(())
 }
 

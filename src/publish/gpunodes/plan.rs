@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::Serialize;
 
 use crate::crd::{
     GROUP, GpuNode, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY, LABEL_VENDOR,
@@ -17,7 +18,7 @@ use crate::crd::{
 use crate::inventory::allocation::free_whole_gpus;
 use crate::inventory::model::NodeInventory;
 use crate::inventory::vendor::vendor_of;
-use crate::publish::content::plan::{Bookkeeping, Decision, decide};
+use crate::publish::content::digest::Digest;
 use crate::publish::content::wire::{self, Detail};
 
 /// A GpuNode as far as the operator writes it.
@@ -69,30 +70,69 @@ pub fn desired(
 }
 
 /// What the server holds of a GpuNode, read from the watched object: our labels (those in our group, and
-/// the scope keys), the owner's UID and the status.
-pub fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeContent {
+/// the scope keys), the owner's UID and the status, as the digest the cache keeps.
+pub fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeDigest {
     let ours = |key: &str| {
         key.split_once('/')
             .is_some_and(|(prefix, _)| prefix == GROUP)
             || scope_keys.iter().any(|k| k == key)
     };
-    GpuNodeContent {
-        labels: object
-            .metadata
-            .labels
-            .iter()
-            .flatten()
-            .filter(|(k, _)| ours(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        owner_uid: object
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.kind == "Node" && o.api_version == "v1")
-            .map(|o| o.uid.clone()),
-        status: object.status.clone().unwrap_or_default(),
+    let labels: BTreeMap<&String, &String> = object
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .filter(|(k, _)| ours(k))
+        .collect();
+    let owner_uid = object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "Node" && o.api_version == "v1")
+        .map(|o| &o.uid);
+    let none = GpuNodeStatus::default();
+    GpuNodeDigest::of_parts(&labels, &owner_uid, object.status.as_ref().unwrap_or(&none))
+}
+
+/// What the operator keeps of a GpuNode the server holds, or that it wrote: a digest of each part instead of
+/// a copy of the node's detail, and the status's `observedTime` (the one field a write carries over).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuNodeDigest {
+    /// The object part: our labels and the owner.
+    object: Digest,
+    /// The status without `observedTime`.
+    status: Digest,
+    /// When the status's content was first observed.
+    observed_time: Option<Time>,
+}
+
+impl GpuNodeDigest {
+    /// The digest of `content`.
+    pub fn of(content: &GpuNodeContent) -> Self {
+        Self::of_parts(&content.labels, &content.owner_uid, &content.status)
+    }
+
+    /// The digest of a GpuNode's parts, borrowed from wherever they are (our content, a watched object):
+    /// equal parts give equal digests whatever holds them.
+    fn of_parts(
+        labels: &impl Serialize,
+        owner_uid: &impl Serialize,
+        status: &GpuNodeStatus,
+    ) -> Self {
+        // Destructured whole: a new status field is digested, or this stops compiling.
+        let GpuNodeStatus {
+            observed_time,
+            vendor,
+            free_gpus,
+            issue_reasons,
+            node,
+        } = status;
+        GpuNodeDigest {
+            object: Digest::of(&(labels, owner_uid)),
+            status: Digest::of(&(vendor, free_gpus, issue_reasons, node)),
+            observed_time: observed_time.clone(),
+        }
     }
 }
 
@@ -107,31 +147,28 @@ pub struct GpuNodeWrite {
     pub content: GpuNodeContent,
 }
 
-/// Plans one GpuNode: `None` when the server already holds `desired`.
+/// Plans one GpuNode: `None` when the server already holds `desired`. Each part is compared whole with what
+/// the server holds, the status without its `observedTime`: a changed status is stamped `now`, an unchanged
+/// one keeps the server's time (the article's pitfall 2).
 pub fn plan(
-    desired: GpuNodeContent,
-    current: Option<&GpuNodeContent>,
+    mut desired: GpuNodeContent,
+    current: Option<&GpuNodeDigest>,
     now: Timestamp,
 ) -> Option<GpuNodeWrite> {
-    let object =
-        current.is_none_or(|c| c.labels != desired.labels || c.owner_uid != desired.owner_uid);
-    let GpuNodeContent {
-        labels,
-        owner_uid,
-        status,
-    } = desired;
-    let (status_changed, status) = match decide(current.map(|c| &c.status), status, now) {
-        Decision::Skip => (false, current.map(|c| c.status.clone()).unwrap_or_default()),
-        Decision::Write(status) => (true, status),
+    let wanted = GpuNodeDigest::of(&desired);
+    let object = current.is_none_or(|c| c.object != wanted.object);
+    let status = current.is_none_or(|c| c.status != wanted.status);
+    if !(object || status) {
+        return None;
+    }
+    desired.status.observed_time = match current {
+        Some(current) if !status => current.observed_time.clone(),
+        _ => Some(Time(now)),
     };
-    (object || status_changed).then_some(GpuNodeWrite {
+    Some(GpuNodeWrite {
         object,
-        status: status_changed,
-        content: GpuNodeContent {
-            labels,
-            owner_uid,
-            status,
-        },
+        status,
+        content: desired,
     })
 }
 
@@ -147,17 +184,6 @@ pub fn stale<'a>(
         .collect();
     names.sort_unstable();
     names
-}
-
-impl Bookkeeping for GpuNodeStatus {
-    fn adopt_bookkeeping(&mut self, current: &Self) {
-        self.observed_time.clone_from(&current.observed_time);
-    }
-
-    fn stamp(&mut self, _current: Option<&Self>, now: Timestamp) {
-        // Only changed content is stamped: this is when it was first observed.
-        self.observed_time = Some(Time(now));
-    }
 }
 
 #[cfg(test)]

@@ -182,3 +182,21 @@ fn gpu_nodes_of_nodes_gone_or_no_longer_gpu_nodes_are_deleted() {
     assert_eq!(stale(["c", "b", "a", "d"], &wanted), ["b", "d"]);
     assert!(stale(["a"], &wanted).is_empty());
 }
+
+#[test]
+fn what_the_watch_brings_back_digests_like_what_was_written() {
+    let first = plan(desired(&h100("a", true), Some("u"), None, &[]), None, t(10)).unwrap();
+    // The cache's digest of the served object (with a foreign label) is the writer's digest of its write:
+    // a pass after the watch catches up plans nothing.
+    assert_eq!(
+        current(&as_served(&first, "a"), &[]),
+        GpuNodeDigest::of(&first.content)
+    );
+    // A new owner writes the object alone, and the unchanged status keeps the server's time.
+    let served = current(&as_served(&first, "a"), &[]);
+    let mut relabelled = desired(&h100("a", true), Some("other-uid"), None, &[]);
+    relabelled.status.observed_time = None;
+    let write = plan(relabelled, Some(&served), t(50)).unwrap();
+    assert_eq!((write.object, write.status), (true, false));
+    assert_eq!(write.content.status.observed_time, Some(Time(t(10))));
+}
