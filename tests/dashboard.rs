@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::rbac::kubectl;
 use common::{TestEnv, eventually, impersonating_kubeconfig};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 fn dashboard() -> Value {
@@ -301,12 +301,35 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
     .await;
     let mut families = BTreeMap::new();
     exported(&text, &mut families);
-    // The failure series, from an operator that lacks permissions.
+    // The failure series, from an operator that lacks permissions. The first operator goes first: while it
+    // ran, the status the second one computed was already written, so the second skipped its (forbidden)
+    // write and never counted a reconcile error. A change after the second one is up makes it write.
+    drop(operator);
     let user = CrippledUser::create(&env.id);
     let kubeconfig = impersonating_kubeconfig(&user.0, &format!("{}-crippled", env.id));
     let kubeconfig = kubeconfig.display().to_string();
     let crippled =
         env.start_operator_with("2s", &["--kubeconfig", &kubeconfig, "--skip-crd-install"]);
+    eventually(
+        Duration::from_secs(60),
+        "the second operator's controllers",
+        || async {
+            crippled
+                .log()
+                .contains("starting controllers")
+                .then_some(())
+        },
+    )
+    .await;
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    nodes
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "unschedulable": true } })),
+        )
+        .await
+        .unwrap();
     let failing = eventually(Duration::from_secs(60), "failures in /metrics", || async {
         let (_, text) = crippled.http_get("/metrics").await;
         let failed = text.contains("gpu_inventory_watch_restarts_total{watch=\"configmap\"}")
