@@ -11,6 +11,9 @@
 //!
 //! and [`cmd`] wires them into the `run`, `scan` and `crd` commands. [`crd`] holds the API types.
 
+// Every public item says what it is: `cargo doc` is the reference for people changing the code.
+#![deny(missing_docs)]
+
 pub mod cmd;
 pub mod crd;
 pub mod error;

@@ -69,7 +69,6 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    /// Where to connect, as the client module takes it.
     /// The DRA GPU drivers, without empty entries (`--dra-driver=` turns DRA off).
     pub fn dra_drivers(&self) -> Vec<String> {
         self.dra_drivers
@@ -79,6 +78,7 @@ impl GlobalArgs {
             .collect()
     }
 
+    /// Where to connect, as the client module takes it.
     pub fn client_config(&self) -> ClientConfig {
         ClientConfig {
             kubeconfig: self.kubeconfig.clone(),
