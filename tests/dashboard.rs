@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::rbac::kubectl;
 use common::{TestEnv, eventually, impersonating_kubeconfig};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 fn dashboard() -> Value {
@@ -321,15 +321,7 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
         },
     )
     .await;
-    let nodes: Api<Node> = Api::all(env.client.clone());
-    nodes
-        .patch(
-            &node,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "unschedulable": true } })),
-        )
-        .await
-        .unwrap();
+    env.cordon(&node, true).await;
     let failing = eventually(Duration::from_secs(60), "failures in /metrics", || async {
         let (_, text) = crippled.http_get("/metrics").await;
         let failed = text.contains("gpu_inventory_watch_restarts_total{watch=\"configmap\"}")

@@ -249,14 +249,9 @@ async fn missing_permission_is_reported_and_recovers(
     // refused request pass, so it brings no extra attempt.
     let before = operator.log().matches("forbidden").count();
     let recovered_before = operator.log().matches("reachable again").count();
-    let nodes: Api<Node> = Api::all(env.client.clone());
     let nuc1 = env.node_name("nuc1");
     for cordon in [true, false, true, false, true, false] {
-        let patch = json!({ "spec": { "unschedulable": cordon } });
-        nodes
-            .patch(&nuc1, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .unwrap();
+        env.cordon(&nuc1, cordon).await;
         tokio::time::sleep(Duration::from_millis(1700)).await;
     }
     let during = operator.log().matches("forbidden").count() - before;

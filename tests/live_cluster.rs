@@ -12,7 +12,7 @@ use common::{TEST_LABEL, TestEnv, eventually, is_local_cluster};
 use gpu_inventory_operator::crd::GpuNodeEntry;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 
 const CONVERGE: Duration = Duration::from_secs(30);
@@ -328,14 +328,7 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
     let cordoned = env.create_node(gpu_node("cordoned", 4)).await;
     let _operator = env.start_operator("5s");
     env.silence_kubelet(&dead).await;
-    Api::<Node>::all(env.client.clone())
-        .patch(
-            &cordoned,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "unschedulable": true } })),
-        )
-        .await
-        .unwrap();
+    env.cordon(&cordoned, true).await;
 
     let nodes: Api<Node> = Api::all(env.client.clone());
     let taint_keys = |node: Node| -> Vec<String> {

@@ -422,6 +422,18 @@ impl TestEnv {
         self.patch_node_lease(node, body).await;
     }
 
+    /// Cordons `node` (`spec.unschedulable`), or uncordons it with `false`, as `kubectl cordon` does.
+    pub async fn cordon(&self, node: &str, cordon: bool) {
+        Api::<Node>::all(self.client.clone())
+            .patch(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": { "unschedulable": cordon } })),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("cordoning node {node} ({cordon}): {e}"));
+    }
+
     /// Gives a silenced node's Lease back: it expires at once, KWOK takes it over within its renew interval
     /// (about 5 s), renews it, and reports the node as a live kubelet does (Ready when it was not).
     pub async fn resume_kubelet(&self, node: &str) {

@@ -114,21 +114,7 @@ pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
         let delay = match ctx.retry_wait(RETRY_KEY) {
             // The last write was refused (403): a change does not make the next one pass.
             Some(wait) => wait,
-            None => match reconcile_all(&ctx, &api, &store, &scope).await {
-                Ok(retry) => {
-                    ctx.reset_backoff(RETRY_KEY);
-                    retry.unwrap_or(ctx.requeue)
-                }
-                Err(e) => {
-                    if !e
-                        .kube_error()
-                        .is_some_and(|k| credentials::report("gpunodes", k))
-                    {
-                        warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
-                    }
-                    ctx.backoff(RETRY_KEY, &e)
-                }
-            },
+            None => pass(&ctx, &api, &store, &scope).await,
         };
         tokio::select! {
             alive = changes.next() => if !alive { break },
@@ -139,6 +125,32 @@ pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
     }
     watch_task.abort();
     info!("GpuNode publisher stopped");
+}
+
+/// Runs one pass and turns its outcome into the delay before the next: the requeue period, the
+/// earliest write gap still open, or the backoff after a failure.
+async fn pass(
+    ctx: &Arc<Context>,
+    api: &Api<GpuNode>,
+    store: &StrippedStore<CachedGpuNode>,
+    scope: &GpuNodeScope,
+) -> Duration {
+    match reconcile_all(ctx, api, store, scope).await {
+        Ok(retry) => {
+            ctx.reset_backoff(RETRY_KEY);
+            retry.unwrap_or(ctx.requeue)
+        }
+        Err(e) => {
+            // A credential failure is reported once for every caller (runtime/credentials.rs).
+            if !e
+                .kube_error()
+                .is_some_and(|k| credentials::report("gpunodes", k))
+            {
+                warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
+            }
+            ctx.backoff(RETRY_KEY, &e)
+        }
+    }
 }
 
 /// One pass: every GPU node's GpuNode planned against the cache, the writes sent, stale GpuNodes deleted.

@@ -197,13 +197,7 @@ async fn after_a_refused_write_a_wake_up_waits_out_the_backoff() {
         // A change wakes the publisher at once.
         let again = reconcile_in_background(&ctx, &inventory);
         if retried_at_once {
-            let patch = server.expect(Method::PATCH, STATUS).await;
-            let body = patch.body.clone();
-            patch.reply(StatusCode::OK, applied(&body, "11"));
-            server
-                .expect(Method::POST, EVENTS)
-                .await
-                .reply(StatusCode::CREATED, json!({}));
+            first_write(&mut server).await;
             again.await.unwrap().expect("reconciled");
         } else {
             let action = again.await.unwrap().expect("a wait, no attempt");
