@@ -150,7 +150,9 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     let mut shown_status: Option<GpuInventoryStatus> = None;
     let mut last = ExitCode::SUCCESS;
     loop {
-        let inventory = sources.snapshot().scan(&selector, sources.node_universe());
+        let inventory = sources
+            .snapshot()
+            .scan(&selector, sources.node_universe(), None);
         // Planned against what is on screen, as the operator plans against the server: unchanged content
         // (heartbeats, a pod that changed nothing visible) draws nothing.
         if let Some(status) = status_of(&inventory, shown_status.as_ref()) {

@@ -79,7 +79,7 @@ pub(crate) async fn scan_status(
     };
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
-    let inventory = snapshot.scan(&selector, NodeUniverse::Cluster);
+    let inventory = snapshot.scan(&selector, NodeUniverse::Cluster, None);
     Ok(status_of(&inventory, None).expect("a first status is always written"))
 }
 

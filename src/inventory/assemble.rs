@@ -3,6 +3,7 @@
 //! only this module puts them together into an [`Inventory`].
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -10,6 +11,7 @@ use kube::core::{Selector, SelectorExt};
 
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::dra::{self, DraInput};
+use crate::inventory::interner::NodeInterner;
 use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::totals;
@@ -33,6 +35,7 @@ pub struct ScanInput<'a> {
     dra: DraInput<'a>,
     selector: Option<&'a Selector>,
     universe: NodeUniverse,
+    interner: Option<&'a NodeInterner>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -61,6 +64,13 @@ impl<'a> ScanInput<'a> {
     /// Scans only the nodes `selector` picks.
     pub fn selector(mut self, selector: &'a Selector) -> ScanInput<'a> {
         self.selector = Some(selector);
+        self
+    }
+
+    /// Shares entries equal to earlier scans' through `interner` (see [`crate::inventory::interner`]); the
+    /// result is the same without it.
+    pub fn interner(mut self, interner: &'a NodeInterner) -> ScanInput<'a> {
+        self.interner = Some(interner);
         self
     }
 
@@ -114,19 +124,36 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         all_nodes: input.universe == NodeUniverse::Cluster
             && input.selector.is_none_or(|s| s.selects_all()),
     };
-    assemble(nodes, &input.pods, scope, &dra, |name| {
+    let inventory = assemble_in(nodes, &input.pods, scope, &dra, input.interner, |name| {
         facts.get(name).copied().unwrap_or_default()
-    })
+    });
+    if let Some(interner) = input.interner {
+        interner.forget_unused();
+    }
+    inventory
 }
 
 /// The inventory of scanned GPU nodes (sorted by name, their DRA devices in them): the pods' and claims'
 /// holdings go on the nodes, then the totals and the demand are summed. `facts(node)` tells what the entries
 /// do not (see [`NodeFacts`]).
 pub fn assemble<'n>(
-    mut nodes: Vec<NodeInventory>,
+    nodes: Vec<NodeInventory>,
     pods: &[&GpuPod],
     scope: DemandScope,
     dra: &dra::DraView,
+    facts: impl Fn(&str) -> NodeFacts<'n>,
+) -> Inventory {
+    assemble_in(nodes, pods, scope, dra, None, facts)
+}
+
+/// [`assemble`], each entry shared through `interner` when given: an entry is interned as soon as its
+/// holdings are on it, so the fresh copy of an unchanged node is dropped before the next one is made.
+fn assemble_in<'n>(
+    nodes: Vec<NodeInventory>,
+    pods: &[&GpuPod],
+    scope: DemandScope,
+    dra: &dra::DraView,
+    interner: Option<&NodeInterner>,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
     let mut on_node: HashMap<&str, Vec<&GpuPod>> = HashMap::new();
@@ -137,18 +164,25 @@ pub fn assemble<'n>(
             on_node.entry(node).or_default().push(pod);
         }
     }
-    for node in &mut nodes {
-        let holders = on_node.remove(node.name.as_str()).unwrap_or_default();
-        let known = facts(&node.name).allocatable_known;
-        allocation::allocate_node(node, &holders, known).apply(node);
-    }
+    let nodes: Vec<Arc<NodeInventory>> = nodes
+        .into_iter()
+        .map(|mut node| {
+            let holders = on_node.remove(node.name.as_str()).unwrap_or_default();
+            let known = facts(&node.name).allocatable_known;
+            allocation::allocate_node(&node, &holders, known).apply(&mut node);
+            match interner {
+                Some(interner) => interner.intern(node),
+                None => Arc::new(node),
+            }
+        })
+        .collect();
     let demand = allocation::demand(pods, &nodes, scope, dra, facts);
     Inventory {
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),
         total_gpus: nodes.iter().map(|n| n.count).fold(0, u64::saturating_add),
-        free_gpus: nodes.iter().map(allocation::free_whole_gpus).sum(),
+        free_gpus: nodes.iter().map(|n| allocation::free_whole_gpus(n)).sum(),
         pending_gpu_pods: demand.pending_pods,
         resources: totals::resources(&nodes),
         products: totals::products(&nodes),

@@ -96,10 +96,16 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
             ),
         )];
     };
-    let before: BTreeMap<&str, &NodeInventory> =
-        old.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    let after: BTreeMap<&str, &NodeInventory> =
-        new.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let before: BTreeMap<&str, &NodeInventory> = old
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.as_ref()))
+        .collect();
+    let after: BTreeMap<&str, &NodeInventory> = new
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.as_ref()))
+        .collect();
     let mut events = Vec::new();
 
     let added: Vec<&str> = after

@@ -13,6 +13,7 @@ pub mod assemble;
 pub mod conditions;
 pub mod dra;
 pub mod events;
+pub mod interner;
 pub mod model;
 pub mod resources;
 pub mod scanner;

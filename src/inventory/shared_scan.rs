@@ -3,13 +3,15 @@
 //! The status publisher (one reconcile per GpuInventory) and the ConfigMap publisher used to scan the same
 //! nodes separately after every change. Scans are remembered by (change version, selector): the second
 //! publisher to ask after a change gets the first one's result. Only the newest version is kept, so memory
-//! holds at most one inventory per distinct selector.
+//! holds at most one inventory per distinct selector, and entries of nodes that did not change between
+//! scans are held once (the memo's [`NodeInterner`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kube::core::Selector;
 
+use super::interner::NodeInterner;
 use super::model::Inventory;
 
 /// The memo. Pure apart from its lock: no I/O, no clock.
@@ -17,16 +19,18 @@ use super::model::Inventory;
 pub struct SharedScans {
     scans: Mutex<HashMap<String, (u64, Arc<Inventory>)>>,
     computed: std::sync::atomic::AtomicU64,
+    interner: NodeInterner,
 }
 
 impl SharedScans {
     /// The inventory of what `selector` picks at change `version`; `scan` is called only when no scan of
-    /// that version and selector exists yet, and must scan objects at least as new as `version`.
+    /// that version and selector exists yet, and must scan objects at least as new as `version`, sharing
+    /// entries through the interner it is given.
     pub fn inventory(
         &self,
         version: u64,
         selector: &Selector,
-        scan: impl FnOnce(&Selector) -> Inventory,
+        scan: impl FnOnce(&Selector, &NodeInterner) -> Inventory,
     ) -> Arc<Inventory> {
         let key = selector.to_string();
         let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
@@ -37,7 +41,7 @@ impl SharedScans {
         }
         // Scanning under the lock: a second publisher asking for the same scan waits for it instead of
         // repeating it.
-        let inventory = Arc::new(scan(selector));
+        let inventory = Arc::new(scan(selector, &self.interner));
         self.computed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         scans.retain(|_, (at, _)| *at >= version);
@@ -61,13 +65,17 @@ mod tests {
     use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_node_dump;
 
-    fn cluster(selector: &Selector) -> Inventory {
+    fn cluster(selector: &Selector, interner: &NodeInterner) -> Inventory {
         let path = format!(
             "{}/tests/fixtures/homelab-nodes.yaml",
             env!("CARGO_MANIFEST_DIR")
         );
         let nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-        scan(ScanInput::nodes(&nodes).selector(selector))
+        scan(
+            ScanInput::nodes(&nodes)
+                .selector(selector)
+                .interner(interner),
+        )
     }
 
     #[test]
@@ -75,7 +83,7 @@ mod tests {
         let scans = SharedScans::default();
         let all = Selector::default();
         let a = scans.inventory(1, &all, cluster);
-        let b = scans.inventory(1, &all, |_| -> Inventory { panic!("scanned twice") });
+        let b = scans.inventory(1, &all, |_, _| -> Inventory { panic!("scanned twice") });
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(scans.computed(), 1);
 
@@ -90,6 +98,10 @@ mod tests {
         let d = scans.inventory(2, &all, cluster);
         assert!(!Arc::ptr_eq(&a, &d), "a new change version scans again");
         assert_eq!(*a, *d, "same nodes, same result");
+        assert!(
+            a.nodes.iter().zip(&d.nodes).all(|(a, d)| Arc::ptr_eq(a, d)),
+            "and the same entries, shared"
+        );
         assert_eq!(
             scans.scans.lock().unwrap().len(),
             1,

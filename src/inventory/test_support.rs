@@ -22,7 +22,7 @@ pub fn inventory(nodes: Vec<NodeInventory>) -> Inventory {
         total_gpu_nodes: nodes.len() as u32,
         ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,
         total_gpus: nodes.iter().map(|n| n.count).sum(),
-        nodes,
+        nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),
         ..Default::default()
     }
 }

@@ -1,6 +1,7 @@
 //! What the nodes add up to (pure): per resource, per product, per namespace.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::inventory::allocation::{Demand, free_whole_gpus};
 use crate::inventory::model::{
@@ -12,7 +13,7 @@ use crate::inventory::vendor::vendor_of;
 pub const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
 
 /// Every resource of the nodes, summed, by name.
-pub fn resources(nodes: &[NodeInventory]) -> Vec<ResourceTotals> {
+pub fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
     let mut sums: BTreeMap<&str, ResourceTotals> = BTreeMap::new();
     for node in nodes {
         let names = node
@@ -41,7 +42,7 @@ pub fn resources(nodes: &[NodeInventory]) -> Vec<ResourceTotals> {
 }
 
 /// GPUs per model, by name: nodes no source names the model of are left out.
-pub fn products(nodes: &[NodeInventory]) -> Vec<ProductTotals> {
+pub fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
     let mut products: BTreeMap<String, ProductTotals> = BTreeMap::new();
     for node in nodes {
         let Some(name) = node.product.as_deref() else {
@@ -81,7 +82,7 @@ pub fn products(nodes: &[NodeInventory]) -> Vec<ProductTotals> {
 
 /// Per namespace, what its pods and claims hold on the nodes (a device shared by two claims of one namespace
 /// is one device to it) and what its pending pods wait for, by name.
-pub fn namespaces(nodes: &[NodeInventory], demand: &Demand) -> Vec<NamespaceTotals> {
+pub fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<NamespaceTotals> {
     let mut namespaces: BTreeMap<String, NamespaceTotals> = BTreeMap::new();
     fn entry<'m>(
         namespaces: &'m mut BTreeMap<String, NamespaceTotals>,

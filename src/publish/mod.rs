@@ -138,9 +138,12 @@ impl Context {
     pub fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
         let version = self.sources.version();
         let universe = self.sources.node_universe();
-        self.scans.inventory(version, selector, |selector| {
-            self.sources.snapshot().scan(selector, universe)
-        })
+        self.scans
+            .inventory(version, selector, |selector, interner| {
+                self.sources
+                    .snapshot()
+                    .scan(selector, universe, Some(interner))
+            })
     }
 
     /// The next retry delay for `key` after `error` (policy [`backoff::RECONCILE`]). After a refusal

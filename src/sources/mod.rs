@@ -28,6 +28,7 @@ pub use dra::DraStores;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice};
+use crate::inventory::interner::NodeInterner;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
@@ -73,7 +74,14 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// The inventory of what `selector` picks among these objects (nodes that are `universe`).
-    pub fn scan(&self, selector: &Selector, universe: NodeUniverse) -> Inventory {
+    /// Entries equal to earlier scans' are shared through `interner`, if given (a one-shot scan has no
+    /// earlier scan to share with).
+    pub fn scan(
+        &self,
+        selector: &Selector,
+        universe: NodeUniverse,
+        interner: Option<&NodeInterner>,
+    ) -> Inventory {
         let dra = DraInput {
             drivers: &self.drivers,
             slices: self.slices.iter().map(AsRef::as_ref).collect(),
@@ -85,7 +93,10 @@ impl Snapshot {
             .dra(dra)
             .selector(selector)
             .universe(universe);
-        scan(input)
+        scan(match interner {
+            Some(interner) => input.interner(interner),
+            None => input,
+        })
     }
 }
 

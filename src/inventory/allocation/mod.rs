@@ -9,6 +9,7 @@
 pub mod pod;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
 use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
@@ -163,7 +164,7 @@ pub struct Demand {
 /// The pending GPU pods `nodes` answer for (see [`DemandScope`]); `facts(node)` gives a node's labels.
 pub fn demand<'n>(
     pods: &[&GpuPod],
-    nodes: &[NodeInventory],
+    nodes: &[Arc<NodeInventory>],
     scope: DemandScope,
     dra: &DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,

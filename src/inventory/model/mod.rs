@@ -12,6 +12,8 @@ mod issue;
 mod node;
 mod totals;
 
+use std::sync::Arc;
+
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint};
 pub use holding::{Holder, Holding};
@@ -38,14 +40,18 @@ pub struct Inventory {
     pub products: Vec<ProductTotals>,
     /// GPU requests per namespace, by name.
     pub namespaces: Vec<NamespaceTotals>,
-    /// One entry per GPU node, sorted by name.
-    pub nodes: Vec<NodeInventory>,
+    /// One entry per GPU node, sorted by name. Entries are shared: inventories scanned after different
+    /// changes hold one copy of a node that did not change (see [`crate::inventory::interner`]).
+    pub nodes: Vec<Arc<NodeInventory>>,
 }
 
 impl Inventory {
     /// The nodes with at least one issue, by name.
     pub fn problem_nodes(&self) -> impl Iterator<Item = &NodeInventory> {
-        self.nodes.iter().filter(|n| n.has_issues())
+        self.nodes
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|n| n.has_issues())
     }
 
     /// How many nodes have at least one issue.

@@ -113,6 +113,7 @@ mod tests {
                     product: Some("NVIDIA-H100-80GB-HBM3".into()),
                     ..Default::default()
                 })
+                .map(std::sync::Arc::new)
                 .collect(),
             ..Default::default()
         }
@@ -132,7 +133,7 @@ mod tests {
     #[test]
     fn past_the_budget_problem_nodes_go_first_and_the_summary_points_at_the_gpu_nodes() {
         let mut inv = inventory(10);
-        inv.nodes[9].issues =
+        std::sync::Arc::make_mut(&mut inv.nodes[9]).issues =
             crate::inventory::test_support::entry("x", false, 0, &[IssueReason::NotReady]).issues;
         let one = inv.nodes[0].name.len()
             + serde_json::to_string(&wire::node_entry(&inv.nodes[0], Detail::Counts))

@@ -236,7 +236,11 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                     .collect(),
             })
             .collect(),
-        nodes: status.nodes.iter().map(published_node).collect(),
+        nodes: status
+            .nodes
+            .iter()
+            .map(|n| std::sync::Arc::new(published_node(n)))
+            .collect(),
     }
 }
 

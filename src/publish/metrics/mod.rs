@@ -305,6 +305,7 @@ mod tests {
                     },
                     ..Default::default()
                 })
+                .map(Arc::new)
                 .collect(),
             ..Default::default()
         })
@@ -348,8 +349,9 @@ mod tests {
     #[test]
     fn allocation_series_follow_the_status_and_leave_no_ghosts() {
         let mut with_pods = Arc::unwrap_or_clone(status(&[("a", true, None)]));
-        with_pods.nodes[0].allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
-        with_pods.nodes[0].free = [("nvidia.com/gpu".to_owned(), 5)].into();
+        let node = Arc::make_mut(&mut with_pods.nodes[0]);
+        node.allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
+        node.free = [("nvidia.com/gpu".to_owned(), 5)].into();
         with_pods.free_gpus = 5;
         with_pods.pending_gpu_pods = 2;
         with_pods.resources = vec![ResourceTotals {
