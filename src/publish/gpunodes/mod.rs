@@ -30,6 +30,7 @@ use super::writer::Cached;
 use crate::FIELD_MANAGER;
 use crate::crd::GpuNode;
 use crate::error::{Error, Result, api_status};
+use crate::inventory::model::NodeInventory;
 use crate::runtime::backoff;
 use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
@@ -164,45 +165,27 @@ async fn reconcile_all(
     let started = std::time::Instant::now();
     let inventory = ctx.inventory(&Selector::default());
     let now = Timestamp::now();
-    let mut retry: Option<Duration> = None;
-    let mut writes = Vec::new();
-    for entry in &inventory.nodes {
-        if let Some(wait) = ctx.gpunode_writer.wait_before_write(&entry.name) {
-            retry = Some(retry.map_or(wait, |r| r.min(wait)));
-            continue;
-        }
-        let node = ctx.sources.node(&entry.name);
-        let node_meta = node.as_ref().map(|n| &n.metadata);
-        let desired = plan::desired(
-            entry,
-            node_meta.and_then(|m| m.uid.as_deref()),
-            node_meta.and_then(|m| m.labels.as_ref()),
-            &scope.keys,
-        );
-        let cached_object = store.get(&key(&entry.name));
-        let cached = Cached {
-            version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
-            content: cached_object.as_ref().map(|c| &c.content),
-        };
-        let (write, ()) = ctx.gpunode_writer.plan(&entry.name, cached, |current| {
-            (plan::plan(desired, current, now), ())
-        });
-        if let Some(write) = write {
-            writes.push((entry.name.clone(), cached.version.map(str::to_owned), write));
-        }
-    }
     let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
     let held: Vec<ObjectKey> = store.keys();
     let stale = plan::stale(held.iter().map(|(_, name)| name.as_str()), &wanted);
-    // The writes own what they send: the scan is let go before them, so that a pass writing for seconds
-    // does not keep a whole fleet's model alive beside the newer ones the other publishers hold.
     drop(wanted);
-    drop(inventory);
-    let (planned, deletes) = (writes.len(), stale.len());
-    let ops = writes
-        .into_iter()
-        .map(|(name, version, write)| Op::Write(name, version, Box::new(write)))
-        .chain(stale.into_iter().map(Op::Delete));
+    let deletes = stale.len();
+    // Each node is planned when the stream reaches it, not all before the first write: at start-up a pass
+    // writes thousands of GpuNodes, and planning them first would hold every one's content at once. Holding
+    // the scan through the pass costs little, its entries being shared with the other publishers' scans
+    // (crate::inventory::interner).
+    let mut plans = Plans {
+        nodes: inventory.nodes.iter(),
+        ctx,
+        store,
+        scope,
+        now,
+        retry: None,
+        planned: 0,
+    };
+    let ops = plans
+        .by_ref()
+        .chain(stale.into_iter().map(Op::Delete as fn(String) -> Op));
     let results: Vec<Result<()>> = futures::stream::iter(ops)
         .map(|op| async move {
             match op {
@@ -213,6 +196,7 @@ async fn reconcile_all(
         .buffer_unordered(WRITE_CONCURRENCY)
         .collect()
         .await;
+    let (planned, retry) = (plans.planned, plans.retry);
     if planned + deletes > 0 {
         debug!(
             written = planned,
@@ -237,6 +221,67 @@ enum Op {
     Write(String, Option<String>, Box<GpuNodeWrite>),
     /// Delete a stale GpuNode.
     Delete(String),
+}
+
+/// A pass's writes, planned one node at a time as they are taken (an iterator, not a closure: a closure
+/// over borrowed entries in the pass's future trips the compiler's check that the future is `Send`).
+struct Plans<'a> {
+    nodes: std::slice::Iter<'a, Arc<NodeInventory>>,
+    ctx: &'a Context,
+    store: &'a StrippedStore<CachedGpuNode>,
+    scope: &'a GpuNodeScope,
+    now: Timestamp,
+    /// The earliest end of a write gap that held a node back.
+    retry: Option<Duration>,
+    /// How many writes were planned.
+    planned: usize,
+}
+
+impl Iterator for Plans<'_> {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        for entry in self.nodes.by_ref() {
+            if let Some(wait) = self.ctx.gpunode_writer.wait_before_write(&entry.name) {
+                self.retry = Some(self.retry.map_or(wait, |r| r.min(wait)));
+                continue;
+            }
+            if let Some(op) = plan_node(self.ctx, self.store, self.scope, entry, self.now) {
+                self.planned += 1;
+                return Some(op);
+            }
+        }
+        None
+    }
+}
+
+/// Plans one GPU node's GpuNode against the watch's cache and the writer's own recent writes; `None`: it is
+/// as planned already.
+fn plan_node(
+    ctx: &Context,
+    store: &StrippedStore<CachedGpuNode>,
+    scope: &GpuNodeScope,
+    entry: &NodeInventory,
+    now: Timestamp,
+) -> Option<Op> {
+    let node = ctx.sources.node(&entry.name);
+    let node_meta = node.as_ref().map(|n| &n.metadata);
+    let desired = plan::desired(
+        entry,
+        node_meta.and_then(|m| m.uid.as_deref()),
+        node_meta.and_then(|m| m.labels.as_ref()),
+        &scope.keys,
+    );
+    let cached_object = store.get(&key(&entry.name));
+    let cached = Cached {
+        version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
+        content: cached_object.as_ref().map(|c| &c.content),
+    };
+    let (write, ()) = ctx.gpunode_writer.plan(&entry.name, cached, |current| {
+        (plan::plan(desired, current, now), ())
+    });
+    let version = cached.version.map(str::to_owned);
+    write.map(|write| Op::Write(entry.name.clone(), version, Box::new(write)))
 }
 
 fn key(name: &str) -> ObjectKey {
