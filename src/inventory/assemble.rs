@@ -82,11 +82,11 @@ impl<'a> ScanInput<'a> {
 }
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
-/// then each node with its DRA devices (nodes that are not GPU nodes are left out). Then the pods' and claims'
-/// holdings go on the nodes, and the totals and the demand are summed.
+/// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
+/// holdings put on it at once. Then the totals and the demand are summed.
 pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut dra = dra::resolve(&input.dra);
-    let selected: Vec<&Node> = input
+    let mut selected: Vec<&Node> = input
         .nodes
         .into_iter()
         .filter(|node| input.selector.is_none_or(|s| s.matches(node.labels())))
@@ -99,38 +99,46 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
                 labels: n.metadata.labels.as_ref(),
                 allocatable_known: n.status.as_ref().is_some_and(|s| s.allocatable.is_some()),
             };
-            (n.metadata.name.as_deref().unwrap_or_default(), facts)
+            (name_of(n), facts)
         })
         .collect();
-    let mut nodes: Vec<NodeInventory> = selected
-        .into_iter()
-        .filter_map(|node| {
-            let devices = dra
-                .nodes
-                .remove(node.metadata.name.as_deref().unwrap_or_default());
-            scanner::scan_node_in(node, scope, devices)
-        })
-        .collect();
-    // Names are unique in a real cluster; a hand-made dump may repeat one. Ties are ordered by content so
-    // the one kept does not depend on the input order.
-    nodes.sort_by(|a, b| {
-        a.name
-            .cmp(&b.name)
-            .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
-    });
-    nodes.dedup_by(|a, b| a.name == b.name);
-
+    let facts = |name: &str| facts.get(name).copied().unwrap_or_default();
+    // By name (stable: repeated names keep their input order, and the first gets the node's DRA devices).
+    selected.sort_by_key(|n| name_of(n));
+    let mut holders = Holders::of(&input.pods);
+    let mut nodes = Vec::with_capacity(selected.len());
+    for same_name in selected.chunk_by(|a, b| name_of(a) == name_of(b)) {
+        // Names are unique in a real cluster; a hand-made dump may repeat one. The entry kept is the least
+        // by content, so it does not depend on the input order.
+        let mut entries = same_name
+            .iter()
+            .filter_map(|node| scanner::scan_node_in(node, scope, dra.nodes.remove(name_of(node))));
+        let entry = entries.next().map(|first| {
+            entries.fold(first, |kept, other| {
+                if format!("{other:?}") < format!("{kept:?}") {
+                    other
+                } else {
+                    kept
+                }
+            })
+        });
+        if let Some(entry) = entry {
+            nodes.push(holders.place(entry, &facts, input.interner));
+        }
+    }
     let scope = DemandScope {
         all_nodes: input.universe == NodeUniverse::Cluster
             && input.selector.is_none_or(|s| s.selects_all()),
     };
-    let inventory = assemble_in(nodes, &input.pods, scope, &dra, input.interner, |name| {
-        facts.get(name).copied().unwrap_or_default()
-    });
+    let inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
     if let Some(interner) = input.interner {
         interner.forget_unused();
     }
     inventory
+}
+
+fn name_of(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
 }
 
 /// The inventory of scanned GPU nodes (sorted by name, their DRA devices in them): the pods' and claims'
@@ -143,39 +151,56 @@ pub fn assemble<'n>(
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
-    assemble_in(nodes, pods, scope, dra, None, facts)
+    let mut holders = Holders::of(pods);
+    let nodes = nodes
+        .into_iter()
+        .map(|node| holders.place(node, &facts, None))
+        .collect();
+    sum_up(nodes, pods, scope, dra, facts)
 }
 
-/// [`assemble`], each entry shared through `interner` when given: an entry is interned as soon as its
-/// holdings are on it, so the fresh copy of an unchanged node is dropped before the next one is made.
-fn assemble_in<'n>(
-    nodes: Vec<NodeInventory>,
+/// The pods that hold something on each node, by node name, until their node's entry takes them.
+struct Holders<'p>(HashMap<&'p str, Vec<&'p GpuPod>>);
+
+impl<'p> Holders<'p> {
+    fn of(pods: &[&'p GpuPod]) -> Self {
+        let mut on_node: HashMap<&str, Vec<&GpuPod>> = HashMap::new();
+        for pod in pods {
+            if let Some(node) = pod.node.as_deref()
+                && pod.holds_on(node)
+            {
+                on_node.entry(node).or_default().push(pod);
+            }
+        }
+        Holders(on_node)
+    }
+
+    /// Puts the holdings of `node`'s pods on it; the entry is interned as soon as it is complete (when an
+    /// interner is given), so the fresh copy of an unchanged node is dropped before the next one is made.
+    fn place<'n>(
+        &mut self,
+        mut node: NodeInventory,
+        facts: &impl Fn(&str) -> NodeFacts<'n>,
+        interner: Option<&NodeInterner>,
+    ) -> Arc<NodeInventory> {
+        let holders = self.0.remove(node.name.as_str()).unwrap_or_default();
+        let known = facts(&node.name).allocatable_known;
+        allocation::allocate_node(&node, &holders, known).apply(&mut node);
+        match interner {
+            Some(interner) => interner.intern(node),
+            None => Arc::new(node),
+        }
+    }
+}
+
+/// The inventory of complete entries: the totals and the demand summed.
+fn sum_up<'n>(
+    nodes: Vec<Arc<NodeInventory>>,
     pods: &[&GpuPod],
     scope: DemandScope,
     dra: &dra::DraView,
-    interner: Option<&NodeInterner>,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
-    let mut on_node: HashMap<&str, Vec<&GpuPod>> = HashMap::new();
-    for pod in pods {
-        if let Some(node) = pod.node.as_deref()
-            && pod.holds_on(node)
-        {
-            on_node.entry(node).or_default().push(pod);
-        }
-    }
-    let nodes: Vec<Arc<NodeInventory>> = nodes
-        .into_iter()
-        .map(|mut node| {
-            let holders = on_node.remove(node.name.as_str()).unwrap_or_default();
-            let known = facts(&node.name).allocatable_known;
-            allocation::allocate_node(&node, &holders, known).apply(&mut node);
-            match interner {
-                Some(interner) => interner.intern(node),
-                None => Arc::new(node),
-            }
-        })
-        .collect();
     let demand = allocation::demand(pods, &nodes, scope, dra, facts);
     Inventory {
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),

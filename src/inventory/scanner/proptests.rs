@@ -118,6 +118,8 @@ proptest! {
         prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).sum::<u64>());
         nodes.reverse();
         prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes)));
+        let interner = crate::inventory::interner::NodeInterner::default();
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes).interner(&interner)), "interning changes no result");
         for entry in &inventory.nodes {
             prop_assert!(serde_json::to_string(&wire::node_entry(entry, Detail::Devices)).is_ok());
             prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);
