@@ -109,6 +109,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
+    fn repeated_names_keep_one_entry_whatever_the_order(
+        mut nodes in proptest::collection::vec((node(), "[ab]"), 0..8)
+            .prop_map(|v| v.into_iter().map(|(mut n, name)| { n.metadata.name = Some(name); n }).collect::<Vec<_>>())
+    ) {
+        let inventory = scan(ScanInput::nodes(&nodes));
+        prop_assert!(inventory.nodes.len() <= 2);
+        nodes.reverse();
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes)));
+    }
+
+    #[test]
     fn scan_never_panics_and_is_sorted_and_deterministic(mut nodes in proptest::collection::vec(node(), 0..16)) {
         let inventory = scan(ScanInput::nodes(&nodes));
         let names: Vec<&String> = inventory.nodes.iter().map(|n| &n.name).collect();
