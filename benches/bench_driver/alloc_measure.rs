@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, AuditTail};
 
 use crate::alloc_observe::{SeenStatus, Timing};
 use crate::alloc_truth::Expected;
-use crate::measure::{AuditPos, AuditTail, percentile};
+use crate::measure::percentile;
 use crate::program::Program;
 use crate::settings::Settings;
 

@@ -3,9 +3,9 @@
 //! the pending count, kept current as the driver changes pods.
 
 use std::collections::BTreeMap;
+use testkit::pods::{Phase, PodRec};
 
 use crate::alloc_fleet::GpuNodeSpec;
-use crate::alloc_pods::{Phase, PodRec};
 
 /// What the driver's pods make of the GPU nodes.
 #[derive(Clone, Debug, Default)]

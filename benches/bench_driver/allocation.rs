@@ -25,12 +25,12 @@
 
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::cluster::Templates;
 
 use crate::alloc_changes::Pods;
 use crate::alloc_fleet;
 use crate::alloc_run::run_program;
 use crate::alloc_truth::Expected;
-use crate::cluster::Templates;
 use crate::program::Program;
 use crate::settings::Settings;
 use crate::{Res, log, peers};

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, AuditTail};
 
 use crate::alloc_measure::ms_stats;
-use crate::measure::{AuditPos, AuditTail};
 use crate::program::Program;
 use crate::settings::Settings;
 

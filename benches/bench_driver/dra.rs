@@ -21,8 +21,8 @@
 
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::cluster::Templates;
 
-use crate::cluster::Templates;
 use crate::dra_fleet::{self, SetupSecs};
 use crate::dra_observe::{SeenDra, mismatch};
 use crate::dra_run::run_program;

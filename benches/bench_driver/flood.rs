@@ -20,13 +20,14 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::{Value, json};
+use testkit::cluster::{self, Templates};
+use testkit::lib_api::GpuInventory;
+use testkit::settings::{env_num, env_str};
 use tokio::sync::watch;
 
-use crate::cluster::{self, Templates};
-use crate::lib_api::GpuInventory;
 use crate::measure::percentile;
 use crate::program::stop_program;
-use crate::settings::{Settings, env_num, env_str};
+use crate::settings::Settings;
 use crate::{Res, log};
 
 const NAMESPACE: &str = "bench-flood";

@@ -22,11 +22,14 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::audit::{
+    AuditTail, audit_counts, audit_offset, count_where, is_write, writes_to_outputs,
+};
+use testkit::cluster::{self, Templates};
 
-use crate::cluster::{self, Templates};
 use crate::measure::{
-    AuditTail, Fleet, KWOK_UA, NODE_CONTROLLER, audit_counts, audit_offset, component_cpu_secs,
-    count_where, cpu_secs, fleet_event, is_write, peak_rss_mib, percentile, writes_to_outputs,
+    Fleet, KWOK_UA, NODE_CONTROLLER, component_cpu_secs, cpu_secs, fleet_event, peak_rss_mib,
+    percentile,
 };
 use crate::observe::{Obs, Observer};
 use crate::program::{Program, spawn_program, stop_program};

@@ -144,7 +144,7 @@ pub async fn each_program<S>(
     for &program in programs {
         let prepared = async {
             crate::gpunode_watch::delete_all(client).await?;
-            crate::lib_api::install_crd(client, Duration::from_secs(60)).await?;
+            testkit::lib_api::install_crd(client, Duration::from_secs(60)).await?;
             std::fs::create_dir_all(&s.log_dir)?;
             Res::Ok(())
         }

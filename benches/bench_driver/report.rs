@@ -2,8 +2,9 @@
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{count_where, is_write, writes_to_outputs};
 
-use crate::measure::{count_where, is_write, percentile, writes_to_outputs};
+use crate::measure::percentile;
 use crate::program::Program;
 use crate::scenario::{Phases, Setup};
 use crate::settings::Settings;

@@ -1,22 +1,12 @@
-//! The environment knobs (hack/bench.sh sets the paths; the rest have defaults), read once at start.
+//! The environment knobs (hack/bench.sh sets the paths; the rest have defaults), read once at start (with the
+//! test kit's readers, `testkit::settings`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use testkit::settings::{env_num, env_str};
+
 use crate::program::Program;
-
-pub fn env_str(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| default.to_owned())
-}
-
-pub fn env_num(name: &str, default: u64) -> u64 {
-    env_str(name, &default.to_string())
-        .parse()
-        .unwrap_or_else(|_| panic!("{name} must be a whole number"))
-}
 
 /// A scenario of BENCH_SCENARIOS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,24 +12,12 @@
 //! 5. a fresh scan again, compared field by field with the outputs (compare.rs); panics in the operators' logs;
 //! 6. report.json, report.txt and rss.png in SOAK_OUT_DIR (report.rs, plot.rs); exit 1 unless all held.
 //!
-//! From the bench driver (benches/bench_driver/, shared by path, not copied): the fleet's node templates and
-//! writes (cluster.rs), the pod objects and writes (alloc_pods.rs), the DRA objects (dra_objects.rs), the
-//! audit-log counts (measure.rs), the library imports (lib_api.rs). Knobs: settings.rs and hack/soak.sh's header.
-
-#[allow(dead_code)] // shared with the bench driver, which uses the rest
-#[path = "../bench_driver/alloc_pods.rs"]
-mod alloc_pods;
-#[allow(dead_code)]
-#[path = "../bench_driver/cluster.rs"]
-mod cluster;
-#[path = "../bench_driver/dra_objects.rs"]
-mod dra_objects;
-#[allow(dead_code)]
-#[path = "../bench_driver/lib_api.rs"]
-mod lib_api;
-#[allow(dead_code)]
-#[path = "../bench_driver/measure.rs"]
-mod measure;
+//! From the test kit (`testkit/`, shared with the bench driver and the integration tests): the fleet's node
+//! templates and writes (`testkit::cluster`), the Ready condition (`testkit::nodes`), the pod objects and writes
+//! (`testkit::pods`), the DRA objects (`testkit::dra_objects`), the audit-log counts (`testkit::audit`), the RSS
+//! samples and the leak check (`testkit::rss`), the GET of /metrics (`testkit::http`), the library imports
+//! (`testkit::lib_api`) and the environment readers (`testkit::settings`). Knobs: settings.rs and
+//! hack/soak.sh's header.
 
 mod churn;
 mod compare;
@@ -41,7 +29,6 @@ mod phases;
 mod plot;
 mod report;
 mod rng;
-mod rss;
 mod settings;
 
 use std::process::ExitCode;

@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use kube::Client;
+use testkit::audit::{audit_counts, audit_offset, is_write};
+use testkit::rss::RssSample;
+use testkit::{cluster, lib_api};
 use tokio::sync::{Mutex, watch};
 
 use crate::churn::{self, Churn, ChurnStats};
@@ -13,13 +16,11 @@ use crate::compare::{self, first_difference};
 use crate::dra::DraFleet;
 use crate::faults::{self, Injected};
 use crate::fleet::{self, Fleet};
-use crate::measure::{audit_counts, audit_offset, is_write};
 use crate::operators::{self, Operators, rss_mib};
 use crate::report::Outcome;
 use crate::rng::Rng;
-use crate::rss::RssSample;
 use crate::settings::Settings;
-use crate::{Res, cluster, lib_api, log};
+use crate::{Res, log};
 
 type Shared = Arc<Mutex<Operators>>;
 

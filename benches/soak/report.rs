@@ -1,10 +1,10 @@
 //! target/soak/report.json and the table (report.txt, also printed).
 
 use serde_json::{Value, json};
+use testkit::rss::{Leak, RssSample};
 
 use crate::churn::ChurnStats;
 use crate::faults::Injected;
-use crate::rss::{Leak, RssSample};
 use crate::settings::Settings;
 
 /// Everything the run found.

@@ -1,8 +1,10 @@
-//! The soak's knobs (SOAK_*; hack/soak.sh sets the paths), read once at start. A bad value is an error that
-//! names the variable, not a panic.
+//! The soak's knobs (SOAK_*; hack/soak.sh sets the paths), read once at start with the test kit's readers
+//! (`testkit::settings`). A bad value is an error that names the variable, not a panic.
 
 use std::path::PathBuf;
 use std::time::Duration;
+
+use testkit::settings::{num, required, secs, var};
 
 use crate::Res;
 use crate::faults::FaultKind;
@@ -41,29 +43,6 @@ pub struct Settings {
     pub rss_base: Duration,
     /// Allowed end / base RSS ratio above 1 (0.10: within 10 %).
     pub rss_tolerance: f64,
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn required(name: &str) -> Res<PathBuf> {
-    var(name)
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("{name} is not set (hack/soak.sh sets it; see its header)").into())
-}
-
-fn num<T: std::str::FromStr>(name: &str, default: T) -> Res<T> {
-    match var(name) {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("{name}={v}: expected a number").into()),
-    }
-}
-
-fn secs(name: &str, default: u64) -> Res<Duration> {
-    Ok(Duration::from_secs(num(name, default)?))
 }
 
 /// A seed from the clock and the pid, when SOAK_SEED does not give one.
