@@ -22,8 +22,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use testkit::cluster::{self, Templates};
 use testkit::pods::{NAMESPACES, POD_LABEL, Phase, PodRec, create_pod, namespace_of};
+use testkit::settings::bench::AllocSettings;
 
-use crate::settings::AllocSettings;
 use crate::{Res, log};
 
 pub use testkit::pods::GPU;

@@ -3,6 +3,7 @@
 //! the pending count, kept current as the driver changes pods.
 
 use std::collections::BTreeMap;
+
 use testkit::pods::{Phase, PodRec};
 
 use crate::alloc_fleet::GpuNodeSpec;

@@ -15,9 +15,9 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use testkit::cluster::{self, Templates};
 use testkit::dra_objects::{self, DEVICE_CLASS};
+use testkit::settings::bench::DraSettings;
 
 use crate::dra_truth::{ClaimRec, DraTruth};
-use crate::settings::DraSettings;
 use crate::{Res, log};
 
 /// The resource the operator counts whole DRA GPUs under.

@@ -13,6 +13,8 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use testkit::audit::{AuditPos, audit_counts, audit_offset};
 use testkit::cluster;
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_measure::{ms_stats, rate_json, server_ms, writes};
 use crate::alloc_observe::int;
@@ -23,8 +25,7 @@ use crate::dra_observe::{DraObs, DraObserver};
 use crate::dra_truth::DraTruth;
 use crate::gpunode_watch;
 use crate::measure::cpu_secs;
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
 /// The inventory the operator creates by default.

@@ -26,14 +26,15 @@ use testkit::audit::{
     AuditTail, audit_counts, audit_offset, count_where, is_write, writes_to_outputs,
 };
 use testkit::cluster::{self, Templates};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::measure::{
     Fleet, KWOK_UA, NODE_CONTROLLER, component_cpu_secs, cpu_secs, fleet_event, peak_rss_mib,
     percentile,
 };
 use crate::observe::{Obs, Observer};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
 /// KWOK renews a Lease every --node-lease-duration-seconds / 4 = 20 / 4 s (hack/local-cluster.sh).

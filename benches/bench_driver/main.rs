@@ -49,7 +49,7 @@
 //! builds from BENCH_PREVIOUS_REV, labelled BENCH_PREVIOUS_LABEL) one after the other on the same fleet, with
 //! a quiet window each (BENCH_ALLOC_QUIET_SECS, BENCH_DRA_QUIET_SECS: 60), and report them side by side.
 //!
-//! Modules: `settings` (the knobs), `program` (the processes under test), `observe` (the watches that decide
+//! Modules: `program` (the processes under test), `observe` (the watches that decide
 //! convergence), `changes` (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle
 //! controller's audit events), `audit_writes` (a program's writes per resource and per object from the audit
 //! log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases),
@@ -65,7 +65,8 @@
 //! From the test kit (`testkit/`, shared with the soak and the integration tests): `cluster` (nodes,
 //! namespace, inventory), `nodes` (the Ready condition), `pods` (pod objects and writes), `dra_objects` (the
 //! DRA objects), `audit` (API requests by verb and resource from the audit log), `lib_api` (every import from
-//! the operator library), `settings` (reading the environment).
+//! the operator library), `settings::bench` (the knobs, above: each a BENCH_* variable and an option;
+//! `--help` lists them with their defaults).
 
 mod alloc_changes;
 mod alloc_fleet;
@@ -93,7 +94,6 @@ mod peers;
 mod program;
 mod report;
 mod scenario;
-mod settings;
 mod table;
 
 use std::time::Duration;
@@ -102,9 +102,8 @@ use jiff::Timestamp;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
+use testkit::settings::bench::{Scenario, Settings};
 use testkit::{cluster, lib_api};
-
-use crate::settings::{Scenario, Settings};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -128,7 +127,7 @@ async fn main() -> Res<()> {
         );
         return Ok(());
     }
-    let s = Settings::from_env();
+    let s: Settings = testkit::settings::parse();
     let client = client(&s).await?;
     let templates = cluster::load_templates(&s.fixtures)?;
     log(format!(

@@ -12,12 +12,13 @@ use testkit::audit::{
     AuditPos, audit_counts, audit_offset, count_where, is_write, writes_to_outputs,
 };
 use testkit::cluster::{self, GpuNodes, Templates};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::changes::{Changer, label_changes, latency_run};
 use crate::measure::{cpu_secs, peak_rss_mib, percentile};
 use crate::observe::{Obs, Observer};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::program::{spawn_program, stop_program};
 use crate::{BoxError, Res, log, report};
 
 /// The cluster a run starts from.

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use testkit::cluster;
 use testkit::dra_objects::{self, DEVICE_CLASS};
 use testkit::pods::namespace_of;
+use testkit::settings::soak::Settings;
 
 use crate::rng::Rng;
-use crate::settings::Settings;
 use crate::{Res, log};
 
 const LABEL: (&str, &str) = ("soak.gpu-inventory.dev/dra", "true");

@@ -12,8 +12,8 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 use testkit::cluster::{self, Templates};
 use testkit::pods::{GPU, NAMESPACES, Phase, PodRec, create_pod, namespace_of};
+use testkit::settings::soak::Settings;
 
-use crate::settings::Settings;
 use crate::{Res, log};
 
 const CREATE_CONCURRENCY: usize = 32;

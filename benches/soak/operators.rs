@@ -10,8 +10,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
 use testkit::http;
+use testkit::settings::soak::Settings;
 
-use crate::settings::Settings;
 use crate::{Res, log};
 
 pub const NAMESPACE: &str = "gpu-soak";

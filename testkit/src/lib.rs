@@ -12,7 +12,7 @@
 //! - [`audit`]: reading kube-apiserver's audit log (across rotations): requests and writes per verb and resource;
 //! - [`rss`]: the soak's RSS samples and its leak check;
 //! - [`http`]: the minimal HTTP/1.0 GET of the operator's plain-HTTP endpoint, and its address in the log;
-//! - [`settings`]: reading the environment knobs;
+//! - [`settings`]: the bench driver's and the soak's knobs, typed (`clap`: a variable and an option each);
 //! - [`lib_api`]: every path into the operator library that the kit and the benches use.
 
 #![deny(missing_docs)]
