@@ -23,9 +23,9 @@ build: ## Build the operator (debug)
 
 lint: lint-rust lint-actions lint-chart ## All linters
 
-lint-rust: ## cargo fmt --check and clippy -D warnings
+lint-rust: ## cargo fmt --check and clippy -D warnings (the workspace: the operator and testkit/)
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 lint-actions: ## actionlint on .github/workflows (built once from its Go module, cached outside the repo)
 	actionlint="$$(hack/build-control-plane.sh actionlint)"; "$$actionlint" -no-color .github/workflows/*.yml
@@ -35,8 +35,9 @@ lint-chart: ## helm lint --strict of the chart, default and all-features values 
 	  "$$helm" lint --strict charts/gpu-inventory-operator; \
 	  "$$helm" lint --strict charts/gpu-inventory-operator --values charts/gpu-inventory-operator/ci/all-features-values.yaml
 
-unit-test: ## Unit tests (no cluster)
-	$(CARGO) test --locked --lib --bins
+# --workspace: the test kit's (testkit/) unit tests too, built in the same run (one set of dependency features).
+unit-test: ## Unit tests (no cluster): the operator's and the test kit's
+	$(CARGO) test --locked --workspace --lib --bins
 
 # Integration tests: against GPUINV_TEST_KUBECONFIG when set, else against the local control plane.
 # Fault tests (tests/faults.rs, tests/chaos.rs: every name fault_*) stop and start the API server, so they run

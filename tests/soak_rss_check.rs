@@ -1,11 +1,7 @@
-//! The soak's leak check (benches/soak/rss.rs, shared by path) on hand-made RSS series: which samples it
+//! The soak's leak check (`testkit::rss`, testkit/src/rss.rs) on hand-made RSS series: which samples it
 //! compares when leaders change, and when it fails. Pure: no cluster.
 
-#[allow(dead_code)]
-#[path = "../benches/soak/rss.rs"]
-mod rss;
-
-use rss::{Leak, RssSample};
+use testkit::rss::{Leak, RssSample};
 
 /// Samples every 10 s from `from` to `to` (exclusive) with `pid` leading at `mib(t)`.
 fn led(pid: u32, from: u32, to: u32, mib: impl Fn(f64) -> f64) -> Vec<RssSample> {

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Client;
+use testkit::pods::{self, Phase, PodRec, namespace_of};
 
 use crate::Res;
 use crate::alloc_observe::{AllocObs, AllocObserver, Change, Timing};
-use crate::alloc_pods::{self, Phase, PodRec, namespace_of};
 
 /// The driver's pods, and which of them the timed changes can take.
 pub struct Pods {
@@ -122,8 +122,8 @@ pub async fn latency_run(
             return Err("no GPU pod left to bind or delete".into());
         };
         match send {
-            Send::Bind(rec, node) => alloc_pods::bind(client, &rec, &node).await?,
-            Send::Delete(rec) => alloc_pods::force_delete(client, &rec).await?,
+            Send::Bind(rec, node) => pods::bind(client, &rec, &node).await?,
+            Send::Delete(rec) => pods::force_delete(client, &rec).await?,
         }
         observer.obs.lock().unwrap().written(Instant::now());
         match kind {
@@ -246,9 +246,9 @@ pub async fn churn(
         let (client, due) = (client.clone(), due.clone());
         set.spawn(async move {
             let sent = match step {
-                Step::Create => alloc_pods::create_bound(&client, &rec).await,
-                Step::Phase(phase) => alloc_pods::set_phase(&client, &rec, phase).await,
-                Step::Delete => alloc_pods::force_delete(&client, &rec).await,
+                Step::Create => pods::create_bound(&client, &rec).await,
+                Step::Phase(phase) => pods::set_phase(&client, &rec, phase).await,
+                Step::Delete => pods::force_delete(&client, &rec).await,
             };
             match (sent, step.after()) {
                 (Err(e), _) => Some(format!("{}: {e}", rec.name)),

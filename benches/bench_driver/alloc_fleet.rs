@@ -20,13 +20,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
+use testkit::cluster::{self, Templates};
+use testkit::pods::{NAMESPACES, POD_LABEL, Phase, PodRec, create_pod, namespace_of};
+use testkit::settings::bench::AllocSettings;
 
-use crate::alloc_pods::{NAMESPACES, POD_LABEL, Phase, PodRec, create_pod, namespace_of};
-use crate::cluster::{self, Templates};
-use crate::settings::AllocSettings;
 use crate::{Res, log};
 
-pub use crate::alloc_pods::GPU;
+pub use testkit::pods::GPU;
 /// The GPU template (tests/fixtures/gfd-nodes.yaml): 8 x H100 with GFD labels and the device plugin.
 const GPU_TEMPLATE: &str = "dgx-h100-01";
 const H100: &str = "NVIDIA-H100-80GB-HBM3";

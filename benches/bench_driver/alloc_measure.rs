@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, AuditTail};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_observe::{SeenStatus, Timing};
 use crate::alloc_truth::Expected;
-use crate::measure::{AuditPos, AuditTail, percentile};
-use crate::program::Program;
-use crate::settings::Settings;
+use crate::measure::percentile;
 
 pub fn ms_stats(mut ms: Vec<f64>) -> Value {
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());

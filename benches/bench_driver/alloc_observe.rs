@@ -14,11 +14,11 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::Value;
+use testkit::lib_api::GpuInventory;
 use tokio::sync::watch;
 
 use crate::alloc_fleet::GPU;
 use crate::alloc_truth::Expected;
-use crate::lib_api::GpuInventory;
 use crate::observe::Watched;
 use crate::{gpunode_watch, log};
 

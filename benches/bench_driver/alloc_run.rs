@@ -11,17 +11,19 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, audit_counts, audit_offset};
+use testkit::cluster;
+use testkit::lib_api::GpuInventory;
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_changes::{Pods, churn, latency_run};
 use crate::alloc_measure::{latency_json, rate_json, server_ms, summary_check, writes};
 use crate::alloc_observe::{AllocObs, AllocObserver};
 use crate::alloc_truth::Expected;
 use crate::audit_writes::{program_writes, writes_json};
-use crate::cluster;
-use crate::lib_api::GpuInventory;
-use crate::measure::{AuditPos, audit_counts, audit_offset, cpu_secs, peak_rss_mib};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::measure::{cpu_secs, peak_rss_mib};
+use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
 /// The inventory the operator creates by default.

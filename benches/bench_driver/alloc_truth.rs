@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use testkit::pods::{Phase, PodRec};
+
 use crate::alloc_fleet::GpuNodeSpec;
-use crate::alloc_pods::{Phase, PodRec};
 
 /// What the driver's pods make of the GPU nodes.
 #[derive(Clone, Debug, Default)]

@@ -25,14 +25,14 @@
 
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::cluster::Templates;
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_changes::Pods;
 use crate::alloc_fleet;
 use crate::alloc_run::run_program;
 use crate::alloc_truth::Expected;
-use crate::cluster::Templates;
-use crate::program::Program;
-use crate::settings::Settings;
 use crate::{Res, log, peers};
 
 /// Runs the scenario; returns results.json's `allocation` section and how many parts failed.

@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, AuditTail};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_measure::ms_stats;
-use crate::measure::{AuditPos, AuditTail};
-use crate::program::Program;
-use crate::settings::Settings;
 
 /// One write (create, update, patch, delete) of the program.
 #[derive(Clone, Debug)]

@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
+use testkit::lib_api::{GpuNodeEntry, ScanScope, idle_entry};
+use testkit::nodes::{is_ready, set_ready};
 
 use crate::Res;
-use crate::cluster::{is_ready, set_ready};
-use crate::lib_api::{GpuNodeEntry, ScanScope, idle_entry};
 use crate::observe::{Observer, Pending};
 
 const MEMORY_LABEL: &str = "nvidia.com/gpu.memory";

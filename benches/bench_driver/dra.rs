@@ -21,15 +21,15 @@
 
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::cluster::Templates;
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
-use crate::cluster::Templates;
 use crate::dra_fleet::{self, SetupSecs};
 use crate::dra_observe::{SeenDra, mismatch};
 use crate::dra_run::run_program;
 use crate::dra_truth::DraTruth;
 use crate::peers::{measured, medians};
-use crate::program::Program;
-use crate::settings::Settings;
 use crate::{Res, log};
 
 /// Runs the scenario; returns results.json's `dra` section and how many parts failed.
@@ -42,11 +42,13 @@ pub async fn bench(
     let d = &s.dra;
     log(format!(
         "=== dra: {} nodes with a slice of {} GPUs each, {} allocated claims",
-        d.nodes, d.gpus_per_node, d.claims
+        d.nodes,
+        d.gpus_per_node,
+        d.claims()
     ));
     let programs = s.operator_programs(&d.programs)?;
     dra_fleet::clean(client).await?;
-    let truth = DraTruth::new(d.nodes, d.gpus_per_node, d.claims);
+    let truth = DraTruth::new(d.nodes, d.gpus_per_node, d.claims());
     let secs = dra_fleet::create(client, d, templates, s.node_images, &truth).await?;
     let (allocatable, allocated, free) = truth.totals();
     log(format!(
@@ -64,7 +66,7 @@ pub async fn bench(
     let runs = run_programs(client, s, &programs, truth, ticks, &mut failures).await;
     let mut section = json!({
         "settings": {
-            "nodes": d.nodes, "gpus_per_node": d.gpus_per_node, "claims": d.claims,
+            "nodes": d.nodes, "gpus_per_node": d.gpus_per_node, "claims": d.claims(),
             "changes": d.changes, "churn_rate": d.churn_rate, "churn_secs": d.churn_secs,
             "scan_runs": d.scan_runs, "create_concurrency": d.create_concurrency,
             "quiet_secs": d.quiet_secs,

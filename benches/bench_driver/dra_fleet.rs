@@ -13,11 +13,11 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
+use testkit::cluster::{self, Templates};
+use testkit::dra_objects::{self, DEVICE_CLASS};
+use testkit::settings::bench::DraSettings;
 
-use crate::cluster::{self, Templates};
-use crate::dra_objects::{self, DEVICE_CLASS};
 use crate::dra_truth::{ClaimRec, DraTruth};
-use crate::settings::DraSettings;
 use crate::{Res, log};
 
 /// The resource the operator counts whole DRA GPUs under.

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use serde_json::Value;
+use testkit::lib_api::GpuInventory;
 use tokio::sync::watch;
 
 use crate::alloc_observe::{int, spawn_watch};
 use crate::dra_fleet::WHOLE_GPU;
 use crate::dra_truth::{DraTruth, NodeNumbers};
 use crate::gpunode_watch;
-use crate::lib_api::GpuInventory;
 use crate::observe::Watched;
 
 /// Three numbers as the operator wrote them (absent: None): allocatable, allocated, free.

@@ -11,19 +11,21 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use testkit::audit::{AuditPos, audit_counts, audit_offset};
+use testkit::cluster;
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::alloc_measure::{ms_stats, rate_json, server_ms, writes};
 use crate::alloc_observe::int;
 use crate::alloc_run::{RssSampler, quiet_window};
 use crate::audit_writes::{program_writes, writes_json};
-use crate::cluster;
 use crate::dra_changes::{churn, latency_run};
 use crate::dra_observe::{DraObs, DraObserver};
 use crate::dra_truth::DraTruth;
 use crate::gpunode_watch;
-use crate::measure::{AuditPos, audit_counts, audit_offset, cpu_secs};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::measure::cpu_secs;
+use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
 /// The inventory the operator creates by default.

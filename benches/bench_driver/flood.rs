@@ -20,13 +20,13 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::{Value, json};
+use testkit::cluster::{self, Templates};
+use testkit::lib_api::GpuInventory;
+use testkit::settings::bench::Settings;
 use tokio::sync::watch;
 
-use crate::cluster::{self, Templates};
-use crate::lib_api::GpuInventory;
 use crate::measure::percentile;
 use crate::program::stop_program;
-use crate::settings::{Settings, env_num, env_str};
 use crate::{Res, log};
 
 const NAMESPACE: &str = "bench-flood";
@@ -39,10 +39,7 @@ const CHANGE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs the scenario; the section for BENCH_OUT under `flood.apf_on` / `flood.apf_off`, and failures.
 pub async fn bench(client: &Client, s: &Settings, templates: &Templates) -> Res<(String, Value)> {
-    let nodes = env_num("BENCH_FLOOD_NODES", 500) as usize;
-    let tasks = env_num("BENCH_FLOOD_TASKS", 64) as usize;
-    let changes = env_num("BENCH_FLOOD_CHANGES", 40) as usize;
-    let apf = env_str("BENCH_FLOOD_APF", "0") == "1";
+    let (nodes, tasks, changes, apf) = (s.flood.nodes, s.flood.tasks, s.flood.changes, s.flood.apf);
     cluster::clean_slate(client, NAMESPACE, INVENTORY).await?;
     let created = cluster::create_nodes(client, templates, nodes, s.node_images).await?;
     log(format!("flood: {nodes} nodes created in {created:?}"));

@@ -11,9 +11,9 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
+use testkit::lib_api::GpuNode;
 use tokio::sync::watch;
 
-use crate::lib_api::GpuNode;
 use crate::{Res, log};
 
 pub fn api(client: &Client) -> Api<DynamicObject> {

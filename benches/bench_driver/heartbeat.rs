@@ -22,15 +22,19 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use kube::Client;
 use serde_json::{Value, json};
+use testkit::audit::{
+    AuditTail, audit_counts, audit_offset, count_where, is_write, writes_to_outputs,
+};
+use testkit::cluster::{self, Templates};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
-use crate::cluster::{self, Templates};
 use crate::measure::{
-    AuditTail, Fleet, KWOK_UA, NODE_CONTROLLER, audit_counts, audit_offset, component_cpu_secs,
-    count_where, cpu_secs, fleet_event, is_write, peak_rss_mib, percentile, writes_to_outputs,
+    Fleet, KWOK_UA, NODE_CONTROLLER, component_cpu_secs, cpu_secs, fleet_event, peak_rss_mib,
+    percentile,
 };
 use crate::observe::{Obs, Observer};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
 /// KWOK renews a Lease every --node-lease-duration-seconds / 4 = 20 / 4 s (hack/local-cluster.sh).

@@ -49,36 +49,38 @@
 //! builds from BENCH_PREVIOUS_REV, labelled BENCH_PREVIOUS_LABEL) one after the other on the same fleet, with
 //! a quiet window each (BENCH_ALLOC_QUIET_SECS, BENCH_DRA_QUIET_SECS: 60), and report them side by side.
 //!
-//! Modules: `settings` (the knobs), `cluster` (nodes, namespace, inventory), `program` (the processes under
-//! test), `observe` (the watches that decide convergence), `changes` (the node writes), `measure` (CPU, RSS,
-//! audit-log requests, percentiles), `audit_writes` (a program's writes per resource and per object from
-//! the audit log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's
-//! phases), `heartbeat` (the heartbeat scenario), `report` (JSON and table), `table` (cells, rows, program
-//! columns side by side), `lib_api` (every import from the operator library); for the allocation scenario
-//! `alloc_fleet` (its nodes and pods), `alloc_pods` (pod objects and writes), `alloc_truth` (the expected
+//! Modules: `program` (the processes under test), `observe` (the watches that decide
+//! convergence), `changes` (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle
+//! controller's audit events), `audit_writes` (a program's writes per resource and per object from the audit
+//! log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases),
+//! `heartbeat` (the heartbeat scenario), `report` (JSON and table), `table` (cells, rows, program columns side
+//! by side); for the allocation scenario `alloc_fleet` (its nodes and pods), `alloc_truth` (the expected
 //! allocation), `alloc_observe` (its watches), `alloc_changes` (pod changes), `peers` (scan against
 //! kubectl-view-allocations), `allocation` (its phases, the programs in turn), `alloc_run` (one program's
 //! run), `alloc_measure` (its figures), `alloc_report` (its table); for the DRA scenario `dra_fleet`
-//! (nodes, slices, claims), `dra_objects`, `dra_truth` (which claim holds which device), `dra_observe` (the
-//! status and GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn),
-//! `dra_run` (one program's run), `dra_report` (its table).
+//! (nodes, slices, claims), `dra_truth` (which claim holds which device), `dra_observe` (the status and
+//! GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn), `dra_run` (one
+//! program's run), `dra_report` (its table).
+//!
+//! From the test kit (`testkit/`, shared with the soak and the integration tests): `cluster` (nodes,
+//! namespace, inventory), `nodes` (the Ready condition), `pods` (pod objects and writes), `dra_objects` (the
+//! DRA objects), `audit` (API requests by verb and resource from the audit log), `lib_api` (every import from
+//! the operator library), `settings::bench` (the knobs, above: each a BENCH_* variable and an option;
+//! `--help` lists them with their defaults).
 
 mod alloc_changes;
 mod alloc_fleet;
 mod alloc_measure;
 mod alloc_observe;
-mod alloc_pods;
 mod alloc_report;
 mod alloc_run;
 mod alloc_truth;
 mod allocation;
 mod audit_writes;
 mod changes;
-mod cluster;
 mod dra;
 mod dra_changes;
 mod dra_fleet;
-mod dra_objects;
 mod dra_observe;
 mod dra_report;
 mod dra_run;
@@ -86,14 +88,12 @@ mod dra_truth;
 mod flood;
 mod gpunode_watch;
 mod heartbeat;
-mod lib_api;
 mod measure;
 mod observe;
 mod peers;
 mod program;
 mod report;
 mod scenario;
-mod settings;
 mod table;
 
 use std::time::Duration;
@@ -102,8 +102,8 @@ use jiff::Timestamp;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
-
-use crate::settings::{Scenario, Settings};
+use testkit::settings::bench::{Scenario, Settings};
+use testkit::{cluster, lib_api};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -127,7 +127,7 @@ async fn main() -> Res<()> {
         );
         return Ok(());
     }
-    let s = Settings::from_env();
+    let s: Settings = testkit::settings::parse();
     let client = client(&s).await?;
     let templates = cluster::load_templates(&s.fixtures)?;
     log(format!(

@@ -9,9 +9,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use testkit::lib_api::{GpuInventory, GpuNodeEntry};
 use tokio::sync::watch;
 
-use crate::lib_api::{GpuInventory, GpuNodeEntry};
 use crate::log;
 
 const CONFIGMAP: &str = "gpu-node-status";

@@ -9,12 +9,12 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use testkit::settings::bench::Settings;
 
 use crate::alloc_fleet::GPU;
 use crate::alloc_observe::{SeenNode, int};
 use crate::alloc_truth::Expected;
 use crate::measure::percentile;
-use crate::settings::Settings;
 use crate::{Res, log};
 
 /// One run of a tool.

@@ -1,65 +1,15 @@
 //! The programs under test: the operator, the article-style baseline, and the previous operator (an earlier
 //! revision's `gpu-inventory-operator`, built by hack/bench.sh from BENCH_PREVIOUS_REV, the same flags as
-//! today's for what the bench uses): starting one as a child process and stopping it.
+//! today's for what the bench uses; `testkit::settings::bench::Program`, which the knobs name): starting one as a
+//! child process and stopping it.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use testkit::settings::bench::{Program, Settings};
+
 use crate::Res;
-use crate::settings::Settings;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Program {
-    Operator,
-    Baseline,
-    /// An earlier revision's operator (BENCH_PREVIOUS_BIN): no GpuNodes, no `--status-nodes-budget`.
-    Previous,
-}
-
-impl Program {
-    /// A word of BENCH_PROGRAMS.
-    pub fn parse(word: &str) -> Self {
-        match word {
-            "operator" => Program::Operator,
-            "baseline" => Program::Baseline,
-            other => panic!("BENCH_PROGRAMS: unknown program {other}"),
-        }
-    }
-
-    /// A word of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS (`knob`): operator or previous.
-    pub fn parse_operator(knob: &str, word: &str) -> Result<Self, String> {
-        match word {
-            "operator" => Ok(Program::Operator),
-            "previous" => Ok(Program::Previous),
-            other => Err(format!(
-                "{knob}: unknown program {other} (operator, previous)"
-            )),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Program::Operator => "operator",
-            Program::Baseline => "baseline",
-            Program::Previous => "previous",
-        }
-    }
-
-    /// The previous operator sends the same User-Agent as today's: programs run one after the other, and
-    /// every count is of a window in which only one of them runs.
-    pub fn user_agent_prefix(self) -> &'static str {
-        match self {
-            Program::Operator | Program::Previous => "gpu-inventory-operator/",
-            Program::Baseline => "gpu-inventory-baseline/",
-        }
-    }
-
-    /// Whether the program writes one GpuNode per GPU node (the previous operator predates them).
-    pub fn writes_gpunodes(self) -> bool {
-        self == Program::Operator
-    }
-}
 
 /// Starts `program` for `namespace` and `inventory`, its stdout and stderr going to `log_path`.
 pub fn spawn_program(
@@ -144,7 +94,7 @@ pub async fn each_program<S>(
     for &program in programs {
         let prepared = async {
             crate::gpunode_watch::delete_all(client).await?;
-            crate::lib_api::install_crd(client, Duration::from_secs(60)).await?;
+            testkit::lib_api::install_crd(client, Duration::from_secs(60)).await?;
             std::fs::create_dir_all(&s.log_dir)?;
             Res::Ok(())
         }

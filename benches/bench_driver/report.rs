@@ -2,11 +2,12 @@
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
+use testkit::audit::{count_where, is_write, writes_to_outputs};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
-use crate::measure::{count_where, is_write, percentile, writes_to_outputs};
-use crate::program::Program;
+use crate::measure::percentile;
 use crate::scenario::{Phases, Setup};
-use crate::settings::Settings;
 use crate::table::compact;
 
 /// One run's element of `results`.

@@ -8,16 +8,17 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use kube::Client;
 use serde_json::Value;
+use testkit::audit::{
+    AuditPos, audit_counts, audit_offset, count_where, is_write, writes_to_outputs,
+};
+use testkit::cluster::{self, GpuNodes, Templates};
+use testkit::settings::bench::Program;
+use testkit::settings::bench::Settings;
 
 use crate::changes::{Changer, label_changes, latency_run};
-use crate::cluster::{self, GpuNodes, Templates};
-use crate::measure::{
-    AuditPos, audit_counts, audit_offset, count_where, cpu_secs, is_write, peak_rss_mib,
-    percentile, writes_to_outputs,
-};
+use crate::measure::{cpu_secs, peak_rss_mib, percentile};
 use crate::observe::{Obs, Observer};
-use crate::program::{Program, spawn_program, stop_program};
-use crate::settings::Settings;
+use crate::program::{spawn_program, stop_program};
 use crate::{BoxError, Res, log, report};
 
 /// The cluster a run starts from.

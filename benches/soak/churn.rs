@@ -18,11 +18,11 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
+use testkit::nodes::set_ready;
+use testkit::pods::{Phase, PodRec, create_pod, force_delete, set_phase};
 use tokio::sync::{Semaphore, watch};
 
 use crate::Res;
-use crate::alloc_pods::{Phase, PodRec, create_pod, force_delete, set_phase};
-use crate::cluster::set_ready;
 use crate::dra::{self, DraChange, DraFleet};
 use crate::fleet::{Fleet, GpuNode, gpu_pod, held};
 use crate::rng::Rng;

@@ -18,10 +18,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::Api;
 use serde_json::{Value, json};
+use testkit::settings::soak::Settings;
 
 use crate::Res;
 use crate::operators::{INVENTORY, NAMESPACE, Operators};
-use crate::settings::Settings;
 
 /// What the operators published, as read now.
 pub struct Outputs {

@@ -1,6 +1,6 @@
 //! The soak's DRA part, on a server that serves resource.k8s.io/v1 and an operator with `--dra-driver`:
 //! SOAK_DRA_NODES of the CPU nodes also publish SOAK_DRA_GPUS_PER_NODE whole GPUs as a ResourceSlice (NVIDIA's
-//! driver's shape, benches/bench_driver/dra_objects.rs), NVIDIA's DeviceClass, and one-GPU ResourceClaims for
+//! driver's shape, `testkit::dra_objects`), NVIDIA's DeviceClass, and one-GPU ResourceClaims for
 //! half the devices, allocated as kube-scheduler writes it. The churn's DRA changes: a claim allocated or
 //! released, a device tainted by the health monitor (`gpu.nvidia.com/xid`) or cleared, a pool's generation
 //! rolled over (the driver republishing its slice). The model here only keeps the changes plausible; the soak
@@ -11,12 +11,13 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use testkit::cluster;
+use testkit::dra_objects::{self, DEVICE_CLASS};
+use testkit::pods::namespace_of;
+use testkit::settings::soak::Settings;
 
-use crate::alloc_pods::namespace_of;
-use crate::dra_objects::{self, DEVICE_CLASS};
 use crate::rng::Rng;
-use crate::settings::Settings;
-use crate::{Res, cluster, log};
+use crate::{Res, log};
 
 const LABEL: (&str, &str) = ("soak.gpu-inventory.dev/dra", "true");
 const MANAGER: &str = "gpu-inventory-soak";

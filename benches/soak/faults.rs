@@ -13,42 +13,18 @@ use std::time::{Duration, Instant};
 
 use kube::Client;
 use serde::Serialize;
+use testkit::settings::soak::{FaultKind, Settings};
 
 use crate::operators::Operators;
 use crate::rng::Rng;
-use crate::settings::Settings;
 use crate::{Res, log};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum FaultKind {
-    /// kube-apiserver SIGKILLed, started again after the hold.
-    ApiServer,
-    /// etcd SIGSTOPped, SIGCONTed after the hold.
-    Etcd,
-    /// The Lease holder SIGKILLed, a new replica started after the hold.
-    Leader,
-}
-
-impl FaultKind {
-    pub fn parse(word: &str) -> Res<Self> {
-        match word {
-            "apiserver" => Ok(FaultKind::ApiServer),
-            "etcd" => Ok(FaultKind::Etcd),
-            "leader" => Ok(FaultKind::Leader),
-            other => {
-                Err(format!("SOAK_FAULTS: unknown fault {other} (apiserver, etcd, leader)").into())
-            }
-        }
-    }
-
-    /// How long the fault lasts, in seconds: [lo, hi).
-    fn hold_range(self) -> (f64, f64) {
-        match self {
-            FaultKind::ApiServer => (2.0, 12.0),
-            FaultKind::Etcd => (2.0, 10.0),
-            FaultKind::Leader => (1.0, 5.0),
-        }
+/// How long a fault of `kind` lasts, in seconds: [lo, hi).
+fn hold_range(kind: FaultKind) -> (f64, f64) {
+    match kind {
+        FaultKind::ApiServer => (2.0, 12.0),
+        FaultKind::Etcd => (2.0, 10.0),
+        FaultKind::Leader => (1.0, 5.0),
     }
 }
 
@@ -95,7 +71,7 @@ pub fn plan(rng: &mut Rng, kinds: &[FaultKind], mean: f64, window: f64) -> Vec<P
     loop {
         let at = free_from + rng.between(mean / 2.0, mean * 1.5);
         let kind = next_kind(rng);
-        let (lo, hi) = kind.hold_range();
+        let (lo, hi) = hold_range(kind);
         let hold = rng.between(lo, hi);
         // The last fault ends with the window; the others must leave room before it.
         let last = at + hold + RECOVERY_ROOM + mean / 2.0 > window;

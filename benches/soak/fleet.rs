@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
+use testkit::cluster::{self, Templates};
+use testkit::pods::{GPU, NAMESPACES, Phase, PodRec, create_pod, namespace_of};
+use testkit::settings::soak::Settings;
 
-use crate::alloc_pods::{GPU, NAMESPACES, Phase, PodRec, create_pod, namespace_of};
-use crate::cluster::{self, Templates};
-use crate::settings::Settings;
 use crate::{Res, log};
 
 const CREATE_CONCURRENCY: usize = 32;

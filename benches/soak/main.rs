@@ -12,24 +12,12 @@
 //! 5. a fresh scan again, compared field by field with the outputs (compare.rs); panics in the operators' logs;
 //! 6. report.json, report.txt and rss.png in SOAK_OUT_DIR (report.rs, plot.rs); exit 1 unless all held.
 //!
-//! From the bench driver (benches/bench_driver/, shared by path, not copied): the fleet's node templates and
-//! writes (cluster.rs), the pod objects and writes (alloc_pods.rs), the DRA objects (dra_objects.rs), the
-//! audit-log counts (measure.rs), the library imports (lib_api.rs). Knobs: settings.rs and hack/soak.sh's header.
-
-#[allow(dead_code)] // shared with the bench driver, which uses the rest
-#[path = "../bench_driver/alloc_pods.rs"]
-mod alloc_pods;
-#[allow(dead_code)]
-#[path = "../bench_driver/cluster.rs"]
-mod cluster;
-#[path = "../bench_driver/dra_objects.rs"]
-mod dra_objects;
-#[allow(dead_code)]
-#[path = "../bench_driver/lib_api.rs"]
-mod lib_api;
-#[allow(dead_code)]
-#[path = "../bench_driver/measure.rs"]
-mod measure;
+//! From the test kit (`testkit/`, shared with the bench driver and the integration tests): the fleet's node
+//! templates and writes (`testkit::cluster`), the Ready condition (`testkit::nodes`), the pod objects and writes
+//! (`testkit::pods`), the DRA objects (`testkit::dra_objects`), the audit-log counts (`testkit::audit`), the RSS
+//! samples and the leak check (`testkit::rss`), the GET of /metrics (`testkit::http`), the library imports
+//! (`testkit::lib_api`) and the knobs (`testkit::settings::soak`: each a SOAK_* variable and an option;
+//! `--help` lists them, hack/soak.sh's header too).
 
 mod churn;
 mod compare;
@@ -41,16 +29,13 @@ mod phases;
 mod plot;
 mod report;
 mod rng;
-mod rss;
-mod settings;
 
 use std::process::ExitCode;
 
 use jiff::Timestamp;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-
-use crate::settings::Settings;
+use testkit::settings::soak::Settings;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -73,29 +58,27 @@ async fn main() -> ExitCode {
         eprintln!("soak: run by hack/soak.sh (`make soak`), not by `cargo bench`; skipping");
         return ExitCode::SUCCESS;
     }
-    let s = match Settings::from_env() {
-        Ok(s) => s,
-        Err(e) => {
-            log(format!("error: {e}"));
-            return ExitCode::from(2);
-        }
-    };
+    let s: Settings = testkit::settings::parse();
+    if let Err(e) = s.check() {
+        log(format!("error: {e}"));
+        return ExitCode::from(2);
+    }
     log(format!(
         "seed {} ({}); repeat with SOAK_SEED={}",
-        s.seed,
-        if s.seed_given {
+        s.seed(),
+        if s.seed_given() {
             "from SOAK_SEED"
         } else {
             "drawn"
         },
-        s.seed
+        s.seed()
     ));
     // On SIGINT/SIGTERM the run is dropped, and with it the replicas (Operators kills them when dropped):
     // none is left running against a cluster hack/soak.sh is about to delete.
     let outcome = tokio::select! {
         r = soak(&s) => r,
         signal = stopped() => {
-            log(format!("{signal}: stopping the replicas (seed {})", s.seed));
+            log(format!("{signal}: stopping the replicas (seed {})", s.seed()));
             return ExitCode::from(130);
         }
     };
@@ -103,7 +86,7 @@ async fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            log(format!("error: {e} (seed {})", s.seed));
+            log(format!("error: {e} (seed {})", s.seed()));
             ExitCode::from(2)
         }
     }

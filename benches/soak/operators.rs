@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
+use testkit::http;
+use testkit::settings::soak::Settings;
 
-use crate::settings::Settings;
 use crate::{Res, log};
 
 pub const NAMESPACE: &str = "gpu-soak";
@@ -143,9 +144,7 @@ impl Operators {
     /// The HTTP address replica `slot` logged ("serving /healthz ... on http://ADDR").
     fn http_addr(&self, slot: usize) -> Option<String> {
         let text = std::fs::read_to_string(&self.replicas[slot].log).ok()?;
-        let line = text.lines().find(|l| l.contains("serving /healthz"))?;
-        let at = line.find("http://")? + "http://".len();
-        Some(line[at..].split_whitespace().next()?.to_owned())
+        http::addr_in_log(&text)
     }
 
     /// GET /metrics of replica `slot`.
@@ -196,26 +195,14 @@ pub fn rss_mib(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// A minimal HTTP/1.0 GET of the operator's plain-HTTP endpoint on loopback; the body on 200.
+/// GET of the operator's plain-HTTP endpoint on loopback (`testkit::http`), up to 10 s; the body on 200.
 async fn http_get(addr: &str, path: &str) -> Res<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        stream
-            .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-            .await?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await?;
-        Res::Ok(response)
-    };
-    let response = tokio::time::timeout(Duration::from_secs(10), exchange)
+    let (code, body) = tokio::time::timeout(Duration::from_secs(10), http::get(addr, path))
         .await
         .map_err(|_| format!("GET http://{addr}{path}: no answer in 10 s"))??;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("GET http://{addr}{path}: no HTTP response"))?;
-    match head.split_whitespace().nth(1) {
-        Some("200") => Ok(body.to_owned()),
-        code => Err(format!("GET http://{addr}{path}: status {code:?}").into()),
+    match code {
+        200 => Ok(body),
+        0 => Err(format!("GET http://{addr}{path}: no HTTP response").into()),
+        code => Err(format!("GET http://{addr}{path}: status {code}").into()),
     }
 }

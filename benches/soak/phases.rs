@@ -6,6 +6,10 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use kube::Client;
+use testkit::audit::{audit_counts, audit_offset, is_write};
+use testkit::rss::RssSample;
+use testkit::settings::soak::Settings;
+use testkit::{cluster, lib_api};
 use tokio::sync::{Mutex, watch};
 
 use crate::churn::{self, Churn, ChurnStats};
@@ -13,19 +17,16 @@ use crate::compare::{self, first_difference};
 use crate::dra::DraFleet;
 use crate::faults::{self, Injected};
 use crate::fleet::{self, Fleet};
-use crate::measure::{audit_counts, audit_offset, is_write};
 use crate::operators::{self, Operators, rss_mib};
 use crate::report::Outcome;
 use crate::rng::Rng;
-use crate::rss::RssSample;
-use crate::settings::Settings;
-use crate::{Res, cluster, lib_api, log};
+use crate::{Res, log};
 
 type Shared = Arc<Mutex<Operators>>;
 
 pub async fn run(s: &Settings, client: &Client) -> Res<Outcome> {
     let started = Timestamp::now().to_string();
-    let mut rng = Rng::new(s.seed);
+    let mut rng = Rng::new(s.seed());
     let (fault_rng, churn_rng) = (rng.split(), rng.split());
     let (fleet, dra, dra_text) = set_up(s, client).await?;
     let ops: Shared = Arc::new(Mutex::new(Operators::start(s)?));

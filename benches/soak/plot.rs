@@ -8,10 +8,11 @@ use std::process::Command;
 
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
+use testkit::rss::{Leak, RssSample};
+use testkit::settings::soak::FaultKind;
 
 use crate::Res;
-use crate::faults::{FaultKind, Injected};
-use crate::rss::{Leak, RssSample};
+use crate::faults::Injected;
 
 /// Registers the system's sans-serif font with plotters; false when there is none.
 fn register_system_font() -> bool {

@@ -1,11 +1,11 @@
 //! target/soak/report.json and the table (report.txt, also printed).
 
 use serde_json::{Value, json};
+use testkit::rss::{Leak, RssSample};
+use testkit::settings::soak::Settings;
 
 use crate::churn::ChurnStats;
 use crate::faults::Injected;
-use crate::rss::{Leak, RssSample};
-use crate::settings::Settings;
 
 /// Everything the run found.
 pub struct Outcome {
@@ -47,8 +47,8 @@ pub fn json(s: &Settings, o: &Outcome) -> Value {
             .collect()
     };
     json!({
-        "seed": s.seed,
-        "seedFrom": if s.seed_given { "SOAK_SEED" } else { "drawn (repeat with SOAK_SEED)" },
+        "seed": s.seed(),
+        "seedFrom": if s.seed_given() { "SOAK_SEED" } else { "drawn (repeat with SOAK_SEED)" },
         "started": o.started,
         "finished": o.finished,
         "soakSecs": s.secs,
@@ -87,7 +87,12 @@ fn mib(v: Option<f64>) -> String {
 pub fn table(s: &Settings, o: &Outcome) -> String {
     let mut t = format!(
         "gpu-inventory-operator soak (seed {}, {} s, {} nodes / {} GPU nodes, {} pods at start, churn {}/s)\n\n",
-        s.seed, s.secs, s.nodes, o.gpu_nodes, o.initial_pods, s.churn_rate
+        s.seed(),
+        s.secs,
+        s.nodes,
+        o.gpu_nodes,
+        o.initial_pods,
+        s.churn_rate
     );
     t += "  #   at (s)  kind        hold (s)  whole again (s)  detail\n";
     for (i, f) in o.faults.iter().enumerate() {

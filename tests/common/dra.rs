@@ -11,10 +11,10 @@ use k8s_openapi::api::resource::v1::{
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+pub use testkit::dra_objects::DRIVER;
 
 use super::{RequiredApi, TEST_LABEL, TestEnv, eventually, require_api};
 
-pub const DRIVER: &str = "gpu.nvidia.com";
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -32,26 +32,13 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
+use testkit::nodes::{KWOK_ANNOTATION, is_ready};
 
 /// The label every object a test creates carries, with the test's id as value.
 pub const TEST_LABEL: &str = "gpuinv-test";
 
-/// The annotation KWOK's `--manage-nodes-with-annotation-selector` picks (hack/local-cluster.sh, and the kind
-/// workflow): nodes carrying it get a simulated kubelet.
-pub const KWOK_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
-
 /// The holder the tests put on a node's Lease to silence its (simulated) kubelet.
 const SILENCED_HOLDER: &str = "gpuinv-test-silenced-kubelet";
-
-/// Whether a node's Ready condition is `True`.
-pub fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True")
-}
 
 /// Path of the kubeconfig the tests use.
 pub fn kubeconfig_path() -> PathBuf {
@@ -314,7 +301,7 @@ impl TestEnv {
     ///
     /// On a cluster with controllers (the local cluster, kind) a node whose kubelet never reports goes
     /// `Unknown` after the node lifecycle controller's grace period. So a node created Ready is handed to KWOK
-    /// (annotation [`KWOK_NODE_ANNOTATION`]), which renews its Lease like a kubelet and keeps it Ready; a node
+    /// (annotation [`KWOK_ANNOTATION`]), which renews its Lease like a kubelet and keeps it Ready; a node
     /// created NotReady is left alone and stays NotReady (becoming `Unknown`, as a dead kubelet's node does).
     /// KWOK only takes nodes that carry the annotation when they are created: annotating one later does
     /// nothing (KWOK v0.8.0), so `set_ready(.., "True")` on such a node holds only until the grace period.
@@ -336,7 +323,7 @@ impl TestEnv {
             labels.insert("kubernetes.io/hostname".to_owned(), name.clone());
         }
         if is_ready(&node) {
-            let (key, value) = KWOK_NODE_ANNOTATION;
+            let (key, value) = KWOK_ANNOTATION;
             node.metadata
                 .annotations
                 .get_or_insert_with(BTreeMap::new)
@@ -405,7 +392,7 @@ impl TestEnv {
             .metadata
             .annotations
             .is_some_and(|a| {
-                a.get(KWOK_NODE_ANNOTATION.0).map(String::as_str) == Some(KWOK_NODE_ANNOTATION.1)
+                a.get(KWOK_ANNOTATION.0).map(String::as_str) == Some(KWOK_ANNOTATION.1)
             });
         if annotated {
             // KWOK creates the Lease a moment after the node: wait for it, or the takeover would miss it.
@@ -747,28 +734,12 @@ pub async fn require_api(client: &Client, api: &RequiredApi<'_>, test: &str) {
     );
 }
 
-/// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback): (status code, body).
+/// A minimal HTTP/1.0 GET (the operator's endpoint is plain HTTP on loopback; `testkit::http`): (status code,
+/// body). Panics when the exchange fails.
 pub async fn http_get(addr: &str, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr)
+    testkit::http::get(addr, path)
         .await
-        .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
+        .unwrap_or_else(|e| panic!("GET http://{addr}{path}: {e}"))
 }
 
 /// The operator binary running as a child process, its output captured to `target/test-logs/<id>.log`.
@@ -818,12 +789,7 @@ impl OperatorProcess {
         eventually(
             Duration::from_secs(30),
             "the operator's HTTP address in its log",
-            || async {
-                let log = self.log();
-                let line = log.lines().find(|l| l.contains("serving /healthz"))?;
-                let at = line.find("http://")? + "http://".len();
-                Some(line[at..].split_whitespace().next()?.to_owned())
-            },
+            || async { testkit::http::addr_in_log(&self.log()) },
         )
         .await
     }

@@ -1,6 +1,6 @@
-//! The allocation scenario's pods: what the driver knows of each (`PodRec`), the objects and statuses it
-//! writes for them (a kubelet's or the scheduler's statuses, through the status subresource), and the pod
-//! writes (create, status, bind, force delete).
+//! The pods of the bench's allocation scenario and of the soak: what the driver knows of each (`PodRec`), the
+//! objects and statuses it writes for them (a kubelet's or the scheduler's statuses, through the status
+//! subresource), and the pod writes (create, status, bind, force delete).
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::Res;
 
-/// The GPU resource the pods request (here, not in alloc_fleet, so benches/soak can share this module).
+/// The GPU resource the pods request.
 pub const GPU: &str = "nvidia.com/gpu";
 
 /// The label on every bench pod.
@@ -24,8 +24,11 @@ pub enum Phase {
     Unschedulable,
     /// Bound, `PodScheduled=True`, containers being created.
     Pending,
+    /// Bound, its containers running.
     Running,
+    /// Finished, every container exited 0.
     Succeeded,
+    /// Finished, a container exited non-zero.
     Failed,
 }
 
@@ -39,14 +42,19 @@ impl Phase {
 /// One pod the driver made, as it should be stored.
 #[derive(Clone, Debug)]
 pub struct PodRec {
+    /// Its namespace ([`namespace_of`]).
     pub namespace: String,
+    /// Its name.
     pub name: String,
+    /// The node it is bound to; None: unbound.
     pub node: Option<String>,
     /// nvidia.com/gpu requested (0: a CPU pod).
     pub gpus: u64,
+    /// Where it is in its life.
     pub phase: Phase,
 }
 
+/// The namespace of pod `i`: the pods go round the [`NAMESPACES`] namespaces.
 pub fn namespace_of(i: usize) -> String {
     format!("bench-team-{}", i % NAMESPACES)
 }

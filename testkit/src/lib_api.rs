@@ -1,4 +1,5 @@
-//! Every path into the operator library that the driver uses, in one place.
+//! Every path into the operator library that the kit and the bench driver use, in one place (the soak's
+//! comparison with a fresh scan imports its own).
 
 pub use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
@@ -16,8 +17,6 @@ pub fn idle_entry(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
     allocate_node(&entry, &[], true).apply(&mut entry);
     Some(node_entry(&entry, Detail::Counts))
 }
-// The soak (benches/soak) includes this file too and has no use for the GpuNode type.
-#[allow(unused_imports)]
 pub use gpu_inventory_operator::crd::GpuNode;
 pub use gpu_inventory_operator::publish::crd::install_crd;
 pub use gpu_inventory_operator::sources::dump::parse_node_dump;

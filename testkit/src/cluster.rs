@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ContainerImage, Namespace, Node, NodeCondition};
+use k8s_openapi::api::core::v1::{ContainerImage, Namespace, Node};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -19,13 +19,17 @@ use crate::Res;
 use crate::lib_api::{
     GpuInventory, GpuNodeEntry, ScanScope, idle_entry, parse_node_dump, scan_node,
 };
+use crate::nodes::{KWOK_ANNOTATION, is_ready, set_ready};
 
 /// The label every bench node carries, so one selector finds (and deletes) them all.
 const BENCH_LABEL: &str = "bench.gpu-inventory.dev/node";
 const CREATE_CONCURRENCY: usize = 32;
 
+/// The node templates of the fixture dumps, GPU and CPU nodes apart.
 pub struct Templates {
+    /// The nodes the scanner has an entry for.
     pub gpu: Vec<Node>,
+    /// The rest.
     pub cpu: Vec<Node>,
 }
 
@@ -104,35 +108,6 @@ fn container_image(i: usize, k: usize) -> ContainerImage {
     }
 }
 
-pub fn set_ready(conditions: &mut Vec<NodeCondition>, ready: bool, at: &str) {
-    let time = Time(at.parse().expect("timestamp"));
-    let (status, reason, message) = if ready {
-        ("True", "KubeletReady", "kubelet is posting ready status")
-    } else {
-        ("False", "KubeletNotReady", "bench: Ready flipped")
-    };
-    let condition = NodeCondition {
-        type_: "Ready".into(),
-        status: status.into(),
-        reason: Some(reason.into()),
-        message: Some(message.into()),
-        last_heartbeat_time: Some(time.clone()),
-        last_transition_time: Some(time),
-    };
-    match conditions.iter_mut().find(|c| c.type_ == "Ready") {
-        Some(c) => *c = condition,
-        None => conditions.push(condition),
-    }
-}
-
-pub fn is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True")
-}
-
 fn bench_nodes() -> ListParams {
     ListParams::default().labels(&format!("{BENCH_LABEL}=true"))
 }
@@ -181,9 +156,6 @@ pub async fn create_nodes_with(
         .await?;
     Ok(started.elapsed())
 }
-
-/// The annotation KWOK (hack/local-cluster.sh) selects the nodes it plays kubelet for by.
-pub const KWOK_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
 
 /// The GPU templates a healthy KWOK fleet is cloned from: GPU Feature Discovery labels and an
 /// `nvidia.com/gpu` capacity (the fixtures' odd cases, e.g. labels without the device plugin, stay out).
@@ -360,11 +332,15 @@ pub async fn tear_down(client: &Client, namespace: &str, inventory: &str) -> Res
 /// in the scope of all bench nodes as the programs' scans read them (e.g. a GPU node without GFD labels is
 /// `GpuLabelsMissing` only when some node in scope has GFD labels).
 pub struct GpuNodes {
+    /// The GPU nodes as stored, by name.
     pub nodes: BTreeMap<String, Node>,
+    /// The scanner's entry of each, by node name.
     pub truth: HashMap<String, GpuNodeEntry>,
+    /// The scope the entries were read in: all bench nodes.
     pub scope: ScanScope,
 }
 
+/// Lists the bench nodes: their GPU nodes and the scanner's entry of each ([`GpuNodes`]).
 pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
     let api: Api<Node> = Api::all(client.clone());
     let listed = api.list(&bench_nodes()).await?;

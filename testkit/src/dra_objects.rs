@@ -1,6 +1,6 @@
 //! DRA objects shaped like NVIDIA's DRA driver and kube-scheduler write them (tests/fixtures/dra): whole-GPU
 //! devices, a node's ResourceSlice, NVIDIA's `gpu.nvidia.com` DeviceClass, a one-GPU ResourceClaim and its
-//! `status.allocation`. Pure JSON builders, shared by path by the bench driver's DRA scenario and the soak.
+//! `status.allocation`. Pure JSON builders, for the bench driver's DRA scenario and the soak.
 
 use serde_json::{Value, json};
 

@@ -16,10 +16,15 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RssSample {
+    /// Seconds into the window.
     pub t: f64,
+    /// The leader's VmRSS, MiB (None when the process was gone).
     pub leader_mib: Option<f64>,
+    /// The standby's VmRSS, MiB.
     pub standby_mib: Option<f64>,
+    /// The leader's pid.
     pub leader_pid: Option<u32>,
+    /// The standby's pid.
     pub standby_pid: Option<u32>,
 }
 
@@ -27,10 +32,15 @@ pub struct RssSample {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Leak {
+    /// When the base sample was taken, seconds into the window.
     pub base_secs: f64,
+    /// The leader's RSS at the base sample, MiB.
     pub base_mib: f64,
+    /// The leader's RSS at the last sample, MiB.
     pub end_mib: f64,
+    /// end / base.
     pub ratio: f64,
+    /// Whether the ratio is within the tolerance of 1.
     pub within_tolerance: bool,
     /// Whether the same process led at both samples.
     pub same_process: bool,
@@ -43,13 +53,21 @@ pub struct Leak {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessRss {
+    /// The process.
     pub pid: u32,
+    /// When its leadership began, seconds into the window.
     pub led_from_secs: f64,
+    /// When its base sample was taken.
     pub base_secs: f64,
+    /// Its RSS then, MiB.
     pub base_mib: f64,
+    /// When its last sample as leader was taken.
     pub last_secs: f64,
+    /// Its RSS then, MiB.
     pub last_mib: f64,
+    /// last / base.
     pub ratio: f64,
+    /// Whether the ratio is within the tolerance of 1.
     pub within_tolerance: bool,
 }
 

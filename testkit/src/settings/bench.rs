@@ -1,0 +1,533 @@
+//! The bench driver's knobs (benches/bench_driver; hack/bench.sh sets the paths, the rest have defaults): each an
+//! environment variable BENCH_* and an option, read once at start. `--help` lists them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{at_least_one, at_least_one_usize, millis, secs, strings, whole_numbers, words};
+
+/// A scenario of BENCH_SCENARIOS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Fixture nodes that never change by themselves (scenario.rs): start-up, quiet, latency, churn, burst.
+    Steady,
+    /// KWOK nodes heartbeating (heartbeat.rs): what the heartbeats cost each program.
+    Heartbeat,
+    /// Nodes and bound pods (allocation.rs): GPU allocation accounting, and the peer comparison.
+    Allocation,
+    /// ResourceSlices and allocated ResourceClaims (dra.rs): the DRA accounting.
+    Dra,
+    /// Another client hammering the API server (flood.rs): the operator's change -> status latency.
+    Flood,
+}
+
+impl Scenario {
+    /// A word of BENCH_SCENARIOS.
+    pub fn parse(word: &str) -> Result<Self, String> {
+        match word {
+            "steady" => Ok(Scenario::Steady),
+            "heartbeat" => Ok(Scenario::Heartbeat),
+            "allocation" => Ok(Scenario::Allocation),
+            "dra" => Ok(Scenario::Dra),
+            "flood" => Ok(Scenario::Flood),
+            other => Err(format!(
+                "unknown scenario {other} (steady, heartbeat, allocation, dra, flood)"
+            )),
+        }
+    }
+}
+
+/// A program under test (benches/bench_driver/program.rs starts and stops them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// This revision's operator (BENCH_OPERATOR_BIN).
+    Operator,
+    /// The article-style baseline (BENCH_BASELINE_BIN).
+    Baseline,
+    /// An earlier revision's operator (BENCH_PREVIOUS_BIN): no GpuNodes, no `--status-nodes-budget`.
+    Previous,
+}
+
+impl Program {
+    /// A word of BENCH_PROGRAMS.
+    pub fn parse(word: &str) -> Result<Self, String> {
+        match word {
+            "operator" => Ok(Program::Operator),
+            "baseline" => Ok(Program::Baseline),
+            other => Err(format!("unknown program {other} (operator, baseline)")),
+        }
+    }
+
+    /// A word of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS: operator or previous.
+    pub fn parse_operator(word: &str) -> Result<Self, String> {
+        match word {
+            "operator" => Ok(Program::Operator),
+            "previous" => Ok(Program::Previous),
+            other => Err(format!("unknown program {other} (operator, previous)")),
+        }
+    }
+
+    /// Its name in the report and the logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Operator => "operator",
+            Program::Baseline => "baseline",
+            Program::Previous => "previous",
+        }
+    }
+
+    /// The previous operator sends the same User-Agent as today's: programs run one after the other, and
+    /// every count is of a window in which only one of them runs.
+    pub fn user_agent_prefix(self) -> &'static str {
+        match self {
+            Program::Operator | Program::Previous => "gpu-inventory-operator/",
+            Program::Baseline => "gpu-inventory-baseline/",
+        }
+    }
+
+    /// Whether the program writes one GpuNode per GPU node (the previous operator predates them).
+    pub fn writes_gpunodes(self) -> bool {
+        self == Program::Operator
+    }
+}
+
+/// The scenarios of BENCH_SCENARIOS.
+fn scenarios(value: &str) -> Result<Vec<Scenario>, String> {
+    words(value, Scenario::parse)
+}
+
+/// The programs of BENCH_PROGRAMS.
+fn programs(value: &str) -> Result<Vec<Program>, String> {
+    words(value, Program::parse)
+}
+
+/// The programs of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS, each once.
+fn operator_programs(value: &str) -> Result<Vec<Program>, String> {
+    let mut out = Vec::new();
+    for p in words(value, Program::parse_operator)? {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// BENCH_FLOOD_APF: "1" is on, anything else off.
+fn one_is_on(value: &str) -> Result<bool, String> {
+    Ok(value == "1")
+}
+
+/// The bench driver's knobs.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(
+    name = "bench-driver",
+    about = "The `make bench` driver (hack/bench.sh runs it): the operator against the article-style baseline"
+)]
+pub struct Settings {
+    /// The bench cluster's kubeconfig.
+    #[arg(
+        long,
+        env = "BENCH_KUBECONFIG",
+        default_value = "target/bench-cluster/kubeconfig"
+    )]
+    pub kubeconfig: PathBuf,
+    /// kube-apiserver's audit log (the API requests are counted from it).
+    #[arg(
+        long,
+        env = "BENCH_AUDIT_LOG",
+        default_value = "target/bench-cluster/audit.log"
+    )]
+    pub audit_log: PathBuf,
+    /// The operator under test.
+    #[arg(
+        long,
+        env = "BENCH_OPERATOR_BIN",
+        default_value = "target/release/gpu-inventory-operator"
+    )]
+    pub operator_bin: PathBuf,
+    /// A command the operator (this revision's and the previous one) runs under, e.g. a heap profiler (split
+    /// at spaces); empty: none. Its timings and RSS are then the wrapper's.
+    #[arg(long, env = "BENCH_OPERATOR_WRAPPER", default_value = "", value_parser = strings)]
+    pub operator_wrapper: std::vec::Vec<String>,
+    /// The article-style baseline (no stable default path: cargo names bench binaries
+    /// target/release/deps/NAME-HASH; hack/bench.sh sets it).
+    #[arg(
+        long,
+        env = "BENCH_BASELINE_BIN",
+        default_value = "target/bench/bin/baseline-operator"
+    )]
+    pub baseline_bin: PathBuf,
+    /// The previous operator, if any (hack/bench.sh builds it from BENCH_PREVIOUS_REV).
+    #[arg(long, env = "BENCH_PREVIOUS_BIN")]
+    pub previous_bin: Option<PathBuf>,
+    /// What to call the previous operator in the report (hack/bench.sh: the revision).
+    #[arg(long, env = "BENCH_PREVIOUS_LABEL", default_value = "previous")]
+    pub previous_label: String,
+    /// The node dumps the bench nodes are cloned from (the fixtures the repository vendors for its tests).
+    #[arg(long, env = "BENCH_FIXTURES", default_value = "tests/fixtures")]
+    pub fixtures: PathBuf,
+    /// The results JSON (a later run keeps the sections of earlier ones).
+    #[arg(long, env = "BENCH_OUT", default_value = "target/bench/results.json")]
+    pub out: PathBuf,
+    /// The results table.
+    #[arg(long, env = "BENCH_TABLE", default_value = "target/bench/results.txt")]
+    pub table: PathBuf,
+    /// Where the programs' logs go.
+    #[arg(long, env = "BENCH_LOG_DIR", default_value = "target/bench/logs")]
+    pub log_dir: PathBuf,
+    /// Node counts of the steady scenario (whole numbers, space-separated).
+    #[arg(long, env = "BENCH_NODES", default_value = "1000 5000", value_parser = whole_numbers)]
+    pub nodes: std::vec::Vec<usize>,
+    /// The programs of the steady and heartbeat scenarios: operator, baseline.
+    #[arg(long, env = "BENCH_PROGRAMS", default_value = "operator baseline", value_parser = programs)]
+    pub programs: std::vec::Vec<Program>,
+    /// The quiet period per run, seconds.
+    #[arg(long, env = "BENCH_QUIET_SECS", default_value = "300")]
+    pub quiet_secs: u64,
+    /// The churn period per run, seconds.
+    #[arg(long, env = "BENCH_CHURN_SECS", default_value = "60")]
+    pub churn_secs: u64,
+    /// Label changes per second in churn (0 counts as 1).
+    #[arg(long, env = "BENCH_CHURN_RATE", default_value = "20", value_parser = at_least_one)]
+    pub churn_rate: u64,
+    /// Single-node changes timed for latency.
+    #[arg(long, env = "BENCH_CHANGES", default_value = "200")]
+    pub changes: usize,
+    /// Label changes as fast as possible before the second RSS reading.
+    #[arg(long, env = "BENCH_BURST_CHANGES", default_value = "1000")]
+    pub burst_changes: usize,
+    /// The longest wait before the next latency change when the previous one is not visible yet, ms.
+    #[arg(long = "change-gap-ms", env = "BENCH_CHANGE_GAP_MS", default_value = "500", value_parser = millis)]
+    pub change_gap: Duration,
+    /// Container images per node, as kubelets report them.
+    #[arg(long, env = "BENCH_NODE_IMAGES", default_value = "20")]
+    pub node_images: usize,
+    /// The longest wait for convergence, seconds.
+    #[arg(long = "settle-secs", env = "BENCH_SETTLE_SECS", default_value = "120", value_parser = secs)]
+    pub settle: Duration,
+    /// The scenarios: steady, heartbeat, allocation, dra, flood (hack/bench.sh runs one per driver run).
+    #[arg(long, env = "BENCH_SCENARIOS", default_value = "steady heartbeat", value_parser = scenarios)]
+    pub scenarios: std::vec::Vec<Scenario>,
+    /// Heartbeat scenario: KWOK nodes.
+    #[arg(long, env = "BENCH_HEARTBEAT_NODES", default_value = "5000")]
+    pub heartbeat_nodes: usize,
+    /// Heartbeat scenario: every Nth KWOK node is a GPU node (0 counts as 1).
+    #[arg(long, env = "BENCH_HEARTBEAT_GPU_EVERY", default_value = "5", value_parser = at_least_one_usize)]
+    pub heartbeat_gpu_every: usize,
+    /// Heartbeat scenario: the measured window per program, seconds.
+    #[arg(long, env = "BENCH_HEARTBEAT_SECS", default_value = "300")]
+    pub heartbeat_secs: u64,
+    /// KWOK's status heartbeat period (every N..2N s; the local cluster's knob), for the report.
+    #[arg(
+        long = "node-status-secs",
+        env = "LOCAL_CLUSTER_NODE_STATUS_SECS",
+        default_value = "10"
+    )]
+    pub heartbeat_status_secs: u64,
+    /// The state dir of the cluster (pid files of kube-apiserver, etcd, KWOK), if known.
+    #[arg(long, env = "BENCH_CLUSTER_DIR")]
+    pub cluster_dir: Option<PathBuf>,
+    /// Allocation scenario (allocation.rs).
+    #[command(flatten)]
+    pub alloc: AllocSettings,
+    /// DRA scenario (dra.rs).
+    #[command(flatten)]
+    pub dra: DraSettings,
+    /// Flood scenario (flood.rs).
+    #[command(flatten)]
+    pub flood: FloodSettings,
+}
+
+/// The DRA scenario's knobs (BENCH_DRA_*).
+#[derive(Clone, Debug, clap::Args)]
+pub struct DraSettings {
+    /// DRA scenario: nodes, each publishing one ResourceSlice of `gpus_per_node` whole GPUs.
+    #[arg(
+        id = "dra-nodes",
+        long = "dra-nodes",
+        env = "BENCH_DRA_NODES",
+        default_value = "5000"
+    )]
+    pub nodes: usize,
+    /// DRA scenario: whole-GPU devices per slice (0 counts as 1).
+    #[arg(id = "dra-gpus-per-node", long = "dra-gpus-per-node", env = "BENCH_DRA_GPUS_PER_NODE", default_value = "8", value_parser = at_least_one_usize)]
+    pub gpus_per_node: usize,
+    /// DRA scenario: ResourceClaims, each allocated one device (at most nodes x GPUs per node: `claims()`).
+    #[arg(
+        id = "dra-claims",
+        long = "dra-claims",
+        env = "BENCH_DRA_CLAIMS",
+        default_value = "10000"
+    )]
+    pub claims_asked: usize,
+    /// DRA scenario: creates (and status writes) in flight while the fleet is set up (0 counts as 1).
+    #[arg(id = "dra-create-concurrency", long = "dra-create-concurrency", env = "BENCH_DRA_CREATE_CONCURRENCY", default_value = "48", value_parser = at_least_one_usize)]
+    pub create_concurrency: usize,
+    /// DRA scenario: single claim changes (deallocate, allocate) timed for latency.
+    #[arg(
+        id = "dra-changes",
+        long = "dra-changes",
+        env = "BENCH_DRA_CHANGES",
+        default_value = "100"
+    )]
+    pub changes: usize,
+    /// DRA scenario: claim changes per second in churn (0 counts as 1).
+    #[arg(id = "dra-churn-rate", long = "dra-churn-rate", env = "BENCH_DRA_CHURN_RATE", default_value = "50", value_parser = at_least_one)]
+    pub churn_rate: u64,
+    /// DRA scenario: the churn period, seconds.
+    #[arg(
+        id = "dra-churn-secs",
+        long = "dra-churn-secs",
+        env = "BENCH_DRA_CHURN_SECS",
+        default_value = "60"
+    )]
+    pub churn_secs: u64,
+    /// DRA scenario: runs of the one-shot `scan`.
+    #[arg(
+        id = "dra-scan-runs",
+        long = "dra-scan-runs",
+        env = "BENCH_DRA_SCAN_RUNS",
+        default_value = "3"
+    )]
+    pub scan_runs: usize,
+    /// DRA scenario: the programs, one after the other on the fleet: operator, previous (each once).
+    #[arg(id = "dra-programs", long = "dra-programs", env = "BENCH_DRA_PROGRAMS", default_value = "operator", value_parser = operator_programs)]
+    pub programs: std::vec::Vec<Program>,
+    /// DRA scenario: the quiet window after convergence, per program, seconds: its writes, 0 expected.
+    #[arg(
+        id = "dra-quiet-secs",
+        long = "dra-quiet-secs",
+        env = "BENCH_DRA_QUIET_SECS",
+        default_value = "60"
+    )]
+    pub quiet_secs: u64,
+}
+
+impl DraSettings {
+    /// The ResourceClaims: as many as asked, at most one per device.
+    pub fn claims(&self) -> usize {
+        self.claims_asked.min(self.nodes * self.gpus_per_node)
+    }
+}
+
+/// The allocation scenario's knobs (BENCH_ALLOC_*).
+#[derive(Clone, Debug, clap::Args)]
+pub struct AllocSettings {
+    /// Allocation scenario: nodes, every `gpu_every`-th a GPU node with `gpus_per_node` nvidia.com/gpu.
+    #[arg(
+        id = "alloc-nodes",
+        long = "alloc-nodes",
+        env = "BENCH_ALLOC_NODES",
+        default_value = "5000"
+    )]
+    pub nodes: usize,
+    /// Allocation scenario: every Nth node is a GPU node (0 counts as 1).
+    #[arg(id = "alloc-gpu-every", long = "alloc-gpu-every", env = "BENCH_ALLOC_GPU_EVERY", default_value = "5", value_parser = at_least_one_usize)]
+    pub gpu_every: usize,
+    /// Allocation scenario: nvidia.com/gpu per GPU node (0 counts as 1).
+    #[arg(id = "alloc-gpus-per-node", long = "alloc-gpus-per-node", env = "BENCH_ALLOC_GPUS_PER_NODE", default_value = "8", value_parser = at_least_one)]
+    pub gpus_per_node: u64,
+    /// Allocation scenario: pods in all.
+    #[arg(
+        id = "alloc-pods",
+        long = "alloc-pods",
+        env = "BENCH_ALLOC_PODS",
+        default_value = "50000"
+    )]
+    pub pods: usize,
+    /// Allocation scenario: of which request nvidia.com/gpu.
+    #[arg(
+        id = "alloc-gpu-pods",
+        long = "alloc-gpu-pods",
+        env = "BENCH_ALLOC_GPU_PODS",
+        default_value = "10000"
+    )]
+    pub gpu_pods: usize,
+    /// Allocation scenario: of those, unbound and Unschedulable.
+    #[arg(
+        id = "alloc-pending",
+        long = "alloc-pending",
+        env = "BENCH_ALLOC_PENDING",
+        default_value = "300"
+    )]
+    pub pending: usize,
+    /// Allocation scenario: every Nth GPU node carries nvidia.com/gpu=present:NoSchedule (0: none).
+    #[arg(
+        id = "alloc-taint-every",
+        long = "alloc-taint-every",
+        env = "BENCH_ALLOC_TAINT_EVERY",
+        default_value = "10"
+    )]
+    pub taint_every: usize,
+    /// Allocation scenario: creates (and status patches) in flight while the fleet is set up (0 counts as 1).
+    #[arg(id = "alloc-create-concurrency", long = "alloc-create-concurrency", env = "BENCH_ALLOC_CREATE_CONCURRENCY", default_value = "48", value_parser = at_least_one_usize)]
+    pub create_concurrency: usize,
+    /// Allocation scenario: single GPU-pod changes (binds and deletes) timed for latency.
+    #[arg(
+        id = "alloc-changes",
+        long = "alloc-changes",
+        env = "BENCH_ALLOC_CHANGES",
+        default_value = "200"
+    )]
+    pub changes: usize,
+    /// Allocation scenario: pod changes per second in churn (0 counts as 1).
+    #[arg(id = "alloc-churn-rate", long = "alloc-churn-rate", env = "BENCH_ALLOC_CHURN_RATE", default_value = "50", value_parser = at_least_one)]
+    pub churn_rate: u64,
+    /// Allocation scenario: the churn period, seconds.
+    #[arg(
+        id = "alloc-churn-secs",
+        long = "alloc-churn-secs",
+        env = "BENCH_ALLOC_CHURN_SECS",
+        default_value = "60"
+    )]
+    pub churn_secs: u64,
+    /// Allocation scenario: runs of each peer (scan, kubectl-view-allocations), alternating.
+    #[arg(
+        id = "alloc-peer-runs",
+        long = "alloc-peer-runs",
+        env = "BENCH_ALLOC_PEER_RUNS",
+        default_value = "3"
+    )]
+    pub peer_runs: usize,
+    /// kubectl-view-allocations (hack/bench.sh installs it); unset: the peer comparison is skipped.
+    #[arg(long, env = "BENCH_VIEW_ALLOCATIONS_BIN")]
+    pub view_allocations_bin: Option<PathBuf>,
+    /// GNU time (`-v`), for the peers' peak RSS.
+    #[arg(long, env = "BENCH_TIME_BIN", default_value = "/usr/bin/time")]
+    pub time_bin: PathBuf,
+    /// Allocation scenario: the programs, one after the other on the fleet: operator, previous (each once).
+    #[arg(id = "alloc-programs", long = "alloc-programs", env = "BENCH_ALLOC_PROGRAMS", default_value = "operator", value_parser = operator_programs)]
+    pub programs: std::vec::Vec<Program>,
+    /// Allocation scenario: the quiet window after convergence, per program, seconds: its writes, 0 expected.
+    #[arg(
+        id = "alloc-quiet-secs",
+        long = "alloc-quiet-secs",
+        env = "BENCH_ALLOC_QUIET_SECS",
+        default_value = "60"
+    )]
+    pub quiet_secs: u64,
+}
+
+/// The flood scenario's knobs (BENCH_FLOOD_*).
+#[derive(Clone, Debug, clap::Args)]
+pub struct FloodSettings {
+    /// Flood scenario: nodes.
+    #[arg(
+        id = "flood-nodes",
+        long = "flood-nodes",
+        env = "BENCH_FLOOD_NODES",
+        default_value = "500"
+    )]
+    pub nodes: usize,
+    /// Flood scenario: flooding loops in flight.
+    #[arg(
+        id = "flood-tasks",
+        long = "flood-tasks",
+        env = "BENCH_FLOOD_TASKS",
+        default_value = "64"
+    )]
+    pub tasks: usize,
+    /// Flood scenario: changes timed per phase.
+    #[arg(
+        id = "flood-changes",
+        long = "flood-changes",
+        env = "BENCH_FLOOD_CHANGES",
+        default_value = "40"
+    )]
+    pub changes: usize,
+    /// Flood scenario: whether the cluster runs API Priority and Fairness ("1": on; hack/bench.sh sets it).
+    #[arg(id = "flood-apf", long = "flood-apf", env = "BENCH_FLOOD_APF", default_value = "0", value_parser = one_is_on, action = clap::ArgAction::Set)]
+    pub apf: bool,
+}
+
+impl Settings {
+    /// The program list of a scenario, or why it cannot run: `previous` without BENCH_PREVIOUS_BIN, or none.
+    pub fn operator_programs(&self, list: &[Program]) -> Result<Vec<Program>, String> {
+        let programs = list.to_vec();
+        if programs.contains(&Program::Previous) && self.previous_bin.is_none() {
+            return Err("the program list names previous, but BENCH_PREVIOUS_BIN is not set (hack/bench.sh sets it when BENCH_PREVIOUS_REV names a revision)".into());
+        }
+        if programs.is_empty() {
+            return Err("the program list is empty".into());
+        }
+        Ok(programs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::super::parse_args;
+    use super::*;
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Settings::command().debug_assert();
+    }
+
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let s = parse_args::<Settings>(&["bench-driver"]).unwrap();
+        assert_eq!(s.nodes, [1000, 5000]);
+        assert_eq!(s.programs, [Program::Operator, Program::Baseline]);
+        assert_eq!(s.scenarios, [Scenario::Steady, Scenario::Heartbeat]);
+        assert!(s.operator_wrapper.is_empty());
+        assert_eq!(s.previous_bin, None);
+        assert_eq!((s.quiet_secs, s.churn_secs, s.churn_rate), (300, 60, 20));
+        assert_eq!((s.changes, s.burst_changes, s.node_images), (200, 1000, 20));
+        assert_eq!(s.change_gap, Duration::from_millis(500));
+        assert_eq!(s.settle, Duration::from_secs(120));
+        assert_eq!(
+            (s.heartbeat_nodes, s.heartbeat_gpu_every, s.heartbeat_secs),
+            (5000, 5, 300)
+        );
+        assert_eq!(s.heartbeat_status_secs, 10);
+        assert_eq!(
+            (s.alloc.nodes, s.alloc.pods, s.alloc.gpu_pods),
+            (5000, 50_000, 10_000)
+        );
+        assert_eq!(s.alloc.programs, [Program::Operator]);
+        assert_eq!(s.alloc.time_bin, PathBuf::from("/usr/bin/time"));
+        assert_eq!(
+            (s.dra.nodes, s.dra.gpus_per_node, s.dra.claims()),
+            (5000, 8, 10_000)
+        );
+        assert_eq!(
+            (s.flood.nodes, s.flood.tasks, s.flood.changes),
+            (500, 64, 40)
+        );
+        assert!(!s.flood.apf);
+    }
+
+    #[test]
+    fn options_parse_as_the_variables_did() {
+        let s = parse_args::<Settings>(&[
+            "bench-driver",
+            "--nodes",
+            " 200  400 ",
+            "--churn-rate",
+            "0",
+            "--dra-nodes",
+            "10",
+            "--dra-gpus-per-node",
+            "2",
+            "--alloc-programs",
+            "previous operator previous",
+            "--flood-apf",
+            "1",
+            "--operator-wrapper",
+            "heaptrack -o target/bench/heap",
+        ])
+        .unwrap();
+        assert_eq!(s.nodes, [200, 400]);
+        assert_eq!(s.churn_rate, 1);
+        assert_eq!(s.dra.claims(), 20);
+        assert_eq!(s.alloc.programs, [Program::Previous, Program::Operator]);
+        assert!(s.flood.apf);
+        assert_eq!(s.operator_wrapper, ["heaptrack", "-o", "target/bench/heap"]);
+        assert!(s.operator_programs(&s.alloc.programs).is_err());
+        assert!(parse_args::<Settings>(&["bench-driver", "--scenarios", "steady soak"]).is_err());
+        assert!(parse_args::<Settings>(&["bench-driver", "--programs", "previous"]).is_err());
+    }
+}
