@@ -61,7 +61,7 @@ async fn helm_install_gives_least_privilege_and_the_operator_converges_with_it()
         .get(&fullname)
         .await
         .expect("the chart's Deployment");
-    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    let container = &deployment.spec.template.spec.unwrap().containers[0];
     let mut args: Vec<String> = container.args.clone().unwrap_or_default();
     assert_eq!(args.first().map(String::as_str), Some("run"));
     args.retain(|a| a != "run" && !a.starts_with("--metrics-addr"));

@@ -215,7 +215,7 @@ impl CrippledUser {
               "rules": [
                 { "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"] },
                 { "apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"] },
-                { "apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "resourceclaims", "deviceclasses"],
+                { "apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "resourceclaims", "deviceclasses", "devicetaintrules"],
                   "verbs": ["list", "watch"] },
                 { "apiGroups": ["homelab.youngju.dev"], "resources": ["gpuinventories"],
                   "verbs": ["get", "list", "watch", "create", "patch"] },

@@ -3,10 +3,10 @@
 //! pools as `scan -o json`, and its per-pool `totalDevices`, `allocatedDevices`, `availableDevices` and
 //! `unavailableDevices` must be ours: claims the real scheduler allocated (a template per pod, one claim
 //! shared by two pods, an `adminAccess` claim over every device), a tainted free device, static MIG, and a
-//! pool with an old generation left over. Where the rules differ on purpose (a device both allocated and
-//! tainted; a GPU whose MIG device is in use) the difference is asserted exactly, and so is the one place
-//! where ours sees less (DeviceTaintRules). An incomplete pool: upstream writes no status at all, ours says
-//! `DraPoolIncomplete` and counts nothing free.
+//! pool with an old generation left over, and a device a DeviceTaintRule taints. Where the rules differ on
+//! purpose (a device both allocated and tainted; a GPU whose MIG device is in use) the difference is
+//! asserted exactly. An incomplete pool: upstream writes no status at all, ours says `DraPoolIncomplete` and
+//! counts nothing free.
 //!
 //! One request per pool (`spec.poolName`): a request over the whole driver gets no status while *any* pool of
 //! the driver is incomplete, and the other DRA tests running beside this one publish incomplete pools on
@@ -209,10 +209,9 @@ async fn upstream_pool_status_agrees_with_ours_pool_by_pool_and_differs_only_whe
     // Difference 2, documented: upstream ignores what a MIG device takes from its parent; ours knows gpu-0
     // (its parent, by parentUUID) cannot be given out while the MIG device is in use: one fewer free.
     check(parent, Counts::kep(4, 1, 0), Counts::kep(4, 1, 0), 2);
-    // Difference 3, ours sees less: upstream counts the DeviceTaintRule's device unavailable; ours reads the
-    // taints in ResourceSlices only, so both GPUs look free. When ours learns DeviceTaintRules, this becomes
-    // agreement and this line changes.
-    check(rule, Counts::kep(2, 0, 1), Counts::kep(2, 0, 0), 2);
+    // Agreement: the DeviceTaintRule's device is unavailable on both sides (ours reads the rules as the
+    // scheduler applies them), so one GPU is free.
+    check(rule, Counts::kep(2, 0, 1), Counts::kep(2, 0, 1), 1);
     let deleted = requests.delete_all().await;
     assert_eq!(deleted.len(), 6, "five requests and the rule: {deleted:?}");
 }

@@ -161,6 +161,7 @@ async fn grant(env: &TestEnv, user: &str, missing: Option<(&str, &str)>) {
         ("resource.k8s.io", "resourceslices", "list,watch"),
         ("resource.k8s.io", "resourceclaims", "list,watch"),
         ("resource.k8s.io", "deviceclasses", "list,watch"),
+        ("resource.k8s.io", "devicetaintrules", "list,watch"),
         (
             "homelab.youngju.dev",
             "gpuinventories",

@@ -141,8 +141,8 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         let why = health.readiness(Duration::ZERO).err().unwrap_or_default();
         return Err(Error::InvalidFlag(format!(
             "no full list of nodes and pods from {} within {FIRST_LIST_TIMEOUT:?} ({why}); the plugin needs \
-             list and watch on nodes and pods, and on resourceslices, resourceclaims and deviceclasses where \
-             resource.k8s.io/v1 is served (--dra-driver= skips DRA)",
+             list and watch on nodes and pods, and on resourceslices, resourceclaims, deviceclasses and \
+             devicetaintrules where resource.k8s.io serves them (--dra-driver= skips DRA)",
             connection.cluster_url
         )));
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::Selector;
 
 use super::cli::{GlobalArgs, GroupBy, OutputFormat, ScanArgs};
@@ -30,6 +30,7 @@ use crate::sources::dump::{Dump, parse_dump};
 use crate::sources::nodes::cached_node;
 use crate::sources::pods::UNFINISHED_PODS;
 use crate::sources::slim::{SlimNode, SlimPod};
+use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
 
 /// Exit code: every GPU node healthy.
 pub const EXIT_HEALTHY: u8 = 0;
@@ -108,6 +109,12 @@ fn dump_snapshot(dump: Dump, drivers: Arc<[String]>) -> Snapshot {
             .classes
             .iter()
             .map(|c| Arc::new(DraClass::from_class(c)))
+            .collect(),
+        taint_rules: dump
+            .taint_rules
+            .iter()
+            .filter_map(strip_rule)
+            .map(Arc::new)
             .collect(),
         drivers,
         version: 0,
@@ -202,11 +209,19 @@ async fn list_cluster(
     )
     .await
     .map_err(dra_error("resourceclaims"))?;
-    snapshot.classes = list_paged(&Api::<DeviceClass>::all(client), params, |c| {
-        Some(Arc::new(DraClass::from_class(&c)))
-    })
+    snapshot.classes = list_paged(
+        &Api::<DeviceClass>::all(client.clone()),
+        params.clone(),
+        |c| Some(Arc::new(DraClass::from_class(&c))),
+    )
     .await
     .map_err(dra_error("deviceclasses"))?;
+    if let Some(version) = taint_rules_served(&client).await {
+        let api: Api<DynamicObject> = Api::all_with(client, &taint_rule_resource(version));
+        snapshot.taint_rules = list_paged(&api, params, |r| strip_rule(&r).map(Arc::new))
+            .await
+            .map_err(dra_error("devicetaintrules"))?;
+    }
     Ok(snapshot)
 }
 

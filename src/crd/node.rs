@@ -67,6 +67,16 @@ pub struct GpuNodeEntry {
     /// devices a node on thousands of nodes would not fit one object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<DraDeviceEntry>,
+    /// The extended resources DRA serves on this node (KEP-5004), each with the DeviceClass whose
+    /// `extendedResourceName` it is: a pod asking for `nvidia.com/gpu` gets a claim for that class's devices
+    /// here. A resource in `capacity` not named here is the device plugin's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dra_extended_resources: BTreeMap<String, String>,
+    /// Partitionable DRA devices (shared counters, KEP-4815): how many more of each resource the counters
+    /// that remain still fit, each on its own: alternatives, never to be added up (`{"gpu.nvidia.com/mig-1g.10gb":
+    /// 3, "gpu.nvidia.com/mig-3g.40gb": 1}` reads "3 x 1g.10gb or 1 x 3g.40gb still fit").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub still_fit: BTreeMap<String, u64>,
 }
 
 /// One DRA device of a node, as `scan` lists it.
@@ -79,7 +89,8 @@ pub struct DraDeviceEntry {
     pub pool: String,
     /// The device's name in its pool (`gpu-0`, `gpu-0-mig-1g10gb-0`).
     pub name: String,
-    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`).
+    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`), or the extended
+    /// resource its DeviceClass serves it as (`nvidia.com/gpu`, KEP-5004).
     pub resource: String,
     /// Attribute `productName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +104,8 @@ pub struct DraDeviceEntry {
     /// Free: in a complete pool, untainted, not allocated, and not taken by an allocated partition or
     /// parent (shared counters, `parentUUID`).
     pub free: bool,
-    /// `NoSchedule`/`NoExecute` taints as `key=value:effect`.
+    /// Its taints as `key=value:effect`, with `(DeviceTaintRule <name>)` for a rule's; only `NoSchedule` and
+    /// `NoExecute` make it unavailable (`None` is shown for information).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<String>,
     /// The device's pool is incomplete (not all its slices are there).

@@ -123,7 +123,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             })
         });
         if let Some(entry) = entry {
-            nodes.push(holders.place(entry, &facts, input.interner));
+            nodes.push(holders.place(entry, &facts, &dra, input.interner));
         }
     }
     let scope = DemandScope {
@@ -154,7 +154,7 @@ pub fn assemble<'n>(
     let mut holders = Holders::of(pods);
     let nodes = nodes
         .into_iter()
-        .map(|node| holders.place(node, &facts, None))
+        .map(|node| holders.place(node, &facts, dra, None))
         .collect();
     sum_up(nodes, pods, scope, dra, facts)
 }
@@ -181,11 +181,12 @@ impl<'p> Holders<'p> {
         &mut self,
         mut node: NodeInventory,
         facts: &impl Fn(&str) -> NodeFacts<'n>,
+        dra: &dra::DraView,
         interner: Option<&NodeInterner>,
     ) -> Arc<NodeInventory> {
         let holders = self.0.remove(node.name.as_str()).unwrap_or_default();
         let known = facts(&node.name).allocatable_known;
-        allocation::allocate_node(&node, &holders, known).apply(&mut node);
+        allocation::allocate_node_with(&node, &holders, known, dra).apply(&mut node);
         match interner {
             Some(interner) => interner.intern(node),
             None => Arc::new(node),

@@ -24,6 +24,13 @@ pub fn nvidia_resources(list: Option<&BTreeMap<String, Quantity>>) -> BTreeMap<S
         .collect()
 }
 
+/// Whether a pod's request of `name` is one the accounting counts: an `nvidia.com/*` resource, or a
+/// DeviceClass's implicit extended resource (`deviceclass.resource.kubernetes.io/<class>`, KEP-5004).
+pub fn is_accounted_request(name: &str) -> bool {
+    name.starts_with(NVIDIA_RESOURCE_PREFIX)
+        || name.starts_with(crate::inventory::dra::model::IMPLICIT_EXTENDED_RESOURCE_PREFIX)
+}
+
 /// Whether a resource name is one that schedules GPU work (whole, shared or MIG slices).
 pub fn is_gpu_resource(name: &str) -> bool {
     name == GPU_RESOURCE || name == SHARED_GPU_RESOURCE || name.starts_with(MIG_RESOURCE_PREFIX)

@@ -1,9 +1,10 @@
-//! Reading a dump of cluster objects (`kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses
-//! -A -o yaml|json`) for `scan --from-file` and the tests: nodes, the pods the allocation accounting reads,
-//! and the DRA objects.
+//! Reading a dump of cluster objects (`kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses,
+//! devicetaintrules -A -o yaml|json`) for `scan --from-file` and the tests: nodes, the pods the allocation
+//! accounting reads, and the DRA objects.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use kube::api::DynamicObject;
 use serde::Deserialize;
 
 /// Why a dump could not be read. Messages say where (line and column when the parser knows them, else the
@@ -30,9 +31,10 @@ pub enum NodeDumpError {
     },
     /// Well-formed, but neither nodes nor pods.
     #[error(
-        "{source_name}: expected Nodes, Pods, ResourceSlices, ResourceClaims or DeviceClasses: one object, or \
-         a List of them (as `kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses -A -o yaml` \
-         prints), found {found}"
+        "{source_name}: expected Nodes, Pods, ResourceSlices, ResourceClaims, DeviceClasses or \
+         DeviceTaintRules: one object, or a List of them (as `kubectl get \
+         nodes,pods,resourceslices,resourceclaims,deviceclasses,devicetaintrules -A -o yaml` prints), found \
+         {found}"
     )]
     NotNodes {
         /// Where the text came from.
@@ -55,6 +57,8 @@ pub struct Dump {
     pub claims: Vec<ResourceClaim>,
     /// The DeviceClasses.
     pub classes: Vec<DeviceClass>,
+    /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds.
+    pub taint_rules: Vec<DynamicObject>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +103,7 @@ pub fn parse_dump(bytes: &[u8], source_name: &str) -> Result<Dump, NodeDumpError
         Some("ResourceSlice") => dump.slices.push(parse(text, is_json).map_err(syntax)?),
         Some("ResourceClaim") => dump.claims.push(parse(text, is_json).map_err(syntax)?),
         Some("DeviceClass") => dump.classes.push(parse(text, is_json).map_err(syntax)?),
+        Some("DeviceTaintRule") => dump.taint_rules.push(parse(text, is_json).map_err(syntax)?),
         // Typed lists keep the parser's line and column in errors.
         Some("NodeList") => {
             dump.nodes = parse::<TypedList<Node>>(text, is_json)
@@ -118,6 +123,9 @@ pub fn parse_dump(bytes: &[u8], source_name: &str) -> Result<Dump, NodeDumpError
         }
         Some("DeviceClassList") => {
             dump.classes = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
+        }
+        Some("DeviceTaintRuleList") => {
+            dump.taint_rules = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
         }
         Some("List") => {
             let list: TypedList<serde_json::Value> = parse(text, is_json).map_err(syntax)?;
@@ -150,6 +158,10 @@ fn read_mixed_items(items: Vec<serde_json::Value>, dump: &mut Dump) -> Result<()
             Some("ResourceSlice") => dump.slices.push(serde_json::from_value(item).map_err(at)?),
             Some("ResourceClaim") => dump.claims.push(serde_json::from_value(item).map_err(at)?),
             Some("DeviceClass") => dump.classes.push(serde_json::from_value(item).map_err(at)?),
+            Some("DeviceTaintRule") => {
+                dump.taint_rules
+                    .push(serde_json::from_value(item).map_err(at)?);
+            }
             // Other kinds (Services, ResourceClaimTemplates, ...) are not read.
             Some(_) => {}
         }

@@ -12,6 +12,7 @@ pub mod nodes;
 pub mod pods;
 pub mod slim;
 pub mod stripped;
+pub mod taint_rules;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub use pods::PodStore;
 pub use dra::DraStores;
 
 use crate::inventory::allocation::GpuPod;
-use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice};
+use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule};
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
@@ -47,6 +48,7 @@ pub struct Sources {
     nodes: Store<Node>,
     pods: PodStore,
     dra: DraStores,
+    taint_rules: taint_rules::TaintRuleStore,
     drivers: Arc<[String]>,
     universe: NodeUniverse,
     // A receiver, not the signal itself: once the feed task (which owns the signal) ends, followers end too.
@@ -68,6 +70,8 @@ pub struct Snapshot {
     pub claims: Vec<Arc<DraClaim>>,
     /// Every DeviceClass.
     pub classes: Vec<Arc<DraClass>>,
+    /// Every DeviceTaintRule.
+    pub taint_rules: Vec<Arc<DraTaintRule>>,
     /// The DRA GPU drivers.
     pub drivers: Arc<[String]>,
 }
@@ -87,6 +91,7 @@ impl Snapshot {
             slices: self.slices.iter().map(AsRef::as_ref).collect(),
             claims: self.claims.iter().map(AsRef::as_ref).collect(),
             classes: self.classes.iter().map(AsRef::as_ref).collect(),
+            taint_rules: self.taint_rules.iter().map(AsRef::as_ref).collect(),
         };
         let input = ScanInput::nodes(self.nodes.iter().map(AsRef::as_ref))
             .pods(self.pods.iter().map(AsRef::as_ref))
@@ -117,12 +122,18 @@ impl Sources {
         );
         let (pods, pod_feed) = pods::watch_pods(client.clone(), health.clone(), signal.clone());
         let drivers: Arc<[String]> = config.dra_drivers.clone().into();
-        let (dra, dra_feed) = dra::watch_dra(client, config.dra_drivers.clone(), health, signal);
+        let (dra, dra_feed) = dra::watch_dra(
+            client.clone(),
+            config.dra_drivers.clone(),
+            health.clone(),
+            signal.clone(),
+        );
+        let (taint_rules, rules_feed) = taint_rules::watch_taint_rules(client, health, signal);
         let read_dra = !drivers.is_empty();
         let feed = async move {
             let dra_feed = async move {
                 if read_dra {
-                    dra_feed.await;
+                    futures::join!(dra_feed, rules_feed);
                 }
             };
             futures::join!(node_feed, pod_feed, dra_feed);
@@ -132,6 +143,7 @@ impl Sources {
                 nodes,
                 pods,
                 dra,
+                taint_rules,
                 drivers,
                 universe: match config.node_label_selector {
                     Some(_) => NodeUniverse::Subset,
@@ -150,6 +162,7 @@ impl Sources {
         self.pods.wait_until_ready().await;
         if !self.drivers.is_empty() {
             self.dra.wait_until_ready().await;
+            self.taint_rules.wait_until_ready().await;
         }
     }
 
@@ -173,6 +186,7 @@ impl Sources {
             slices: self.dra.slices.state(),
             claims: self.dra.claims.state(),
             classes: self.dra.classes.state(),
+            taint_rules: self.taint_rules.state(),
             drivers: self.drivers.clone(),
         }
     }
@@ -217,6 +231,9 @@ impl Sources {
         claims_writer.mark_absent();
         let (classes, mut classes_writer) = stripped::stripped_store(|_: &Node| None::<DraClass>);
         classes_writer.mark_absent();
+        let (taint_rules, mut rules_writer) =
+            stripped::stripped_store(|_: &Node| None::<DraTaintRule>);
+        rules_writer.mark_absent();
         // The writers are dropped: the stores keep what they hold.
         Sources {
             nodes: node_store,
@@ -226,6 +243,7 @@ impl Sources {
                 claims,
                 classes,
             },
+            taint_rules,
             drivers: Arc::from(Vec::new()),
             universe: NodeUniverse::Cluster,
             changes: ChangeSignal::default().subscribe(),

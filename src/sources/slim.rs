@@ -11,8 +11,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodResourceClaim,
-    PodResourceClaimStatus, PodSpec, PodStatus, ResourceRequirements,
+    Container, ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition,
+    PodExtendedResourceClaimStatus, PodResourceClaim, PodResourceClaimStatus, PodSpec, PodStatus,
+    ResourceRequirements, ResourceStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -151,6 +152,34 @@ struct SlimPodStatus {
     phase: Option<String>,
     conditions: Option<Vec<PodCondition>>,
     resource_claim_statuses: Option<Vec<PodResourceClaimStatus>>,
+    extended_resource_claim_status: Option<PodExtendedResourceClaimStatus>,
+    init_container_statuses: Option<Vec<SlimContainerStatus>>,
+    container_statuses: Option<Vec<SlimContainerStatus>>,
+    ephemeral_container_statuses: Option<Vec<SlimContainerStatus>>,
+}
+
+/// A container's status as device health reads it (KEP-4680): its name and `allocatedResourcesStatus`;
+/// the rest (state, image, restart count) is skipped.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SlimContainerStatus {
+    #[serde(default)]
+    name: String,
+    allocated_resources_status: Option<Vec<ResourceStatus>>,
+}
+
+impl From<SlimContainerStatus> for ContainerStatus {
+    fn from(slim: SlimContainerStatus) -> ContainerStatus {
+        ContainerStatus {
+            name: slim.name,
+            allocated_resources_status: slim.allocated_resources_status,
+            ..Default::default()
+        }
+    }
+}
+
+fn container_statuses(list: Option<Vec<SlimContainerStatus>>) -> Option<Vec<ContainerStatus>> {
+    list.map(|list| list.into_iter().map(ContainerStatus::from).collect())
 }
 
 slim_resource!(SlimPod, "Pod", "pods", k8s_openapi::NamespaceResourceScope);
@@ -185,6 +214,10 @@ impl From<SlimPod> for Pod {
                 phase: s.phase,
                 conditions: s.conditions,
                 resource_claim_statuses: s.resource_claim_statuses,
+                extended_resource_claim_status: s.extended_resource_claim_status,
+                init_container_statuses: container_statuses(s.init_container_statuses),
+                container_statuses: container_statuses(s.container_statuses),
+                ephemeral_container_statuses: container_statuses(s.ephemeral_container_statuses),
                 ..Default::default()
             }),
         }

@@ -108,6 +108,35 @@ pub async fn publish_slice(
     slice_count: i64,
     devices: Vec<Value>,
 ) {
+    let pool = Pool {
+        driver: DRIVER,
+        generation,
+        slice_count,
+    };
+    publish_pool_slice(env, node, name, pool, devices).await;
+}
+
+/// Where a slice belongs: its driver, and its pool's generation and slice count (the pool is named after
+/// the node, as NVIDIA's driver names it).
+pub struct Pool<'a> {
+    pub driver: &'a str,
+    pub generation: i64,
+    pub slice_count: i64,
+}
+
+/// Publishes (creates or replaces) slice `name` of `node`'s pool of `pool.driver`, owned by the node.
+pub async fn publish_pool_slice(
+    env: &TestEnv,
+    node: &str,
+    name: &str,
+    pool: Pool<'_>,
+    devices: Vec<Value>,
+) {
+    let Pool {
+        driver,
+        generation,
+        slice_count,
+    } = pool;
     let uid = Api::<Node>::all(env.client.clone())
         .get(node)
         .await
@@ -121,7 +150,7 @@ pub async fn publish_slice(
             "ownerReferences": [{ "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid }]
         },
         "spec": {
-            "driver": DRIVER, "nodeName": node,
+            "driver": driver, "nodeName": node,
             "pool": { "name": node, "generation": generation, "resourceSliceCount": slice_count },
             "devices": devices
         }

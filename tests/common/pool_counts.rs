@@ -61,7 +61,12 @@ pub fn ours(entry: &GpuNodeEntry, pool: &str) -> Ours {
         kep: Counts::kep(
             devices.len() as i64,
             count(&|d| !d.allocated_to.is_empty()),
-            count(&|d| !d.taints.is_empty()),
+            // Unavailable: a NoSchedule or NoExecute taint (`None` only informs).
+            count(&|d| {
+                d.taints
+                    .iter()
+                    .any(|t| t.contains(":NoSchedule") || t.contains(":NoExecute"))
+            }),
         ),
         free: count(&|d| d.free),
     }

@@ -222,6 +222,15 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
             q("list", "deviceclasses.resource.k8s.io", None, None),
             q("watch", "deviceclasses.resource.k8s.io", None, None),
         ]);
+        if served("devicetaintrules.resource.k8s.io") {
+            allowed.extend([
+                q("list", "devicetaintrules.resource.k8s.io", None, None),
+                q("watch", "devicetaintrules.resource.k8s.io", None, None),
+            ]);
+            denied.push(q("create", "devicetaintrules.resource.k8s.io", None, None));
+        } else {
+            eprintln!("RBAC: the DeviceTaintRule questions are not asked: this server serves none");
+        }
         denied.extend([
             // DRA objects are read only: no claim is allocated, no slice or class written.
             q(
@@ -244,10 +253,15 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
 
 /// Whether the server serves `resource.k8s.io/v1` ResourceSlices (what kubectl can name).
 fn dra_served() -> bool {
+    served("resourceslices.resource.k8s.io")
+}
+
+/// Whether the server serves `resource` (`plural.group`), at any version.
+fn served(resource: &str) -> bool {
     let out = kubectl(&["api-resources", "--api-group=resource.k8s.io", "-o", "name"]);
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .any(|l| l.trim() == "resourceslices.resource.k8s.io")
+        .any(|l| l.trim() == resource)
 }
 
 /// Asks every question of the installation's service account; fails listing each wrong answer.

@@ -6,15 +6,18 @@
 //! own names: a time-sliced `nvidia.com/gpu.shared` or a `nvidia.com/mig-1g.10gb` is never added to whole GPUs.
 //! Each function returns values; [`crate::inventory::assemble`] puts them on the nodes.
 
+pub mod device_health;
 pub mod pod;
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
 use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
 use crate::inventory::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
 use crate::inventory::text::capped_list;
+use device_health::unhealthy_issue;
 pub use pod::GpuPod;
 use pod::add;
 
@@ -51,6 +54,8 @@ pub struct NodeAllocation {
     pub holdings: Vec<Holding>,
     /// `Overcommitted`, when the pods hold more than the node offers.
     pub overcommitted: Option<Issue>,
+    /// `AllocatedDeviceUnhealthy`, when the kubelet reports a device of a pod here `Unhealthy`.
+    pub unhealthy: Option<Issue>,
 }
 
 impl NodeAllocation {
@@ -60,32 +65,48 @@ impl NodeAllocation {
         node.free = self.free;
         node.holdings = self.holdings;
         node.issues.extend(self.overcommitted);
+        node.issues.extend(self.unhealthy);
     }
 }
 
 /// The allocation of one node from the pods it holds (`holders`: bound there and not finished) and its DRA
-/// devices' claims. With no holders: nothing allocated, everything allocatable free.
+/// devices' claims. With no holders: nothing allocated, everything allocatable free. Without DRA objects:
+/// see [`allocate_node_with`].
 pub fn allocate_node(
     node: &NodeInventory,
     holders: &[&GpuPod],
     allocatable_known: bool,
+) -> NodeAllocation {
+    allocate_node_with(node, holders, allocatable_known, &DraView::default())
+}
+
+/// [`allocate_node`], with `dra` saying which of the pods' requests a DRA claim meets (KEP-5004): those are
+/// counted once, by the claim's devices, and never against the device plugin's allocatable.
+pub fn allocate_node_with(
+    node: &NodeInventory,
+    holders: &[&GpuPod],
+    allocatable_known: bool,
+    dra: &DraView,
 ) -> NodeAllocation {
     let allocatable: BTreeMap<&str, u64> = node
         .allocatable
         .iter()
         .filter_map(|(name, q)| Some((name.as_str(), q.whole()?)))
         .collect();
-    // Extended resources only: DRA resources are allocated by claims, and the scanner has already counted
-    // them from the devices.
+    // Resources DRA serves here are allocated by claims, and the scanner has already counted them from the
+    // devices; the device plugin's are allocated by the pods' requests.
+    let dra_served: BTreeSet<&str> = node.devices.iter().map(|d| d.resource.as_str()).collect();
     let mut allocated: BTreeMap<String, u64> = allocatable
         .keys()
-        .filter(|name| name.starts_with(NVIDIA_RESOURCE_PREFIX))
+        .filter(|name| name.starts_with(NVIDIA_RESOURCE_PREFIX) && !dra_served.contains(*name))
         .map(|name| ((*name).to_owned(), 0))
         .collect();
     let mut holdings = Vec::new();
+    let mut plugin_requests = Vec::with_capacity(holders.len());
     for pod in holders {
-        add(&mut allocated, &pod.requests);
-        holdings.extend(pod.requests.iter().map(|(resource, amount)| Holding {
+        let requests = plugin_requests_of(pod, dra);
+        add(&mut allocated, &requests);
+        holdings.extend(requests.iter().map(|(resource, amount)| Holding {
             resource: resource.clone(),
             holder: Holder::Pod {
                 namespace: pod.namespace.clone(),
@@ -94,14 +115,28 @@ pub fn allocate_node(
             amount: *amount,
             device: None,
         }));
+        plugin_requests.push((*pod, requests));
     }
     let mut free = BTreeMap::new();
     let mut over = Vec::new();
-    for (name, held) in &allocated {
+    for (name, held) in allocated.iter_mut() {
+        if let (Some(by_claims), Some(left)) = (node.allocated.get(name), node.free.get(name))
+            && dra_served.contains(name.as_str())
+        {
+            // A device-plugin pod on a resource DRA also serves (a node moving to DRA): both take GPUs.
+            free.insert(name.clone(), left.saturating_sub(*held));
+            *held = held.saturating_add(*by_claims);
+            continue;
+        }
         let offered = allocatable.get(name.as_str()).copied().unwrap_or(0);
         free.insert(name.clone(), offered.saturating_sub(*held));
         if *held > offered && allocatable_known {
-            over.push(overcommitted_resource(name, *held, offered, holders));
+            over.push(overcommitted_resource(
+                name,
+                *held,
+                offered,
+                &plugin_requests,
+            ));
         }
     }
     for device in &node.devices {
@@ -113,12 +148,13 @@ pub fn allocate_node(
         }));
     }
     holdings.sort();
-    let dra_only = |name: &&String| !name.starts_with(NVIDIA_RESOURCE_PREFIX);
-    for (name, n) in node.allocated.iter().filter(|(k, _)| dra_only(k)) {
-        allocated.insert(name.clone(), *n);
-    }
-    for (name, n) in node.free.iter().filter(|(k, _)| dra_only(k)) {
-        free.insert(name.clone(), *n);
+    for resource in &dra_served {
+        if let Some(n) = node.allocated.get(*resource) {
+            allocated.entry((*resource).to_owned()).or_insert(*n);
+        }
+        if let Some(n) = node.free.get(*resource) {
+            free.entry((*resource).to_owned()).or_insert(*n);
+        }
     }
     let overcommitted = (!over.is_empty()).then(|| {
         Issue::new(
@@ -129,19 +165,54 @@ pub fn allocate_node(
             ),
         )
     });
+    let unhealthy = unhealthy_issue(holders.iter().map(|p| {
+        (
+            p.namespace.as_str(),
+            p.name.as_str(),
+            p.unhealthy_devices.as_slice(),
+        )
+    }));
     NodeAllocation {
         allocated,
         free,
         holdings,
         overcommitted,
+        unhealthy,
     }
 }
 
-fn overcommitted_resource(name: &str, held: u64, offered: u64, holders: &[&GpuPod]) -> String {
+/// The pod's requests the device plugin meets: all of them, but those a DRA claim meets (KEP-5004).
+fn plugin_requests_of<'p>(pod: &'p GpuPod, dra: &DraView) -> Cow<'p, BTreeMap<String, u64>> {
+    let met_by_claim = |resource: &str| {
+        dra.claim_serves(
+            &pod.namespace,
+            &pod.name,
+            pod.extended_claim.as_deref(),
+            resource,
+        )
+    };
+    if !pod.requests.keys().any(|r| met_by_claim(r)) {
+        return Cow::Borrowed(&pod.requests);
+    }
+    Cow::Owned(
+        pod.requests
+            .iter()
+            .filter(|(r, _)| !met_by_claim(r))
+            .map(|(r, n)| (r.clone(), *n))
+            .collect(),
+    )
+}
+
+fn overcommitted_resource(
+    name: &str,
+    held: u64,
+    offered: u64,
+    holders: &[(&GpuPod, Cow<'_, BTreeMap<String, u64>>)],
+) -> String {
     let mut pods = holders
         .iter()
-        .filter(|p| p.requests.contains_key(name))
-        .map(|p| format!("{}/{}", p.namespace, p.name))
+        .filter(|(_, requests)| requests.contains_key(name))
+        .map(|(p, _)| format!("{}/{}", p.namespace, p.name))
         .collect::<Vec<_>>();
     // By name, not by the order the pods reached the watch's store: after a relist, on another replica or
     // in `scan` they arrive in another order, and the message must be the same (no write for it).

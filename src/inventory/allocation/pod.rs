@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use super::device_health::{DeviceHealth, unhealthy_devices};
 use crate::inventory::model::quantity_value;
-use crate::inventory::resources::NVIDIA_RESOURCE_PREFIX;
+use crate::inventory::resources::is_accounted_request;
 
 /// A pod that asks for at least one `nvidia.com/*` resource or names a ResourceClaim, stripped to what the
 /// accounting needs.
@@ -32,6 +33,11 @@ pub struct GpuPod {
     pub claims: Vec<String>,
     /// `spec.nodeSelector` of a pod not bound yet (which nodes it waits for); empty once bound.
     pub node_selector: BTreeMap<String, String>,
+    /// `status.extendedResourceClaimStatus.resourceClaimName`: the claim the scheduler made for the pod's
+    /// extended-resource requests that DRA serves (KEP-5004); those requests are counted by its devices.
+    pub extended_claim: Option<String>,
+    /// Allocated devices the kubelet reports not healthy (`allocatedResourcesStatus`, KEP-4680), sorted.
+    pub unhealthy_devices: Vec<DeviceHealth>,
 }
 
 impl GpuPod {
@@ -44,6 +50,10 @@ impl GpuPod {
             return None;
         }
         let status = pod.status.as_ref();
+        let extended_claim = status
+            .and_then(|s| s.extended_resource_claim_status.as_ref())
+            .map(|e| e.resource_claim_name.clone())
+            .filter(|n| !n.is_empty());
         let unschedulable = status
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
@@ -69,6 +79,8 @@ impl GpuPod {
             unschedulable,
             requests,
             claims,
+            extended_claim,
+            unhealthy_devices: status.map(unhealthy_devices).unwrap_or_default(),
         })
     }
 
@@ -167,11 +179,11 @@ fn container_requests(container: &Container) -> BTreeMap<String, u64> {
     counts
 }
 
-/// The `nvidia.com/*` entries of a resource list as whole numbers (extended resources are integers; a
+/// The accounted entries of a resource list (see [`is_accounted_request`]) as whole numbers (extended resources are integers; a
 /// fraction is rounded up, the way it would block a whole device).
 fn nvidia_counts(list: &BTreeMap<String, Quantity>) -> BTreeMap<String, u64> {
     list.iter()
-        .filter(|(name, _)| name.starts_with(NVIDIA_RESOURCE_PREFIX))
+        .filter(|(name, _)| is_accounted_request(name))
         .filter_map(|(name, q)| {
             let value = quantity_value(&q.0)?;
             (value.is_finite() && value >= 0.0).then(|| (name.clone(), value.ceil() as u64))

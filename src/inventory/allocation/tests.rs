@@ -34,6 +34,7 @@ fn pod(ns: &str, name: &str, node: Option<&str>, phase: &str, requests: &[(&str,
             .collect(),
         node_selector: BTreeMap::new(),
         claims: Vec::new(),
+        ..Default::default()
     }
 }
 

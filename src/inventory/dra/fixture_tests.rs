@@ -35,6 +35,7 @@ fn fixtures() -> Inventory {
         slices: slices.iter().collect(),
         claims: claims.iter().collect(),
         classes: classes.iter().collect(),
+        taint_rules: Vec::new(),
     };
     let pods: [&GpuPod; 0] = [];
     scan(ScanInput::nodes(&nodes.nodes).pods(pods).dra(input))
@@ -47,12 +48,18 @@ fn node<'a>(inv: &'a Inventory, name: &str) -> &'a NodeInventory {
         .unwrap_or_else(|| panic!("no {name}"))
 }
 
+/// The whole GPUs' resource: NVIDIA's chart (v1) gives `gpu.nvidia.com` `extendedResourceName: nvidia.com/gpu`,
+/// so DRA's whole GPUs are counted under the name pods ask for (KEP-5004).
+const WHOLE: &str = "nvidia.com/gpu";
+
 /// (resource, capacity, allocated, free) of the node's DRA resources.
 fn dra(entry: &NodeInventory) -> BTreeMap<&str, (String, u64, u64)> {
+    let served: std::collections::BTreeSet<&str> =
+        entry.devices.iter().map(|d| d.resource.as_str()).collect();
     entry
         .capacity
         .iter()
-        .filter(|(r, _)| r.starts_with("gpu.nvidia.com/"))
+        .filter(|(r, _)| served.contains(r.as_str()))
         .map(|(r, c)| {
             let capacity = c.text().to_owned();
             (r.as_str(), (capacity, entry.allocated[r], entry.free[r]))
@@ -84,12 +91,12 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
         (a.count, a.product.as_deref(), a.memory_mib),
         (8, Some("NVIDIA A100-SXM4-80GB"), Some(81920))
     );
-    assert_eq!(dra(a)["gpu.nvidia.com/gpu"], ("8".into(), 2, 6));
+    assert_eq!(dra(a)[WHOLE], ("8".into(), 2, 6));
     // b: static MIG, the current release publishes MIG devices without their GPUs: 4 whole + 4 MIG'd GPUs;
     // the 4-device MIG claim holds one of each profile it asked for.
     let b = node(&inv, "dra-node-b");
     assert_eq!(b.count, 8);
-    assert_eq!(dra(b)["gpu.nvidia.com/gpu"], ("4".into(), 0, 4));
+    assert_eq!(dra(b)[WHOLE], ("4".into(), 0, 4));
     assert_eq!(dra(b)["gpu.nvidia.com/mig-1g.5gb"].1, 2);
     // c: v25.3 attributes (index, minor, pcieBusID) read the same; the GPU listed beside its own MIG devices
     // is one GPU, not three.
@@ -97,8 +104,8 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
     assert_eq!(c.count, 4);
     // e: the health monitor's NoSchedule taints make two GPUs unavailable; effect None does not.
     let e = node(&inv, "dra-node-e");
-    assert_eq!(dra(e)["gpu.nvidia.com/gpu"], ("4".into(), 0, 2));
-    assert_eq!(e.allocatable["gpu.nvidia.com/gpu"], "2");
+    assert_eq!(dra(e)[WHOLE], ("4".into(), 0, 2));
+    assert_eq!(e.allocatable[WHOLE], "2");
     assert!(
         e.issues[0]
             .message
@@ -121,7 +128,14 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
     let g = node(&inv, "dra-node-g");
     assert_eq!(g.count, 8);
     assert_eq!(g.sources, ["device-plugin", "dra"]);
-    assert_eq!(dra(g)["gpu.nvidia.com/gpu"], ("8".into(), 2, 6));
+    assert_eq!(dra(g)[WHOLE], ("8".into(), 2, 6));
+    assert_eq!(
+        g.dra_extended.get(WHOLE).map(String::as_str),
+        Some("gpu.nvidia.com"),
+        "DRA serves nvidia.com/gpu here, through NVIDIA's class"
+    );
+    // MIG devices keep the driver's names: the mig.nvidia.com class serves no extended resource.
+    assert!(dra(b).contains_key("gpu.nvidia.com/mig-1g.5gb"), "{:?}", dra(b));
     // One model across spellings and nodes.
     let products: BTreeMap<&str, (u32, u64)> = inv
         .products

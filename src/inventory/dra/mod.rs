@@ -8,16 +8,20 @@
 //! allocated MIG partition is not free, nor a partition of an allocated GPU (shared counters or
 //! `parentUUID`), so a GPU is never added to its own partitions.
 
+mod counters;
 pub mod model;
 mod node;
 mod pools;
+pub mod taint_rules;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint};
+use counters::Counters;
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
 pub use node::DraNode;
 use pools::Pool;
+pub use taint_rules::DraTaintRule;
 
 /// The default DRA driver whose devices are GPUs (NVIDIA's DRA driver for GPUs).
 pub const DEFAULT_DRIVER: &str = "gpu.nvidia.com";
@@ -33,6 +37,8 @@ pub struct DraInput<'a> {
     pub claims: Vec<&'a DraClaim>,
     /// Every DeviceClass.
     pub classes: Vec<&'a DraClass>,
+    /// Every DeviceTaintRule (empty where the server serves none).
+    pub taint_rules: Vec<&'a DraTaintRule>,
 }
 
 /// The DRA side of an inventory.
@@ -42,6 +48,14 @@ pub struct DraView {
     pub nodes: HashMap<String, DraNode>,
     /// Unallocated claims asking for GPUs: (namespace, name) -> DeviceClass -> devices asked for.
     pub unallocated_gpu_claims: HashMap<(String, String), BTreeMap<String, u64>>,
+    /// The extended resources DRA serves (KEP-5004): resource name -> the DeviceClass whose devices a pod
+    /// asking for it gets, for the GPU classes (`extendedResourceName`, and the implicit
+    /// `deviceclass.resource.kubernetes.io/<class>`).
+    pub extended_resources: BTreeMap<String, String>,
+    /// Pods whose extended-resource requests a claim the scheduler made satisfies: (namespace, pod) -> the
+    /// claim (from the claim's annotation and owner; the pod's own `extendedResourceClaimStatus` says the
+    /// same once written).
+    pub extended_claims: HashMap<(String, String), String>,
 }
 
 impl DraView {
@@ -55,6 +69,23 @@ impl DraView {
             }
         }
         wanted
+    }
+
+    /// Whether `resource` of a pod in `namespace` named `pod` is met by a DRA claim (KEP-5004) rather than
+    /// by the device plugin: the pod has an extended-resource claim (`claim`, from its status, or one the
+    /// DRA sources know), and DRA serves `resource`. Such a request is counted by the claim's devices.
+    pub fn claim_serves(
+        &self,
+        namespace: &str,
+        pod: &str,
+        claim: Option<&str>,
+        resource: &str,
+    ) -> bool {
+        let has_claim = claim.is_some()
+            || self
+                .extended_claims
+                .contains_key(&(namespace.to_owned(), pod.to_owned()));
+        has_claim && self.extended_resources.contains_key(resource)
     }
 }
 
@@ -102,11 +133,35 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
         claims.sort();
     }
     let mut view = DraView::default();
+    let mut gpu_classes: Vec<&DraClass> = input
+        .classes
+        .iter()
+        .copied()
+        .filter(|c| input.drivers.iter().any(|d| c.selects_driver(d)))
+        .collect();
+    gpu_classes.sort_by(|a, b| a.name.cmp(&b.name));
+    for class in &gpu_classes {
+        for resource in class.extended_resources() {
+            view.extended_resources
+                .entry(resource)
+                .or_insert_with(|| class.name.clone());
+        }
+    }
+    for claim in &input.claims {
+        if let Some(pod) = &claim.extended_for_pod {
+            view.extended_claims
+                .insert((claim.namespace.clone(), pod.clone()), claim.name.clone());
+        }
+    }
+    let rules = Rules {
+        taints: &input.taint_rules,
+        extended: &gpu_classes,
+    };
     for pool in pools::pools(input.slices.iter().copied()) {
         let Some(node) = pool.node else { continue };
-        let entries = pool_devices(&pool, &holders);
+        let (entries, fit) = pool_devices(&pool, &holders, &rules);
         let node = view.nodes.entry(node.to_owned()).or_default();
-        node.add_pool(&pool, entries);
+        node.add_pool(&pool, entries, fit);
     }
     for node in view.nodes.values_mut() {
         node.finish();
@@ -135,11 +190,58 @@ fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
     }
 }
 
-/// Each device of the pool with its state: who holds it, its taints, and whether a new claim could get it.
+/// What applies to devices besides their slice: the DeviceTaintRules, and the GPU classes (sorted by name)
+/// whose `extendedResourceName` a device is counted under.
+struct Rules<'r> {
+    taints: &'r [&'r DraTaintRule],
+    extended: &'r [&'r DraClass],
+}
+
+impl Rules<'_> {
+    /// The device's taints: its slice's, then those of the rules that select it.
+    fn taints(&self, driver: &str, pool: &str, device: &DraDevice) -> Vec<DeviceTaint> {
+        let from_slice = device.taints.iter().map(|t| (t, None));
+        let from_rules = self
+            .taints
+            .iter()
+            .filter(|r| r.selects(driver, pool, &device.name))
+            .map(|r| (&r.taint, Some(r.name.clone())));
+        from_slice
+            .chain(from_rules)
+            .map(|(t, rule)| DeviceTaint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect: t.effect.clone(),
+                rule,
+            })
+            .collect()
+    }
+
+    /// The resource a device is counted under: the `extendedResourceName` of the first GPU class that
+    /// selects it and has one (KEP-5004: pods ask for it under that name), else [`resource_name`].
+    fn resource(
+        &self,
+        driver: &str,
+        device: &DraDevice,
+        kind: &DeviceKind,
+    ) -> (String, Option<String>) {
+        let class = self.extended.iter().find(|c| {
+            c.extended_resource.is_some() && c.selects_device(driver, device.kind.as_deref())
+        });
+        match class.and_then(|c| Some((c.extended_resource.clone()?, c.name.clone()))) {
+            Some((resource, class)) => (resource, Some(class)),
+            None => (resource_name(driver, kind), None),
+        }
+    }
+}
+
+/// Each device of the pool with its state (who holds it, its taints, whether a new claim could get it), and
+/// how many more of each partitionable resource its shared counters still fit.
 fn pool_devices(
     pool: &Pool<'_>,
     holders: &HashMap<(&str, &str, &str), Vec<ClaimRef>>,
-) -> Vec<Device> {
+    rules: &Rules<'_>,
+) -> (Vec<Device>, BTreeMap<String, u64>) {
     let held = |d: &DraDevice| -> Option<Vec<ClaimRef>> {
         holders
             .get(&(pool.driver, pool.name, d.name.as_str()))
@@ -158,37 +260,13 @@ fn pool_devices(
         .iter()
         .filter_map(|d| d.parent_uuid.as_deref())
         .collect();
-    // What allocated devices consume of each shared counter.
-    let mut consumed: BTreeMap<(&str, &str), i128> = BTreeMap::new();
-    for device in &allocated {
-        for (set, counters) in &device.consumes {
-            for (counter, amount) in counters {
-                *consumed
-                    .entry((set.as_str(), counter.as_str()))
-                    .or_insert(0) += amount;
-            }
-        }
-    }
-    let counters_left = |d: &DraDevice| {
-        d.consumes.iter().all(|(set, counters)| {
-            let Some(available) = pool.counters.get(set.as_str()) else {
-                // The set's slice is not here (an incomplete pool): nothing to check against.
-                return true;
-            };
-            counters.iter().all(|(counter, amount)| {
-                let total = available.get(counter).copied().unwrap_or(0);
-                let used = consumed
-                    .get(&(set.as_str(), counter.as_str()))
-                    .copied()
-                    .unwrap_or(0);
-                total - used >= *amount
-            })
-        })
-    };
-    pool.devices
+    let counters = Counters::of(pool, allocated.iter().copied());
+    let devices: Vec<Device> = pool
+        .devices
         .iter()
         .map(|device| {
             let claims = held(device).unwrap_or_default();
+            let taints = rules.taints(pool.driver, pool.name, device);
             let taken_by_relative = device
                 .parent_uuid
                 .as_deref()
@@ -198,38 +276,42 @@ fn pool_devices(
                     .as_deref()
                     .is_some_and(|u| allocated_parents.contains(u));
             let free = claims.is_empty()
-                && device.taints.is_empty()
+                && !taints.iter().any(DeviceTaint::makes_unavailable)
                 && pool.complete()
                 && !taken_by_relative
-                && counters_left(device);
+                && counters.fits(device);
             let kind = device_kind(device);
+            let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
             Device {
                 driver: pool.driver.to_owned(),
                 pool: pool.name.to_owned(),
                 name: device.name.clone(),
-                resource: resource_name(pool.driver, &kind),
+                resource,
+                extended_class,
                 kind,
                 product: device.product.clone(),
                 memory_mib: device.memory_mib,
                 claims,
                 free,
-                taints: device
-                    .taints
-                    .iter()
-                    .map(|t| DeviceTaint {
-                        key: t.key.clone(),
-                        value: t.value.clone(),
-                        effect: t.effect.clone(),
-                    })
-                    .collect(),
+                taints,
                 pool_incomplete: !pool.complete(),
             }
         })
-        .collect()
+        .collect();
+    let candidates = pool
+        .devices
+        .iter()
+        .zip(&devices)
+        .filter(|(raw, device)| device.free && !raw.consumes.is_empty())
+        .map(|(raw, device)| (*raw, device.resource.as_str()));
+    let fit = counters.still_fit(candidates);
+    (devices, fit)
 }
 
 #[cfg(test)]
 mod fixture_tests;
+#[cfg(test)]
+mod rules_tests;
 #[cfg(test)]
 mod scan_tests;
 #[cfg(test)]

@@ -13,8 +13,9 @@ use k8s_openapi::api::resource::v1::{
 
 use crate::inventory::model::quantity_value;
 
-/// A device taint with an effect that keeps the scheduler away (`NoSchedule`, `NoExecute`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A device taint as its slice writes it (any effect; only `NoSchedule`/`NoExecute` make the device
+/// unavailable).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DraTaint {
     /// `key`, e.g. `gpu.nvidia.com/xid`.
     pub key: String,
@@ -41,7 +42,7 @@ pub struct DraDevice {
     pub parent_uuid: Option<String>,
     /// Capacity `memory` in MiB.
     pub memory_mib: Option<u64>,
-    /// Taints with `NoSchedule` or `NoExecute` (other effects do not make a device unavailable).
+    /// Its taints, every effect (`None` is shown, not counted as unavailable).
     pub taints: Vec<DraTaint>,
     /// Counters this device consumes from the slice's shared counter sets: set -> counter -> amount. A GPU
     /// and the MIG devices that can be carved from it consume the same set (partitionable devices).
@@ -96,18 +97,82 @@ pub struct DraClaim {
     /// The DeviceClasses its requests name (`exactly` or each `firstAvailable` alternative), with how many
     /// devices each asks for (`allocationMode: All` counts as 1: at least one).
     pub classes: BTreeMap<String, u64>,
+    /// The pod whose extended-resource requests the scheduler made this claim for (KEP-5004: annotation
+    /// [`EXTENDED_RESOURCE_CLAIM_ANNOTATION`] `true`, owned by the pod).
+    pub extended_for_pod: Option<String>,
 }
 
-/// A DeviceClass, stripped to the CEL expressions that select its devices.
+/// The annotation the scheduler puts on a claim it makes for a pod's extended-resource requests (KEP-5004).
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+
+/// The prefix of the extended resource name every DeviceClass has implicitly (KEP-5004):
+/// `deviceclass.resource.kubernetes.io/<class>`, besides its `extendedResourceName`.
+pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// A DeviceClass, stripped to the CEL expressions that select its devices and the extended resource it
+/// serves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DraClass {
     /// `metadata.name`.
     pub name: String,
     /// `spec.selectors[].cel.expression`.
     pub expressions: Vec<String>,
+    /// `spec.extendedResourceName` (KEP-5004): pods asking for this extended resource get devices of this
+    /// class through a claim the scheduler makes, on nodes that do not advertise the resource themselves.
+    pub extended_resource: Option<String>,
 }
 
 impl DraClass {
+    /// Whether the class selects a device of `driver` whose `type` attribute is `kind`: it names the driver
+    /// (see [`DraClass::selects_driver`]), and a `type` it compares with (`...type == 'gpu'`) is the
+    /// device's. A class that compares no `type` selects every device of its driver. The CEL is not
+    /// evaluated: this reads the two comparisons DeviceClasses are written with (NVIDIA's, AMD's, Intel's).
+    pub fn selects_device(&self, driver: &str, kind: Option<&str>) -> bool {
+        if !self.selects_driver(driver) {
+            return false;
+        }
+        let types = self.compared_types();
+        types.is_empty() || kind.is_some_and(|k| types.iter().any(|t| t.eq_ignore_ascii_case(k)))
+    }
+
+    /// The strings the expressions compare a `type` attribute with (`.type == 'gpu'`, `['type'] == "gpu"`).
+    fn compared_types(&self) -> Vec<&str> {
+        let mut types = Vec::new();
+        for expression in &self.expressions {
+            for (at, _) in expression.match_indices("type") {
+                let before = expression[..at].chars().next_back();
+                if !matches!(before, Some('.' | '\'' | '"')) {
+                    continue; // `deviceType`, `subtype`: another attribute
+                }
+                let after =
+                    expression[at + "type".len()..].trim_start_matches(['\'', '"', ']', ' ']);
+                let Some(value) = after.strip_prefix("==").map(str::trim_start) else {
+                    continue;
+                };
+                let Some(quote) = value.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+                    continue;
+                };
+                if let Some(end) = value[1..].find(quote) {
+                    types.push(&value[1..1 + end]);
+                }
+            }
+        }
+        types
+    }
+
+    /// The extended resource names pods can ask for to get this class's devices: its
+    /// `extendedResourceName`, and the implicit `deviceclass.resource.kubernetes.io/<class>`.
+    pub fn extended_resources(&self) -> impl Iterator<Item = String> + '_ {
+        self.extended_resource
+            .iter()
+            .cloned()
+            .chain(std::iter::once(format!(
+                "{IMPLICIT_EXTENDED_RESOURCE_PREFIX}{}",
+                self.name
+            )))
+    }
+
     /// Whether the class selects devices of `driver`: one of its CEL expressions names the driver as a
     /// string (`device.driver == 'gpu.nvidia.com'`, `device.attributes["gpu.nvidia.com"]`).
     pub fn selects_driver(&self, driver: &str) -> bool {
@@ -123,11 +188,15 @@ impl DraClass {
             name: class.metadata.name.clone().unwrap_or_default(),
             expressions: class
                 .spec
-                .selectors
                 .iter()
-                .flatten()
+                .flat_map(|spec| spec.selectors.iter().flatten())
                 .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
                 .collect(),
+            extended_resource: class
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.extended_resource_name.clone())
+                .filter(|n| !n.is_empty()),
         }
     }
 }
@@ -206,7 +275,6 @@ impl DraDevice {
                 .taints
                 .iter()
                 .flatten()
-                .filter(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
                 .map(|t| DraTaint {
                     key: t.key.clone(),
                     value: t.value.clone().unwrap_or_default(),
@@ -253,8 +321,8 @@ impl DraClaim {
         let mut classes = BTreeMap::new();
         let requests = claim
             .spec
-            .devices
             .as_ref()
+            .and_then(|spec| spec.devices.as_ref())
             .and_then(|d| d.requests.as_ref());
         for request in requests.into_iter().flatten() {
             let wanted = |mode: Option<&str>, count: Option<i64>| match mode {
@@ -274,12 +342,30 @@ impl DraClaim {
                 *entry = (*entry).max(n);
             }
         }
+        let extended = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION))
+            .is_some_and(|v| v == "true");
+        let extended_for_pod = extended
+            .then(|| {
+                claim
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.kind == "Pod" && o.api_version == "v1")
+                    .map(|o| o.name.clone())
+            })
+            .flatten();
         DraClaim {
             namespace: claim.metadata.namespace.clone().unwrap_or_default(),
             name: claim.metadata.name.clone().unwrap_or_default(),
             allocated: allocation.is_some(),
             devices,
             classes,
+            extended_for_pod,
         }
     }
 }

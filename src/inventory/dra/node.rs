@@ -28,6 +28,11 @@ pub struct DraNode {
     pub memory_mib: Option<u64>,
     /// `DraPoolIncomplete` and `GpuDeviceTainted`.
     pub issues: Vec<Issue>,
+    /// The extended resources DRA serves here (KEP-5004): resource -> its DeviceClass.
+    pub extended: BTreeMap<String, String>,
+    /// Partitionable devices (shared counters): how many more of each resource the counters that remain
+    /// still fit, each resource on its own (they are alternatives: "3 x 1g.10gb or 1 x 3g.40gb").
+    pub still_fit: BTreeMap<String, u64>,
     /// Whole-GPU device names per pool, to count MIG parents not listed as GPUs (uuid -> listed).
     gpu_uuids: BTreeSet<String>,
     mig_parents: BTreeSet<String>,
@@ -37,7 +42,15 @@ pub struct DraNode {
 
 impl DraNode {
     /// Adds one pool's devices (`entries` are `pool.devices` with their state, in the same order).
-    pub(super) fn add_pool(&mut self, pool: &Pool<'_>, entries: Vec<Device>) {
+    pub(super) fn add_pool(
+        &mut self,
+        pool: &Pool<'_>,
+        entries: Vec<Device>,
+        still_fit: BTreeMap<String, u64>,
+    ) {
+        for (resource, n) in still_fit {
+            *self.still_fit.entry(resource).or_insert(0) += n;
+        }
         if !pool.complete() {
             self.incomplete.push(format!(
                 "{}/{} generation {} has {} of {} slices",
@@ -58,8 +71,11 @@ impl DraNode {
         bump(&mut self.capacity, true);
         bump(
             &mut self.allocatable,
-            !entry.pool_incomplete && entry.taints.is_empty(),
+            !entry.pool_incomplete && !entry.is_tainted(),
         );
+        if let Some(class) = &entry.extended_class {
+            self.extended.insert(entry.resource.clone(), class.clone());
+        }
         bump(&mut self.allocated, entry.is_allocated());
         bump(&mut self.free, entry.free);
         let whole = entry.is_whole_gpu();
@@ -104,9 +120,14 @@ impl DraNode {
         let tainted: Vec<String> = self
             .devices
             .iter()
-            .filter(|d| !d.taints.is_empty())
+            .filter(|d| d.is_tainted())
             .map(|d| {
-                let taints: Vec<String> = d.taints.iter().map(ToString::to_string).collect();
+                let taints: Vec<String> = d
+                    .taints
+                    .iter()
+                    .filter(|t| t.makes_unavailable())
+                    .map(ToString::to_string)
+                    .collect();
                 format!("{} ({})", d.name, taints.join(", "))
             })
             .collect();
@@ -116,7 +137,8 @@ impl DraNode {
                 message: format!(
                     "device(s) {} tainted: no new claim is allocated them (NoExecute also evicts their pods); \
                      a gpu.nvidia.com/xid or gpu-lost taint comes from NVIDIA's health monitor (check dmesg for \
-                     the Xid and the GPU's health)",
+                     the Xid and the GPU's health); a DeviceTaintRule's taint goes when the rule is deleted \
+                     (kubectl get devicetaintrules)",
                     capped_list(tainted.iter().map(String::as_str))
                 ),
             });

@@ -32,6 +32,7 @@ fn scan_all(
         slices: slices.iter().collect(),
         claims: claims.iter().collect(),
         classes: Vec::new(),
+        taint_rules: Vec::new(),
     };
     scan(ScanInput::nodes(nodes).pods(pods).dra(input))
 }

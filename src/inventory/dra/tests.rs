@@ -86,6 +86,7 @@ fn view(slices: &[DraSlice], claims: &[DraClaim]) -> DraView {
         slices: slices.iter().collect(),
         claims: claims.iter().collect(),
         classes: Vec::new(),
+        taint_rules: Vec::new(),
     })
 }
 
@@ -294,8 +295,8 @@ fn unallocated_claims_wait_for_gpus_only_when_their_class_selects_the_driver() {
         }))
     };
     let classes = [
-        DraClass { name: "mig.nvidia.com".into(), expressions: vec!["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'".into()] },
-        DraClass { name: "compute-domain-default-channel.nvidia.com".into(), expressions: vec!["device.driver == 'compute-domain.nvidia.com'".into()] },
+        DraClass { name: "mig.nvidia.com".into(), expressions: vec!["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'".into()], extended_resource: None },
+        DraClass { name: "compute-domain-default-channel.nvidia.com".into(), expressions: vec!["device.driver == 'compute-domain.nvidia.com'".into()], extended_resource: None },
     ];
     let claims = [
         pending("mig.nvidia.com"),
@@ -309,6 +310,7 @@ fn unallocated_claims_wait_for_gpus_only_when_their_class_selects_the_driver() {
         slices: Vec::new(),
         claims: claims.iter().collect(),
         classes: classes.iter().collect(),
+        taint_rules: Vec::new(),
     });
     let mut waiting: Vec<&str> = view
         .unallocated_gpu_claims

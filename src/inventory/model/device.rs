@@ -31,23 +31,38 @@ impl fmt::Display for ClaimRef {
     }
 }
 
-/// A device taint that keeps the scheduler away (`NoSchedule`, `NoExecute`).
+/// A device taint, written in the device's ResourceSlice or put on it by a DeviceTaintRule.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DeviceTaint {
     /// `key`, e.g. `gpu.nvidia.com/xid`.
     pub key: String,
     /// `value`, empty when unset.
     pub value: String,
-    /// `effect`.
+    /// `effect`: `NoSchedule`, `NoExecute`, `None`, or one a newer Kubernetes adds.
     pub effect: String,
+    /// The DeviceTaintRule that put it there; `None` for a taint the driver wrote in the slice.
+    pub rule: Option<String>,
+}
+
+impl DeviceTaint {
+    /// Whether it keeps new claims off the device (`NoSchedule`, `NoExecute`). `None`, and any effect this
+    /// version does not know, only informs: the API says to treat unknown effects like `None`.
+    pub fn makes_unavailable(&self) -> bool {
+        matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
+    }
 }
 
 impl fmt::Display for DeviceTaint {
-    /// `key=value:effect`, or `key:effect` without a value (as `kubectl` shows taints).
+    /// `key=value:effect`, or `key:effect` without a value (as `kubectl` shows taints), then the rule that
+    /// put it there: `key:effect (DeviceTaintRule name)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value.as_str() {
-            "" => write!(f, "{}:{}", self.key, self.effect),
-            value => write!(f, "{}={value}:{}", self.key, self.effect),
+            "" => write!(f, "{}:{}", self.key, self.effect)?,
+            value => write!(f, "{}={value}:{}", self.key, self.effect)?,
+        }
+        match &self.rule {
+            Some(rule) => write!(f, " (DeviceTaintRule {rule})"),
+            None => Ok(()),
         }
     }
 }
@@ -63,8 +78,11 @@ pub struct Device {
     pub name: String,
     /// What it is of its GPU.
     pub kind: DeviceKind,
-    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`).
+    /// The resource it is counted under (`gpu.nvidia.com/gpu`, `gpu.nvidia.com/mig-1g.10gb`), or the
+    /// extended resource a DeviceClass serves it as (`nvidia.com/gpu`, KEP-5004).
     pub resource: String,
+    /// The DeviceClass whose `extendedResourceName` is [`Device::resource`], when it is one.
+    pub extended_class: Option<String>,
     /// Its product name.
     pub product: Option<String>,
     /// Its memory in MiB.
@@ -74,7 +92,8 @@ pub struct Device {
     /// A new claim could get it now: in a complete pool, untainted, not allocated, and not taken by an
     /// allocated partition or parent.
     pub free: bool,
-    /// Its `NoSchedule`/`NoExecute` taints.
+    /// Its taints, from its slice and from the DeviceTaintRules that select it (any effect: only
+    /// `NoSchedule`/`NoExecute` make it unavailable).
     pub taints: Vec<DeviceTaint>,
     /// Its pool lacks some of its slices.
     pub pool_incomplete: bool,
@@ -89,5 +108,10 @@ impl Device {
     /// Whether some claim holds it.
     pub fn is_allocated(&self) -> bool {
         !self.claims.is_empty()
+    }
+
+    /// Whether a taint keeps new claims off it (see [`DeviceTaint::makes_unavailable`]).
+    pub fn is_tainted(&self) -> bool {
+        self.taints.iter().any(DeviceTaint::makes_unavailable)
     }
 }

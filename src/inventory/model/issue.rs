@@ -27,13 +27,15 @@ pub enum IssueReason {
     Overcommitted,
     /// A DRA pool of the node lacks some of its slices at its current generation.
     DraPoolIncomplete,
-    /// A DRA device of the node carries a `NoSchedule`/`NoExecute` taint.
+    /// A DRA device of the node carries a `NoSchedule`/`NoExecute` taint (its slice's or a DeviceTaintRule's).
     GpuDeviceTainted,
+    /// The kubelet reports a device allocated to a pod on the node `Unhealthy` (KEP-4680).
+    AllocatedDeviceUnhealthy,
 }
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 12] = [
+    pub const ALL: [IssueReason; 13] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -46,6 +48,7 @@ impl IssueReason {
         IssueReason::Overcommitted,
         IssueReason::DraPoolIncomplete,
         IssueReason::GpuDeviceTainted,
+        IssueReason::AllocatedDeviceUnhealthy,
     ];
 
     /// The reason as it appears in the API.
@@ -63,6 +66,7 @@ impl IssueReason {
             IssueReason::Overcommitted => "Overcommitted",
             IssueReason::DraPoolIncomplete => "DraPoolIncomplete",
             IssueReason::GpuDeviceTainted => "GpuDeviceTainted",
+            IssueReason::AllocatedDeviceUnhealthy => "AllocatedDeviceUnhealthy",
         }
     }
 }

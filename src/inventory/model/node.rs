@@ -133,6 +133,13 @@ pub struct NodeInventory {
     pub issues: Vec<Issue>,
     /// The node's DRA devices, sorted by (driver, pool, name).
     pub devices: Vec<Device>,
+    /// The extended resources DRA serves on this node (KEP-5004), each with the DeviceClass that maps it:
+    /// `nvidia.com/gpu` -> `gpu.nvidia.com`. A resource not named here is the device plugin's.
+    pub dra_extended: BTreeMap<String, String>,
+    /// Partitionable DRA devices (shared counters): how many more of each resource the node's remaining
+    /// counters fit, each resource on its own, never summed (`gpu.nvidia.com/mig-1g.10gb: 3` or
+    /// `gpu.nvidia.com/mig-3g.40gb: 1`). Empty where no pool has shared counters.
+    pub still_fit: BTreeMap<String, u64>,
 }
 
 impl NodeInventory {

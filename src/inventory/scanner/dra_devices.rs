@@ -45,5 +45,7 @@ pub(super) fn merge(entry: &mut NodeInventory, dra: DraNode) {
     }
     entry.allocated.extend(dra.allocated);
     entry.free.extend(dra.free);
+    entry.dra_extended = dra.extended;
+    entry.still_fit = dra.still_fit;
     entry.devices = dra.devices;
 }

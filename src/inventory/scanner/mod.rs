@@ -116,6 +116,8 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         notes: Vec::new(),
         issues: Vec::new(),
         devices: Vec::new(),
+        dra_extended: BTreeMap::new(),
+        still_fit: BTreeMap::new(),
     };
     let served_by_dra = dra.as_ref().is_some_and(DraNode::serves_gpus);
     let dra_issues = dra.as_ref().map(|d| d.issues.clone()).unwrap_or_default();

@@ -52,6 +52,8 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
             Detail::Counts => Vec::new(),
             Detail::Devices => node.devices.iter().map(device).collect(),
         },
+        dra_extended_resources: node.dra_extended.clone(),
+        still_fit: node.still_fit.clone(),
     }
 }
 
@@ -299,6 +301,8 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
             .filter_map(|i| Some(Issue::new(i.reason.parse().ok()?, i.message.clone())))
             .collect(),
         devices: Vec::new(),
+        dra_extended: entry.dra_extended_resources.clone(),
+        still_fit: entry.still_fit.clone(),
     }
 }
 
@@ -342,11 +346,13 @@ mod tests {
                     key: "gpu.nvidia.com/xid".into(),
                     value: "79".into(),
                     effect: "NoSchedule".into(),
+                    rule: None,
                 },
                 DeviceTaint {
                     key: "maintenance".into(),
                     value: String::new(),
                     effect: "NoExecute".into(),
+                    rule: None,
                 },
             ],
             ..Default::default()

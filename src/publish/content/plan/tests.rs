@@ -168,6 +168,8 @@ fn full_status() -> GpuInventoryStatus {
     entry.derived_from =
         BTreeMap::from([("memoryMiB".into(), "nvidia.com/gpu.memory (bytes)".into())]);
     entry.notes = vec!["label nvidia.com/gpu.memory=85520809984 is in bytes".into()];
+    entry.dra_extended = BTreeMap::from([("nvidia.com/gpu".into(), "gpu.nvidia.com".into())]);
+    entry.still_fit = BTreeMap::from([("gpu.nvidia.com/mig-1g.10gb".into(), 3)]);
     entry.product = Some("NVIDIA-H100-80GB-HBM3".into());
     entry.ready = true;
     entry.unschedulable = false;
@@ -180,6 +182,7 @@ fn full_status() -> GpuInventoryStatus {
         requests: BTreeMap::from([("nvidia.com/gpu".into(), 2)]),
         node_selector: BTreeMap::new(),
         claims: Vec::new(),
+        ..Default::default()
     };
     let pods = [gpu_pod("running", Some("a")), gpu_pod("waiting", None)];
     let inventory = assemble(

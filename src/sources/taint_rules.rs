@@ -1,0 +1,182 @@
+//! The DeviceTaintRule source: the newest version of `devicetaintrules` the server serves, watched once and
+//! kept stripped ([`DraTaintRule`]).
+//!
+//! DeviceTaintRules are `resource.k8s.io/v1` from Kubernetes 1.37, `v1beta2` in 1.36 and `v1alpha3` from
+//! 1.33, the older two only where those API versions are enabled. The versions share the fields read here,
+//! so each is watched as a [`DynamicObject`] and its `spec` decoded as `v1`'s. A server that serves none is
+//! said once (info), the store stays empty and synced, and discovery is asked again every
+//! [`DISCOVERY_REFRESH`]: an upgrade or a `--runtime-config` change starts the watch without a restart.
+
+use std::time::Duration;
+
+use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use tracing::{debug, info, warn};
+
+use super::ChangeSignal;
+use super::dra::DISCOVERY_REFRESH;
+use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
+use crate::error::describe_kube_error;
+use crate::inventory::dra::DraTaintRule;
+use crate::runtime::backoff;
+use crate::runtime::health::Health;
+
+/// The versions of `resource.k8s.io` that serve DeviceTaintRules, newest first.
+pub const TAINT_RULE_VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
+
+/// The watch's name in logs, metrics and health.
+const WATCH: &str = "devicetaintrules";
+
+/// The stripped DeviceTaintRules.
+pub type TaintRuleStore = StrippedStore<DraTaintRule>;
+
+/// The rule's stripped form; a rule whose spec does not decode is left out, with a warning naming it.
+pub fn strip_rule(object: &DynamicObject) -> Option<DraTaintRule> {
+    let name = object.name_any();
+    let spec = object.data.get("spec").cloned().unwrap_or_default();
+    match serde_json::from_value::<DeviceTaintRuleSpec>(spec) {
+        Ok(spec) => Some(DraTaintRule::from_spec(&name, &spec)),
+        Err(error) => {
+            warn!(
+                rule = %name,
+                %error,
+                "DeviceTaintRule {name}: spec does not read as a DeviceTaintRule ({error}); its taint is not \
+                 applied to any device here (check it with kubectl get devicetaintrule {name} -o yaml)"
+            );
+            None
+        }
+    }
+}
+
+/// Which version serves the rules, if any: `Err` when discovery itself failed.
+async fn served_version(client: &Client) -> Result<Option<&'static str>, String> {
+    for version in TAINT_RULE_VERSIONS {
+        match client
+            .list_api_group_resources(&format!("resource.k8s.io/{version}"))
+            .await
+        {
+            Ok(list) if list.resources.iter().any(|r| r.name == WATCH) => return Ok(Some(version)),
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(describe_kube_error(&error)),
+        }
+    }
+    Ok(None)
+}
+
+/// The newest version serving DeviceTaintRules; `None` when none is served or discovery failed.
+pub async fn taint_rules_served(client: &Client) -> Option<&'static str> {
+    served_version(client).await.ok().flatten()
+}
+
+/// The API resource of DeviceTaintRules at `version`.
+pub fn taint_rule_resource(version: &str) -> ApiResource {
+    ApiResource {
+        group: "resource.k8s.io".into(),
+        version: version.into(),
+        api_version: format!("resource.k8s.io/{version}"),
+        kind: "DeviceTaintRule".into(),
+        plural: WATCH.into(),
+    }
+}
+
+/// Starts the DeviceTaintRule source: its store, and the task that feeds it (run it until shutdown).
+pub fn watch_taint_rules(
+    client: Client,
+    health: Health,
+    changes: ChangeSignal,
+) -> (TaintRuleStore, impl Future<Output = ()> + Send + 'static) {
+    let (store, mut writer) = stripped_store(strip_rule);
+    let task = async move {
+        let version = wait_for_api(&client, &mut writer).await;
+        info!(
+            api = %format!("resource.k8s.io/{version}"),
+            "DeviceTaintRules served: watching them (their NoSchedule/NoExecute taints make devices unavailable)"
+        );
+        let api: Api<DynamicObject> = Api::all_with(client, &taint_rule_resource(version));
+        let events = watcher(api, watcher::Config::default()).backoff(backoff::WATCH.backoff());
+        feed(WATCH, events, &mut writer, &health, &changes).await;
+    };
+    (store, task)
+}
+
+/// Returns the newest served version once there is one. Until then the store is empty and synced, and the
+/// absence is said once.
+async fn wait_for_api(
+    client: &Client,
+    writer: &mut StrippedWriter<DynamicObject, DraTaintRule>,
+) -> &'static str {
+    let mut said = false;
+    let mut failures = 0u32;
+    loop {
+        let absent = match served_version(client).await {
+            Ok(Some(version)) => return version,
+            Ok(None) => Some(
+                "the API server serves no DeviceTaintRules (resource.k8s.io/v1 from 1.37; v1beta2 or \
+                 v1alpha3 where enabled)"
+                    .to_owned(),
+            ),
+            Err(error) => {
+                failures += 1;
+                debug!(%error, failures, "DeviceTaintRule discovery failed; retrying");
+                (failures >= 5).then(|| format!("discovery of DeviceTaintRules keeps failing ({error})"))
+            }
+        };
+        let wait = match absent {
+            Some(why) => {
+                writer.mark_absent();
+                if !said {
+                    info!(
+                        "DeviceTaintRules unavailable: {why}; only taints written in ResourceSlices are seen, \
+                         and the API is looked for again every {}s",
+                        DISCOVERY_REFRESH.as_secs()
+                    );
+                    said = true;
+                }
+                DISCOVERY_REFRESH
+            }
+            None => Duration::from_secs(2),
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_of_any_served_version_strips_alike_and_a_broken_one_is_left_out() {
+        for version in TAINT_RULE_VERSIONS {
+            let rule: DynamicObject = serde_json::from_value(serde_json::json!({
+                "apiVersion": format!("resource.k8s.io/{version}"), "kind": "DeviceTaintRule",
+                "metadata": { "name": "drain-gpu-3" },
+                "spec": {
+                    "deviceSelector": { "driver": "gpu.nvidia.com", "pool": "node-a", "device": "gpu-3" },
+                    "taint": { "key": "example.com/maintenance", "value": "ticket-42", "effect": "NoSchedule" }
+                }
+            }))
+            .unwrap();
+            let stripped = strip_rule(&rule).expect("a rule");
+            assert_eq!(stripped.name, "drain-gpu-3");
+            assert_eq!(
+                (
+                    stripped.taint.key.as_str(),
+                    stripped.taint.value.as_str(),
+                    stripped.taint.effect.as_str()
+                ),
+                ("example.com/maintenance", "ticket-42", "NoSchedule")
+            );
+            assert!(stripped.selects("gpu.nvidia.com", "node-a", "gpu-3"));
+        }
+        let broken: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+            "metadata": { "name": "broken" },
+            "spec": { "deviceSelector": { "driver": 7 } }
+        }))
+        .unwrap();
+        assert_eq!(strip_rule(&broken), None);
+    }
+}

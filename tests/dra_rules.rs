@@ -1,0 +1,420 @@
+//! DRA as Kubernetes 1.36-1.37 runs it, on the real scheduler and API server: a pod asking for
+//! `nvidia.com/gpu` placed on a DRA node through a claim the scheduler makes (KEP-5004) is counted once; a
+//! DeviceTaintRule takes a device out of the free ones and names itself until it is deleted; a device the
+//! kubelet reports `Unhealthy` in a pod's status (KEP-4680) is an issue until it clears.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::dra::{self, Pool};
+use common::{TestEnv, eventually, kubeconfig_path};
+use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
+use gpu_inventory_operator::sources::taint_rules::{taint_rule_resource, taint_rules_served};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::DeviceClass;
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const CONVERGE: Duration = Duration::from_secs(30);
+/// The scheduler places a pod within seconds; the rest of this is the claim's round trips.
+const SCHEDULE: Duration = Duration::from_secs(60);
+
+fn entry<'a>(status: &'a GpuInventoryStatus, node: &str) -> Option<&'a GpuNodeEntry> {
+    status.nodes.iter().find(|n| n.name == node)
+}
+
+fn reasons(e: &GpuNodeEntry) -> Vec<&str> {
+    e.issues.iter().map(|i| i.reason.as_str()).collect()
+}
+
+async fn wait_entry(
+    env: &TestEnv,
+    what: &str,
+    node: &str,
+    check: impl Fn(&GpuNodeEntry) -> bool,
+) -> (GpuInventoryStatus, GpuNodeEntry) {
+    let inventory = env
+        .wait_inventory(&env.inventory_name(), CONVERGE, what, |s| {
+            entry(s, node).is_some_and(&check)
+        })
+        .await;
+    let status = inventory.status.unwrap();
+    let e = entry(&status, node).unwrap().clone();
+    (status, e)
+}
+
+async fn server_minor(client: &Client) -> u32 {
+    let version = client.apiserver_version().await.expect("server version");
+    version
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .expect("minor version")
+}
+
+/// Deletes a cluster-scoped object when the test ends, passed or not (`kubectl delete`, synchronous).
+struct DeleteOnDrop(Vec<String>);
+
+impl Drop for DeleteOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig_path())
+            .args(["delete", "--ignore-not-found", "--wait=false"])
+            .args(&self.0)
+            .status();
+    }
+}
+
+/// Creates a pod of the test's namespace, retried while its ServiceAccount does not exist yet.
+async fn create_pod(env: &TestEnv, pod: Value) -> String {
+    let pod: Pod = serde_json::from_value(pod).unwrap();
+    let name = pod.metadata.name.clone().unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(SCHEDULE, &format!("creating pod {name}"), || async {
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+            .ok()
+    })
+    .await;
+    name
+}
+
+#[tokio::test]
+async fn a_pod_asking_nvidia_gpu_placed_on_a_dra_node_through_a_scheduler_made_claim_is_counted_once()
+ {
+    let env = TestEnv::new("dra-extended").await;
+    dra::require_dra(&env.client, "dra-extended").await;
+    // A driver and a class of this test's own, so that no other test's DRA nodes serve nvidia.com/gpu
+    // through it, and its node tainted, so that no other test's nvidia.com/gpu pod lands there.
+    let driver = format!("{}.gpu.example.com", env.id);
+    let class = format!("{}-gpu.example.com", env.id);
+    let _class_cleanup = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
+    let device_class: DeviceClass = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": { "name": class },
+        "spec": {
+            "selectors": [{ "cel": { "expression": format!("device.driver == '{driver}'") } }],
+            "extendedResourceName": "nvidia.com/gpu"
+        }
+    }))
+    .unwrap();
+    let stored = Api::<DeviceClass>::all(env.client.clone())
+        .create(&PostParams::default(), &device_class)
+        .await
+        .unwrap_or_else(|e| panic!("creating DeviceClass {class}: {e}"));
+    assert_eq!(
+        stored
+            .spec
+            .as_ref()
+            .and_then(|s| s.extended_resource_name.as_deref()),
+        Some("nvidia.com/gpu"),
+        "the API server dropped spec.extendedResourceName: it needs the DRAExtendedResource feature gate \
+         (GA and on by default in Kubernetes 1.37)"
+    );
+    let node = env.create_node(dra::dra_node("extended")).await;
+    let pool = Pool {
+        driver: &driver,
+        generation: 1,
+        slice_count: 1,
+    };
+    let devices = vec![dra::gpu(0, &node), dra::gpu(1, &node)];
+    dra::publish_pool_slice(&env, &node, &format!("{node}-gpu"), pool, devices).await;
+    env.wait_schedulable(&node).await;
+    let taint = json!({ "spec": { "taints": [{ "key": "gpuinv-test/dra-extended", "value": env.id,
+                                                "effect": "NoSchedule" }] } });
+    Api::<Node>::all(env.client.clone())
+        .patch(&node, &PatchParams::default(), &Patch::Merge(taint))
+        .await
+        .expect("tainting the DRA node");
+    let _operator = env.start_operator_with("30s", &["--dra-driver", &driver]);
+    let (_, before) = wait_entry(&env, "the DRA node serving nvidia.com/gpu", &node, |e| {
+        e.free.get("nvidia.com/gpu") == Some(&2)
+    })
+    .await;
+    assert_eq!(
+        before.dra_extended_resources.get("nvidia.com/gpu"),
+        Some(&class),
+        "the entry says DRA serves nvidia.com/gpu here, through which class"
+    );
+    assert!(
+        !before.capacity.contains_key("gpu.nvidia.com/gpu"),
+        "{:?}",
+        before.capacity
+    );
+
+    let pod = create_pod(
+        &env,
+        json!({
+            "metadata": { "name": "train" },
+            "spec": {
+                "automountServiceAccountToken": false,
+                "nodeSelector": { "kubernetes.io/hostname": node },
+                "tolerations": [{ "key": "gpuinv-test/dra-extended", "operator": "Exists" }],
+                "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                 "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
+            }
+        }),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    let claim = eventually(
+        SCHEDULE,
+        "the scheduler binding the pod through a claim it made",
+        || async {
+            let pod = pods.get(&pod).await.ok()?;
+            pod.spec.as_ref()?.node_name.as_ref()?;
+            Some(
+                pod.status?
+                    .extended_resource_claim_status?
+                    .resource_claim_name,
+            )
+        },
+    )
+    .await;
+    let (status, e) = wait_entry(&env, "the pod's GPU counted once", &node, |e| {
+        e.allocated.get("nvidia.com/gpu") == Some(&1)
+    })
+    .await;
+    assert!(
+        e.issues.is_empty(),
+        "no Overcommitted or GpusNotAllocatable for a request the claim meets: {:?}",
+        e.issues
+    );
+    assert_eq!(e.free.get("nvidia.com/gpu"), Some(&1));
+    assert_eq!(
+        e.allocated.len(),
+        1,
+        "one name for the GPU, not also gpu.nvidia.com/gpu: {:?}",
+        e.allocated
+    );
+    let usage = status
+        .namespaces
+        .iter()
+        .find(|n| n.name == env.namespace)
+        .expect("the test's namespace");
+    assert_eq!(
+        usage.allocated.get("nvidia.com/gpu"),
+        Some(&1),
+        "counted once in the namespace (claim {claim}): {:?}",
+        usage.allocated
+    );
+    assert_eq!(usage.allocated.len(), 1, "{:?}", usage.allocated);
+    // The device holding it is the claim's, in the node's GpuNode.
+    let gpunode = env
+        .wait_gpunode(&node, CONVERGE, "the GpuNode with the claim", |s| {
+            s.node
+                .devices
+                .iter()
+                .any(|d| d.allocated_to == [format!("{}/{claim}", env.namespace)])
+        })
+        .await;
+    let devices = &gpunode.status.unwrap().node.devices;
+    assert!(
+        devices.iter().all(|d| d.resource == "nvidia.com/gpu"),
+        "{devices:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_device_taint_rule_removes_a_device_from_free_and_names_itself_until_deleted() {
+    let env = TestEnv::new("dra-taint-rule").await;
+    dra::require_dra(&env.client, "dra-taint-rule").await;
+    let minor = server_minor(&env.client).await;
+    let Some(version) = taint_rules_served(&env.client).await else {
+        panic!(
+            "Kubernetes 1.{minor} serves no DeviceTaintRules: resource.k8s.io/v1 serves them from 1.37, \
+             v1alpha3 from 1.33 with --runtime-config=resource.k8s.io/v1alpha3=true and the DRADeviceTaints \
+             gate (hack/local-cluster.sh sets both); `make integration-test` does not run this test before \
+             1.34 (tests/version-gates.txt)"
+        )
+    };
+    let node = env.create_node(dra::dra_node("rule")).await;
+    let devices = (0..4).map(|i| dra::gpu(i, &node)).collect();
+    dra::publish_slice(&env, &node, &format!("{node}-gpu"), 1, 1, devices).await;
+    let _operator = env.start_operator("30s");
+    wait_entry(&env, "four free GPUs", &node, |e| {
+        e.free.get(dra::WHOLE) == Some(&4) && e.issues.is_empty()
+    })
+    .await;
+
+    let rules: Api<DynamicObject> =
+        Api::all_with(env.client.clone(), &taint_rule_resource(version));
+    let rule = |name: &str, device: &str, effect: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": format!("resource.k8s.io/{version}"), "kind": "DeviceTaintRule",
+            "metadata": { "name": name },
+            "spec": {
+                "deviceSelector": { "driver": dra::DRIVER, "pool": node, "device": device },
+                "taint": { "key": "example.com/maintenance", "value": "ticket-42", "effect": effect }
+            }
+        }))
+        .unwrap()
+    };
+    let drain = format!("{}-drain", env.id);
+    let inform = format!("{}-inform", env.id);
+    let _cleanup = DeleteOnDrop(vec![
+        format!("devicetaintrules.{version}.resource.k8s.io/{drain}"),
+        format!("devicetaintrules.{version}.resource.k8s.io/{inform}"),
+    ]);
+    rules
+        .create(&PostParams::default(), &rule(&drain, "gpu-1", "NoSchedule"))
+        .await
+        .unwrap_or_else(|e| panic!("creating DeviceTaintRule {drain}: {e}"));
+    // `None` (inform only) is a valid effect from 1.35.
+    let informs = minor >= 35;
+    if informs {
+        rules
+            .create(&PostParams::default(), &rule(&inform, "gpu-2", "None"))
+            .await
+            .unwrap_or_else(|e| panic!("creating DeviceTaintRule {inform}: {e}"));
+    }
+    let (status, e) = wait_entry(&env, "GpuDeviceTainted by the rule", &node, |e| {
+        reasons(e) == ["GpuDeviceTainted"]
+    })
+    .await;
+    assert_eq!(e.free.get(dra::WHOLE), Some(&3), "{:?}", e.free);
+    assert_eq!(e.allocatable.get(dra::WHOLE).map(String::as_str), Some("3"));
+    assert_eq!(e.count, 4, "a tainted GPU is still a GPU of the node");
+    assert!(
+        e.issues[0].message.contains(&format!(
+            "gpu-1 (example.com/maintenance=ticket-42:NoSchedule (DeviceTaintRule {drain}))"
+        )),
+        "{}",
+        e.issues[0].message
+    );
+    assert!(
+        !e.issues[0].message.contains("gpu-2"),
+        "a None taint is no issue: {}",
+        e.issues[0].message
+    );
+    assert_eq!(status.free_gpus, 3);
+    let gpunode = env
+        .wait_gpunode(&node, CONVERGE, "the GpuNode with the rules' taints", |s| {
+            let tainted = |name: &str| {
+                s.node
+                    .devices
+                    .iter()
+                    .any(|d| d.name == name && !d.taints.is_empty())
+            };
+            tainted("gpu-1") && (!informs || tainted("gpu-2"))
+        })
+        .await;
+    let devices = gpunode.status.unwrap().node.devices;
+    let device = |name: &str| devices.iter().find(|d| d.name == name).unwrap();
+    assert!(!device("gpu-1").free);
+    if informs {
+        assert!(device("gpu-2").free, "a None taint is shown, not counted");
+        assert_eq!(
+            device("gpu-2").taints,
+            [format!(
+                "example.com/maintenance=ticket-42:None (DeviceTaintRule {inform})"
+            )]
+        );
+    } else {
+        eprintln!("not checked on Kubernetes 1.{minor}: a None-effect rule (valid from 1.35)");
+    }
+
+    rules
+        .delete(&drain, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting DeviceTaintRule {drain}: {e}"));
+    let (status, e) = wait_entry(&env, "the device back once the rule is gone", &node, |e| {
+        e.issues.is_empty()
+    })
+    .await;
+    assert_eq!(e.free.get(dra::WHOLE), Some(&4));
+    assert_eq!(status.free_gpus, 4);
+}
+
+#[tokio::test]
+async fn a_pod_s_allocated_device_reported_unhealthy_is_an_issue_until_it_clears() {
+    let env = TestEnv::new("device-health").await;
+    let list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" });
+    let gpu_node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": "health", "labels": { "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                                    "nvidia.com/gpu.count": "2" } },
+        "status": { "capacity": list, "allocatable": list,
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready" }] }
+    }))
+    .unwrap();
+    let node = env.create_node(gpu_node).await;
+    env.wait_schedulable(&node).await;
+    let pod = create_pod(
+        &env,
+        json!({
+            "metadata": { "name": "train" },
+            "spec": {
+                "automountServiceAccountToken": false,
+                "nodeSelector": { "kubernetes.io/hostname": node },
+                "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                 "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
+            }
+        }),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    // Running, with the container status KWOK writes for it.
+    eventually(SCHEDULE, "the pod running", || async {
+        let pod = pods.get(&pod).await.ok()?;
+        let status = pod.status?;
+        (status.phase.as_deref() == Some("Running") && status.container_statuses.is_some())
+            .then_some(())
+    })
+    .await;
+    let _operator = env.start_operator("30s");
+    wait_entry(&env, "the pod's GPU allocated", &node, |e| {
+        e.allocated.get("nvidia.com/gpu") == Some(&1) && e.issues.is_empty()
+    })
+    .await;
+
+    // What the kubelet writes when the device plugin reports the GPU failed (KEP-4680).
+    let report = |health: &str| {
+        let pods = pods.clone();
+        let pod = pod.clone();
+        let health = health.to_owned();
+        async move {
+            let mut current = pods.get_status(&pod).await.expect("the pod");
+            let status = current.status.as_mut().unwrap();
+            let container = &mut status.container_statuses.as_mut().unwrap()[0];
+            container.allocated_resources_status = Some(
+                serde_json::from_value(json!([{ "name": "nvidia.com/gpu",
+                    "resources": [{ "resourceID": "GPU-3f2a9c1e-0", "health": health }] }]))
+                .unwrap(),
+            );
+            let stored = pods
+                .replace_status(&pod, &PostParams::default(), &current)
+                .await
+                .expect("writing the pod's status as the kubelet does");
+            let kept = stored
+                .status
+                .and_then(|s| s.container_statuses)
+                .is_some_and(|c| c.iter().any(|c| c.allocated_resources_status.is_some()));
+            assert!(
+                kept,
+                "the API server dropped containerStatuses[].allocatedResourcesStatus: it needs the \
+                 ResourceHealthStatus feature gate (beta from Kubernetes 1.36)"
+            );
+        }
+    };
+    report("Unhealthy").await;
+    let (_, e) = wait_entry(&env, "AllocatedDeviceUnhealthy", &node, |e| {
+        reasons(e) == ["AllocatedDeviceUnhealthy"]
+    })
+    .await;
+    let message = &e.issues[0].message;
+    assert!(
+        message.contains(&format!(
+            "pod {}/{pod}: nvidia.com/gpu GPU-3f2a9c1e-0 (container cuda)",
+            env.namespace
+        )),
+        "names the pod, the resource and the device: {message}"
+    );
+    report("Healthy").await;
+    wait_entry(&env, "the issue cleared", &node, |e| e.issues.is_empty()).await;
+}
