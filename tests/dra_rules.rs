@@ -1,7 +1,9 @@
 //! DRA as Kubernetes 1.36-1.37 runs it, on the real scheduler and API server: a pod asking for
 //! `nvidia.com/gpu` placed on a DRA node through a claim the scheduler makes (KEP-5004) is counted once; a
 //! DeviceTaintRule takes a device out of the free ones and names itself until it is deleted; a device the
-//! kubelet reports `Unhealthy` in a pod's status (KEP-4680) is an issue until it clears.
+//! kubelet reports `Unhealthy` in a pod's status (KEP-4680) is an issue until it clears; a device two claims
+//! share (KEP-5075) is counted once with what they consumed; partitions the scheduler allocates from shared
+//! counters in a slice of their own (KEP-4815) leave what still fits.
 
 mod common;
 
@@ -417,4 +419,146 @@ async fn a_pod_s_allocated_device_reported_unhealthy_is_an_issue_until_it_clears
     );
     report("Healthy").await;
     wait_entry(&env, "the issue cleared", &node, |e| e.issues.is_empty()).await;
+}
+
+#[tokio::test]
+async fn a_shared_device_is_allocated_to_two_claims_and_counted_once() {
+    let env = TestEnv::new("dra-shared").await;
+    dra::require_dra(&env.client, "dra-shared").await;
+    dra::ensure_device_classes(&env.client).await;
+    let node = env.create_node(dra::dra_node("shared")).await;
+    // One GPU that claims may share (consumable capacity, KEP-5075), 80Gi of memory to hand out.
+    let mut gpu = dra::gpu(0, &node);
+    gpu["allowMultipleAllocations"] = json!(true);
+    gpu["capacity"] = json!({ "memory": { "value": "80Gi",
+        "requestPolicy": { "default": "10Gi", "validRange": { "min": "1Gi" } } } });
+    dra::publish_slice(&env, &node, &format!("{node}-gpu"), 1, 1, vec![gpu]).await;
+    let stored = Api::<k8s_openapi::api::resource::v1::ResourceSlice>::all(env.client.clone())
+        .get(&format!("{node}-gpu"))
+        .await
+        .expect("the slice");
+    let shareable = stored.spec.devices.unwrap_or_default()[0].allow_multiple_allocations;
+    assert_eq!(
+        shareable,
+        Some(true),
+        "the API server dropped allowMultipleAllocations: it needs the DRAConsumableCapacity feature gate \
+         (beta, on by default, from Kubernetes 1.36)"
+    );
+    env.wait_schedulable(&node).await;
+    let _operator = env.start_operator("30s");
+    for (pod, memory) in [("notebook-a", "10Gi"), ("notebook-b", "30Gi")] {
+        let request = json!({ "name": "gpu", "exactly": { "deviceClassName": "gpu.nvidia.com",
+                              "capacity": { "requests": { "memory": memory } } } });
+        dra::claim_template(&env, pod, request).await;
+        dra::pod_with_claim(
+            &env,
+            pod,
+            &node,
+            json!({ "resourceClaimTemplateName": pod }),
+        )
+        .await;
+    }
+    dra::claims_allocated(&env, &["notebook-a", "notebook-b"]).await;
+    let gpunode = env
+        .wait_gpunode(&node, CONVERGE, "the shared GPU held by both claims", |s| {
+            s.node.devices.iter().any(|d| d.allocated_to.len() == 2)
+        })
+        .await;
+    let status = gpunode.status.unwrap();
+    let device = &status.node.devices[0];
+    assert_eq!(
+        device.capacity.get("memory").map(String::as_str),
+        Some("80Gi")
+    );
+    assert_eq!(
+        device.consumed_capacity.get("memory").map(String::as_str),
+        Some("40Gi"),
+        "what both claims consumed: {device:?}"
+    );
+    assert_eq!(
+        status.node.allocated.get(dra::WHOLE),
+        Some(&1),
+        "one device, however many claims share it: {:?}",
+        status.node.allocated
+    );
+    assert_eq!(status.node.count, 1);
+    assert!(status.node.issues.is_empty(), "{:?}", status.node.issues);
+}
+
+#[tokio::test]
+async fn partitionable_slices_with_counters_in_a_slice_of_their_own_are_allocated_and_counted() {
+    let env = TestEnv::new("dra-partitions").await;
+    dra::require_dra(&env.client, "dra-partitions").await;
+    dra::ensure_device_classes(&env.client).await;
+    let node = env.create_node(dra::dra_node("partitions")).await;
+    // An A100 as NVIDIA's DynamicMIG publishes it (KEP-4815): a counter set in a slice of its own, and the
+    // GPU and its possible partitions as alternatives consuming it, in another.
+    dra::publish_counter_slice(
+        &env,
+        &node,
+        &format!("{node}-counters"),
+        2,
+        json!([{ "name": "gpu-0-counters",
+                 "counters": { "memory": { "value": "80Gi" }, "multiprocessors": { "value": "98" } } }]),
+    )
+    .await;
+    let consumes = |memory: &str, sms: u32| {
+        json!([{ "counterSet": "gpu-0-counters",
+                 "counters": { "memory": { "value": memory }, "multiprocessors": { "value": sms.to_string() } } }])
+    };
+    let parent = format!("GPU-{node}-0");
+    let mut whole = dra::gpu(0, &node);
+    whole["consumesCounters"] = consumes("80Gi", 98);
+    let mut devices = vec![whole];
+    for (profile, n, memory, sms) in [("1g.10gb", 7, "10Gi", 14), ("3g.40gb", 2, "40Gi", 42)] {
+        for i in 0..n {
+            let mut d = dra::mig(&format!("gpu-0-{}-{i}", &profile[..2]), profile, &parent);
+            d["consumesCounters"] = consumes(memory, sms);
+            devices.push(d);
+        }
+    }
+    let pool = Pool {
+        driver: dra::DRIVER,
+        generation: 1,
+        slice_count: 2,
+    };
+    dra::publish_pool_slice(&env, &node, &format!("{node}-devices"), pool, devices).await;
+    env.wait_schedulable(&node).await;
+    let _operator = env.start_operator("30s");
+    let (_, idle) = wait_entry(&env, "the partitionable GPU", &node, |e| {
+        e.still_fit.get(dra::WHOLE) == Some(&1)
+    })
+    .await;
+    assert_eq!(idle.count, 1, "one physical GPU, not one per alternative");
+    assert_eq!(idle.still_fit.get("gpu.nvidia.com/mig-1g.10gb"), Some(&7));
+    assert_eq!(idle.still_fit.get("gpu.nvidia.com/mig-3g.40gb"), Some(&2));
+
+    let request = json!({ "name": "gpu", "exactly": { "deviceClassName": "mig.nvidia.com", "count": 1,
+        "selectors": [{ "cel": { "expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'" } }] } });
+    dra::claim_template(&env, "train", request).await;
+    dra::pod_with_claim(
+        &env,
+        "train",
+        &node,
+        json!({ "resourceClaimTemplateName": "train" }),
+    )
+    .await;
+    dra::claims_allocated(&env, &["train"]).await;
+    let (status, e) = wait_entry(&env, "a 3g.40gb partition allocated", &node, |e| {
+        e.allocated.get("gpu.nvidia.com/mig-3g.40gb") == Some(&1)
+    })
+    .await;
+    assert_eq!(e.count, 1);
+    assert_eq!(
+        e.still_fit,
+        [
+            ("gpu.nvidia.com/mig-1g.10gb".to_owned(), 4),
+            ("gpu.nvidia.com/mig-3g.40gb".to_owned(), 1),
+        ]
+        .into(),
+        "40Gi and 56 SMs left: 4 x 1g.10gb or 1 x 3g.40gb still fit, and no whole GPU"
+    );
+    assert_eq!(e.free.get(dra::WHOLE), Some(&0));
+    assert_eq!(status.free_gpus, 0);
+    assert!(e.issues.is_empty(), "{:?}", e.issues);
 }

@@ -111,6 +111,13 @@ pub struct DraDeviceEntry {
     /// The device's pool is incomplete (not all its slices are there).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pool_incomplete: bool,
+    /// A device several claims may share (`allowMultipleAllocations`, KEP-5075): its capacity, as quantities
+    /// (`memory: 80Gi`). Counted once in `allocated` however many claims share it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: BTreeMap<String, String>,
+    /// What the claims sharing it consumed of that capacity (`consumedCapacity`, summed: `memory: 20Gi`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub consumed_capacity: BTreeMap<String, String>,
 }
 
 /// GPU sharing as the NVIDIA device plugin advertises it.

@@ -166,6 +166,44 @@ pub async fn publish_pool_slice(
         .unwrap_or_else(|e| panic!("publishing ResourceSlice {name}: {e}"));
 }
 
+/// Publishes slice `name` of `node`'s pool (driver [`DRIVER`], generation 1 of `slice_count` slices) holding
+/// only shared counter sets (`counters`: `spec.sharedCounters`), as partitionable pools keep them since 1.35.
+pub async fn publish_counter_slice(
+    env: &TestEnv,
+    node: &str,
+    name: &str,
+    slice_count: i64,
+    counters: Value,
+) {
+    let uid = Api::<Node>::all(env.client.clone())
+        .get(node)
+        .await
+        .expect("the slice's node")
+        .uid()
+        .expect("a uid");
+    let slice: ResourceSlice = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {
+            "name": name, "labels": { TEST_LABEL: env.id },
+            "ownerReferences": [{ "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid }]
+        },
+        "spec": {
+            "driver": DRIVER, "nodeName": node,
+            "pool": { "name": node, "generation": 1, "resourceSliceCount": slice_count },
+            "sharedCounters": counters
+        }
+    }))
+    .unwrap();
+    Api::<ResourceSlice>::all(env.client.clone())
+        .patch(
+            name,
+            &PatchParams::apply("gpuinv-tests").force(),
+            &Patch::Apply(&slice),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("publishing ResourceSlice {name}: {e}"));
+}
+
 pub async fn delete_slice(env: &TestEnv, name: &str) {
     Api::<ResourceSlice>::all(env.client.clone())
         .delete(name, &DeleteParams::default())

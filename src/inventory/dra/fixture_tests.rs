@@ -135,7 +135,11 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
         "DRA serves nvidia.com/gpu here, through NVIDIA's class"
     );
     // MIG devices keep the driver's names: the mig.nvidia.com class serves no extended resource.
-    assert!(dra(b).contains_key("gpu.nvidia.com/mig-1g.5gb"), "{:?}", dra(b));
+    assert!(
+        dra(b).contains_key("gpu.nvidia.com/mig-1g.5gb"),
+        "{:?}",
+        dra(b)
+    );
     // One model across spellings and nodes.
     let products: BTreeMap<&str, (u32, u64)> = inv
         .products

@@ -16,7 +16,7 @@ pub mod taint_rules;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint};
+use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 use counters::Counters;
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
 pub use node::DraNode;
@@ -132,6 +132,18 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
     for claims in holders.values_mut() {
         claims.sort();
     }
+    // What the claims consumed of shareable devices' capacity, summed over the claims sharing each.
+    let mut consumed: Consumed<'_> = HashMap::new();
+    for claim in &input.claims {
+        for (device, amounts) in &claim.consumed {
+            let sum = consumed
+                .entry((&device.driver, &device.pool, &device.device))
+                .or_default();
+            for (name, amount) in amounts {
+                *sum.entry(name.clone()).or_insert(0) += amount;
+            }
+        }
+    }
     let mut view = DraView::default();
     let mut gpu_classes: Vec<&DraClass> = input
         .classes
@@ -159,7 +171,7 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
     };
     for pool in pools::pools(input.slices.iter().copied()) {
         let Some(node) = pool.node else { continue };
-        let (entries, fit) = pool_devices(&pool, &holders, &rules);
+        let (entries, fit) = pool_devices(&pool, &holders, &consumed, &rules);
         let node = view.nodes.entry(node.to_owned()).or_default();
         node.add_pool(&pool, entries, fit);
     }
@@ -189,6 +201,9 @@ fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
         None => input.drivers.iter().any(|d| d == class),
     }
 }
+
+/// Per (driver, pool, device): capacity name -> what the claims sharing it consumed.
+type Consumed<'c> = HashMap<(&'c str, &'c str, &'c str), BTreeMap<String, i128>>;
 
 /// What applies to devices besides their slice: the DeviceTaintRules, and the GPU classes (sorted by name)
 /// whose `extendedResourceName` a device is counted under.
@@ -240,6 +255,7 @@ impl Rules<'_> {
 fn pool_devices(
     pool: &Pool<'_>,
     holders: &HashMap<(&str, &str, &str), Vec<ClaimRef>>,
+    consumed: &Consumed<'_>,
     rules: &Rules<'_>,
 ) -> (Vec<Device>, BTreeMap<String, u64>) {
     let held = |d: &DraDevice| -> Option<Vec<ClaimRef>> {
@@ -282,6 +298,13 @@ fn pool_devices(
                 && counters.fits(device);
             let kind = device_kind(device);
             let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
+            let shared = device.shareable.then(|| SharedCapacity {
+                consumed: consumed
+                    .get(&(pool.driver, pool.name, device.name.as_str()))
+                    .cloned()
+                    .unwrap_or_default(),
+                total: device.capacity.clone(),
+            });
             Device {
                 driver: pool.driver.to_owned(),
                 pool: pool.name.to_owned(),
@@ -295,6 +318,7 @@ fn pool_devices(
                 free,
                 taints,
                 pool_incomplete: !pool.complete(),
+                shared,
             }
         })
         .collect();

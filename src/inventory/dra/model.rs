@@ -47,6 +47,11 @@ pub struct DraDevice {
     /// Counters this device consumes from the slice's shared counter sets: set -> counter -> amount. A GPU
     /// and the MIG devices that can be carved from it consume the same set (partitionable devices).
     pub consumes: BTreeMap<String, BTreeMap<String, i128>>,
+    /// `allowMultipleAllocations` (consumable capacity, KEP-5075): several claims may share the device, each
+    /// consuming part of its capacity.
+    pub shareable: bool,
+    /// Every `capacity` entry as a number (bytes for memory), for a shareable device's consumed-of-total.
+    pub capacity: BTreeMap<String, i128>,
 }
 
 /// A ResourceSlice of a watched driver, stripped.
@@ -94,6 +99,9 @@ pub struct DraClaim {
     /// `status.allocation.devices.results[]` without `adminAccess` ones (an admin's access to a device in use
     /// does not take it from anyone).
     pub devices: Vec<DeviceRef>,
+    /// What results consumed of a shareable device's capacity (`consumedCapacity`, KEP-5075): per device,
+    /// capacity name -> amount, summed over the claim's results (several `shareID`s may name one device).
+    pub consumed: Vec<(DeviceRef, BTreeMap<String, i128>)>,
     /// The DeviceClasses its requests name (`exactly` or each `firstAvailable` alternative), with how many
     /// devices each asks for (`allocationMode: All` counts as 1: at least one).
     pub classes: BTreeMap<String, u64>,
@@ -287,6 +295,16 @@ impl DraDevice {
                 .flatten()
                 .map(|c| (c.counter_set.clone(), counter_values(&c.counters)))
                 .collect(),
+            shareable: device.allow_multiple_allocations == Some(true),
+            capacity: device
+                .capacity
+                .iter()
+                .flatten()
+                .filter_map(|(name, c)| {
+                    let name = name.strip_prefix(&format!("{driver}/")).unwrap_or(name);
+                    Some((name.to_owned(), quantity_value(&c.value.0)? as i128))
+                })
+                .collect(),
         }
     }
 }
@@ -306,18 +324,33 @@ impl DraClaim {
     /// The claim's accounting view.
     pub fn from_claim(claim: &ResourceClaim) -> DraClaim {
         let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
-        let devices = allocation
+        let results: Vec<_> = allocation
             .and_then(|a| a.devices.as_ref())
             .and_then(|d| d.results.as_ref())
             .into_iter()
             .flatten()
             .filter(|r| r.admin_access != Some(true))
-            .map(|r| DeviceRef {
+            .collect();
+        let reference =
+            |r: &k8s_openapi::api::resource::v1::DeviceRequestAllocationResult| DeviceRef {
                 driver: r.driver.clone(),
                 pool: r.pool.clone(),
                 device: r.device.clone(),
-            })
-            .collect();
+            };
+        let devices = results.iter().map(|r| reference(r)).collect();
+        let mut consumed: BTreeMap<DeviceRef, BTreeMap<String, i128>> = BTreeMap::new();
+        for result in &results {
+            for (name, q) in result.consumed_capacity.iter().flatten() {
+                let Some(amount) = quantity_value(&q.0) else {
+                    continue;
+                };
+                *consumed
+                    .entry(reference(result))
+                    .or_default()
+                    .entry(name.clone())
+                    .or_insert(0) += amount as i128;
+            }
+        }
         let mut classes = BTreeMap::new();
         let requests = claim
             .spec
@@ -364,6 +397,7 @@ impl DraClaim {
             name: claim.metadata.name.clone().unwrap_or_default(),
             allocated: allocation.is_some(),
             devices,
+            consumed: consumed.into_iter().collect(),
             classes,
             extended_for_pod,
         }

@@ -371,3 +371,48 @@ fn what_still_fits_comes_from_the_counters_that_remain_and_alternatives_are_neve
     assert_eq!(one.allocated["gpu.nvidia.com/mig-3g.40gb"], 1);
     assert_eq!(one.free["gpu.nvidia.com/gpu"], 0);
 }
+
+#[test]
+fn a_shared_device_is_allocated_once_with_what_its_claims_consumed_of_its_capacity() {
+    let mut shared = gpu(0, "GPU-0");
+    shared["allowMultipleAllocations"] = json!(true);
+    shared["capacity"] = json!({"memory": {"value": "80Gi",
+        "requestPolicy": {"default": "10Gi", "validRange": {"min": "1Gi"}}}});
+    let slices = [slice("n1", vec![shared, gpu(1, "GPU-1")])];
+    let share = |name: &str, share_id: &str, memory: &str| {
+        claim_from(json!({
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                "capacity": {"requests": {"memory": memory}}}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com",
+                "pool": "n1", "device": "gpu-0", "shareID": share_id, "consumedCapacity": {"memory": memory}}]}}},
+        }))
+    };
+    let claims = [
+        share("a", "11111111-aaaa", "10Gi"),
+        share("b", "22222222-bbbb", "30Gi"),
+    ];
+    let drivers = drivers();
+    let view = resolve(&DraInput {
+        drivers: &drivers,
+        slices: slices.iter().collect(),
+        claims: claims.iter().collect(),
+        ..Default::default()
+    });
+    let node = &view.nodes["n1"];
+    assert_eq!(
+        node.allocated["gpu.nvidia.com/gpu"], 1,
+        "one device, however many claims share it"
+    );
+    assert_eq!(node.free["gpu.nvidia.com/gpu"], 1);
+    let gpu0 = node.devices.iter().find(|d| d.name == "gpu-0").unwrap();
+    assert_eq!(gpu0.claims.len(), 2);
+    let shared = gpu0.shared.as_ref().expect("a shareable device");
+    assert_eq!(shared.consumed["memory"], 40 << 30);
+    assert_eq!(shared.total["memory"], 80 << 30);
+    let gpu1 = node.devices.iter().find(|d| d.name == "gpu-1").unwrap();
+    assert_eq!(
+        gpu1.shared, None,
+        "a device that is not shareable shows no capacity use"
+    );
+}

@@ -1,5 +1,6 @@
 //! Devices a node publishes one by one (DRA), and what holds them.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// What one device is of its GPU.
@@ -97,6 +98,19 @@ pub struct Device {
     pub taints: Vec<DeviceTaint>,
     /// Its pool lacks some of its slices.
     pub pool_incomplete: bool,
+    /// A device several claims may share (`allowMultipleAllocations`, KEP-5075): what the claims consumed of
+    /// its capacity, and the capacity. It is allocated once however many claims share it.
+    pub shared: Option<SharedCapacity>,
+}
+
+/// A shareable device's capacity: consumed by its claims, of the total. Numbers in the capacity's unit
+/// (bytes for memory).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedCapacity {
+    /// Capacity name -> what the claims' allocations consumed (`consumedCapacity`, summed).
+    pub consumed: BTreeMap<String, i128>,
+    /// Capacity name -> the device's capacity.
+    pub total: BTreeMap<String, i128>,
 }
 
 impl Device {

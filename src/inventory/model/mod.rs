@@ -15,7 +15,7 @@ mod totals;
 use std::sync::Arc;
 
 pub use amount::{Amount, quantity_value};
-pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint};
+pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason};
 pub use node::{Mig, MigProfile, NodeInventory, Sharing, Source};

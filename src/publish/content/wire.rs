@@ -84,7 +84,35 @@ pub fn device(device: &Device) -> DraDeviceEntry {
         free: device.free,
         taints: device.taints.iter().map(ToString::to_string).collect(),
         pool_incomplete: device.pool_incomplete,
+        capacity: device
+            .shared
+            .iter()
+            .flat_map(|s| &s.total)
+            .map(|(name, v)| (name.clone(), quantity_text(*v)))
+            .collect(),
+        consumed_capacity: device
+            .shared
+            .iter()
+            .flat_map(|s| &s.consumed)
+            .map(|(name, v)| (name.clone(), quantity_text(*v)))
+            .collect(),
     }
+}
+
+/// A capacity as a quantity: the largest binary suffix that divides it (`85899345920` -> `80Gi`), else the
+/// plain number.
+fn quantity_text(value: i128) -> String {
+    const SUFFIXES: [(&str, i128); 4] = [
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(_, unit)| value != 0 && value % unit == 0)
+        .map(|(suffix, unit)| format!("{}{suffix}", value / unit))
+        .unwrap_or_else(|| value.to_string())
 }
 
 fn sharing(sharing: &Sharing) -> GpuSharing {
@@ -328,6 +356,14 @@ mod tests {
             c.iter()
                 .all(|c| c.last_transition_time == Time(Timestamp::UNIX_EPOCH))
         );
+    }
+
+    #[test]
+    fn capacities_read_as_quantities() {
+        assert_eq!(quantity_text(80 << 30), "80Gi");
+        assert_eq!(quantity_text(9856 << 20), "9856Mi");
+        assert_eq!(quantity_text(1500), "1500");
+        assert_eq!(quantity_text(0), "0");
     }
 
     #[test]

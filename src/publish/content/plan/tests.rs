@@ -213,6 +213,8 @@ fn full_status() -> GpuInventoryStatus {
         free: false,
         taints: vec!["gpu.nvidia.com/xid=79:NoSchedule".into()],
         pool_incomplete: true,
+        capacity: BTreeMap::from([("memory".into(), "80Gi".into())]),
+        consumed_capacity: BTreeMap::from([("memory".into(), "20Gi".into())]),
     }];
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))
