@@ -188,6 +188,7 @@ fn parse<T: for<'de> Deserialize<'de>>(text: &str, is_json: bool) -> Result<T, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::ResourceExt;
 
     #[test]
     fn a_mixed_list_of_nodes_pods_and_others() {
@@ -199,6 +200,19 @@ mod tests {
         ]}"#;
         let dump = parse_dump(text, "t").unwrap();
         assert_eq!((dump.nodes.len(), dump.pods.len()), (2, 1));
+    }
+
+    #[test]
+    fn device_taint_rules_of_any_served_version_are_read() {
+        let text = br#"{"kind": "List", "items": [
+            {"kind": "DeviceTaintRule", "apiVersion": "resource.k8s.io/v1alpha3", "metadata": {"name": "a"},
+             "spec": {"deviceSelector": {"pool": "n"}, "taint": {"key": "k", "effect": "NoSchedule"}}},
+            {"kind": "DeviceTaintRule", "apiVersion": "resource.k8s.io/v1", "metadata": {"name": "b"},
+             "spec": {"taint": {"key": "k", "effect": "None"}}}
+        ]}"#;
+        let dump = parse_dump(text, "t").unwrap();
+        let names: Vec<String> = dump.taint_rules.iter().map(|r| r.name_any()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 
     #[test]
