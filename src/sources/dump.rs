@@ -50,11 +50,11 @@ pub struct Dump {
     /// The pods.
     pub pods: Vec<Pod>,
     /// The ResourceSlices (`resource.k8s.io/v1`).
-    pub slices: Vec<ResourceSlice>,
+    pub(crate) slices: Vec<ResourceSlice>,
     /// The ResourceClaims.
-    pub claims: Vec<ResourceClaim>,
+    pub(crate) claims: Vec<ResourceClaim>,
     /// The DeviceClasses.
-    pub classes: Vec<DeviceClass>,
+    pub(crate) classes: Vec<DeviceClass>,
 }
 
 #[derive(Deserialize)]
