@@ -48,7 +48,7 @@ pub enum Error {
 
 impl Error {
     /// Wraps a client error with what the operator was doing.
-    pub fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    pub(crate) fn kube(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
         let action = action.into();
         move |source| Error::Kube { action, source }
     }
@@ -80,13 +80,13 @@ impl Error {
 
     /// Whether the API server refused the request for who we are (403 Forbidden): no change of the nodes
     /// or pods makes the same request pass, only a new permission does.
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         self.kube_error()
             .is_some_and(|e| api_status(e) == Some(403))
     }
 
     /// The client's error inside, if this is one.
-    pub fn kube_error(&self) -> Option<&kube::Error> {
+    pub(crate) fn kube_error(&self) -> Option<&kube::Error> {
         match self {
             Error::Kube { source, .. } => Some(source),
             _ => None,
@@ -95,7 +95,7 @@ impl Error {
 }
 
 /// The HTTP status of an API error response, if the server answered.
-pub fn api_status(error: &kube::Error) -> Option<u16> {
+pub(crate) fn api_status(error: &kube::Error) -> Option<u16> {
     match error {
         kube::Error::Api(status) => Some(status.code),
         _ => None,
@@ -103,7 +103,7 @@ pub fn api_status(error: &kube::Error) -> Option<u16> {
 }
 
 /// A one-line description that keeps the API server's own message (it names verb, resource and user on 403).
-pub fn describe_kube_error(error: &kube::Error) -> String {
+pub(crate) fn describe_kube_error(error: &kube::Error) -> String {
     if let Some(message) = crate::runtime::credentials::describe(error) {
         return message;
     }

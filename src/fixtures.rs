@@ -21,22 +21,22 @@ use crate::runtime::metrics::Metrics;
 use crate::sources::Sources;
 
 /// The mock API server's side: the requests the publishers sent, one at a time.
-pub struct ApiServer(Handle<Request<Body>, Response<Body>>);
+pub(crate) struct ApiServer(Handle<Request<Body>, Response<Body>>);
 
 /// One request the publishers sent, read whole.
-pub struct Sent {
+pub(crate) struct Sent {
     /// `GET`, `PATCH`, ...
-    pub method: Method,
+    pub(crate) method: Method,
     /// Path and query.
-    pub uri: String,
+    pub(crate) uri: String,
     /// The body as JSON (`Value::Null` when empty).
-    pub body: Value,
+    pub(crate) body: Value,
     reply: SendResponse<Response<Body>>,
 }
 
 impl Sent {
     /// Answers with `status` and this JSON body.
-    pub fn reply(self, status: StatusCode, body: Value) {
+    pub(crate) fn reply(self, status: StatusCode, body: Value) {
         let response = Response::builder()
             .status(status)
             .header("content-type", "application/json")
@@ -46,7 +46,7 @@ impl Sent {
     }
 
     /// Answers with an API error, as the API server words one (`metav1.Status`).
-    pub fn reply_error(self, code: u16, reason: &str, message: &str) {
+    pub(crate) fn reply_error(self, code: u16, reason: &str, message: &str) {
         let status = StatusCode::from_u16(code).unwrap();
         self.reply(
             status,
@@ -56,7 +56,7 @@ impl Sent {
     }
 
     /// Answers a watch with these events, one JSON line each, then ends the stream.
-    pub fn reply_stream(self, events: Vec<Value>) {
+    pub(crate) fn reply_stream(self, events: Vec<Value>) {
         let mut body = Vec::new();
         for event in events {
             body.extend(serde_json::to_vec(&event).unwrap());
@@ -71,12 +71,12 @@ impl Sent {
     }
 
     /// The path without the query.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.uri.split('?').next().unwrap_or_default()
     }
 
     /// A query parameter's value.
-    pub fn query(&self, key: &str) -> Option<String> {
+    pub(crate) fn query(&self, key: &str) -> Option<String> {
         let query = self.uri.split_once('?')?.1;
         query.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=')?;
@@ -93,7 +93,7 @@ impl From<Handle<Request<Body>, Response<Body>>> for ApiServer {
 
 impl ApiServer {
     /// The next request; fails the test when none comes within 5 s.
-    pub async fn next(&mut self) -> Sent {
+    pub(crate) async fn next(&mut self) -> Sent {
         let (request, reply) = tokio::time::timeout(Duration::from_secs(5), self.0.next_request())
             .await
             .expect("the publisher sent no request within 5 s")
@@ -115,7 +115,7 @@ impl ApiServer {
     }
 
     /// The next request, which must be `method` on `path`.
-    pub async fn expect(&mut self, method: Method, path: &str) -> Sent {
+    pub(crate) async fn expect(&mut self, method: Method, path: &str) -> Sent {
         let sent = self.next().await;
         assert_eq!(
             (&sent.method, sent.path()),
@@ -128,7 +128,7 @@ impl ApiServer {
     }
 
     /// Fails the test if a request is waiting.
-    pub fn assert_idle(&mut self) {
+    pub(crate) fn assert_idle(&mut self) {
         if let std::task::Poll::Ready(Some((request, _))) = self.0.poll_request() {
             panic!(
                 "no request expected, got {} {}",
@@ -140,7 +140,7 @@ impl ApiServer {
 }
 
 /// A publishers' context whose client talks to a mock API server, with sources holding `nodes` and `pods`.
-pub fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Arc<Context>, ApiServer) {
+pub(crate) fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Arc<Context>, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "default");
     let gauges = Arc::new(InventoryGauges::default());
@@ -159,12 +159,12 @@ pub fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Arc<Context>, ApiServer) {
 }
 
 /// A node from JSON (`metadata.name` and the rest as given).
-pub fn node(value: Value) -> Node {
+pub(crate) fn node(value: Value) -> Node {
     serde_json::from_value(value).unwrap()
 }
 
 /// A Ready GPU node with `gpus` H100s, labelled by GPU Feature Discovery.
-pub fn gpu_node(name: &str, gpus: u32) -> Node {
+pub(crate) fn gpu_node(name: &str, gpus: u32) -> Node {
     let list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string() });
     node(json!({
         "metadata": { "name": name, "uid": format!("uid-{name}"), "resourceVersion": "1",

@@ -25,4 +25,4 @@ pub mod runtime;
 pub mod sources;
 
 /// Field manager of every write the operator makes (server-side apply).
-pub const FIELD_MANAGER: &str = "gpu-inventory-operator";
+pub(crate) const FIELD_MANAGER: &str = "gpu-inventory-operator";

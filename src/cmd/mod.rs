@@ -3,6 +3,6 @@
 
 pub mod cli;
 pub mod plugin;
-pub mod render;
+pub(crate) mod render;
 pub mod run;
 pub mod scan;

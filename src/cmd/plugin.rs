@@ -1,6 +1,6 @@
 //! `kubectl gpu-inventory`: the same binary run under the name `kubectl-gpu_inventory` (a symlink or copy on
 //! PATH; `make install-plugin`, or krew) is a kubectl plugin. It prints `scan`'s live view of the cluster
-//! (tables from [`super::render`], the listing of [`super::scan`]), in colour on a terminal, and with
+//! (tables from `cmd::render`, the listing of [`super::scan`]), in colour on a terminal, and with
 //! `--watch` follows the operator's own sources (one node watch, one pod watch) and redraws on each change.
 
 use std::io::{IsTerminal, Write};
@@ -21,7 +21,7 @@ use crate::runtime::metrics::Metrics;
 use crate::sources::{Sources, SourcesConfig};
 
 /// The executable name kubectl looks for to run `kubectl gpu-inventory`.
-pub const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
+pub(crate) const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
 
 /// How long `--watch` waits for the first full list of nodes and pods.
 const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -34,19 +34,19 @@ pub struct PluginArgs {
     /// Output format: `table`, `wide` (adds allocated, MIG/sharing, sources, notes), `json` or `yaml` (the
     /// GpuInventory status object).
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    pub(crate) output: OutputFormat,
     /// Only nodes matching this label selector.
     #[arg(long, short = 'l', value_name = "SELECTOR")]
-    pub selector: Option<String>,
+    pub(crate) selector: Option<String>,
     /// Keep watching nodes and pods and redraw on every change (Ctrl-C stops).
     #[arg(long, short = 'w')]
-    pub watch: bool,
+    pub(crate) watch: bool,
     /// Rows of the table: one per GPU node, per GPU model, or per namespace.
     #[arg(long, value_enum, default_value_t = GroupBy::Node)]
-    pub group_by: GroupBy,
+    pub(crate) group_by: GroupBy,
     /// Colour: `auto` (only on a terminal, and not when NO_COLOR is set), `always` or `never`.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
+    pub(crate) color: Color,
     /// kubectl's --kubeconfig, --context (and --log-format, for RUST_LOG diagnostics).
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -54,7 +54,7 @@ pub struct PluginArgs {
 
 /// When to colour the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Color {
+pub(crate) enum Color {
     /// On a terminal, unless NO_COLOR is set to anything but "".
     Auto,
     /// Always.
@@ -63,7 +63,8 @@ pub enum Color {
     Never,
 }
 
-/// Whether the process was started as the kubectl plugin (its name, without directory, is [`PLUGIN_NAME`]).
+/// Whether the process was started as the kubectl plugin (its name, without directory, is
+/// `kubectl-gpu_inventory`).
 pub fn invoked_as_plugin(argv0: &str) -> bool {
     let name = std::path::Path::new(argv0)
         .file_name()
@@ -191,7 +192,7 @@ const RESET: &str = "\x1b[0m";
 
 /// Colours a node table: READY green or red, a non-empty ISSUES cell red, the header bold, issue lines
 /// yellow. Columns are found from the header (render aligns every cell under its header name).
-pub fn colourise(text: &str) -> String {
+pub(crate) fn colourise(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 256);
     let mut columns: Option<Vec<(usize, String)>> = None;
     let mut in_issues = false;

@@ -1,5 +1,5 @@
 //! `scan`: one read-only pass, from the cluster or from a dump of nodes, pods and DRA objects, printed for humans or
-//! scripts (the tables are in [`super::render`]).
+//! scripts (the tables are in `cmd::render`).
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -33,11 +33,11 @@ use crate::sources::slim::{SlimNode, SlimPod};
 use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
 
 /// Exit code: every GPU node healthy.
-pub const EXIT_HEALTHY: u8 = 0;
+pub(crate) const EXIT_HEALTHY: u8 = 0;
 /// Exit code: at least one GPU node has an issue.
-pub const EXIT_ISSUES: u8 = 1;
+pub(crate) const EXIT_ISSUES: u8 = 1;
 /// Exit code: the scan itself failed (unreadable input, unreachable cluster, bad flag).
-pub const EXIT_ERROR: u8 = 2;
+pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// Runs the scan and prints it; the exit code says whether any issue was found.
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {

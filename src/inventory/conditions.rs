@@ -7,9 +7,9 @@ use crate::inventory::model::Inventory;
 use crate::inventory::text::capped_list;
 
 /// Condition type: GPU demand is met (no GPU pod waits unschedulable).
-pub const GPUS_AVAILABLE: &str = "GpusAvailable";
+pub(crate) const GPUS_AVAILABLE: &str = "GpusAvailable";
 /// `GpusAvailable` reason when GPU pods wait because no node can take them.
-pub const DEMAND_EXCEEDS_SUPPLY: &str = "GpuDemandExceedsSupply";
+pub(crate) const DEMAND_EXCEEDS_SUPPLY: &str = "GpuDemandExceedsSupply";
 
 /// One condition of an inventory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ fn gpus_available_condition(inventory: &Inventory) -> InventoryCondition {
 }
 
 /// The `GpusAvailable` message: the free GPUs, and who waits for what.
-pub fn gpus_available_message(inventory: &Inventory) -> String {
+pub(crate) fn gpus_available_message(inventory: &Inventory) -> String {
     if inventory.pending_gpu_pods == 0 {
         return format!(
             "no GPU pod is waiting for a node; {} whole GPUs free",

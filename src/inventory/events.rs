@@ -16,17 +16,17 @@ use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
 use crate::inventory::text::capped_list;
 
 /// Above this many transitions of one kind, they are reported as one event.
-pub const MAX_EVENTS_PER_KIND: usize = 5;
+pub(crate) const MAX_EVENTS_PER_KIND: usize = 5;
 
 /// An event to publish on the GpuInventory.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InventoryEvent {
+pub(crate) struct InventoryEvent {
     /// Normal or Warning.
-    pub type_: EventType,
+    pub(crate) type_: EventType,
     /// PascalCase reason, e.g. `GpuNodeNotReady`.
-    pub reason: String,
+    pub(crate) reason: String,
     /// The human-readable note, naming the node(s).
-    pub note: String,
+    pub(crate) note: String,
 }
 
 fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
@@ -39,7 +39,7 @@ fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
 
 /// What the events of a new inventory are diffed against.
 #[derive(Clone, Copy, Debug)]
-pub enum EventBase<'a> {
+pub(crate) enum EventBase<'a> {
     /// The whole inventory (every node, before any size cut) this process saw last: exact.
     Model(&'a Inventory),
     /// No earlier model in this process (a start, a new leader): what the server holds, read back into the
@@ -54,7 +54,7 @@ pub enum EventBase<'a> {
 }
 
 /// The events for going from `base` to `new`, a whole inventory.
-pub fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<InventoryEvent> {
+pub(crate) fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<InventoryEvent> {
     match base {
         EventBase::Model(old) => transitions(Some(old), new),
         EventBase::Published {

@@ -24,7 +24,7 @@ pub struct NodeInterner {
 impl NodeInterner {
     /// The shared entry equal to `entry`: the one already held if equal, else `entry` itself, which is
     /// held from now on.
-    pub fn intern(&self, entry: NodeInventory) -> Arc<NodeInventory> {
+    pub(crate) fn intern(&self, entry: NodeInventory) -> Arc<NodeInventory> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(held) = entries.get(&entry.name)
             && **held == entry
@@ -38,18 +38,20 @@ impl NodeInterner {
 
     /// Forgets the entries that only the interner still holds (their node changed, left the scan or is
     /// held by no inventory any more).
-    pub fn forget_unused(&self) {
+    pub(crate) fn forget_unused(&self) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|_, entry| Arc::strong_count(entry) > 1);
     }
 
     /// How many entries are held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether no entry is held.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

@@ -4,27 +4,27 @@
 //! and ConfigMap shapes (`publish::content`), so every rule is unit-tested without an API server, and the
 //! operator and the one-shot `scan` agree by construction.
 //!
-//! Layers, each importing only those below it: [`model`], [`text`] and [`resources`]; the leaves
-//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), [`vendor`]; [`totals`];
-//! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and [`events`].
+//! Layers, each importing only those below it: [`model`], `text` and [`resources`]; the leaves
+//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), `vendor`; `totals`;
+//! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and `events`.
 
 pub mod allocation;
 pub mod assemble;
 pub mod conditions;
 pub mod dra;
-pub mod events;
+pub(crate) mod events;
 pub mod interner;
 pub mod model;
 pub mod resources;
 pub mod scanner;
 pub mod selector;
-pub mod shared_scan;
-pub mod text;
-pub mod totals;
-pub mod vendor;
+pub(crate) mod shared_scan;
+pub(crate) mod text;
+pub(crate) mod totals;
+pub(crate) mod vendor;
 
 pub use assemble::{NodeUniverse, ScanInput, scan};
-pub use model::Inventory;
+pub(crate) use model::Inventory;
 
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -18,7 +18,7 @@ pub fn parse_selector(text: &str) -> Result<Selector, String> {
 }
 
 /// The `key=value` terms of a selector string, e.g. to label an object so that the selector picks it.
-pub fn equality_labels(text: &str) -> Vec<(String, String)> {
+pub(crate) fn equality_labels(text: &str) -> Vec<(String, String)> {
     split_terms(text)
         .unwrap_or_default()
         .into_iter()
@@ -30,7 +30,7 @@ pub fn equality_labels(text: &str) -> Vec<(String, String)> {
 }
 
 /// The label keys a selector string names, each once, in order (`a=b,!c,d in (e)`: `a`, `c`, `d`).
-pub fn selector_keys(text: &str) -> Vec<String> {
+pub(crate) fn selector_keys(text: &str) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     for term in split_terms(text).unwrap_or_default() {
         let key = match parse_term(term.trim()) {

@@ -16,7 +16,7 @@ use super::model::Inventory;
 
 /// The memo. Pure apart from its lock: no I/O, no clock.
 #[derive(Debug, Default)]
-pub struct SharedScans {
+pub(crate) struct SharedScans {
     scans: Mutex<HashMap<String, (u64, Arc<Inventory>)>>,
     computed: std::sync::atomic::AtomicU64,
     interner: NodeInterner,
@@ -26,7 +26,7 @@ impl SharedScans {
     /// The inventory of what `selector` picks at change `version`; `scan` is called only when no scan of
     /// that version and selector exists yet, and must scan objects at least as new as `version`, sharing
     /// entries through the interner it is given.
-    pub fn inventory(
+    pub(crate) fn inventory(
         &self,
         version: u64,
         selector: &Selector,
@@ -50,7 +50,7 @@ impl SharedScans {
     }
 
     /// How many scans were computed (not served from the memo) so far.
-    pub fn computed(&self) -> u64 {
+    pub(crate) fn computed(&self) -> u64 {
         self.computed.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

@@ -3,7 +3,7 @@
 use crate::inventory::model::{Inventory, Issue, IssueReason, NodeInventory};
 
 /// A GPU node with `count` GPUs and one issue per reason (message `"<reason> details"`).
-pub fn entry(name: &str, ready: bool, count: u64, reasons: &[IssueReason]) -> NodeInventory {
+pub(crate) fn entry(name: &str, ready: bool, count: u64, reasons: &[IssueReason]) -> NodeInventory {
     NodeInventory {
         name: name.into(),
         ready,
@@ -17,7 +17,7 @@ pub fn entry(name: &str, ready: bool, count: u64, reasons: &[IssueReason]) -> No
 }
 
 /// The inventory of `nodes`, totals computed as the assembler does.
-pub fn inventory(nodes: Vec<NodeInventory>) -> Inventory {
+pub(crate) fn inventory(nodes: Vec<NodeInventory>) -> Inventory {
     Inventory {
         total_gpu_nodes: nodes.len() as u32,
         ready_gpu_nodes: nodes.iter().filter(|n| n.ready).count() as u32,

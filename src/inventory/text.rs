@@ -1,10 +1,10 @@
 //! How messages list names.
 
 /// How many names a message lists before it says "and N more".
-pub const MAX_NAMED_NODES: usize = 10;
+pub(crate) const MAX_NAMED_NODES: usize = 10;
 
 /// `a, b, c` or `a, b, ... and 7 more` past [`MAX_NAMED_NODES`].
-pub fn capped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn capped_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
     let shown = names
         .iter()

@@ -10,10 +10,10 @@ use crate::inventory::model::{
 use crate::inventory::vendor::vendor_of;
 
 /// The job sizes `nodesWithFreeGpus` answers for: how many nodes could start a job of N GPUs.
-pub const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
+pub(crate) const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
 
 /// Every resource of the nodes, summed, by name.
-pub fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
+pub(crate) fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
     let mut sums: BTreeMap<&str, ResourceTotals> = BTreeMap::new();
     for node in nodes {
         let names = node
@@ -42,7 +42,7 @@ pub fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
 }
 
 /// GPUs per model, by name: nodes no source names the model of are left out.
-pub fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
+pub(crate) fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
     let mut products: BTreeMap<String, ProductTotals> = BTreeMap::new();
     for node in nodes {
         let Some(name) = node.product.as_deref() else {
@@ -82,7 +82,7 @@ pub fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
 
 /// Per namespace, what its pods and claims hold on the nodes (a device shared by two claims of one namespace
 /// is one device to it) and what its pending pods wait for, by name.
-pub fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<NamespaceTotals> {
+pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<NamespaceTotals> {
     let mut namespaces: BTreeMap<String, NamespaceTotals> = BTreeMap::new();
     fn entry<'m>(
         namespaces: &'m mut BTreeMap<String, NamespaceTotals>,
@@ -122,7 +122,7 @@ pub fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<Namespac
 
 /// Products are the same model when they differ only in spaces, dashes or case: DRA writes
 /// `NVIDIA A100-SXM4-80GB` where GPU Feature Discovery writes `NVIDIA-A100-SXM4-80GB`.
-pub fn same_product_key(product: &str) -> String {
+pub(crate) fn same_product_key(product: &str) -> String {
     product
         .trim()
         .chars()

@@ -7,7 +7,7 @@
 use crate::inventory::model::NodeInventory;
 
 /// `vendor` value for NVIDIA.
-pub const NVIDIA: &str = "nvidia";
+pub(crate) const NVIDIA: &str = "nvidia";
 
 /// DRA driver names (or their last labels before the vendor's domain) and their vendors.
 const DRA_DRIVER_VENDORS: [(&str, &str); 6] = [
@@ -21,7 +21,7 @@ const DRA_DRIVER_VENDORS: [(&str, &str); 6] = [
 
 /// The vendor of a node's GPUs: its DRA devices' driver when DRA describes it, else NVIDIA (the only vendor
 /// whose labels and resources the scanner reads). `None` for a DRA driver of no known vendor.
-pub fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {
+pub(crate) fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {
     let Some(device) = entry.devices.first() else {
         return Some(NVIDIA);
     };
@@ -32,7 +32,7 @@ pub fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {
 }
 
 /// The vendor called `name` (as `products[].vendor` spells it), if it is one this version knows.
-pub fn by_name(name: &str) -> Option<&'static str> {
+pub(crate) fn by_name(name: &str) -> Option<&'static str> {
     DRA_DRIVER_VENDORS
         .iter()
         .map(|(_, vendor)| *vendor)
@@ -40,7 +40,7 @@ pub fn by_name(name: &str) -> Option<&'static str> {
 }
 
 /// The vendor of a DRA driver, by the domain its name ends with.
-pub fn driver_vendor(driver: &str) -> Option<&'static str> {
+pub(crate) fn driver_vendor(driver: &str) -> Option<&'static str> {
     DRA_DRIVER_VENDORS
         .iter()
         .find(|(domain, _)| driver == *domain || driver.ends_with(&format!(".{domain}")))

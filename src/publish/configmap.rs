@@ -30,15 +30,15 @@ use crate::runtime::shutdown::Shutdown;
 
 /// Where the ConfigMap lives.
 #[derive(Clone, Debug)]
-pub struct ConfigMapTarget {
+pub(crate) struct ConfigMapTarget {
     /// Namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// Name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Runs the controller until shutdown.
-pub async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown) {
+pub(crate) async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown) {
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &target.namespace);
     let (store, writer) = reflector::store::<ConfigMap>();
     let wake = Arc::new(Notify::new());

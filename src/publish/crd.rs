@@ -16,14 +16,14 @@ use crate::FIELD_MANAGER;
 use crate::crd::{GpuInventory, GpuNode};
 use crate::error::{Error, Result, api_status};
 
-/// The GpuInventory CRD as the operator installs it (see [`crds`]).
+/// The GpuInventory CRD as the operator installs it (see `crds`).
 pub fn crd() -> CustomResourceDefinition {
     with_digest(GpuInventory::crd())
 }
 
 /// Every CRD as the operator installs them, `crd` prints them and deploy/ holds them: the Rust types' CRDs,
 /// each with the digest of its spec. GpuInventory first (the order of [`crate::crd::CRD_NAMES`]).
-pub fn crds() -> Vec<CustomResourceDefinition> {
+pub(crate) fn crds() -> Vec<CustomResourceDefinition> {
     vec![crd(), with_digest(GpuNode::crd())]
 }
 
@@ -106,7 +106,7 @@ async fn install_one(
 /// spec, labels and annotations (the digest among them) already there with our value. Fields the server
 /// defaults (`listKind`, `conversion`) or another field manager added do not count: the apply would not
 /// change them either. A hand edit of one of our fields, or a CRD of another version (digest), is applied.
-pub fn is_up_to_date(
+pub(crate) fn is_up_to_date(
     current: &CustomResourceDefinition,
     desired: &CustomResourceDefinition,
 ) -> bool {
@@ -155,7 +155,7 @@ pub fn not_contained(ours: &Value, theirs: &Value, path: &str) -> Option<String>
 }
 
 /// Checks that every CRD exists (for `--skip-crd-install`) and waits until each is Established.
-pub async fn require_crd(client: &Client, timeout: Duration) -> Result<()> {
+pub(crate) async fn require_crd(client: &Client, timeout: Duration) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for name in crate::crd::CRD_NAMES {
         match api.get(name).await {

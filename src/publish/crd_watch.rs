@@ -18,17 +18,22 @@ use crate::runtime::shutdown::Shutdown;
 
 /// What to do when the CRD disappears.
 #[derive(Clone, Debug)]
-pub struct CrdPolicy {
+pub(crate) struct CrdPolicy {
     /// Reinstall it (else only report).
-    pub self_install: bool,
+    pub(crate) self_install: bool,
     /// Recreate the default inventory after a reinstall (deleting the CRD deleted it too).
-    pub default_inventory: Option<DefaultInventory>,
+    pub(crate) default_inventory: Option<DefaultInventory>,
     /// How long to wait for the reinstalled CRD to be Established.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// Watches every CRD of ours until shutdown.
-pub async fn watch_crd(client: Client, policy: CrdPolicy, health: Health, shutdown: Shutdown) {
+pub(crate) async fn watch_crd(
+    client: Client,
+    policy: CrdPolicy,
+    health: Health,
+    shutdown: Shutdown,
+) {
     let watches = CRD_NAMES.map(|name| {
         watch_one(
             client.clone(),

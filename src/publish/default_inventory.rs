@@ -9,16 +9,19 @@ use crate::error::{Error, Result, api_status};
 
 /// Name and labels of the default inventory.
 #[derive(Clone, Debug)]
-pub struct DefaultInventory {
+pub(crate) struct DefaultInventory {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its labels (the equality terms of `--inventory-label-selector`, so this operator picks it up).
-    pub labels: Vec<(String, String)>,
+    pub(crate) labels: Vec<(String, String)>,
 }
 
 /// Creates the default inventory when it does not exist. It is created at start-up (and after the CRD was
 /// reinstalled) only: a user who deletes it later keeps it deleted.
-pub async fn ensure_default_inventory(client: &Client, default: &DefaultInventory) -> Result<()> {
+pub(crate) async fn ensure_default_inventory(
+    client: &Client,
+    default: &DefaultInventory,
+) -> Result<()> {
     let api: Api<GpuInventory> = Api::all(client.clone());
     // Read first: a restart (after a lost Lease, a crash) finds it and writes nothing.
     let existing = api

@@ -13,7 +13,11 @@ use crate::inventory::events::InventoryEvent;
 const MAX_NOTE_CHARS: usize = 1000;
 
 /// Publishes `events` on `inventory`. A failure is logged, not retried: the status already says it all.
-pub async fn publish_events(ctx: &Context, inventory: &GpuInventory, events: Vec<InventoryEvent>) {
+pub(crate) async fn publish_events(
+    ctx: &Context,
+    inventory: &GpuInventory,
+    events: Vec<InventoryEvent>,
+) {
     let reference = inventory.object_ref(&());
     for event in events {
         let event = Event {

@@ -2,22 +2,22 @@
 //! asks the pure core for a plan and sends the write it names (or none).
 //!
 //! - [`status`]: each GpuInventory's status (server-side apply) and the events of its transitions;
-//! - [`gpunodes`]: one `GpuNode` per GPU node, with the node's full detail;
-//! - [`configmap`]: the `gpu-node-status` ConfigMap;
-//! - [`events`]: Kubernetes Events on the inventories;
+//! - `gpunodes`: one `GpuNode` per GPU node, with the node's full detail;
+//! - `configmap`: the `gpu-node-status` ConfigMap;
+//! - `events`: Kubernetes Events on the inventories;
 //! - [`metrics`]: the inventories' gauges on `/metrics`;
-//! - [`crd`], [`crd_watch`], [`default_inventory`]: the CRD and the default inventory the others rely on.
+//! - [`crd`], `crd_watch`, `default_inventory`: the CRD and the default inventory the others rely on.
 
-pub mod configmap;
+pub(crate) mod configmap;
 pub mod content;
 pub mod crd;
-pub mod crd_watch;
-pub mod default_inventory;
-pub mod events;
-pub mod gpunodes;
+pub(crate) mod crd_watch;
+pub(crate) mod default_inventory;
+pub(crate) mod events;
+pub(crate) mod gpunodes;
 pub mod metrics;
 pub mod status;
-pub mod writer;
+pub(crate) mod writer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -38,31 +38,31 @@ use crate::sources::Sources;
 use writer::GuardedWriter;
 
 /// Everything a publisher needs, shared by all of them.
-pub struct Context {
+pub(crate) struct Context {
     /// The API client.
-    pub client: Client,
+    pub(crate) client: Client,
     /// The sources' caches and change stream.
-    pub sources: Sources,
+    pub(crate) sources: Sources,
     /// Scans shared between publishers (one per change and selector).
-    pub scans: SharedScans,
+    pub(crate) scans: SharedScans,
     /// Guards GpuInventory status writes.
-    pub status_writer: GuardedWriter<GpuInventoryStatus>,
+    pub(crate) status_writer: GuardedWriter<GpuInventoryStatus>,
     /// Guards ConfigMap writes.
-    pub configmap_writer: GuardedWriter<BTreeMap<String, String>>,
+    pub(crate) configmap_writer: GuardedWriter<BTreeMap<String, String>>,
     /// Guards GpuNode writes (keyed by node name).
-    pub gpunode_writer: GuardedWriter<gpunodes::plan::GpuNodeDigest>,
+    pub(crate) gpunode_writer: GuardedWriter<gpunodes::plan::GpuNodeDigest>,
     /// Periodic reconcile interval.
-    pub requeue: Duration,
+    pub(crate) requeue: Duration,
     /// Readiness and failure reporting.
-    pub health: Health,
+    pub(crate) health: Health,
     /// Prometheus metrics: the process's own.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// The inventories' gauges (registered into `metrics`' registry).
-    pub gauges: Arc<metrics::InventoryGauges>,
+    pub(crate) gauges: Arc<metrics::InventoryGauges>,
     /// Publishes Kubernetes Events on the inventories.
-    pub recorder: Recorder,
+    pub(crate) recorder: Recorder,
     /// Room for a GpuInventory status's `nodes[]`, in bytes of JSON (`--status-nodes-budget`).
-    pub status_nodes_budget: usize,
+    pub(crate) status_nodes_budget: usize,
     /// Retry backoff per object whose last reconcile failed.
     failures: Mutex<HashMap<String, Retry>>,
     /// Per GpuInventory, the model (every node) its last reconcile published: what the next one's events
@@ -80,7 +80,7 @@ struct Retry {
 
 impl Context {
     /// A context with fresh writers.
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         sources: Sources,
         requeue: Duration,
@@ -117,25 +117,25 @@ impl Context {
     }
 
     /// The model the last reconcile of GpuInventory `name` published, if one ran in this process.
-    pub fn last_model(&self, name: &str) -> Option<Arc<Inventory>> {
+    pub(crate) fn last_model(&self, name: &str) -> Option<Arc<Inventory>> {
         let models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.get(name).cloned()
     }
 
     /// Forgets the models of GpuInventories that no longer exist.
-    pub fn retain_models(&self, exists: impl Fn(&str) -> bool) {
+    pub(crate) fn retain_models(&self, exists: impl Fn(&str) -> bool) {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.retain(|name, _| exists(name));
     }
 
     /// Remembers the model of GpuInventory `name` (see [`Self::last_model`]).
-    pub fn remember_model(&self, name: &str, model: Arc<Inventory>) {
+    pub(crate) fn remember_model(&self, name: &str, model: Arc<Inventory>) {
         let mut models = self.models.lock().unwrap_or_else(|e| e.into_inner());
         models.insert(name.to_owned(), model);
     }
 
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
-    pub fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
+    pub(crate) fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
         let version = self.sources.version();
         let universe = self.sources.node_universe();
         self.scans
@@ -151,7 +151,7 @@ impl Context {
     /// ([`Self::retry_wait`]): a change cannot make a forbidden request pass, and retrying on each one would
     /// fill the log with the same warning; after any other error a change retries at once (the API server
     /// may be back).
-    pub fn backoff(&self, key: &str, error: &Error) -> Duration {
+    pub(crate) fn backoff(&self, key: &str, error: &Error) -> Duration {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let retry = failures.entry(key.to_owned()).or_insert_with(|| Retry {
             backoff: backoff::RECONCILE.backoff(),
@@ -163,7 +163,7 @@ impl Context {
     }
 
     /// How long `key` must still wait before its next attempt (a refused request's backoff); `None`: now.
-    pub fn retry_wait(&self, key: &str) -> Option<Duration> {
+    pub(crate) fn retry_wait(&self, key: &str) -> Option<Duration> {
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let not_before = failures.get(key)?.not_before?;
         not_before
@@ -172,13 +172,13 @@ impl Context {
     }
 
     /// Forgets the failures of `key` after a success.
-    pub fn reset_backoff(&self, key: &str) {
+    pub(crate) fn reset_backoff(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         failures.remove(key);
     }
 
     /// Records a finished reconcile of `controller` in the metrics.
-    pub fn observe_reconcile(
+    pub(crate) fn observe_reconcile(
         &self,
         controller: &str,
         started: Instant,

@@ -32,7 +32,11 @@ use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
 
 /// Runs the controller until shutdown.
-pub async fn run(ctx: Arc<Context>, inventory_label_selector: Option<String>, shutdown: Shutdown) {
+pub(crate) async fn run(
+    ctx: Arc<Context>,
+    inventory_label_selector: Option<String>,
+    shutdown: Shutdown,
+) {
     let api: Api<GpuInventory> = Api::all(ctx.client.clone());
     let mut config = watcher::Config::default();
     if let Some(selector) = &inventory_label_selector {
@@ -89,7 +93,7 @@ pub struct StatusApply<'a, S> {
 
 impl<'a, S> StatusApply<'a, S> {
     /// The body for `status` of an object of kind `K`, with `K`'s `apiVersion` and `kind`.
-    pub fn of<K: Resource<DynamicType = ()>>(status: &'a S) -> Self {
+    pub(crate) fn of<K: Resource<DynamicType = ()>>(status: &'a S) -> Self {
         StatusApply {
             api_version: K::api_version(&()),
             kind: K::kind(&()),

@@ -15,7 +15,7 @@ use crate::runtime::metrics::{Metrics, TargetLabels};
 
 /// Guards the writes of one kind of output; keyed by object name.
 #[derive(Debug)]
-pub struct GuardedWriter<T> {
+pub(crate) struct GuardedWriter<T> {
     recent: Mutex<HashMap<String, RecentWrite<T>>>,
     /// When each object was last written: kept after the cache has caught up with the write, for the gap.
     written_at: Mutex<HashMap<String, Instant>>,
@@ -27,13 +27,13 @@ pub struct GuardedWriter<T> {
 /// The shortest gap between two writes of one object. Watch events of our own writes (and of foreign edits, which
 /// are undone) wake the publishers outside the coalesced change stream; without a floor, a busy second could
 /// hold more writes of one object than the stream's 10 per second.
-pub const MIN_WRITE_GAP: Duration = crate::sources::COALESCE_WINDOW;
+pub(crate) const MIN_WRITE_GAP: Duration = crate::sources::COALESCE_WINDOW;
 
 /// The gap between two writes of one aggregate object (a GpuInventory status, the ConfigMap): at most 2 writes a
 /// second per object. Each of them covers every node, and an API server takes tens to hundreds of
 /// milliseconds to apply one, so under a steady stream of changes (50 pod changes a second) writing each
 /// coalesced change would keep it busy with one object; a change still reaches it within about a second.
-pub const AGGREGATE_WRITE_GAP: Duration = Duration::from_millis(500);
+pub(crate) const AGGREGATE_WRITE_GAP: Duration = Duration::from_millis(500);
 
 #[derive(Debug)]
 struct RecentWrite<T> {
@@ -45,11 +45,11 @@ struct RecentWrite<T> {
 
 /// Where the cache stood when a plan was made: the object's version there, and what it held.
 #[derive(Debug)]
-pub struct Cached<'a, T> {
+pub(crate) struct Cached<'a, T> {
     /// The cache's version of the object (`resourceVersion`, or an event count for a cache without one).
-    pub version: Option<&'a str>,
+    pub(crate) version: Option<&'a str>,
     /// The object's content in the cache; `None` when the cache has no such object.
-    pub content: Option<&'a T>,
+    pub(crate) content: Option<&'a T>,
 }
 
 // Derived Clone/Copy would require `T: Copy`; the fields are references.
@@ -63,7 +63,7 @@ impl<T> Copy for Cached<'_, T> {}
 
 impl<T> GuardedWriter<T> {
     /// A writer counting into the `guard_writes`/`guard_skipped_writes` series of `target`.
-    pub fn for_target(metrics: &Metrics, target: &str) -> Self {
+    pub(crate) fn for_target(metrics: &Metrics, target: &str) -> Self {
         let labels = TargetLabels {
             target: target.to_owned(),
         };
@@ -74,7 +74,7 @@ impl<T> GuardedWriter<T> {
     }
 
     /// A writer counting into the given (registered) counters.
-    pub fn new(written: Counter, skipped: Counter) -> Self {
+    pub(crate) fn new(written: Counter, skipped: Counter) -> Self {
         Self {
             recent: Mutex::default(),
             written_at: Mutex::default(),
@@ -85,19 +85,20 @@ impl<T> GuardedWriter<T> {
     }
 
     /// The same writer with another gap between two writes of one object (see [`AGGREGATE_WRITE_GAP`]).
-    pub fn with_min_gap(mut self, gap: Duration) -> Self {
+    pub(crate) fn with_min_gap(mut self, gap: Duration) -> Self {
         self.min_gap = gap;
         self
     }
 
     /// The gap between two writes of one object.
-    pub fn min_gap(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn min_gap(&self) -> Duration {
         self.min_gap
     }
 
     /// Runs `plan` against what the server holds as far as we know, and returns what it planned to write.
     /// A plan that writes nothing counts as a skipped write.
-    pub fn plan<W, R>(
+    pub(crate) fn plan<W, R>(
         &self,
         key: &str,
         cached: Cached<'_, T>,
@@ -128,14 +129,19 @@ impl<T> GuardedWriter<T> {
     }
 
     /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
-    pub fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
+    pub(crate) fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
         self.record_write_after(key, vec![cache_version], content);
     }
 
     /// Records that `content` reached the server; until the cache shows a version other than
     /// `stale_versions` (the one planned against, and those that earlier requests of this write returned),
     /// plans are made against `content`.
-    pub fn record_write_after(&self, key: &str, stale_versions: Vec<Option<String>>, content: T) {
+    pub(crate) fn record_write_after(
+        &self,
+        key: &str,
+        stale_versions: Vec<Option<String>>,
+        content: T,
+    ) {
         // A write went through: whatever credential failure was reported is over.
         crate::runtime::credentials::succeeded();
         self.written.inc();
@@ -154,7 +160,7 @@ impl<T> GuardedWriter<T> {
     }
 
     /// Forgets `key` (its object was deleted).
-    pub fn forget(&self, key: &str) {
+    pub(crate) fn forget(&self, key: &str) {
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.remove(key);
         drop(recent);
@@ -165,19 +171,19 @@ impl<T> GuardedWriter<T> {
     /// How long to wait before `key` may be written again (the writer's gap after its last write, whether or
     /// not the cache has caught up with it); `None`: now. A publisher that has to wait plans after the wait,
     /// so the write carries everything seen by then.
-    pub fn wait_before_write(&self, key: &str) -> Option<Duration> {
+    pub(crate) fn wait_before_write(&self, key: &str) -> Option<Duration> {
         let written_at = self.written_at.lock().unwrap_or_else(|e| e.into_inner());
         let since = written_at.get(key)?.elapsed();
         self.min_gap.checked_sub(since).filter(|d| !d.is_zero())
     }
 
     /// Writes done so far.
-    pub fn written(&self) -> u64 {
+    pub(crate) fn written(&self) -> u64 {
         self.written.get()
     }
 
     /// Writes skipped so far.
-    pub fn skipped(&self) -> u64 {
+    pub(crate) fn skipped(&self) -> u64 {
         self.skipped.get()
     }
 }

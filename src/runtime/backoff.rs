@@ -10,45 +10,45 @@ use std::time::{Duration, Instant};
 
 /// How one kind of retry backs off: `first`, doubling, at most `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// The first delay.
-    pub first: Duration,
+    pub(crate) first: Duration,
     /// The longest delay.
-    pub cap: Duration,
+    pub(crate) cap: Duration,
     /// A reset within this long of the last failure is ignored (see the module docs).
-    pub ignore_resets_within: Duration,
+    pub(crate) ignore_resets_within: Duration,
 }
 
 /// Watches (nodes, GpuInventories, the ConfigMap, the CRD): 0.5 s, 1 s, 2 s, 4 s, 5 s, ...
-pub const WATCH: Policy = Policy {
+pub(crate) const WATCH: Policy = Policy {
     first: Duration::from_millis(500),
     cap: Duration::from_secs(5),
     ignore_resets_within: Duration::from_secs(10),
 };
 
 /// A failed reconcile of one object (a write the API server refused): 1 s doubling to 60 s.
-pub const RECONCILE: Policy = Policy {
+pub(crate) const RECONCILE: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(60),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Waiting for an unreachable API server at start-up: 1 s doubling to 10 s.
-pub const API_SERVER_STARTUP: Policy = Policy {
+pub(crate) const API_SERVER_STARTUP: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(10),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Reinstalling a deleted CRD: 1 s doubling to 60 s.
-pub const CRD_REINSTALL: Policy = Policy {
+pub(crate) const CRD_REINSTALL: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(60),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Restarting leader election after the Lease could not be read or written: 1 s doubling to 30 s.
-pub const LEADER_ELECTION: Policy = Policy {
+pub(crate) const LEADER_ELECTION: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(30),
     ignore_resets_within: Duration::ZERO,
@@ -56,7 +56,7 @@ pub const LEADER_ELECTION: Policy = Policy {
 
 impl Policy {
     /// A fresh backoff following this policy.
-    pub const fn backoff(self) -> Backoff {
+    pub(crate) const fn backoff(self) -> Backoff {
         Backoff {
             policy: self,
             next: None,
@@ -67,7 +67,7 @@ impl Policy {
 
 /// The delays of one retry loop. Also a kube watcher backoff (`WatchStreamExt::backoff`).
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     policy: Policy,
     next: Option<Duration>,
     last_failure: Option<Instant>,
@@ -75,7 +75,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// The delay before the next attempt, after a failure.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         self.last_failure = Some(Instant::now());
         let delay = self.next.unwrap_or(self.policy.first);
         self.next = Some(delay.saturating_mul(2).min(self.policy.cap));
@@ -84,7 +84,7 @@ impl Backoff {
 
     /// After a success: the next failure starts from the first delay again (see
     /// [`Policy::ignore_resets_within`]).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         let quiet = self.policy.ignore_resets_within;
         if self.last_failure.is_none_or(|at| at.elapsed() >= quiet) {
             self.next = None;

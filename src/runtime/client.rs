@@ -9,29 +9,29 @@ use super::credentials;
 use crate::error::{Error, Result};
 
 /// The user agent of every request the operator makes.
-pub const USER_AGENT: &str = concat!("gpu-inventory-operator/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("gpu-inventory-operator/", env!("CARGO_PKG_VERSION"));
 
 /// Where to connect: the kubeconfig file and context (`None`: the usual defaults).
 #[derive(Clone, Debug, Default)]
 pub struct ClientConfig {
     /// A kubeconfig file to use instead of $KUBECONFIG or ~/.kube/config.
-    pub kubeconfig: Option<PathBuf>,
+    pub(crate) kubeconfig: Option<PathBuf>,
     /// A context to use instead of the kubeconfig's current one.
-    pub context: Option<String>,
+    pub(crate) context: Option<String>,
 }
 
 /// A client and what the configuration said about where it points.
-pub struct Connection {
+pub(crate) struct Connection {
     /// The client.
-    pub client: Client,
+    pub(crate) client: Client,
     /// The kubeconfig context's namespace (or the pod's, in cluster).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The API server URL, for messages.
-    pub cluster_url: String,
+    pub(crate) cluster_url: String,
 }
 
 /// Builds the client from the given kubeconfig/context, else $KUBECONFIG or ~/.kube/config, else in-cluster.
-pub async fn connect(target: &ClientConfig) -> Result<Connection> {
+pub(crate) async fn connect(target: &ClientConfig) -> Result<Connection> {
     let mut config = load_config(target.kubeconfig.as_deref(), target.context.as_deref()).await?;
     credentials::never_interactive(&mut config);
     // A user agent of our own tells the operator's requests apart in audit logs (and in `make bench`).

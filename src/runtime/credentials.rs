@@ -17,11 +17,11 @@ use tracing::{debug, error, info};
 
 /// The kubeconfig user the client authenticates as, and its exec plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CredentialSource {
+pub(crate) struct CredentialSource {
     /// The `users[].name` the context refers to.
-    pub user: String,
+    pub(crate) user: String,
     /// The exec plugin's command line (`users[].user.exec.command` and `args`), if it has one.
-    pub exec_plugin: Option<String>,
+    pub(crate) exec_plugin: Option<String>,
 }
 
 /// The process's credentials (the operator builds one client). Set by `runtime::client::connect`.
@@ -29,10 +29,13 @@ static SOURCE: OnceLock<CredentialSource> = OnceLock::new();
 /// When a credential failure was last logged at error, while nothing has succeeded since.
 static REPORTED: Mutex<Option<Instant>> = Mutex::new(None);
 /// A failure that lasts is logged at error again this often (in between at debug).
-pub const REPEAT_EVERY: Duration = Duration::from_secs(600);
+pub(crate) const REPEAT_EVERY: Duration = Duration::from_secs(600);
 
 /// The user and plugin the kubeconfig's `context` (else its current context) authenticates with.
-pub fn source_of(kubeconfig: &Kubeconfig, context: Option<&str>) -> Option<CredentialSource> {
+pub(crate) fn source_of(
+    kubeconfig: &Kubeconfig,
+    context: Option<&str>,
+) -> Option<CredentialSource> {
     let context = context.or(kubeconfig.current_context.as_deref())?;
     let user = kubeconfig
         .contexts
@@ -59,20 +62,20 @@ pub fn source_of(kubeconfig: &Kubeconfig, context: Option<&str>) -> Option<Crede
 }
 
 /// Remembers the credentials for error messages (the first call wins).
-pub fn record(source: CredentialSource) {
+pub(crate) fn record(source: CredentialSource) {
     let _ = SOURCE.set(source);
 }
 
 /// An operator never has a terminal: the plugin runs non-interactive (a plugin that would prompt fails and
 /// says so), and its stderr is captured into the error instead of interleaving with the operator's log.
-pub fn never_interactive(config: &mut kube::Config) {
+pub(crate) fn never_interactive(config: &mut kube::Config) {
     if let Some(exec) = config.auth_info.exec.as_mut() {
         exec.interactive_mode = Some(ExecInteractiveMode::Never);
     }
 }
 
 /// Whether `error` is a failure of the credentials: the exec plugin failed, or the server rejected them.
-pub fn is_credential_error(error: &kube::Error) -> bool {
+pub(crate) fn is_credential_error(error: &kube::Error) -> bool {
     auth_error(error).is_some() || matches!(error, kube::Error::Api(s) if s.code == 401)
 }
 
@@ -92,7 +95,7 @@ fn auth_error(error: &kube::Error) -> Option<&AuthError> {
 
 /// The message for a credential failure (`None`: `error` is not one): names the kubeconfig user and the
 /// plugin, says what went wrong and what to do.
-pub fn describe(error: &kube::Error) -> Option<String> {
+pub(crate) fn describe(error: &kube::Error) -> Option<String> {
     if !is_credential_error(error) {
         return None;
     }
@@ -152,7 +155,7 @@ fn plugin_failure(error: &AuthError) -> String {
 
 /// Logs a credential failure: the first since the last success at error, later ones at debug. Returns
 /// whether `error` was one (callers then skip their own warning).
-pub fn report(what: &str, error: &kube::Error) -> bool {
+pub(crate) fn report(what: &str, error: &kube::Error) -> bool {
     let Some(message) = describe(error) else {
         return false;
     };
@@ -167,7 +170,7 @@ pub fn report(what: &str, error: &kube::Error) -> bool {
 }
 
 /// A request succeeded: after a reported credential failure, says the credentials work again.
-pub fn succeeded() {
+pub(crate) fn succeeded() {
     let was_reported = REPORTED
         .lock()
         .unwrap_or_else(|e| e.into_inner())

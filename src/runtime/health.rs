@@ -42,7 +42,7 @@ struct Outage {
 
 impl Health {
     /// Health whose watch failures are also counted in `watch_restarts`.
-    pub fn new(watch_restarts: Family<WatchLabels, Counter>) -> Self {
+    pub(crate) fn new(watch_restarts: Family<WatchLabels, Counter>) -> Self {
         Health(Arc::new(Inner {
             watch_restarts,
             ..Default::default()
@@ -50,7 +50,7 @@ impl Health {
     }
 
     /// Health that also counts, in `watch_relists`, every complete list of a watch after its first one.
-    pub fn with_relists(
+    pub(crate) fn with_relists(
         watch_restarts: Family<WatchLabels, Counter>,
         watch_relists: Family<WatchLabels, Counter>,
     ) -> Self {
@@ -62,18 +62,18 @@ impl Health {
     }
 
     /// The CRD is installed and Established.
-    pub fn set_crd_established(&self) {
+    pub(crate) fn set_crd_established(&self) {
         self.0.crd_established.store(true, Ordering::Relaxed);
     }
 
     /// The node cache holds a full list.
-    pub fn set_nodes_synced(&self) {
+    pub(crate) fn set_nodes_synced(&self) {
         self.0.nodes_synced.store(true, Ordering::Relaxed);
     }
 
     /// Ready: CRD established, nodes synced, and the API server not failing for longer than `grace`.
     /// The error says what is missing.
-    pub fn readiness(&self, grace: Duration) -> Result<(), String> {
+    pub(crate) fn readiness(&self, grace: Duration) -> Result<(), String> {
         if !self.0.crd_established.load(Ordering::Relaxed) {
             return Err("the operator's CRDs are not established yet".to_owned());
         }
@@ -91,7 +91,7 @@ impl Health {
     }
 
     /// A watch delivered an event: the API server is reachable.
-    pub fn watch_ok(&self, watch: &str) {
+    pub(crate) fn watch_ok(&self, watch: &str) {
         let Ok(mut outage) = self.0.outage.lock() else {
             return;
         };
@@ -109,7 +109,7 @@ impl Health {
     /// fail) proves the API server reachable; `InitDone` ends a complete list, and every one after the watch's
     /// first is a relist: the watch could not resume (its resourceVersion expired, 410 Gone) and read
     /// everything again. Relists are counted and logged at info: they are how a watch heals, not a failure.
-    pub fn watch_event<K>(&self, watch: &str, event: &kube::runtime::watcher::Event<K>) {
+    pub(crate) fn watch_event<K>(&self, watch: &str, event: &kube::runtime::watcher::Event<K>) {
         use kube::runtime::watcher::Event;
         if matches!(event, Event::Init) {
             return;
@@ -136,7 +136,7 @@ impl Health {
 
     /// A watch failed; it is retried with backoff. Logged at warn at most every 30 s, except an expired
     /// resourceVersion (410 Gone), which a relist heals at once: logged at info, not an outage.
-    pub fn watch_failed(&self, watch: &str, error: &kube::runtime::watcher::Error) {
+    pub(crate) fn watch_failed(&self, watch: &str, error: &kube::runtime::watcher::Error) {
         self.0
             .watch_restarts
             .get_or_create(&WatchLabels {
@@ -202,7 +202,7 @@ impl Health {
     }
 
     /// Any other failed request: counts toward the outage and is logged rate-limited.
-    pub fn failure(&self, what: &str, message: &str) {
+    pub(crate) fn failure(&self, what: &str, message: &str) {
         let Ok(mut outage) = self.0.outage.lock() else {
             return;
         };

@@ -26,7 +26,7 @@ struct AppState {
 }
 
 /// Binds `addr` and serves until shutdown. Returns the bound address (useful with port 0).
-pub async fn serve(
+pub(crate) async fn serve(
     addr: &str,
     health: Health,
     metrics: Arc<Metrics>,

@@ -16,19 +16,19 @@ use crate::error::{Error, Result};
 
 /// Where the lease lives and who we are.
 #[derive(Clone, Debug)]
-pub struct LeaseConfig {
+pub(crate) struct LeaseConfig {
     /// Lease name.
-    pub name: String,
+    pub(crate) name: String,
     /// Lease namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// This process's identity (pod name in cluster).
-    pub identity: String,
+    pub(crate) identity: String,
     /// How long a lease stays valid without renewal; a standby takes over at most this long after a crash.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
 }
 
 /// A default identity: `POD_NAME`, else `<hostname>-<pid>`.
-pub fn default_identity() -> String {
+pub(crate) fn default_identity() -> String {
     std::env::var("POD_NAME").unwrap_or_else(|_| {
         let host = std::env::var("HOSTNAME")
             .ok()
@@ -44,7 +44,7 @@ pub fn default_identity() -> String {
 
 /// Runs `work` while this process holds the lease. `work` gets a shutdown signal that fires on process
 /// shutdown or when the lease is lost. Returns `Ok` after a shutdown, `Err(LeadershipLost)` after a loss.
-pub async fn run_while_leader<F, Fut>(
+pub(crate) async fn run_while_leader<F, Fut>(
     client: Client,
     lease: LeaseConfig,
     metrics: &Metrics,

@@ -1,8 +1,8 @@
 //! Logging: human text or JSON lines on stderr, filtered by RUST_LOG (default `info`).
 //!
 //! Log fields carry other people's text (API error messages, event notes with condition messages). In text
-//! format every field and the message pass through [`visible`], so a record stays one line and no escape
-//! sequence reaches a terminal tailing the log; JSON lines are escaped by the JSON encoder.
+//! format every field and the message pass through `runtime::text::visible`, so a record stays one line and no
+//! escape sequence reaches a terminal tailing the log; JSON lines are escaped by the JSON encoder.
 
 use std::fmt;
 use std::io::IsTerminal;
@@ -26,7 +26,7 @@ pub enum LogFormat {
 
 /// The filter when RUST_LOG is unset. kube logs every failed request and watch retry itself; the operator
 /// reports those failures once, rate-limited and with what to do, so kube's own lines are muted.
-pub const DEFAULT_FILTER: &str =
+pub(crate) const DEFAULT_FILTER: &str =
     "info,kube_client::client::builder=off,kube_client::client=error,kube_runtime::watcher=error";
 
 /// Installs the global subscriber. Call once, first thing in `main`.

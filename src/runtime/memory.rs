@@ -9,7 +9,7 @@
 //! musl's allocator (the static release build) returns freed memory on its own, so there it does nothing.
 
 /// Returns the allocator's free pages to the kernel (glibc); a no-op elsewhere.
-pub fn release_free_pages() {
+pub(crate) fn release_free_pages() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it takes the arenas' locks as malloc does.
     unsafe {

@@ -18,32 +18,32 @@ use prometheus_client::registry::{Registry, Unit};
 
 /// Labels: `controller` (`inventory`, `gpunodes` or `node-status`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ControllerLabels {
+pub(crate) struct ControllerLabels {
     /// The controller.
-    pub controller: String,
+    pub(crate) controller: String,
 }
 
 /// Labels: `controller`, `reason` (the error's short label).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ErrorLabels {
+pub(crate) struct ErrorLabels {
     /// The controller.
-    pub controller: String,
+    pub(crate) controller: String,
     /// The error's short label.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// Labels: `target` (`status` or `configmap`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct TargetLabels {
+pub(crate) struct TargetLabels {
     /// What the guard protects.
-    pub target: String,
+    pub(crate) target: String,
 }
 
 /// Labels: `watch` (the watched resource).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WatchLabels {
+pub(crate) struct WatchLabels {
     /// The watched resource.
-    pub watch: String,
+    pub(crate) watch: String,
 }
 
 fn duration_histogram() -> Histogram {
@@ -54,21 +54,21 @@ fn duration_histogram() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     /// Reconciles per controller.
-    pub reconciles: Family<ControllerLabels, Counter>,
+    pub(crate) reconciles: Family<ControllerLabels, Counter>,
     /// Failed reconciles per controller and reason.
-    pub reconcile_errors: Family<ErrorLabels, Counter>,
+    pub(crate) reconcile_errors: Family<ErrorLabels, Counter>,
     /// Reconcile duration per controller.
-    pub reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    pub(crate) reconcile_duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     /// Writes the guard let through, per target.
-    pub guard_writes: Family<TargetLabels, Counter>,
+    pub(crate) guard_writes: Family<TargetLabels, Counter>,
     /// Writes the guard skipped, per target.
-    pub guard_skipped: Family<TargetLabels, Counter>,
+    pub(crate) guard_skipped: Family<TargetLabels, Counter>,
     /// Watch failures (each followed by a restart after backoff), per watch.
-    pub watch_restarts: Family<WatchLabels, Counter>,
+    pub(crate) watch_restarts: Family<WatchLabels, Counter>,
     /// Complete lists of a source watch after its first one (it could not resume: 410 Gone), per watch.
-    pub watch_relists: Family<WatchLabels, Counter>,
+    pub(crate) watch_relists: Family<WatchLabels, Counter>,
     /// 1 while this process holds the leader lease (or runs without leader election).
-    pub leader: Gauge,
+    pub(crate) leader: Gauge,
     /// Held while series are updated and while they are encoded: a scrape never sees half an update.
     updates: Mutex<()>,
 }
@@ -81,7 +81,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Creates and registers the operator's own metrics.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_families(|_| {})
     }
 
@@ -148,7 +148,7 @@ impl Metrics {
     }
 
     /// Holds off scrapes while a publisher updates several series that belong together.
-    pub fn updating(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn updating(&self) -> MutexGuard<'_, ()> {
         self.updates.lock().unwrap_or_else(|e| e.into_inner())
     }
 

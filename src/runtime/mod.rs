@@ -1,14 +1,14 @@
 //! Runtime plumbing that knows nothing about GPUs: the API client, the HTTP endpoint, health, the metrics
 //! registry, leader election, shutdown, logging, the allocator's free pages and the backoff policies.
 
-pub mod backoff;
-pub mod client;
-pub mod credentials;
-pub mod health;
-pub mod http;
-pub mod leader;
+pub(crate) mod backoff;
+pub(crate) mod client;
+pub(crate) mod credentials;
+pub(crate) mod health;
+pub(crate) mod http;
+pub(crate) mod leader;
 pub mod logging;
-pub mod memory;
+pub(crate) mod memory;
 pub mod metrics;
 pub mod shutdown;
-pub mod text;
+pub(crate) mod text;

@@ -9,11 +9,11 @@ pub struct Shutdown(watch::Receiver<bool>);
 
 /// Starts the shutdown that the paired [`Shutdown`]s wait for.
 #[derive(Debug)]
-pub struct ShutdownTrigger(watch::Sender<bool>);
+pub(crate) struct ShutdownTrigger(watch::Sender<bool>);
 
 impl Shutdown {
     /// A trigger and its signal.
-    pub fn new() -> (ShutdownTrigger, Shutdown) {
+    pub(crate) fn new() -> (ShutdownTrigger, Shutdown) {
         let (tx, rx) = watch::channel(false);
         (ShutdownTrigger(tx), Shutdown(rx))
     }
@@ -29,14 +29,14 @@ impl Shutdown {
     }
 
     /// Resolves when shutdown starts (also when the trigger was dropped).
-    pub async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         let _ = self.0.wait_for(|stop| *stop).await;
     }
 }
 
 impl ShutdownTrigger {
     /// Starts shutdown.
-    pub fn trigger(&self) {
+    pub(crate) fn trigger(&self) {
         let _ = self.0.send(true);
     }
 }

@@ -16,7 +16,7 @@ fn is_unsafe(c: char) -> bool {
 
 /// `text` with every unsafe character escaped visibly: `\n`, `\r`, `\t`, `\x1b` for C0 controls and DEL,
 /// `\u{9b}` and `\u{202e}` for the others. Borrowed when nothing needed escaping.
-pub fn visible(text: &str) -> Cow<'_, str> {
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_unsafe) {
         return Cow::Borrowed(text);
     }

@@ -36,7 +36,7 @@ impl ChangeSignal {
     }
 
     /// A follower that sees changes made from now on.
-    pub fn subscribe(&self) -> Changes {
+    pub(crate) fn subscribe(&self) -> Changes {
         Changes {
             rx: self.tx.subscribe(),
         }
@@ -52,12 +52,12 @@ pub struct Changes {
 impl Changes {
     /// The version of the latest change. Read it before reading the caches: the caches are then at least
     /// this new, never older.
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         *self.rx.borrow()
     }
 
     /// A follower that sees changes made from now on.
-    pub fn follow_from_now(&self) -> Changes {
+    pub(crate) fn follow_from_now(&self) -> Changes {
         let mut rx = self.rx.clone();
         rx.mark_unchanged();
         Changes { rx }
@@ -65,7 +65,7 @@ impl Changes {
 
     /// Waits for the next change, then for [`COALESCE_WINDOW`], and marks everything seen.
     /// `false` when every source is gone (shutdown).
-    pub async fn next(&mut self) -> bool {
+    pub(crate) async fn next(&mut self) -> bool {
         if self.rx.changed().await.is_err() {
             return false;
         }
@@ -75,7 +75,7 @@ impl Changes {
     }
 
     /// A stream that yields once per coalesced batch of changes (for `Controller::reconcile_all_on`).
-    pub fn into_stream(mut self) -> impl Stream<Item = ()> + Send + 'static {
+    pub(crate) fn into_stream(mut self) -> impl Stream<Item = ()> + Send + 'static {
         self.rx.mark_unchanged();
         futures::stream::unfold(self, |mut changes| async move {
             changes.next().await.then_some(((), changes))

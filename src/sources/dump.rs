@@ -52,13 +52,13 @@ pub struct Dump {
     /// The pods.
     pub pods: Vec<Pod>,
     /// The ResourceSlices (`resource.k8s.io/v1`).
-    pub slices: Vec<ResourceSlice>,
+    pub(crate) slices: Vec<ResourceSlice>,
     /// The ResourceClaims.
-    pub claims: Vec<ResourceClaim>,
+    pub(crate) claims: Vec<ResourceClaim>,
     /// The DeviceClasses.
-    pub classes: Vec<DeviceClass>,
+    pub(crate) classes: Vec<DeviceClass>,
     /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds.
-    pub taint_rules: Vec<DynamicObject>,
+    pub(crate) taint_rules: Vec<DynamicObject>,
 }
 
 #[derive(Deserialize)]

@@ -20,7 +20,7 @@ use crate::runtime::{backoff, memory};
 
 /// Starts the node watch: returns the cache and the task that feeds it (run it until shutdown). The task
 /// signals `changes` whenever a node changed in a way the scanner can see.
-pub fn watch_nodes(
+pub(crate) fn watch_nodes(
     client: Client,
     label_selector: Option<&str>,
     health: Health,
@@ -79,14 +79,14 @@ fn same_ignoring_version(a: &Node, b: &Node) -> bool {
 }
 
 /// A slim-decoded node as the cache keeps it (and as the one-shot `scan` reads it): converted, then stripped.
-pub fn cached_node(slim: SlimNode) -> Node {
+pub(crate) fn cached_node(slim: SlimNode) -> Node {
     let mut node = Node::from(slim);
     strip_node(&mut node);
     node
 }
 
 /// Drops everything the scanner never reads, so 5,000 nodes fit in a few MiB and heartbeats compare equal.
-pub fn strip_node(node: &mut Node) {
+pub(crate) fn strip_node(node: &mut Node) {
     // Identity, version (for resuming the watch) and labels: what the slim decoding keeps too.
     let meta = std::mem::take(&mut node.metadata);
     node.metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {

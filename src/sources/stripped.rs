@@ -15,7 +15,7 @@ use crate::runtime::health::Health;
 use crate::runtime::memory;
 
 /// (namespace, name); the namespace is empty for cluster-scoped objects.
-pub type ObjectKey = (String, String);
+pub(crate) type ObjectKey = (String, String);
 
 /// Read side: the stripped objects. Cheap to clone (a handle).
 #[derive(Debug)]
@@ -35,25 +35,25 @@ impl<T> Clone for StrippedStore<T> {
 
 impl<T> StrippedStore<T> {
     /// Every cached object, in no particular order.
-    pub fn state(&self) -> Vec<Arc<T>> {
+    pub(crate) fn state(&self) -> Vec<Arc<T>> {
         let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
         objects.values().cloned().collect()
     }
 
     /// The cached object `key`, if any.
-    pub fn get(&self, key: &ObjectKey) -> Option<Arc<T>> {
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<Arc<T>> {
         let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
         objects.get(key).cloned()
     }
 
     /// The keys of every cached object.
-    pub fn keys(&self) -> Vec<ObjectKey> {
+    pub(crate) fn keys(&self) -> Vec<ObjectKey> {
         let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
         objects.keys().cloned().collect()
     }
 
     /// Resolves once the first full list is in (or the writer declared the source absent).
-    pub async fn wait_until_ready(&self) {
+    pub(crate) async fn wait_until_ready(&self) {
         let mut ready = self.ready.clone();
         // An error means the feed task is gone: the process is shutting down.
         let _ = ready.wait_for(|r| *r).await;
@@ -61,7 +61,7 @@ impl<T> StrippedStore<T> {
 }
 
 /// Write side: applies watch events through `strip` (which returns `None` for objects the core ignores).
-pub struct StrippedWriter<K, T> {
+pub(crate) struct StrippedWriter<K, T> {
     objects: Arc<RwLock<HashMap<ObjectKey, Arc<T>>>>,
     /// The new set being listed during a (re)list; swapped in at `InitDone`.
     relist: Option<HashMap<ObjectKey, Arc<T>>>,
@@ -73,7 +73,7 @@ pub struct StrippedWriter<K, T> {
 type Strip<K, T> = dyn Fn(&K) -> Option<T> + Send + Sync;
 
 /// An empty store and the writer that fills it.
-pub fn stripped_store<K, T>(
+pub(crate) fn stripped_store<K, T>(
     strip: impl Fn(&K) -> Option<T> + Send + Sync + 'static,
 ) -> (StrippedStore<T>, StrippedWriter<K, T>) {
     let objects = Arc::new(RwLock::new(HashMap::new()));
@@ -94,7 +94,7 @@ pub fn stripped_store<K, T>(
 
 impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
     /// Applies one event; says whether the stripped view changed.
-    pub fn apply(&mut self, event: watcher::Event<K>) -> bool {
+    pub(crate) fn apply(&mut self, event: watcher::Event<K>) -> bool {
         let mut objects = self.objects.write().unwrap_or_else(|e| e.into_inner());
         match event {
             watcher::Event::Init => {
@@ -130,14 +130,14 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
     }
 
     /// The source is not served (an API the server lacks): the store stays empty and counts as synced.
-    pub fn mark_absent(&mut self) {
+    pub(crate) fn mark_absent(&mut self) {
         self.ready.send_replace(true);
     }
 }
 
 /// Feeds a watch's events into `writer` until the stream ends, signalling `changes` for every visible change
 /// and telling `health` how the watch named `watch` fares.
-pub async fn feed<K: ResourceExt, T: PartialEq>(
+pub(crate) async fn feed<K: ResourceExt, T: PartialEq>(
     watch: &str,
     events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     writer: &mut StrippedWriter<K, T>,

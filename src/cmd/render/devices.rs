@@ -4,7 +4,7 @@ use super::columns;
 use crate::crd::GpuInventoryStatus;
 
 /// The devices section (empty when no node has DRA devices).
-pub fn device_table(status: &GpuInventoryStatus) -> String {
+pub(super) fn device_table(status: &GpuInventoryStatus) -> String {
     let rows: Vec<Vec<String>> = status
         .nodes
         .iter()

@@ -16,7 +16,7 @@ use crate::runtime::text::visible;
 const CLOUD_MARK: &str = "*";
 
 /// The table for `group_by`; `wide` adds columns (node rows: MIG/SHARING, SOURCES, ALLOCATED, and notes).
-pub fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool) -> String {
+pub(crate) fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool) -> String {
     let mut out = format!(
         "total_gpu_nodes: {}  ready_gpu_nodes: {}  total_gpus: {}  free_gpus: {}  pending_gpu_pods: {}\n",
         status.total_gpu_nodes,
@@ -34,12 +34,14 @@ pub fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool) -> Str
 }
 
 /// The article's table, plus FREE and ISSUES columns and one line per issue below it.
-pub fn table(status: &GpuInventoryStatus) -> String {
+#[cfg(test)]
+pub(crate) fn table(status: &GpuInventoryStatus) -> String {
     render(status, GroupBy::Node, false)
 }
 
 /// The node table with SOURCES, MIG/SHARING and ALLOCATED columns, each node's notes and DRA devices below it.
-pub fn wide(status: &GpuInventoryStatus) -> String {
+#[cfg(test)]
+pub(crate) fn wide(status: &GpuInventoryStatus) -> String {
     render(status, GroupBy::Node, true)
 }
 

@@ -4,21 +4,21 @@
 use super::labels::{LabelReader, MemoryMib};
 
 /// GKE: the accelerator type of the node pool, e.g. `nvidia-tesla-t4`, `nvidia-l4`, `nvidia-h100-80gb`.
-pub const GKE_ACCELERATOR: &str = "cloud.google.com/gke-accelerator";
+pub(crate) const GKE_ACCELERATOR: &str = "cloud.google.com/gke-accelerator";
 /// EKS (eksctl node groups, Cluster Autoscaler convention): e.g. `nvidia-tesla-t4`.
-pub const EKS_ACCELERATOR: &str = "k8s.amazonaws.com/accelerator";
+pub(crate) const EKS_ACCELERATOR: &str = "k8s.amazonaws.com/accelerator";
 /// GKE GPU sharing: `time-sharing` or `mps`.
-pub const GKE_SHARING_STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
+pub(crate) const GKE_SHARING_STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
 /// GKE GPU sharing: how many containers share one GPU (the device plugin advertises that many per GPU).
-pub const GKE_MAX_SHARED_CLIENTS: &str = "cloud.google.com/gke-max-shared-clients-per-gpu";
+pub(crate) const GKE_MAX_SHARED_CLIENTS: &str = "cloud.google.com/gke-max-shared-clients-per-gpu";
 /// GKE MIG: the partition size (`1g.5gb`); the partitions are advertised as `nvidia.com/gpu`.
-pub const GKE_PARTITION_SIZE: &str = "cloud.google.com/gke-gpu-partition-size";
+pub(crate) const GKE_PARTITION_SIZE: &str = "cloud.google.com/gke-gpu-partition-size";
 /// AKS GPU node pools: the vendor (`nvidia`), not the model.
-pub const AKS_ACCELERATOR: &str = "kubernetes.azure.com/accelerator";
+pub(crate) const AKS_ACCELERATOR: &str = "kubernetes.azure.com/accelerator";
 /// Karpenter on AWS: `<prefix>name` (`t4`, `a10g`, `h100`), `count`, `memory` (MiB per GPU), `manufacturer`.
-pub const KARPENTER_GPU_PREFIX: &str = "karpenter.k8s.aws/instance-gpu-";
+pub(crate) const KARPENTER_GPU_PREFIX: &str = "karpenter.k8s.aws/instance-gpu-";
 /// EKS Auto Mode: the same four labels as Karpenter under its own prefix.
-pub const EKS_AUTO_GPU_PREFIX: &str = "eks.amazonaws.com/instance-gpu-";
+pub(crate) const EKS_AUTO_GPU_PREFIX: &str = "eks.amazonaws.com/instance-gpu-";
 
 /// The accelerator labels whose value names the model, in precedence order.
 const ACCELERATOR_LABELS: [&str; 3] = [GKE_ACCELERATOR, EKS_ACCELERATOR, AKS_ACCELERATOR];
@@ -43,19 +43,19 @@ const OTHER_VENDORS: [&str; 10] = [
 
 /// What a node's cloud labels say about its NVIDIA GPUs.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct CloudGpu {
+pub(crate) struct CloudGpu {
     /// A cloud label says the node has an NVIDIA GPU.
-    pub present: bool,
+    pub(crate) present: bool,
     /// The model and the label that named it.
-    pub product: Option<(String, String)>,
+    pub(crate) product: Option<(String, String)>,
     /// The GPU count and its label.
-    pub count: Option<(u64, String)>,
+    pub(crate) count: Option<(u64, String)>,
     /// Memory per GPU and its label.
-    pub memory: Option<(MemoryMib, String)>,
+    pub(crate) memory: Option<(MemoryMib, String)>,
     /// GKE GPU sharing: (strategy, clients per GPU).
-    pub sharing: Option<(Option<String>, Option<u64>)>,
+    pub(crate) sharing: Option<(Option<String>, Option<u64>)>,
     /// GKE MIG partition size (`1g.5gb`).
-    pub partition_size: Option<String>,
+    pub(crate) partition_size: Option<String>,
 }
 
 /// Whether a cloud label value names a non-NVIDIA accelerator (`amd-radeon-pro-v520`, `tpu-v4-podslice`).
@@ -67,7 +67,7 @@ fn names_other_vendor(value: &str) -> bool {
 }
 
 /// Reads the cloud GPU labels. Unusable values (empty, another vendor) are noted and ignored.
-pub fn read(labels: &mut LabelReader<'_>) -> CloudGpu {
+pub(crate) fn read(labels: &mut LabelReader<'_>) -> CloudGpu {
     let mut cloud = CloudGpu::default();
     for key in ACCELERATOR_LABELS {
         let Some(value) = labels.text(key) else {

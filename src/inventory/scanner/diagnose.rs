@@ -14,22 +14,22 @@ fn issue(reason: IssueReason, message: String) -> Issue {
 
 /// What the diagnosis needs beyond the entry.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Facts<'a> {
+pub(super) struct Facts<'a> {
     /// The node's Ready condition, if it reports one.
-    pub ready_condition: Option<&'a NodeCondition>,
+    pub(crate) ready_condition: Option<&'a NodeCondition>,
     /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
-    pub allocatable_known: bool,
+    pub(crate) allocatable_known: bool,
     /// GPU Feature Discovery runs somewhere in the scanned scope (some selected node carries its labels).
-    pub gfd_in_scope: bool,
+    pub(crate) gfd_in_scope: bool,
     /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
-    pub cloud_says_gpu: bool,
+    pub(crate) cloud_says_gpu: bool,
     /// DRA publishes the node's GPUs: labels and extended resources are not how they are served, so their
     /// absence (no product label, capacity left at allocatable 0 by a migration) is no fault.
-    pub served_by_dra: bool,
+    pub(crate) served_by_dra: bool,
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
-pub fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
+pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
     let mut issues = Vec::new();
     if !entry.ready {
         issues.push(issue(

@@ -5,7 +5,7 @@ use crate::inventory::dra::DraNode;
 use crate::inventory::model::{Amount, NodeInventory, Source};
 
 /// `derivedFrom.product` of a product the DRA devices name.
-pub const PRODUCT_FROM_DRA: &str = "DRA attribute productName";
+pub(crate) const PRODUCT_FROM_DRA: &str = "DRA attribute productName";
 
 /// Moves the node's DRA devices into its entry: `sources` gains `dra`; `product`, `count` and `memoryMiB`
 /// come from the devices when they say; `capacity`, `allocatable`, `allocated` and `free` gain the DRA

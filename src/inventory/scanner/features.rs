@@ -9,7 +9,7 @@ use crate::inventory::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
 
 /// Sharing as GFD labels it, else as GKE labels it (`cloud`: strategy, clients per GPU); `None` when the node
 /// does not share its GPUs.
-pub fn sharing(
+pub(crate) fn sharing(
     labels: &mut LabelReader<'_>,
     capacity: &BTreeMap<String, Amount>,
     cloud: Option<&(Option<String>, Option<u64>)>,
@@ -38,7 +38,7 @@ pub fn sharing(
 
 /// MIG as GFD and the MIG manager label it, and as the device plugin advertises it; `None` when MIG plays no
 /// part on the node.
-pub fn mig(
+pub(crate) fn mig(
     labels: &mut LabelReader<'_>,
     product: Option<&str>,
     capacity: &BTreeMap<String, Amount>,
@@ -73,7 +73,7 @@ pub fn mig(
 }
 
 /// The GPU slices of a MIG profile: the `Ng` part (`3g.20gb` -> 3, `1c.3g.20gb` -> 3, `1g.10gb+me` -> 1).
-pub fn slice_count(profile: &str) -> Option<u32> {
+pub(crate) fn slice_count(profile: &str) -> Option<u32> {
     profile
         .split('.')
         .find_map(|part| part.strip_suffix('g')?.parse().ok())

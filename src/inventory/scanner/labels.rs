@@ -8,37 +8,37 @@ use std::collections::BTreeMap;
 use crate::inventory::model::{Issue, IssueReason};
 
 /// `"true"` when GFD or the GPU Operator found an NVIDIA GPU.
-pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
+pub(crate) const GPU_PRESENT: &str = "nvidia.com/gpu.present";
 /// The GPU model, e.g. `NVIDIA-H100-80GB-HBM3`; `-SHARED` and `-MIG-<profile>` suffixes are GFD's.
-pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+pub(crate) const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
 /// Number of GPUs (MIG devices under MIG strategy `single`).
-pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
+pub(crate) const GPU_COUNT: &str = "nvidia.com/gpu.count";
 /// Memory of one GPU in MiB.
-pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
+pub(crate) const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
 /// What the GPU Operator runs on the node: `container`, `vm-passthrough` or `vm-vgpu`.
-pub const GPU_WORKLOAD_CONFIG: &str = "nvidia.com/gpu.workload.config";
+pub(crate) const GPU_WORKLOAD_CONFIG: &str = "nvidia.com/gpu.workload.config";
 /// `time-slicing`, `mps` or `none`.
-pub const GPU_SHARING_STRATEGY: &str = "nvidia.com/gpu.sharing-strategy";
+pub(crate) const GPU_SHARING_STRATEGY: &str = "nvidia.com/gpu.sharing-strategy";
 /// How many replicas each GPU is advertised as under sharing.
-pub const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";
+pub(crate) const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";
 /// `single`, `mixed` or `none`.
-pub const MIG_STRATEGY: &str = "nvidia.com/mig.strategy";
+pub(crate) const MIG_STRATEGY: &str = "nvidia.com/mig.strategy";
 /// The mig-parted configuration requested for the node.
-pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+pub(crate) const MIG_CONFIG: &str = "nvidia.com/mig.config";
 /// The MIG manager's progress: `pending`, `rebooting`, `success` or `failed`.
-pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+pub(crate) const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
 /// Prefix of GFD's per-profile MIG labels (`nvidia.com/mig-1g.10gb.count`).
-pub const MIG_PROFILE_PREFIX: &str = "nvidia.com/mig-";
+pub(crate) const MIG_PROFILE_PREFIX: &str = "nvidia.com/mig-";
 /// Prefix of NFD's PCI device labels.
-pub const NFD_PCI_PREFIX: &str = "feature.node.kubernetes.io/pci-";
+pub(crate) const NFD_PCI_PREFIX: &str = "feature.node.kubernetes.io/pci-";
 /// NVIDIA's PCI vendor id.
-pub const NVIDIA_PCI_VENDOR: &str = "10de";
+pub(crate) const NVIDIA_PCI_VENDOR: &str = "10de";
 
 /// Whether an NFD PCI label says an NVIDIA device is present.
 ///
 /// NFD writes `pci-<vendor>.present`, `pci-<class>_<vendor>.present` and variants with device ids; all of them
 /// carry the vendor id as the last `_`-separated field before `.present`, or as the only field.
-pub fn is_nvidia_pci_label(key: &str, value: &str) -> bool {
+pub(crate) fn is_nvidia_pci_label(key: &str, value: &str) -> bool {
     let Some(device) = key
         .strip_prefix(NFD_PCI_PREFIX)
         .and_then(|rest| rest.strip_suffix(".present"))
@@ -50,7 +50,7 @@ pub fn is_nvidia_pci_label(key: &str, value: &str) -> bool {
 
 /// Labels only GPU Feature Discovery writes (or, for `gpu.deploy.gpu-feature-discovery=true`, the GPU Operator
 /// when it runs GFD on the node). A node carrying one shows that GFD is installed in the cluster.
-pub const GFD_LABELS: [&str; 13] = [
+pub(crate) const GFD_LABELS: [&str; 13] = [
     "nvidia.com/gfd.timestamp",
     GPU_PRODUCT,
     GPU_COUNT,
@@ -66,23 +66,23 @@ pub const GFD_LABELS: [&str; 13] = [
     "nvidia.com/vgpu.present",
 ];
 /// Prefixes of GFD's label families (`nvidia.com/cuda.driver.major`, `nvidia.com/mig-1g.10gb.count`, ...).
-pub const GFD_LABEL_PREFIXES: [&str; 4] = [
+pub(crate) const GFD_LABEL_PREFIXES: [&str; 4] = [
     "nvidia.com/cuda.",
     "nvidia.com/gpu.compute.",
     MIG_PROFILE_PREFIX,
     "nvidia.com/vgpu.host-driver-",
 ];
 /// Set by the GPU Operator on nodes where it runs GFD.
-pub const GFD_DEPLOY: &str = "nvidia.com/gpu.deploy.gpu-feature-discovery";
+pub(crate) const GFD_DEPLOY: &str = "nvidia.com/gpu.deploy.gpu-feature-discovery";
 /// A label people add by hand (`kubectl label node n nvidia.com/gpu=true`); no NVIDIA component writes it.
-pub const HAND_MADE_GPU: &str = "nvidia.com/gpu";
+pub(crate) const HAND_MADE_GPU: &str = "nvidia.com/gpu";
 /// The label namespace of NVIDIA's components.
-pub const NVIDIA_LABEL_PREFIX: &str = "nvidia.com/";
+pub(crate) const NVIDIA_LABEL_PREFIX: &str = "nvidia.com/";
 /// One MiB in bytes; also the largest plausible GPU memory in MiB (1 TiB), above which a memory label is bytes.
-pub const MIB: u64 = 1_048_576;
+pub(crate) const MIB: u64 = 1_048_576;
 
 /// Whether a label shows that GPU Feature Discovery runs in the cluster (an empty value shows nothing).
-pub fn is_gfd_label(key: &str, value: &str) -> bool {
+pub(crate) fn is_gfd_label(key: &str, value: &str) -> bool {
     if value.trim().is_empty() {
         return false;
     }
@@ -95,7 +95,7 @@ pub fn is_gfd_label(key: &str, value: &str) -> bool {
 /// Reads labels: number-valued ones record an `InvalidLabel` issue when they do not parse; odd but usable
 /// values (surrounding spaces, empty values, memory in bytes) are read and explained in notes.
 #[derive(Debug, Default)]
-pub struct LabelReader<'a> {
+pub(crate) struct LabelReader<'a> {
     labels: Option<&'a BTreeMap<String, String>>,
     invalid: Vec<Issue>,
     notes: Vec<String>,
@@ -103,16 +103,16 @@ pub struct LabelReader<'a> {
 
 /// A memory label read as MiB, and whether its value was in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryMib {
+pub(crate) struct MemoryMib {
     /// MiB.
-    pub mib: u64,
+    pub(crate) mib: u64,
     /// The label held bytes (read as `bytes / 1 MiB`).
-    pub was_bytes: bool,
+    pub(crate) was_bytes: bool,
 }
 
 impl<'a> LabelReader<'a> {
     /// Wraps a node's labels (absent labels read as empty).
-    pub fn new(labels: Option<&'a BTreeMap<String, String>>) -> Self {
+    pub(crate) fn new(labels: Option<&'a BTreeMap<String, String>>) -> Self {
         Self {
             labels,
             invalid: Vec::new(),
@@ -121,17 +121,12 @@ impl<'a> LabelReader<'a> {
     }
 
     /// The raw value of a label.
-    pub fn get(&self, key: &str) -> Option<&'a str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
         self.labels?.get(key).map(String::as_str)
     }
 
-    /// Whether the label exists (any value).
-    pub fn has(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
     /// All labels, for prefix scans.
-    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a> {
         self.labels
             .into_iter()
             .flatten()
@@ -139,7 +134,7 @@ impl<'a> LabelReader<'a> {
     }
 
     /// A text label, trimmed. Absent or empty = `None` (an empty value is noted, never an issue).
-    pub fn text(&mut self, key: &str) -> Option<&'a str> {
+    pub(crate) fn text(&mut self, key: &str) -> Option<&'a str> {
         let raw = self.get(key)?;
         let value = raw.trim();
         if value.is_empty() {
@@ -156,19 +151,19 @@ impl<'a> LabelReader<'a> {
     }
 
     /// A count-like label (`u32` range). Absent or empty = `None`; unparsable = `None` plus an issue.
-    pub fn count(&mut self, key: &str) -> Option<u64> {
+    pub(crate) fn count(&mut self, key: &str) -> Option<u64> {
         self.number(key, u64::from(u32::MAX))
     }
 
     /// A size-like label (fits a Kubernetes int64). Absent or empty = `None`; unparsable = `None` plus an issue.
-    pub fn size(&mut self, key: &str) -> Option<u64> {
+    pub(crate) fn size(&mut self, key: &str) -> Option<u64> {
         self.number(key, i64::MAX as u64)
     }
 
     /// A per-GPU memory label in MiB. A multiple of 1,048,576 above it (over 1 TiB if it were MiB) is bytes, as
     /// a 2022 GPU Feature Discovery release wrote: it is read as MiB and noted. 0 is unknown (GFD writes 0 when it
     /// cannot read the memory, e.g. on a `-MIG-INVALID` GPU).
-    pub fn memory_mib(&mut self, key: &str) -> Option<MemoryMib> {
+    pub(crate) fn memory_mib(&mut self, key: &str) -> Option<MemoryMib> {
         let value = self.size(key)?;
         if value == 0 {
             self.note(format!(
@@ -228,14 +223,14 @@ impl<'a> LabelReader<'a> {
     }
 
     /// Records a note about how a value was read.
-    pub fn note(&mut self, note: String) {
+    pub(crate) fn note(&mut self, note: String) {
         if !self.notes.contains(&note) {
             self.notes.push(note);
         }
     }
 
     /// The `InvalidLabel` issues and the notes collected so far.
-    pub fn finish(self) -> (Vec<Issue>, Vec<String>) {
+    pub(crate) fn finish(self) -> (Vec<Issue>, Vec<String>) {
         (self.invalid, self.notes)
     }
 }

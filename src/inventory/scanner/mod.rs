@@ -4,12 +4,12 @@
 //! Pure and deterministic: no I/O, no clock. Everything the operator knows about GPU labels lives here (the
 //! reading rules are in docs/reading-nodes.md); [`crate::inventory::assemble`] runs it over a set of nodes.
 
-pub mod cloud;
+pub(crate) mod cloud;
 mod diagnose;
 mod dra_devices;
-pub mod features;
+pub(crate) mod features;
 mod fields;
-pub mod labels;
+pub(crate) mod labels;
 
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ use crate::inventory::model::{Amount, Mig, MigProfile, NodeInventory};
 use crate::inventory::resources::{
     GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources,
 };
-pub use dra_devices::PRODUCT_FROM_DRA;
+pub(crate) use dra_devices::PRODUCT_FROM_DRA;
 use labels::LabelReader;
 
 /// What the scan of one node needs to know about the others in scope.
@@ -29,7 +29,7 @@ use labels::LabelReader;
 pub struct ScanScope {
     /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
     /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
-    pub gfd_installed: bool,
+    pub(crate) gfd_installed: bool,
 }
 
 impl ScanScope {
@@ -248,7 +248,7 @@ fn hand_made_gpu_label(labels: &mut LabelReader<'_>) -> bool {
 }
 
 /// The node's `Ready` condition, if it reports one.
-pub fn ready_condition(node: &Node) -> Option<&NodeCondition> {
+pub(crate) fn ready_condition(node: &Node) -> Option<&NodeCondition> {
     node.status
         .as_ref()?
         .conditions

@@ -20,25 +20,25 @@ pub const DATA_BUDGET_BYTES: usize = 1024 * 1024 - 4 * 1024;
 #[serde(rename_all = "camelCase")]
 pub struct NodeStatusSummary {
     /// GPU nodes seen.
-    pub total_gpu_nodes: u32,
+    pub(crate) total_gpu_nodes: u32,
     /// GPU nodes Ready.
-    pub ready_gpu_nodes: u32,
+    pub(crate) ready_gpu_nodes: u32,
     /// GPUs counted.
-    pub total_gpus: u64,
+    pub(crate) total_gpus: u64,
     /// Whole GPUs free now (as `status.freeGpus`).
-    pub free_gpus: u64,
+    pub(crate) free_gpus: u64,
     /// GPU pods the scheduler could not place.
-    pub pending_gpu_pods: u32,
+    pub(crate) pending_gpu_pods: u32,
     /// GPU nodes with at least one issue.
-    pub nodes_with_issues: usize,
+    pub(crate) nodes_with_issues: usize,
     /// Whether some node entries were left out to stay under the size limit.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// How many node entries were left out.
     #[serde(skip_serializing_if = "is_zero")]
-    pub omitted_nodes: usize,
+    pub(crate) omitted_nodes: usize,
     /// Says what was left out and why, when something was.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -12,11 +12,11 @@ use serde::Serialize;
 /// A 128-bit digest of a value's JSON form. Equal values have equal digests; two different values share
 /// one with a chance of about 2^-128, far below that of a lost watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Digest(u64, u64);
+pub(crate) struct Digest(u64, u64);
 
 impl Digest {
     /// The digest of `value` serialized as JSON (streamed into the hash: no copy is made).
-    pub fn of<T: Serialize + ?Sized>(value: &T) -> Self {
+    pub(crate) fn of<T: Serialize + ?Sized>(value: &T) -> Self {
         let mut halves = Halves {
             first: DefaultHasher::new(),
             second: DefaultHasher::new(),

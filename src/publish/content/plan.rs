@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::crd::GpuInventoryStatus;
 
 /// Content with bookkeeping times that must not count as a change.
-pub trait Bookkeeping: PartialEq {
+pub(crate) trait Bookkeeping: PartialEq {
     /// Takes the bookkeeping times of `current` (what the server holds), so `==` compares content only.
     fn adopt_bookkeeping(&mut self, current: &Self);
     /// Stamps content that is about to be written: times carried over from `current` where they still hold,
@@ -23,7 +23,7 @@ pub trait Bookkeeping: PartialEq {
 
 /// Whether to write.
 #[derive(Debug, PartialEq)]
-pub enum Decision<T> {
+pub(crate) enum Decision<T> {
     /// The server already holds this content: send nothing.
     Skip,
     /// Send this (stamped) content.
@@ -32,7 +32,7 @@ pub enum Decision<T> {
 
 impl<T> Decision<T> {
     /// The content to write, if any.
-    pub fn into_write(self) -> Option<T> {
+    pub(crate) fn into_write(self) -> Option<T> {
         match self {
             Decision::Skip => None,
             Decision::Write(content) => Some(content),
@@ -41,7 +41,11 @@ impl<T> Decision<T> {
 }
 
 /// Decides whether `desired` must be written over `current` (`None`: the server holds nothing yet).
-pub fn decide<T: Bookkeeping>(current: Option<&T>, mut desired: T, now: Timestamp) -> Decision<T> {
+pub(crate) fn decide<T: Bookkeeping>(
+    current: Option<&T>,
+    mut desired: T,
+    now: Timestamp,
+) -> Decision<T> {
     if let Some(current) = current {
         desired.adopt_bookkeeping(current);
         if desired == *current {
@@ -55,7 +59,7 @@ pub fn decide<T: Bookkeeping>(current: Option<&T>, mut desired: T, now: Timestam
 /// Plans a status write: `desired` (from [`super::status::desired_status`], cut to its budget) against
 /// `current`: the status to apply, or `None` when the server already holds it. The events are not planned
 /// here: they are diffed on the whole model, before any cut ([`crate::inventory::events::transitions_since`]).
-pub fn plan_status(
+pub(crate) fn plan_status(
     desired: GpuInventoryStatus,
     current: Option<&GpuInventoryStatus>,
     now: Timestamp,
@@ -64,7 +68,7 @@ pub fn plan_status(
 }
 
 /// Plans a ConfigMap write: the data to apply, or `None` when the server already holds it.
-pub fn plan_configmap(
+pub(crate) fn plan_configmap(
     desired: BTreeMap<String, String>,
     current: Option<&BTreeMap<String, String>>,
 ) -> Option<BTreeMap<String, String>> {

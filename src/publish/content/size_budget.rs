@@ -13,13 +13,14 @@ use std::io;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 
 /// Default room for `nodes[]` (`--status-nodes-budget`): 64 KiB, about 100-200 node entries.
-pub const STATUS_NODES_BUDGET_BYTES: usize = 64 * 1024;
+#[cfg(test)]
+pub(crate) const STATUS_NODES_BUDGET_BYTES: usize = 64 * 1024;
 
 /// The most a budget may be: the object must stay under etcd's 1.5 MiB with room for metadata and the rest.
 pub const MAX_STATUS_NODES_BUDGET_BYTES: usize = 1024 * 1024;
 
 /// How many problem nodes `problemNodes[]` lists at most.
-pub const PROBLEM_NODES_LIMIT: usize = 100;
+pub(crate) const PROBLEM_NODES_LIMIT: usize = 100;
 
 /// Counts serialized bytes without keeping them.
 struct ByteCounter(usize);
@@ -36,21 +37,21 @@ impl io::Write for ByteCounter {
 }
 
 /// Bytes of `value` as JSON.
-pub fn json_size(value: &impl serde::Serialize) -> usize {
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     let mut counter = ByteCounter(0);
     serde_json::to_writer(&mut counter, value).expect("our types always serialize");
     counter.0
 }
 
 /// Which of `entries` fit `budget` bytes of JSON (plus a separator each): see [`select_within`].
-pub fn keep_within(entries: &[GpuNodeEntry], budget: usize) -> Vec<usize> {
+pub(crate) fn keep_within(entries: &[GpuNodeEntry], budget: usize) -> Vec<usize> {
     let sizes: Vec<usize> = entries.iter().map(|e| json_size(e) + 1).collect();
     select_within(&sizes, |i| !entries[i].issues.is_empty(), budget)
 }
 
 /// Which items of these `sizes` fit `budget`: those with `has_issues` first, then the others, each group in
 /// the given order, every one that still fits (all of them when all fit). Returns their indices, in order.
-pub fn select_within(
+pub(crate) fn select_within(
     sizes: &[usize],
     has_issues: impl Fn(usize) -> bool,
     budget: usize,
@@ -75,7 +76,7 @@ pub fn select_within(
 
 /// Cuts `nodes[]` to `budget` bytes (see [`keep_within`]); sets `omittedNodes` and `nodesMessage`.
 /// Returns how many were left out.
-pub fn fit_nodes(status: &mut GpuInventoryStatus, budget: usize) -> usize {
+pub(crate) fn fit_nodes(status: &mut GpuInventoryStatus, budget: usize) -> usize {
     let kept = keep_within(&status.nodes, budget);
     let omitted = status.nodes.len() - kept.len();
     if omitted > 0 {

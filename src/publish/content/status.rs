@@ -16,7 +16,7 @@ pub enum NodeList {
 }
 
 /// The desired status for `inventory`, computed for spec generation `generation`. Bookkeeping times are
-/// left unset: [`super::plan::plan_status`] stamps them when the content changed.
+/// left unset: `plan::plan_status` stamps them when the content changed.
 pub fn desired_status(
     inventory: &Inventory,
     generation: Option<i64>,

@@ -9,7 +9,7 @@
 //! node's labels for the keys that selector names, so the GpuNode watch uses the same selector, and two
 //! operators watching different nodes never touch each other's GpuNodes.
 
-pub mod plan;
+pub(crate) mod plan;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -40,20 +40,20 @@ use plan::{GpuNodeContent, GpuNodeDigest, GpuNodeWrite};
 
 /// How many GpuNode requests are in flight at once: enough to write thousands at start-up in seconds,
 /// few enough not to crowd out other clients of the API server (its default is 400 mutating in flight).
-pub const WRITE_CONCURRENCY: usize = 32;
+pub(crate) const WRITE_CONCURRENCY: usize = 32;
 
 /// Which GpuNodes this operator owns.
 #[derive(Clone, Debug, Default)]
-pub struct GpuNodeScope {
+pub(crate) struct GpuNodeScope {
     /// The node watch's label selector (`--node-label-selector`), also the GpuNode watch's; `None`: all.
-    pub selector: Option<String>,
+    pub(crate) selector: Option<String>,
     /// The label keys it names, copied from each node onto its GpuNode.
-    pub keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
 }
 
 impl GpuNodeScope {
     /// The scope of a node watch with `selector`.
-    pub fn of(selector: Option<&str>) -> Self {
+    pub(crate) fn of(selector: Option<&str>) -> Self {
         Self {
             selector: selector.map(str::to_owned),
             keys: selector
@@ -90,7 +90,7 @@ fn gpunode_store(
 const RETRY_KEY: &str = "gpunodes";
 
 /// Runs the publisher until shutdown.
-pub async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
+pub(crate) async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
     let api: Api<GpuNode> = Api::all(ctx.client.clone());
     let (store, mut writer) = gpunode_store(&scope);
     let own_changes = ChangeSignal::default();

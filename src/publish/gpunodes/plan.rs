@@ -23,19 +23,19 @@ use crate::publish::content::wire::{self, Detail};
 
 /// A GpuNode as far as the operator writes it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct GpuNodeContent {
+pub(crate) struct GpuNodeContent {
     /// Labels the operator sets: ours (`homelab.youngju.dev/*`) and the node's own for every key the node
     /// watch's selector names (so the GpuNode watch can use the same selector).
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// The UID of the Node it describes (its owner; garbage collection removes it with the node).
-    pub owner_uid: Option<String>,
+    pub(crate) owner_uid: Option<String>,
     /// The status.
-    pub status: GpuNodeStatus,
+    pub(crate) status: GpuNodeStatus,
 }
 
 /// The GpuNode a node's inventory entry makes. `node_labels` are the Node's labels, `scope_keys` the label
 /// keys of the node watch's selector.
-pub fn desired(
+pub(crate) fn desired(
     entry: &NodeInventory,
     node_uid: Option<&str>,
     node_labels: Option<&BTreeMap<String, String>>,
@@ -71,7 +71,7 @@ pub fn desired(
 
 /// What the server holds of a GpuNode, read from the watched object: our labels (those in our group, and
 /// the scope keys), the owner's UID and the status, as the digest the cache keeps.
-pub fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeDigest {
+pub(crate) fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeDigest {
     let ours = |key: &str| {
         key.split_once('/')
             .is_some_and(|(prefix, _)| prefix == GROUP)
@@ -98,7 +98,7 @@ pub fn current(object: &GpuNode, scope_keys: &[String]) -> GpuNodeDigest {
 /// What the operator keeps of a GpuNode the server holds, or that it wrote: a digest of each part instead of
 /// a copy of the node's detail, and the status's `observedTime` (the one field a write carries over).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GpuNodeDigest {
+pub(crate) struct GpuNodeDigest {
     /// The object part: our labels and the owner.
     object: Digest,
     /// The status without `observedTime`.
@@ -109,7 +109,7 @@ pub struct GpuNodeDigest {
 
 impl GpuNodeDigest {
     /// The digest of `content`.
-    pub fn of(content: &GpuNodeContent) -> Self {
+    pub(crate) fn of(content: &GpuNodeContent) -> Self {
         Self::of_parts(&content.labels, &content.owner_uid, &content.status)
     }
 
@@ -138,19 +138,19 @@ impl GpuNodeDigest {
 
 /// The writes one GpuNode needs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct GpuNodeWrite {
+pub(crate) struct GpuNodeWrite {
     /// Apply the object (labels, owner, spec): it is new, or they differ.
-    pub object: bool,
+    pub(crate) object: bool,
     /// Apply the status: it is new or differs.
-    pub status: bool,
+    pub(crate) status: bool,
     /// The content once written (status stamped): what the server will hold.
-    pub content: GpuNodeContent,
+    pub(crate) content: GpuNodeContent,
 }
 
 /// Plans one GpuNode: `None` when the server already holds `desired`. Each part is compared whole with what
 /// the server holds, the status without its `observedTime`: a changed status is stamped `now`, an unchanged
 /// one keeps the server's time (the article's pitfall 2).
-pub fn plan(
+pub(crate) fn plan(
     mut desired: GpuNodeContent,
     current: Option<&GpuNodeDigest>,
     now: Timestamp,
@@ -173,7 +173,7 @@ pub fn plan(
 }
 
 /// The GpuNodes to delete: those the server holds (in our scope) for nodes that are no GPU nodes of ours.
-pub fn stale<'a>(
+pub(crate) fn stale<'a>(
     held: impl IntoIterator<Item = &'a str>,
     wanted: &std::collections::HashSet<&str>,
 ) -> Vec<String> {

@@ -13,95 +13,95 @@ use crate::inventory::model::Inventory;
 
 /// Labels: `inventory`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct InventoryLabels {
+pub(crate) struct InventoryLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
 }
 
 /// Labels: `inventory`, `node`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeLabels {
+pub(crate) struct NodeLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The node.
-    pub node: String,
+    pub(crate) node: String,
 }
 
 /// Labels of the per-node info metric.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeInfoLabels {
+pub(crate) struct NodeInfoLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The node.
-    pub node: String,
+    pub(crate) node: String,
     /// `nvidia.com/gpu.product`, "" when unlabelled.
-    pub product: String,
+    pub(crate) product: String,
     /// `nvidia.com/gpu.workload.config`, "" when absent.
-    pub workload_config: String,
+    pub(crate) workload_config: String,
     /// "true" or "false".
-    pub ready: String,
+    pub(crate) ready: String,
 }
 
 /// Labels: `inventory`, `reason`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct IssueLabels {
+pub(crate) struct IssueLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The issue reason.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// A resource on a node.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeResourceLabels {
+pub(crate) struct NodeResourceLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The node.
-    pub node: String,
+    pub(crate) node: String,
     /// The extended resource, e.g. `nvidia.com/gpu`.
-    pub resource: String,
+    pub(crate) resource: String,
 }
 
 /// A resource summed over an inventory.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResourceLabels {
+pub(crate) struct ResourceLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The extended resource.
-    pub resource: String,
+    pub(crate) resource: String,
 }
 
 /// A namespace's pods in an inventory.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NamespaceLabels {
+pub(crate) struct NamespaceLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The pods' namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
 }
 
 /// What a namespace's pods hold of one resource.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NamespaceResourceLabels {
+pub(crate) struct NamespaceResourceLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The pods' namespace.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The extended resource.
-    pub resource: String,
+    pub(crate) resource: String,
 }
 
 /// Where a job of `at_least` whole GPUs of a product can start.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct JobFitLabels {
+pub(crate) struct JobFitLabels {
     /// The GpuInventory.
-    pub inventory: String,
+    pub(crate) inventory: String,
     /// The GPU model, as `products[].name`.
-    pub product: String,
+    pub(crate) product: String,
     /// Who makes it, "" when unknown.
-    pub vendor: String,
+    pub(crate) vendor: String,
     /// The job's size in GPUs: "1", "2", "4" or "8".
-    pub at_least: String,
+    pub(crate) at_least: String,
 }
 
 /// The gauges of every inventory, and what was last exported of each.

@@ -85,7 +85,7 @@ pub fn export_inventory(
 }
 
 /// Drops the series of inventories that no longer exist.
-pub fn retain_inventories(
+pub(crate) fn retain_inventories(
     process: &Metrics,
     metrics: &InventoryGauges,
     exists: impl Fn(&str) -> bool,
