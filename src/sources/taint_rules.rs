@@ -24,16 +24,16 @@ use crate::runtime::backoff;
 use crate::runtime::health::Health;
 
 /// The versions of `resource.k8s.io` that serve DeviceTaintRules, newest first.
-pub const TAINT_RULE_VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
+pub(crate) const TAINT_RULE_VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
 
 /// The watch's name in logs, metrics and health.
 const WATCH: &str = "devicetaintrules";
 
 /// The stripped DeviceTaintRules.
-pub type TaintRuleStore = StrippedStore<DraTaintRule>;
+pub(crate) type TaintRuleStore = StrippedStore<DraTaintRule>;
 
 /// The rule's stripped form; a rule whose spec does not decode is left out, with a warning naming it.
-pub fn strip_rule(object: &DynamicObject) -> Option<DraTaintRule> {
+pub(crate) fn strip_rule(object: &DynamicObject) -> Option<DraTaintRule> {
     let name = object.name_any();
     let spec = object.data.get("spec").cloned().unwrap_or_default();
     match serde_json::from_value::<DeviceTaintRuleSpec>(spec) {
@@ -83,7 +83,7 @@ pub fn taint_rule_resource(version: &str) -> ApiResource {
 }
 
 /// Starts the DeviceTaintRule source: its store, and the task that feeds it (run it until shutdown).
-pub fn watch_taint_rules(
+pub(crate) fn watch_taint_rules(
     client: Client,
     health: Health,
     changes: ChangeSignal,

@@ -24,7 +24,7 @@ pub struct DeviceHealth {
 
 /// The `Unhealthy` devices of every container, init container and ephemeral container, sorted. `Unknown`
 /// (the plugin stopped reporting) and `Healthy` are not kept.
-pub fn unhealthy_devices(status: &PodStatus) -> Vec<DeviceHealth> {
+pub(crate) fn unhealthy_devices(status: &PodStatus) -> Vec<DeviceHealth> {
     let containers = [
         status.init_container_statuses.as_ref(),
         status.container_statuses.as_ref(),
@@ -59,7 +59,7 @@ fn container_unhealthy(container: &ContainerStatus) -> Vec<DeviceHealth> {
 
 /// `AllocatedDeviceUnhealthy` for the pods on a node whose allocated devices are `Unhealthy`: each pod by
 /// `namespace/name`, with its devices (`resource device`).
-pub fn unhealthy_issue<'p>(
+pub(crate) fn unhealthy_issue<'p>(
     pods: impl Iterator<Item = (&'p str, &'p str, &'p [DeviceHealth])>,
 ) -> Option<Issue> {
     let mut seen: Vec<String> = pods
