@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::TestEnv;
-use common::dra::{self, WHOLE};
-use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
+use common::dra::{self, WHOLE, entry, reasons};
+use gpu_inventory_operator::crd::GpuNodeEntry;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use kube::api::Api;
@@ -35,28 +35,14 @@ fn dra_node(name: &str, capacity: &[(&str, &str)], allocatable: &[(&str, &str)])
     .unwrap()
 }
 
-fn entry<'a>(status: &'a GpuInventoryStatus, node: &str) -> Option<&'a GpuNodeEntry> {
-    status.nodes.iter().find(|n| n.name == node)
-}
-
-fn reasons(e: &GpuNodeEntry) -> Vec<&str> {
-    e.issues.iter().map(|i| i.reason.as_str()).collect()
-}
-
+/// The entry of `node` once the test's inventory shows one `check` accepts.
 async fn wait_entry(
     env: &TestEnv,
     what: &str,
     node: &str,
     check: impl Fn(&GpuNodeEntry) -> bool,
 ) -> GpuNodeEntry {
-    let inventory = env
-        .wait_inventory(&env.inventory_name(), CONVERGE, what, |s| {
-            entry(s, node).is_some_and(&check)
-        })
-        .await;
-    entry(inventory.status.as_ref().unwrap(), node)
-        .unwrap()
-        .clone()
+    dra::wait_entry(env, what, node, check).await.1
 }
 
 fn whole(e: &GpuNodeEntry) -> (String, String, u64) {

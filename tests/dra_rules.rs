@@ -10,9 +10,8 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::dra::{self, Pool};
+use common::dra::{self, CONVERGE, Pool, reasons, wait_entry};
 use common::{TestEnv, eventually, kubeconfig_path};
-use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
 use gpu_inventory_operator::sources::taint_rules::{taint_rule_resource, taint_rules_served};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::DeviceClass;
@@ -20,33 +19,8 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-const CONVERGE: Duration = Duration::from_secs(30);
 /// The scheduler places a pod within seconds; the rest of this is the claim's round trips.
 const SCHEDULE: Duration = Duration::from_secs(60);
-
-fn entry<'a>(status: &'a GpuInventoryStatus, node: &str) -> Option<&'a GpuNodeEntry> {
-    status.nodes.iter().find(|n| n.name == node)
-}
-
-fn reasons(e: &GpuNodeEntry) -> Vec<&str> {
-    e.issues.iter().map(|i| i.reason.as_str()).collect()
-}
-
-async fn wait_entry(
-    env: &TestEnv,
-    what: &str,
-    node: &str,
-    check: impl Fn(&GpuNodeEntry) -> bool,
-) -> (GpuInventoryStatus, GpuNodeEntry) {
-    let inventory = env
-        .wait_inventory(&env.inventory_name(), CONVERGE, what, |s| {
-            entry(s, node).is_some_and(&check)
-        })
-        .await;
-    let status = inventory.status.unwrap();
-    let e = entry(&status, node).unwrap().clone();
-    (status, e)
-}
 
 async fn server_minor(client: &Client) -> u32 {
     let version = client.apiserver_version().await.expect("server version");
@@ -71,19 +45,23 @@ impl Drop for DeleteOnDrop {
     }
 }
 
-/// Creates a pod of the test's namespace, retried while its ServiceAccount does not exist yet.
-async fn create_pod(env: &TestEnv, pod: Value) -> String {
-    let pod: Pod = serde_json::from_value(pod).unwrap();
-    let name = pod.metadata.name.clone().unwrap();
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(SCHEDULE, &format!("creating pod {name}"), || async {
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
-            .ok()
-    })
-    .await;
-    name
+/// A pod pinned to `node` asking for one `nvidia.com/gpu`, tolerating `toleration` (a taint key) if given.
+fn one_gpu_pod(name: &str, node: &str, toleration: Option<&str>) -> Pod {
+    let tolerations: Vec<Value> = toleration
+        .map(|key| json!({ "key": key, "operator": "Exists" }))
+        .into_iter()
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "automountServiceAccountToken": false,
+            "nodeSelector": { "kubernetes.io/hostname": node },
+            "tolerations": tolerations,
+            "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                             "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
+        }
+    }))
+    .unwrap()
 }
 
 #[tokio::test]
@@ -149,18 +127,9 @@ async fn a_pod_asking_nvidia_gpu_placed_on_a_dra_node_through_a_scheduler_made_c
         before.capacity
     );
 
-    let pod = create_pod(
+    let pod = dra::create_pod(
         &env,
-        json!({
-            "metadata": { "name": "train" },
-            "spec": {
-                "automountServiceAccountToken": false,
-                "nodeSelector": { "kubernetes.io/hostname": node },
-                "tolerations": [{ "key": "gpuinv-test/dra-extended", "operator": "Exists" }],
-                "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                                 "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
-            }
-        }),
+        one_gpu_pod("train", &node, Some("gpuinv-test/dra-extended")),
     )
     .await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
@@ -347,19 +316,7 @@ async fn a_pod_s_allocated_device_reported_unhealthy_is_an_issue_until_it_clears
     .unwrap();
     let node = env.create_node(gpu_node).await;
     env.wait_schedulable(&node).await;
-    let pod = create_pod(
-        &env,
-        json!({
-            "metadata": { "name": "train" },
-            "spec": {
-                "automountServiceAccountToken": false,
-                "nodeSelector": { "kubernetes.io/hostname": node },
-                "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
-                                 "resources": { "limits": { "nvidia.com/gpu": "1" } } }]
-            }
-        }),
-    )
-    .await;
+    let pod = dra::create_pod(&env, one_gpu_pod("train", &node, None)).await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
     // Running, with the container status KWOK writes for it.
     eventually(SCHEDULE, "the pod running", || async {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
@@ -17,6 +18,8 @@ use super::{RequiredApi, TEST_LABEL, TestEnv, eventually, require_api};
 
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
 const WAIT: Duration = Duration::from_secs(60);
+/// How long an operator may take to show what the DRA objects say (one pass after their watch events).
+pub const CONVERGE: Duration = Duration::from_secs(30);
 
 /// Whether the server serves `resource.k8s.io/v1`. A server that should (Kubernetes 1.34 or newer) but does
 /// not is a failure; an older one is said loudly, and the caller returns (the no-DRA behaviour has its own
@@ -132,38 +135,7 @@ pub async fn publish_pool_slice(
     pool: Pool<'_>,
     devices: Vec<Value>,
 ) {
-    let Pool {
-        driver,
-        generation,
-        slice_count,
-    } = pool;
-    let uid = Api::<Node>::all(env.client.clone())
-        .get(node)
-        .await
-        .expect("the slice's node")
-        .uid()
-        .expect("a uid");
-    let slice: ResourceSlice = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {
-            "name": name, "labels": { TEST_LABEL: env.id },
-            "ownerReferences": [{ "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid }]
-        },
-        "spec": {
-            "driver": driver, "nodeName": node,
-            "pool": { "name": node, "generation": generation, "resourceSliceCount": slice_count },
-            "devices": devices
-        }
-    }))
-    .unwrap();
-    Api::<ResourceSlice>::all(env.client.clone())
-        .patch(
-            name,
-            &PatchParams::apply("gpuinv-tests").force(),
-            &Patch::Apply(&slice),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("publishing ResourceSlice {name}: {e}"));
+    apply_slice(env, node, name, pool, "devices", json!(devices)).await;
 }
 
 /// Publishes slice `name` of `node`'s pool (driver [`DRIVER`], generation 1 of `slice_count` slices) holding
@@ -175,25 +147,43 @@ pub async fn publish_counter_slice(
     slice_count: i64,
     counters: Value,
 ) {
+    let pool = Pool {
+        driver: DRIVER,
+        generation: 1,
+        slice_count,
+    };
+    apply_slice(env, node, name, pool, "sharedCounters", counters).await;
+}
+
+/// Applies slice `name` of `node`'s pool, owned by the node, with `spec.<field>` = `value` (its devices or
+/// its shared counters).
+async fn apply_slice(
+    env: &TestEnv,
+    node: &str,
+    name: &str,
+    pool: Pool<'_>,
+    field: &str,
+    value: Value,
+) {
     let uid = Api::<Node>::all(env.client.clone())
         .get(node)
         .await
         .expect("the slice's node")
         .uid()
         .expect("a uid");
-    let slice: ResourceSlice = serde_json::from_value(json!({
+    let mut slice = json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
         "metadata": {
             "name": name, "labels": { TEST_LABEL: env.id },
             "ownerReferences": [{ "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid }]
         },
         "spec": {
-            "driver": DRIVER, "nodeName": node,
-            "pool": { "name": node, "generation": 1, "resourceSliceCount": slice_count },
-            "sharedCounters": counters
+            "driver": pool.driver, "nodeName": node,
+            "pool": { "name": node, "generation": pool.generation, "resourceSliceCount": pool.slice_count }
         }
-    }))
-    .unwrap();
+    });
+    slice["spec"][field] = value;
+    let slice: ResourceSlice = serde_json::from_value(slice).unwrap();
     Api::<ResourceSlice>::all(env.client.clone())
         .patch(
             name,
@@ -273,6 +263,12 @@ pub async fn pod_with_claim(env: &TestEnv, name: &str, node: &str, source: Value
         }
     }))
     .unwrap();
+    create_pod(env, pod).await;
+}
+
+/// Creates a pod of the test's namespace, retried while its ServiceAccount does not exist yet; its name.
+pub async fn create_pod(env: &TestEnv, pod: Pod) -> String {
+    let name = pod.metadata.name.clone().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
     eventually(WAIT, &format!("creating pod {name}"), || async {
         pods.create(&PostParams::default(), &pod)
@@ -281,6 +277,35 @@ pub async fn pod_with_claim(env: &TestEnv, name: &str, node: &str, source: Value
             .ok()
     })
     .await;
+    name
+}
+
+/// The inventory entry of `node` in `status`.
+pub fn entry<'a>(status: &'a GpuInventoryStatus, node: &str) -> Option<&'a GpuNodeEntry> {
+    status.nodes.iter().find(|n| n.name == node)
+}
+
+/// The reasons of an entry's issues, in order.
+pub fn reasons(e: &GpuNodeEntry) -> Vec<&str> {
+    e.issues.iter().map(|i| i.reason.as_str()).collect()
+}
+
+/// Waits (up to [`CONVERGE`]) until the test's inventory lists `node` with an entry `check` accepts; the
+/// status and the entry.
+pub async fn wait_entry(
+    env: &TestEnv,
+    what: &str,
+    node: &str,
+    check: impl Fn(&GpuNodeEntry) -> bool,
+) -> (GpuInventoryStatus, GpuNodeEntry) {
+    let inventory = env
+        .wait_inventory(&env.inventory_name(), CONVERGE, what, |s| {
+            entry(s, node).is_some_and(&check)
+        })
+        .await;
+    let status = inventory.status.expect("a status");
+    let e = entry(&status, node).expect("the entry").clone();
+    (status, e)
 }
 
 /// Waits until the shared claim `name` is allocated and reserved for `pods` pods; returns its devices.
