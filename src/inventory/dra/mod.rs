@@ -52,10 +52,10 @@ pub struct DraView {
     /// asking for it gets, for the GPU classes (`extendedResourceName`, and the implicit
     /// `deviceclass.resource.kubernetes.io/<class>`).
     pub extended_resources: BTreeMap<String, String>,
-    /// Pods whose extended-resource requests a claim the scheduler made satisfies: (namespace, pod) -> the
+    /// Pods whose extended-resource requests a claim the scheduler made satisfies: namespace -> pod -> the
     /// claim (from the claim's annotation and owner; the pod's own `extendedResourceClaimStatus` says the
     /// same once written).
-    pub extended_claims: HashMap<(String, String), String>,
+    pub extended_claims: HashMap<String, HashMap<String, String>>,
 }
 
 impl DraView {
@@ -81,11 +81,13 @@ impl DraView {
         claim: Option<&str>,
         resource: &str,
     ) -> bool {
-        let has_claim = claim.is_some()
-            || self
-                .extended_claims
-                .contains_key(&(namespace.to_owned(), pod.to_owned()));
-        has_claim && self.extended_resources.contains_key(resource)
+        // The served resource first: most requests are not DRA-backed, and that answer is one lookup.
+        self.extended_resources.contains_key(resource)
+            && (claim.is_some()
+                || self
+                    .extended_claims
+                    .get(namespace)
+                    .is_some_and(|pods| pods.contains_key(pod)))
     }
 }
 
@@ -162,12 +164,31 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
     for claim in &input.claims {
         if let Some(pod) = &claim.extended_for_pod {
             view.extended_claims
-                .insert((claim.namespace.clone(), pod.clone()), claim.name.clone());
+                .entry(claim.namespace.clone())
+                .or_default()
+                .insert(pod.clone(), claim.name.clone());
         }
     }
+    // Each class's comparisons read once per scan, not once per device.
+    let extended: Vec<ExtendedClass<'_>> = gpu_classes
+        .iter()
+        .filter_map(|class| {
+            Some(ExtendedClass {
+                class: &class.name,
+                resource: class.extended_resource.as_deref()?,
+                drivers: input
+                    .drivers
+                    .iter()
+                    .filter(|d| class.selects_driver(d))
+                    .map(String::as_str)
+                    .collect(),
+                types: class.compared_types(),
+            })
+        })
+        .collect();
     let rules = Rules {
         taints: &input.taint_rules,
-        extended: &gpu_classes,
+        extended: &extended,
     };
     for pool in pools::pools(input.slices.iter().copied()) {
         let Some(node) = pool.node else { continue };
@@ -209,7 +230,24 @@ type Consumed<'c> = HashMap<(&'c str, &'c str, &'c str), BTreeMap<String, i128>>
 /// whose `extendedResourceName` a device is counted under.
 struct Rules<'r> {
     taints: &'r [&'r DraTaintRule],
-    extended: &'r [&'r DraClass],
+    extended: &'r [ExtendedClass<'r>],
+}
+
+/// A GPU class with an `extendedResourceName`, as [`DraClass::selects_device`] reads it: the drivers it
+/// names and the `type`s it compares (none: every device of those drivers).
+struct ExtendedClass<'c> {
+    class: &'c str,
+    resource: &'c str,
+    drivers: Vec<&'c str>,
+    types: Vec<&'c str>,
+}
+
+impl ExtendedClass<'_> {
+    fn selects(&self, driver: &str, kind: Option<&str>) -> bool {
+        self.drivers.contains(&driver)
+            && (self.types.is_empty()
+                || kind.is_some_and(|k| self.types.iter().any(|t| t.eq_ignore_ascii_case(k))))
+    }
 }
 
 impl Rules<'_> {
@@ -240,11 +278,12 @@ impl Rules<'_> {
         device: &DraDevice,
         kind: &DeviceKind,
     ) -> (String, Option<String>) {
-        let class = self.extended.iter().find(|c| {
-            c.extended_resource.is_some() && c.selects_device(driver, device.kind.as_deref())
-        });
-        match class.and_then(|c| Some((c.extended_resource.clone()?, c.name.clone()))) {
-            Some((resource, class)) => (resource, Some(class)),
+        match self
+            .extended
+            .iter()
+            .find(|c| c.selects(driver, device.kind.as_deref()))
+        {
+            Some(c) => (c.resource.to_owned(), Some(c.class.to_owned())),
             None => (resource_name(driver, kind), None),
         }
     }

@@ -145,7 +145,7 @@ impl DraClass {
     }
 
     /// The strings the expressions compare a `type` attribute with (`.type == 'gpu'`, `['type'] == "gpu"`).
-    fn compared_types(&self) -> Vec<&str> {
+    pub(crate) fn compared_types(&self) -> Vec<&str> {
         let mut types = Vec::new();
         for expression in &self.expressions {
             for (at, _) in expression.match_indices("type") {
