@@ -6,14 +6,15 @@
 //! [`DISCOVERY_REFRESH`] so they start when the API appears (an upgrade), like a CRD being installed.
 
 use std::future::Future;
-use std::time::Duration;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
-use tracing::{debug, info};
+use tracing::info;
 
 use super::ChangeSignal;
+pub use super::discovery::DISCOVERY_REFRESH;
+use super::discovery::{Discovered, wait_until_served};
 use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
 use crate::error::describe_kube_error;
 use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
@@ -22,9 +23,6 @@ use crate::runtime::health::Health;
 
 /// The API group version the DRA sources read.
 pub const DRA_API: &str = "resource.k8s.io/v1";
-
-/// How often a server without [`DRA_API`] is asked again whether it serves it now.
-pub const DISCOVERY_REFRESH: Duration = Duration::from_secs(30);
 
 /// Read handles on the three DRA caches.
 #[derive(Clone, Debug)]
@@ -160,7 +158,17 @@ async fn wait_for_api(
     classes: &mut StrippedWriter<DeviceClass, DraClass>,
 ) {
     let mut said = false;
-    let mut announce_absent = |why: &str| {
+    let discover = || async {
+        match served(client).await {
+            Served::Yes => Discovered::Served(()),
+            Served::No => Discovered::Absent(
+                "the API server does not serve resource.k8s.io/v1 (it is served from Kubernetes 1.34)"
+                    .to_owned(),
+            ),
+            Served::Unknown(error) => Discovered::Failed(error),
+        }
+    };
+    wait_until_served(DRA_API, discover, |why| {
         slices.mark_absent();
         claims.mark_absent();
         classes.mark_absent();
@@ -173,32 +181,6 @@ async fn wait_for_api(
             );
             said = true;
         }
-    };
-    let mut failures = 0u32;
-    loop {
-        let wait = match served(client).await {
-            Served::Yes => return,
-            Served::No => {
-                announce_absent(
-                    "the API server does not serve resource.k8s.io/v1 (it is served from Kubernetes 1.34)",
-                );
-                DISCOVERY_REFRESH
-            }
-            Served::Unknown(error) => {
-                // A server that is starting or briefly away: ask again soon. Not knowing for long is no
-                // reason to hold the other sources back (the node watch reports the outage itself).
-                failures += 1;
-                debug!(%error, failures, "DRA API discovery failed; retrying");
-                if failures < 5 {
-                    Duration::from_secs(2)
-                } else {
-                    announce_absent(&format!(
-                        "discovery of resource.k8s.io/v1 keeps failing ({error})"
-                    ));
-                    DISCOVERY_REFRESH
-                }
-            }
-        };
-        tokio::time::sleep(wait).await;
-    }
+    })
+    .await
 }

@@ -6,6 +6,7 @@
 //! [`Snapshot`].
 
 pub mod changes;
+mod discovery;
 pub mod dra;
 pub mod dump;
 pub mod nodes;

@@ -7,16 +7,14 @@
 //! said once (info), the store stays empty and synced, and discovery is asked again every
 //! [`DISCOVERY_REFRESH`]: an upgrade or a `--runtime-config` change starts the watch without a restart.
 
-use std::time::Duration;
-
 use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::ChangeSignal;
-use super::dra::DISCOVERY_REFRESH;
+use super::discovery::{DISCOVERY_REFRESH, Discovered, wait_until_served};
 use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
 use crate::error::describe_kube_error;
 use crate::inventory::dra::DraTaintRule;
@@ -109,38 +107,29 @@ async fn wait_for_api(
     writer: &mut StrippedWriter<DynamicObject, DraTaintRule>,
 ) -> &'static str {
     let mut said = false;
-    let mut failures = 0u32;
-    loop {
-        let absent = match served_version(client).await {
-            Ok(Some(version)) => return version,
-            Ok(None) => Some(
+    let discover = || async {
+        match served_version(client).await {
+            Ok(Some(version)) => Discovered::Served(version),
+            Ok(None) => Discovered::Absent(
                 "the API server serves no DeviceTaintRules (resource.k8s.io/v1 from 1.37; v1beta2 or \
                  v1alpha3 where enabled)"
                     .to_owned(),
             ),
-            Err(error) => {
-                failures += 1;
-                debug!(%error, failures, "DeviceTaintRule discovery failed; retrying");
-                (failures >= 5).then(|| format!("discovery of DeviceTaintRules keeps failing ({error})"))
-            }
-        };
-        let wait = match absent {
-            Some(why) => {
-                writer.mark_absent();
-                if !said {
-                    info!(
-                        "DeviceTaintRules unavailable: {why}; only taints written in ResourceSlices are seen, \
-                         and the API is looked for again every {}s",
-                        DISCOVERY_REFRESH.as_secs()
-                    );
-                    said = true;
-                }
-                DISCOVERY_REFRESH
-            }
-            None => Duration::from_secs(2),
-        };
-        tokio::time::sleep(wait).await;
-    }
+            Err(error) => Discovered::Failed(error),
+        }
+    };
+    wait_until_served("DeviceTaintRules", discover, |why| {
+        writer.mark_absent();
+        if !said {
+            info!(
+                "DeviceTaintRules unavailable: {why}; only taints written in ResourceSlices are seen, and the \
+                 API is looked for again every {}s",
+                DISCOVERY_REFRESH.as_secs()
+            );
+            said = true;
+        }
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -244,9 +244,7 @@ struct ExtendedClass<'c> {
 
 impl ExtendedClass<'_> {
     fn selects(&self, driver: &str, kind: Option<&str>) -> bool {
-        self.drivers.contains(&driver)
-            && (self.types.is_empty()
-                || kind.is_some_and(|k| self.types.iter().any(|t| t.eq_ignore_ascii_case(k))))
+        self.drivers.contains(&driver) && model::type_matches(&self.types, kind)
     }
 }
 

@@ -110,6 +110,11 @@ pub struct DraClaim {
     pub extended_for_pod: Option<String>,
 }
 
+/// Whether a device of type `kind` is one a class comparing `types` selects: any when it compares none.
+pub(crate) fn type_matches(types: &[&str], kind: Option<&str>) -> bool {
+    types.is_empty() || kind.is_some_and(|k| types.iter().any(|t| t.eq_ignore_ascii_case(k)))
+}
+
 /// The annotation the scheduler puts on a claim it makes for a pod's extended-resource requests (KEP-5004).
 pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
     "resource.kubernetes.io/extended-resource-claim";
@@ -140,8 +145,7 @@ impl DraClass {
         if !self.selects_driver(driver) {
             return false;
         }
-        let types = self.compared_types();
-        types.is_empty() || kind.is_some_and(|k| types.iter().any(|t| t.eq_ignore_ascii_case(k)))
+        type_matches(&self.compared_types(), kind)
     }
 
     /// The strings the expressions compare a `type` attribute with (`.type == 'gpu'`, `['type'] == "gpu"`).

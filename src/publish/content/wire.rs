@@ -84,19 +84,18 @@ pub fn device(device: &Device) -> DraDeviceEntry {
         free: device.free,
         taints: device.taints.iter().map(ToString::to_string).collect(),
         pool_incomplete: device.pool_incomplete,
-        capacity: device
-            .shared
-            .iter()
-            .flat_map(|s| &s.total)
-            .map(|(name, v)| (name.clone(), quantity_text(*v)))
-            .collect(),
-        consumed_capacity: device
-            .shared
-            .iter()
-            .flat_map(|s| &s.consumed)
-            .map(|(name, v)| (name.clone(), quantity_text(*v)))
-            .collect(),
+        capacity: quantities(device.shared.as_ref().map(|s| &s.total)),
+        consumed_capacity: quantities(device.shared.as_ref().map(|s| &s.consumed)),
     }
+}
+
+/// Capacities as quantities (empty for `None`).
+fn quantities(values: Option<&BTreeMap<String, i128>>) -> BTreeMap<String, String> {
+    values
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| (name.clone(), quantity_text(*v)))
+        .collect()
 }
 
 /// A capacity as a quantity: the largest binary suffix that divides it (`85899345920` -> `80Gi`), else the
