@@ -55,15 +55,17 @@ pub struct GlobalArgs {
     /// Log format; the filter comes from RUST_LOG (default: info).
     #[arg(long, global = true, env = "GPUINV_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// A DRA driver whose devices are GPUs: its ResourceSlices are read, and claims on its devices counted
-    /// (repeat the flag, or separate with commas in the variable). `--dra-driver=` (empty) turns DRA off.
+    /// A DRA driver whose devices are GPUs or accelerators: its ResourceSlices are read, and claims on its
+    /// devices counted (repeat the flag, or separate with commas in the variable). Default: every driver this
+    /// version knows (NVIDIA, AMD, Intel GPU and Gaudi, AWS Neuron, the DRA example driver). `--dra-driver=`
+    /// (empty) turns DRA off.
     #[arg(
         long = "dra-driver",
         global = true,
         env = "GPUINV_DRA_DRIVERS",
         value_name = "DRIVER",
         value_delimiter = ',',
-        default_value = crate::inventory::dra::DEFAULT_DRIVER
+        default_value = crate::inventory::dra::DEFAULT_DRIVERS
     )]
     pub dra_drivers: Vec<String>,
 }
@@ -262,7 +264,10 @@ mod tests {
             drivers.retain(|d| !d.is_empty());
             drivers
         };
-        assert_eq!(parse(&[]), ["gpu.nvidia.com"]);
+        // Every driver the vendor tables know, and the constant clap reads is the tables' list.
+        let known: Vec<&str> = crate::inventory::vendors::default_drivers().collect();
+        assert_eq!(parse(&[]), known);
+        assert_eq!(known[..2], ["gpu.nvidia.com", "gpu.amd.com"]);
         assert_eq!(
             parse(&[
                 "--dra-driver",

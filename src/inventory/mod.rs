@@ -5,7 +5,8 @@
 //! operator and the one-shot `scan` agree by construction.
 //!
 //! Layers, each importing only those below it: [`model`], `text` and [`resources`]; the leaves
-//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), `vendor`; `totals`;
+//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), `vendors` (one module per vendor, below the scanner: it reads labels
+//! through `labels`); `totals`;
 //! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and `events`.
 
 pub mod allocation;
@@ -14,6 +15,7 @@ pub mod conditions;
 pub mod dra;
 pub(crate) mod events;
 pub mod interner;
+pub(crate) mod labels;
 pub mod model;
 pub mod resources;
 pub mod scanner;
@@ -21,7 +23,7 @@ pub mod selector;
 pub(crate) mod shared_scan;
 pub(crate) mod text;
 pub(crate) mod totals;
-pub(crate) mod vendor;
+pub(crate) mod vendors;
 
 pub use assemble::{NodeUniverse, ScanInput, scan};
 pub(crate) use model::Inventory;

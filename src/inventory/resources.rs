@@ -1,10 +1,12 @@
-//! The `nvidia.com/*` extended resources: their names, and a node's capacity and allocatable read from them.
+//! NVIDIA's extended resources by name, and a node's accelerator capacity and allocatable (every vendor's,
+//! as the vendor tables say).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::inventory::model::Amount;
+use crate::inventory::vendors::{Unit, is_read_resource, unit_of};
 
 /// Prefix of every resource the NVIDIA device plugins advertise.
 pub const NVIDIA_RESOURCE_PREFIX: &str = "nvidia.com/";
@@ -15,23 +17,34 @@ pub const SHARED_GPU_RESOURCE: &str = "nvidia.com/gpu.shared";
 /// Prefix of MIG resources under MIG strategy `mixed` (`nvidia.com/mig-1g.10gb`).
 pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
-/// The `nvidia.com/*` entries of a resource list, as the API server printed them, each read once.
-pub fn nvidia_resources(list: Option<&BTreeMap<String, Quantity>>) -> BTreeMap<String, Amount> {
+/// The accelerator entries of a resource list (every vendor's, as `vendors::is_read_resource` says), as the
+/// API server printed them, each read once.
+pub fn accelerator_resources(
+    list: Option<&BTreeMap<String, Quantity>>,
+) -> BTreeMap<String, Amount> {
     list.into_iter()
         .flatten()
-        .filter(|(name, _)| name.starts_with(NVIDIA_RESOURCE_PREFIX))
+        .filter(|(name, _)| is_read_resource(name))
         .map(|(name, q)| (name.clone(), Amount::parse(q.0.as_str())))
         .collect()
 }
 
-/// Whether a pod's request of `name` is one the accounting counts: an `nvidia.com/*` resource, or a
-/// DeviceClass's implicit extended resource (`deviceclass.resource.kubernetes.io/<class>`, KEP-5004).
+/// Whether a pod's request of `name` is one the accounting counts: an accelerator resource of any vendor,
+/// or a DeviceClass's implicit extended resource (`deviceclass.resource.kubernetes.io/<class>`, KEP-5004).
 pub fn is_accounted_request(name: &str) -> bool {
-    name.starts_with(NVIDIA_RESOURCE_PREFIX)
+    is_read_resource(name)
         || name.starts_with(crate::inventory::dra::model::IMPLICIT_EXTENDED_RESOURCE_PREFIX)
 }
 
-/// Whether a resource name is one that schedules GPU work (whole, shared or MIG slices).
+/// Whether a resource name is one that schedules accelerator work: a device, a share or a partition of one
+/// (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`, `amd.com/gpu`, `amd.com/cpx_nps4`, a
+/// vGPU), whoever makes it. Cores (`aws.amazon.com/neuroncore`) are not: they are listed, not judged.
 pub fn is_gpu_resource(name: &str) -> bool {
-    name == GPU_RESOURCE || name == SHARED_GPU_RESOURCE || name.starts_with(MIG_RESOURCE_PREFIX)
+    name == GPU_RESOURCE
+        || name == SHARED_GPU_RESOURCE
+        || name.starts_with(MIG_RESOURCE_PREFIX)
+        || matches!(
+            unit_of(name),
+            Some(Unit::Device | Unit::Partition | Unit::Share)
+        )
 }

@@ -7,7 +7,7 @@ use crate::inventory::allocation::{Demand, free_whole_gpus};
 use crate::inventory::model::{
     Holder, JobFit, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals,
 };
-use crate::inventory::vendor::vendor_of;
+use crate::inventory::vendors::vendor_of;
 
 /// The job sizes `nodesWithFreeGpus` answers for: how many nodes could start a job of N GPUs.
 pub(crate) const JOB_SIZES: [u32; 4] = [1, 2, 4, 8];
@@ -43,13 +43,14 @@ pub(crate) fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
 
 /// GPUs per model, by name: nodes no source names the model of are left out.
 pub(crate) fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
-    let mut products: BTreeMap<String, ProductTotals> = BTreeMap::new();
+    let mut products: BTreeMap<(Option<&'static str>, String), ProductTotals> = BTreeMap::new();
     for node in nodes {
         let Some(name) = node.product.as_deref() else {
             continue;
         };
+        // Per vendor and model: two vendors' products are never summed, even under one name.
         let product = products
-            .entry(same_product_key(name))
+            .entry((vendor_of(node), same_product_key(name)))
             .or_insert_with(|| ProductTotals {
                 name: name.to_owned(),
                 nodes_with_free_gpus: JOB_SIZES

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
+use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
 use super::ChangeSignal;
 use super::slim::{SlimNode, map_event};
-use crate::inventory::resources::NVIDIA_RESOURCE_PREFIX;
+use crate::inventory::vendors::is_read_resource;
 use crate::runtime::health::Health;
 use crate::runtime::{backoff, memory};
 
@@ -98,11 +98,21 @@ pub(crate) fn strip_node(node: &mut Node) {
     };
     node.spec = node.spec.take().map(|spec| NodeSpec {
         unschedulable: spec.unschedulable,
+        // Key, value and effect: the time a NoExecute taint was added changes nothing the scanner reports.
+        taints: spec.taints.map(|taints| {
+            taints
+                .into_iter()
+                .map(|t| Taint {
+                    time_added: None,
+                    ..t
+                })
+                .collect()
+        }),
         ..Default::default()
     });
     node.status = node.status.take().map(|status| NodeStatus {
-        capacity: status.capacity.map(only_nvidia),
-        allocatable: status.allocatable.map(only_nvidia),
+        capacity: status.capacity.map(only_read_resources),
+        allocatable: status.allocatable.map(only_read_resources),
         conditions: status.conditions.map(|conditions| {
             conditions
                 .into_iter()
@@ -125,10 +135,12 @@ pub(crate) fn strip_node(node: &mut Node) {
     });
 }
 
-fn only_nvidia<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
+/// The accelerator resources the vendor tables read (`vendors::is_read_resource`); cpu, memory, pods and the
+/// rest are dropped.
+fn only_read_resources<V>(resources: BTreeMap<String, V>) -> BTreeMap<String, V> {
     resources
         .into_iter()
-        .filter(|(name, _)| name.starts_with(NVIDIA_RESOURCE_PREFIX))
+        .filter(|(name, _)| is_read_resource(name))
         .collect()
 }
 

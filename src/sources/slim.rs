@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition,
     PodExtendedResourceClaimStatus, PodResourceClaim, PodResourceClaimStatus, PodSpec, PodStatus,
-    ResourceRequirements, ResourceStatus,
+    ResourceRequirements, ResourceStatus, Taint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -85,6 +85,8 @@ pub struct SlimNode {
 #[derive(Clone, Debug, Deserialize)]
 struct SlimNodeSpec {
     unschedulable: Option<bool>,
+    /// Vendors' operators taint nodes while they repartition GPUs (AMD's `amd-dcm=up:NoExecute`).
+    taints: Option<Vec<Taint>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -102,6 +104,7 @@ impl From<SlimNode> for Node {
             metadata: slim.metadata,
             spec: slim.spec.map(|s| NodeSpec {
                 unschedulable: s.unschedulable,
+                taints: s.taints,
                 ..Default::default()
             }),
             status: slim.status.map(|s| NodeStatus {

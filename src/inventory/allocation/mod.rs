@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
 use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
-use crate::inventory::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
+use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
+use crate::inventory::vendors::is_read_resource;
 use device_health::unhealthy_issue;
 pub use pod::GpuPod;
 use pod::add;
@@ -98,7 +99,7 @@ pub fn allocate_node_with(
     let dra_served: BTreeSet<&str> = node.devices.iter().map(|d| d.resource.as_str()).collect();
     let mut allocated: BTreeMap<String, u64> = allocatable
         .keys()
-        .filter(|name| name.starts_with(NVIDIA_RESOURCE_PREFIX) && !dra_served.contains(*name))
+        .filter(|name| is_read_resource(name) && !dra_served.contains(*name))
         .map(|name| ((*name).to_owned(), 0))
         .collect();
     let mut holdings = Vec::new();
@@ -282,6 +283,14 @@ pub fn free_whole_gpus(node: &NodeInventory) -> u64 {
             .iter()
             .filter(|d| d.is_whole_gpu() && d.free)
             .count() as u64;
+    }
+    // Other vendors' device resources (`amd.com/gpu`), passthrough GPUs and DirectX: one unit, one device.
+    if !node.device_resources.is_empty() {
+        return node
+            .device_resources
+            .iter()
+            .filter_map(|r| node.free.get(r))
+            .sum();
     }
     if !gpu_resource_is_whole_gpus(node) {
         return 0;

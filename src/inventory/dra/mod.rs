@@ -17,14 +17,18 @@ pub mod taint_rules;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
+use crate::inventory::vendors::driver_rules;
 use counters::Counters;
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
 pub use node::DraNode;
 use pools::Pool;
 pub use taint_rules::DraTaintRule;
 
-/// The default DRA driver whose devices are GPUs (NVIDIA's DRA driver for GPUs).
+/// NVIDIA's DRA driver for GPUs.
 pub const DEFAULT_DRIVER: &str = "gpu.nvidia.com";
+/// `--dra-driver`'s default: every GPU and accelerator driver `vendors` knows (a test holds the two equal).
+pub const DEFAULT_DRIVERS: &str =
+    "gpu.nvidia.com,gpu.amd.com,gpu.intel.com,gaudi.intel.com,neuron.aws.com,gpu.example.com";
 
 /// What the DRA sources hold (all empty on a server without `resource.k8s.io/v1`).
 #[derive(Clone, Debug, Default)]
@@ -91,24 +95,34 @@ impl DraView {
     }
 }
 
-/// What a device is, from the driver's `type` attribute: `gpu` is a whole GPU, `mig` a partition (of its
-/// `profile`), any other type its own kind.
-pub fn device_kind(device: &DraDevice) -> DeviceKind {
+/// What a device is, by its driver's rules (`vendors::dra`): a whole device (`gpu` for NVIDIA, `amdgpu`
+/// for AMD, any device of a driver that publishes no `type`), a partition of its `profile` (`mig`,
+/// `amdgpu-partition`), or any other type its own kind.
+pub fn device_kind(driver: &str, device: &DraDevice) -> DeviceKind {
+    let rules = driver_rules(driver);
     match device.kind.as_deref() {
-        Some("gpu") => DeviceKind::Whole,
-        Some("mig") => DeviceKind::Partition(device.profile.clone().unwrap_or_default()),
+        Some(kind) if rules.whole_types.contains(&kind) => DeviceKind::Whole,
+        Some(kind) if rules.partition_types.contains(&kind) => {
+            DeviceKind::Partition(device.profile.clone().unwrap_or_default())
+        }
         Some(kind) => DeviceKind::Other(kind.to_owned()),
+        None if rules.untyped_is_whole => DeviceKind::Whole,
         None => DeviceKind::Unnamed,
     }
 }
 
-/// The resource a device is counted under: `<driver>/gpu`, `<driver>/mig-<profile>`, `<driver>/<type>` for
-/// other types (`vfio`), `<driver>/device` when the driver names no type.
+/// The resource a device is counted under: `<driver>/gpu`, `<driver>/mig-<profile>` (NVIDIA and drivers of
+/// no known vendor) or `<driver>/<profile>` (AMD's `gpu.amd.com/cpx_nps4`), `<driver>/<type>` for other
+/// types (`vfio`), `<driver>/device` when the driver names no type.
 pub fn resource_name(driver: &str, kind: &DeviceKind) -> String {
+    let prefix = driver_rules(driver).partition_prefix;
     match kind {
         DeviceKind::Whole => format!("{driver}/gpu"),
-        DeviceKind::Partition(profile) if !profile.is_empty() => format!("{driver}/mig-{profile}"),
-        DeviceKind::Partition(_) => format!("{driver}/mig"),
+        DeviceKind::Partition(profile) if !profile.is_empty() => {
+            format!("{driver}/{prefix}{profile}")
+        }
+        DeviceKind::Partition(_) if prefix.is_empty() => format!("{driver}/partition"),
+        DeviceKind::Partition(_) => format!("{driver}/{}", prefix.trim_end_matches('-')),
         DeviceKind::Other(kind) => format!("{driver}/{kind}"),
         DeviceKind::Unnamed => format!("{driver}/device"),
     }
@@ -333,7 +347,7 @@ fn pool_devices(
                 && pool.complete()
                 && !taken_by_relative
                 && counters.fits(device);
-            let kind = device_kind(device);
+            let kind = device_kind(pool.driver, device);
             let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
             let shared = device.shareable.then(|| SharedCapacity {
                 consumed: consumed

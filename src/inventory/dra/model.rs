@@ -12,6 +12,7 @@ use k8s_openapi::api::resource::v1::{
 };
 
 use crate::inventory::model::quantity_value;
+use crate::inventory::vendors::driver_rules;
 
 /// A device taint as its slice writes it (any effect; only `NoSchedule`/`NoExecute` make the device
 /// unavailable).
@@ -275,13 +276,22 @@ impl DraDevice {
             .and_then(|c| quantity_value(&c.value.0))
             .filter(|bytes| *bytes > 0.0)
             .map(|bytes| (bytes / 1_048_576.0).round() as u64);
+        let rules = driver_rules(driver);
+        let first = |names: &[&str]| names.iter().find_map(|n| text(n));
+        let kind = text("type").map(|t| t.trim().to_ascii_lowercase());
+        // A whole device and its partitions share an id on some drivers (AMD's `deviceID`): the id is the
+        // whole device's identity and its partitions' parent, as NVIDIA's `uuid` and `parentUUID` are.
+        let shared_id = rules.shared_id_attribute.and_then(text);
+        let is = |types: &[&str]| kind.as_deref().is_some_and(|k| types.contains(&k));
         DraDevice {
             name: device.name.clone(),
-            kind: text("type").map(|t| t.trim().to_ascii_lowercase()),
-            product: text("productName"),
-            profile: text("profile"),
-            uuid: text("uuid"),
-            parent_uuid: text("parentUUID"),
+            product: first(rules.product_attributes)
+                .filter(|p| !p.trim().eq_ignore_ascii_case("unknown")),
+            profile: first(rules.profile_attributes),
+            uuid: text("uuid").or_else(|| shared_id.clone().filter(|_| is(rules.whole_types))),
+            parent_uuid: text("parentUUID")
+                .or_else(|| shared_id.filter(|_| is(rules.partition_types))),
+            kind,
             memory_mib,
             taints: device
                 .taints

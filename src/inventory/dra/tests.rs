@@ -267,7 +267,10 @@ fn unknown_and_retyped_attributes_never_fail_a_read() {
     assert_eq!(d.memory_mib, None);
     let untyped = from_value(slice_value("n2", 1, 1, vec![json!({"name": "bare"})]));
     assert_eq!(
-        resource_name(DEFAULT_DRIVER, &device_kind(&untyped.devices[0])),
+        resource_name(
+            DEFAULT_DRIVER,
+            &device_kind(DEFAULT_DRIVER, &untyped.devices[0])
+        ),
         "gpu.nvidia.com/device"
     );
 }

@@ -11,6 +11,7 @@ mod holding;
 mod issue;
 mod node;
 mod totals;
+mod vendor;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason};
 pub use node::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
+pub use vendor::Vendor;
 
 /// The GPU view of a set of nodes and the pods on them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{Amount, Device, Holding, Issue, IssueReason};
+use super::{Amount, Device, Holding, Issue, IssueReason, Vendor};
 
 /// What described a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -95,6 +95,13 @@ pub struct MigProfile {
 pub struct NodeInventory {
     /// The node's name.
     pub name: String,
+    /// Who makes its accelerators, as the scanner attributed them (`crate::inventory::vendors`); `None` on an
+    /// entry no scanner made, which reads as the first editions did (NVIDIA, or its DRA driver's vendor).
+    pub vendor: Option<Vendor>,
+    /// The extended resources of which one unit is one physical device on this node, for vendors other than
+    /// NVIDIA (whose whole-GPU rule is `allocation::free_whole_gpus`'s own): `amd.com/gpu`,
+    /// `habana.ai/gaudi`. Empty where no such resource is advertised, or where units are shares or partitions.
+    pub device_resources: Vec<String>,
     /// The node's `Ready` condition is `True`.
     pub ready: bool,
     /// The GPU model, when some source names it.

@@ -8,7 +8,7 @@ use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
 
 use crate::inventory::resources::is_gpu_resource;
 
-fn issue(reason: IssueReason, message: String) -> Issue {
+pub(super) fn issue(reason: IssueReason, message: String) -> Issue {
     Issue { reason, message }
 }
 
@@ -19,6 +19,10 @@ pub(super) struct Facts<'a> {
     pub(crate) ready_condition: Option<&'a NodeCondition>,
     /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
     pub(crate) allocatable_known: bool,
+    /// The object shows conditions. Without any (a trimmed dump, or a kubelet that never posted status, which
+    /// the node lifecycle controller turns into Ready=Unknown within its grace period) readiness is unknown,
+    /// not NotReady.
+    pub(crate) status_known: bool,
     /// GPU Feature Discovery runs somewhere in the scanned scope (some selected node carries its labels).
     pub(crate) gfd_in_scope: bool,
     /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
@@ -31,7 +35,7 @@ pub(super) struct Facts<'a> {
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
 pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
     let mut issues = Vec::new();
-    if !entry.ready {
+    if !entry.ready && facts.status_known {
         issues.push(issue(
             IssueReason::NotReady,
             not_ready_message(facts.ready_condition),
@@ -137,7 +141,7 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
     issues
 }
 
-fn not_ready_message(ready: Option<&NodeCondition>) -> String {
+pub(super) fn not_ready_message(ready: Option<&NodeCondition>) -> String {
     let Some(ready) = ready else {
         return "the node reports no Ready condition (kubelet never posted status?)".to_owned();
     };
@@ -156,7 +160,7 @@ fn not_ready_message(ready: Option<&NodeCondition>) -> String {
 }
 
 /// The sum of the GPU-scheduling resources (whole, shared, MIG) of a resource list.
-fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
+pub(super) fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
     resources
         .iter()
         .filter(|(name, _)| is_gpu_resource(name))
@@ -165,7 +169,7 @@ fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
 }
 
 /// `name capacity C, allocatable A` for every `nvidia.com/*` resource whose allocatable is below capacity.
-fn withdrawn_resources(
+pub(super) fn withdrawn_resources(
     capacity: &BTreeMap<String, Amount>,
     allocatable: &BTreeMap<String, Amount>,
 ) -> Vec<String> {

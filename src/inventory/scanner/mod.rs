@@ -10,6 +10,8 @@ mod dra_devices;
 pub(crate) mod features;
 mod fields;
 pub(crate) mod labels;
+mod vendor_node;
+mod vm_gpus;
 
 use std::collections::BTreeMap;
 
@@ -17,10 +19,12 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
 
 use crate::inventory::dra::DraNode;
+use crate::inventory::model::Vendor;
 use crate::inventory::model::{Amount, Mig, MigProfile, NodeInventory};
 use crate::inventory::resources::{
-    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, nvidia_resources,
+    GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, accelerator_resources,
 };
+use crate::inventory::vendors::{self, NodeResources};
 pub(crate) use dra_devices::PRODUCT_FROM_DRA;
 use labels::LabelReader;
 
@@ -30,18 +34,39 @@ pub struct ScanScope {
     /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
     /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
     pub(crate) gfd_installed: bool,
+    /// Per vendor (in `Vendor::ALL` order but NVIDIA, which is `gfd_installed`): some node in scope carries
+    /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
+    pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
+}
+
+impl ScanScope {
+    /// Whether some node in scope carries `vendor`'s labels.
+    pub(crate) fn labelled(&self, vendor: Vendor) -> bool {
+        match vendor {
+            Vendor::Nvidia => self.gfd_installed,
+            other => Vendor::ALL
+                .iter()
+                .position(|v| *v == other)
+                .is_some_and(|i| self.vendor_labels[i]),
+        }
+    }
 }
 
 impl ScanScope {
     /// The scope of these nodes: the first of the scan's two passes.
     pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> ScanScope {
-        ScanScope {
-            gfd_installed: nodes.into_iter().any(|node| {
-                node.labels()
-                    .iter()
-                    .any(|(k, v)| labels::is_gfd_label(k, v))
-            }),
+        let mut scope = ScanScope::default();
+        for node in nodes {
+            let labels = node.labels();
+            scope.gfd_installed =
+                scope.gfd_installed || labels.iter().any(|(k, v)| labels::is_gfd_label(k, v));
+            let reader = LabelReader::new(Some(labels));
+            for (i, vendor) in Vendor::ALL.iter().enumerate() {
+                scope.vendor_labels[i] =
+                    scope.vendor_labels[i] || vendors::labelled(*vendor, &reader);
+            }
         }
+        scope
     }
 }
 
@@ -57,24 +82,63 @@ pub fn scan_node(node: &Node) -> Option<NodeInventory> {
 pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option<NodeInventory> {
     let mut labels = LabelReader::new(node.metadata.labels.as_ref());
     let status = node.status.as_ref();
-    let capacity = nvidia_resources(status.and_then(|s| s.capacity.as_ref()));
+    let capacity = accelerator_resources(status.and_then(|s| s.capacity.as_ref()));
     let allocatable_block = status.and_then(|s| s.allocatable.as_ref());
+    let allocatable = accelerator_resources(allocatable_block);
+    let taints = taints(node);
+    let resources = NodeResources {
+        capacity: &capacity,
+        allocatable: &allocatable,
+        taints: &taints,
+    };
     let hand_made = hand_made_gpu_label(&mut labels);
     let cloud = cloud::read(&mut labels);
-    if !(is_gpu_node(&labels, &capacity) || cloud.present || hand_made || dra.is_some()) {
+    let nvidia_says = is_gpu_node(&labels, &capacity) || cloud.present || hand_made;
+    let drivers: Vec<&str> = dra
+        .iter()
+        .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
+        .collect();
+    let identified = vendors::identify(&labels, &resources, &drivers, nvidia_says);
+    let neutral_devices = resources
+        .with_units(vendors::unit_of)
+        .iter()
+        .any(|(_, unit, _)| *unit == vendors::Unit::Device);
+    if identified.by_dra_only && !neutral_devices && dra.is_none() {
         return None;
     }
-    let allocatable = nvidia_resources(allocatable_block);
+    // Another vendor's resources or labels describe the node, or only a vendor-neutral resource does: that
+    // vendor's module reads it. NVIDIA's nodes, and nodes only DRA describes (whose devices say everything
+    // the entry holds), take the first editions' path below.
+    let only_neutral = identified.vendor == Vendor::Unknown && neutral_devices;
+    if identified.vendor != Vendor::Nvidia && (!identified.by_dra_only || only_neutral) {
+        let vendor = identified.vendor;
+        let reading = vendors::read(vendor, &mut labels, &resources);
+        let facts = vendor_node::Facts {
+            vendor,
+            also: identified.also,
+            ready_condition: ready_condition(node),
+            allocatable_known: allocatable_block.is_some(),
+            status_known: status.is_some_and(|s| s.conditions.is_some()),
+            labeller_in_scope: scope.labelled(vendor),
+        };
+        return Some(vendor_node::entry(
+            node, labels, reading, &resources, facts, dra,
+        ));
+    }
     let ready_condition = ready_condition(node);
     let mut derived_from = BTreeMap::new();
+    let vm = vm_gpus::read(&capacity, &allocatable);
+    for note in &vm.notes {
+        labels.note(note.clone());
+    }
 
-    let product = fields::product(&mut labels, cloud.product, &mut derived_from);
-    let sharing = features::sharing(&mut labels, &capacity, cloud.sharing.as_ref());
+    let product = fields::product(&mut labels, cloud.product.or(vm.product), &mut derived_from);
+    let sharing = features::sharing(&mut labels, &capacity, cloud.sharing.as_ref()).or(vm.sharing);
     let replicas = sharing.as_ref().and_then(|s| s.replicas);
     let count = fields::count(
         &mut labels,
         cloud.count,
-        device_plugin_gpus(&capacity, &allocatable, replicas),
+        device_plugin_gpus(&capacity, &allocatable, replicas).or(vm.count),
         &mut derived_from,
     );
     let memory_mib = fields::memory_mib(&mut labels, cloud.memory, &mut derived_from);
@@ -83,6 +147,13 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         && mig.is_none()
     {
         mig = Some(gke_partitions(size, count));
+    }
+    if status.is_none_or(|s| s.conditions.is_none()) {
+        labels.note(
+            "the object shows no conditions (a trimmed dump, or a kubelet that never posted status): whether \
+             the node is Ready is unknown"
+                .to_owned(),
+        );
     }
     if allocatable_block.is_none() {
         labels.note(
@@ -93,6 +164,8 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
     let sources = fields::sources(&labels, cloud.present, &capacity, &allocatable);
     let mut entry = NodeInventory {
         name: node.name_any(),
+        vendor: Some(identified.vendor),
+        device_resources: vm.device_resources,
         product_from_dra: false,
         ready: ready_condition.is_some_and(|c| c.status == "True"),
         workload_config: labels.text(labels::GPU_WORKLOAD_CONFIG).map(str::to_owned),
@@ -128,6 +201,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         ready_condition,
         cloud_says_gpu: cloud.present,
         allocatable_known: allocatable_block.is_some(),
+        status_known: status.is_some_and(|s| s.conditions.is_some()),
         gfd_in_scope: scope.gfd_installed,
         served_by_dra,
     };
@@ -245,6 +319,21 @@ fn hand_made_gpu_label(labels: &mut LabelReader<'_>) -> bool {
         )
     });
     marks_gpu
+}
+
+/// The node's taints as (key, value, effect).
+fn taints(node: &Node) -> Vec<(String, String, String)> {
+    node.spec
+        .iter()
+        .flat_map(|s| s.taints.iter().flatten())
+        .map(|t| {
+            (
+                t.key.clone(),
+                t.value.clone().unwrap_or_default(),
+                t.effect.clone(),
+            )
+        })
+        .collect()
 }
 
 /// The node's `Ready` condition, if it reports one.

@@ -16,7 +16,7 @@ use crate::inventory::model::{
     ProductTotals, ResourceTotals, Sharing, Source,
 };
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
-use crate::inventory::vendor;
+use crate::inventory::vendors as vendor;
 
 /// How much of a node an entry carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +281,9 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
     };
     NodeInventory {
         name: entry.name.clone(),
+        // The entry does not carry them (the GpuNode's status has the vendor); events do not need them.
+        vendor: None,
+        device_resources: Vec::new(),
         ready: entry.ready,
         product: entry.product.clone(),
         product_from_dra: entry.derived_from.get("product").map(String::as_str)

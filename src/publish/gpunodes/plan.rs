@@ -17,7 +17,7 @@ use crate::crd::{
 };
 use crate::inventory::allocation::free_whole_gpus;
 use crate::inventory::model::NodeInventory;
-use crate::inventory::vendor::vendor_of;
+use crate::inventory::vendors::vendor_of;
 use crate::publish::content::digest::Digest;
 use crate::publish::content::wire::{self, Detail};
 

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 
 use super::*;
-use crate::inventory::model::{Amount, Inventory, Source};
-use crate::inventory::{ScanInput, scan};
+use crate::inventory::model::{Amount, Inventory, IssueReason, Source};
+use crate::inventory::{ScanInput, allocation, scan};
 use crate::sources::dump::parse_node_dump;
 
 fn fixture(name: &str) -> Vec<Node> {
@@ -70,9 +70,10 @@ fn homelab_matches_the_article() {
 #[test]
 fn gfd_fixture_matches_its_readme() {
     let inv = scan(ScanInput::nodes(&fixture("gfd-nodes.yaml")).selector(&all()));
+    // 8 + 1 + the KubeVirt node's 4 passthrough A100s (counted since issue #24: before, 9).
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
-        (4, 3, 9)
+        (4, 3, 13)
     );
     assert!(inv.nodes.iter().all(|e| e.name != "cpu-only"));
 
@@ -102,7 +103,17 @@ fn gfd_fixture_matches_its_readme() {
 
     let kubevirt = entry(&inv, "kubevirt-a100");
     assert!(kubevirt.ready);
-    assert_eq!((kubevirt.product.as_deref(), kubevirt.count), (None, 0));
+    // KubeVirt's sandbox device plugin advertises the passthrough GPUs by PCI device name: they are GPUs,
+    // and the name says the product (issue #24; the first editions left both unknown).
+    assert_eq!(
+        (kubevirt.product.as_deref(), kubevirt.count),
+        (Some("NVIDIA-A100-PCIE-80GB"), 4)
+    );
+    assert_eq!(
+        kubevirt.derived_from.get("product").map(String::as_str),
+        Some("nvidia.com/GA100_A100_PCIE_80GB")
+    );
+    assert_eq!(allocation::free_whole_gpus(kubevirt), 4);
     assert_eq!(kubevirt.workload_config.as_deref(), Some("vm-passthrough"));
     assert!(kubevirt.issues.is_empty(), "{:?}", kubevirt.issues);
 
@@ -178,6 +189,7 @@ fn scan_one(node: Node) -> Option<NodeInventory> {
         &node,
         ScanScope {
             gfd_installed: true,
+            ..Default::default()
         },
         None,
     )
@@ -225,13 +237,26 @@ fn ready_requires_true() {
         assert_eq!(e.ready, ready, "{status}");
     }
     let mut no_conditions = node("n", &[("nvidia.com/gpu.present", "true")], "True");
-    no_conditions.status = None;
+    // Conditions, but no Ready among them.
+    no_conditions.status.as_mut().unwrap().conditions = Some(Vec::new());
     let e = scan_one(no_conditions).unwrap();
     assert!(!e.ready);
     assert!(
         e.issues[0].message.contains("no Ready condition"),
         "{}",
         e.issues[0].message
+    );
+    // No status (or no conditions) at all: a trimmed dump, as the real-node fixtures' notes read it
+    // ("readiness is unknown, no problem is visible").
+    let mut trimmed = node("n", &[("nvidia.com/gpu.present", "true")], "True");
+    trimmed.status = None;
+    let e = scan_one(trimmed).unwrap();
+    assert!(!e.ready);
+    assert!(e.issue(IssueReason::NotReady).is_none(), "{:?}", e.issues);
+    assert!(
+        e.notes.iter().any(|n| n.contains("no conditions")),
+        "{:?}",
+        e.notes
     );
 }
 

@@ -1,0 +1,267 @@
+//! AMD: the ROCm device plugin's resources, the node labeller's labels (current and `beta.`, plain and
+//! counted), and the AMD GPU operator's labels and taints. DRA (`gpu.amd.com`) is in `dra.rs`.
+
+use super::counted::CountedLabels;
+use super::{NodeResources, Reading, Unit, VendorRules};
+use crate::inventory::labels::LabelReader;
+use crate::inventory::model::{Issue, IssueReason, Mig, MigProfile, Vendor};
+
+pub(super) const RULES: VendorRules = VendorRules {
+    vendor: Vendor::Amd,
+    unit_of,
+    labelled,
+    read: Some(read),
+};
+
+const PREFIX: &str = "amd.com/";
+/// Whole GPUs; under the device plugin's `single` strategy, partitions too (the labels say which).
+const GPU: &str = "amd.com/gpu";
+/// Under VM passthrough: virtual and physical functions, one GPU each.
+const PASSTHROUGH: [&str; 2] = ["amd.com/gpu_vf", "amd.com/gpu_pf"];
+/// The labeller's families: current and legacy.
+const LABEL_PREFIXES: [&str; 2] = ["amd.com/gpu.", "beta.amd.com/gpu."];
+/// The labeller's kinds this module reads.
+const KINDS: [&str; 9] = [
+    "product-name",
+    "vram",
+    "family",
+    "device-id",
+    "cu-count",
+    "simd-count",
+    "driver-version",
+    "compute-memory-partition",
+    "mode",
+];
+/// The partition label's other spelling, without `gpu.`.
+const PARTITION_LABEL: &str = "amd.com/compute-memory-partition";
+/// The GPU operator's device config manager: the partition profile asked for.
+const DCM_PROFILE: &str = "dcm.amd.com/gpu-config-profile";
+/// The taint the device config manager puts on a node while it applies a profile.
+const DCM_TAINT: &str = "amd-dcm";
+/// The metrics exporter's per-GPU health label: `metricsexporter.amd.com.gpu.<index>.state`.
+const EXPORTER_STATE: (&str, &str) = ("metricsexporter.amd.com.gpu.", ".state");
+
+/// Compute partition modes and how many partitions each makes of one GPU of 8 XCDs (MI300X, MI325X).
+const COMPUTE_MODES: [(&str, u64); 5] =
+    [("spx", 1), ("dpx", 2), ("tpx", 3), ("qpx", 4), ("cpx", 8)];
+/// Memory partition modes.
+const MEMORY_MODES: [&str; 4] = ["nps1", "nps2", "nps4", "nps8"];
+
+/// PCI device ids of AMD's data-centre GPUs (the public PCI ID tables), for a node whose labels give only
+/// the id.
+const DEVICE_IDS: [(&str, &str); 11] = [
+    ("6860", "AMD Instinct MI25 (Vega 10)"),
+    ("6861", "AMD Instinct MI25 (Vega 10)"),
+    ("66a0", "AMD Instinct MI50/MI60 (Vega 20)"),
+    ("66a1", "AMD Instinct MI50/MI60 (Vega 20)"),
+    ("738c", "AMD Instinct MI100"),
+    ("7408", "AMD Instinct MI250X"),
+    ("740c", "AMD Instinct MI250X/MI250"),
+    ("740f", "AMD Instinct MI210"),
+    ("74a0", "AMD Instinct MI300A"),
+    ("74a1", "AMD Instinct MI300X"),
+    ("74a5", "AMD Instinct MI325X"),
+];
+
+fn unit_of(name: &str) -> Option<Unit> {
+    let rest = name.strip_prefix(PREFIX)?;
+    if name == GPU || PASSTHROUGH.contains(&name) {
+        return Some(Unit::Device);
+    }
+    partition_profile(rest).map(|_| Unit::Partition)
+}
+
+/// `cpx_nps4` (a partition resource of the `mixed` strategy) as (compute mode, partitions per GPU).
+fn partition_profile(name: &str) -> Option<(&str, u64)> {
+    let (compute, memory) = name.split_once('_').unwrap_or((name, ""));
+    let (mode, per_gpu) = COMPUTE_MODES.iter().find(|(m, _)| *m == compute)?;
+    (memory.is_empty() || MEMORY_MODES.contains(&memory)).then_some((*mode, *per_gpu))
+}
+
+fn labelled(labels: &LabelReader<'_>) -> bool {
+    labels.iter().any(|(key, value)| {
+        !value.trim().is_empty()
+            && (LABEL_PREFIXES.iter().any(|p| key.starts_with(p))
+                || key == PARTITION_LABEL
+                || key == DCM_PROFILE)
+    }) || labels.get("feature.node.kubernetes.io/amd-gpu") == Some("true")
+}
+
+fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading {
+    let found = CountedLabels::read(labels, &LABEL_PREFIXES, &KINDS);
+    let mut reading = Reading {
+        labelled: labelled(labels),
+        ..Default::default()
+    };
+    let partition_label = found
+        .value("compute-memory-partition")
+        .map(|(v, _)| v.to_owned())
+        .or_else(|| labels.text(PARTITION_LABEL).map(str::to_owned));
+    let partitioned_gpu = partition_label
+        .as_deref()
+        .and_then(partition_profile)
+        .filter(|(_, per_gpu)| *per_gpu > 1);
+    reading.product = found
+        .value("product-name")
+        .map(|(p, key)| {
+            (
+                p.to_owned(),
+                (key == "counted").then(|| counted("product-name")),
+            )
+        })
+        .or_else(|| {
+            let (id, _) = found.value("device-id")?;
+            let id = id.trim_start_matches("0x").to_ascii_lowercase();
+            let (_, product) = DEVICE_IDS.iter().find(|(i, _)| *i == id)?;
+            Some((
+                (*product).to_owned(),
+                Some(format!("AMD device id {id} (PCI ID table)")),
+            ))
+        });
+    reading.memory_mib = found.value("vram").and_then(|(vram, key)| {
+        let from = if key == "counted" {
+            counted("vram")
+        } else {
+            key.to_owned()
+        };
+        Some((vram_mib(vram)?, from))
+    });
+    let partitions: Vec<(&str, u64)> = resources
+        .with_units(unit_of)
+        .into_iter()
+        .filter(|(_, unit, _)| *unit == Unit::Partition)
+        .map(|(name, _, n)| (name, n))
+        .collect();
+    reading.count = ["device-id", "product-name"]
+        .iter()
+        .find_map(|kind| Some((found.devices(kind)?, counted(kind))))
+        .or_else(|| {
+            let n = resources.count(GPU).filter(|n| *n > 0)?;
+            Some(match partitioned_gpu {
+                Some((mode, per_gpu)) if n.is_multiple_of(per_gpu) => (
+                    n / per_gpu,
+                    format!("capacity {GPU} / {per_gpu} ({mode} partitions per GPU of 8 XCDs)"),
+                ),
+                _ => (n, format!("capacity {GPU}")),
+            })
+        })
+        .or_else(|| {
+            PASSTHROUGH.iter().find_map(|r| {
+                Some((
+                    resources.count(r).filter(|n| *n > 0)?,
+                    format!("capacity {r}"),
+                ))
+            })
+        })
+        .or_else(|| {
+            let (name, n) = partitions.first()?;
+            let (mode, per_gpu) = partition_profile(&name[PREFIX.len()..])?;
+            n.is_multiple_of(per_gpu).then(|| {
+                (
+                    n / per_gpu,
+                    format!("capacity {name} / {per_gpu} ({mode} partitions per GPU of 8 XCDs)"),
+                )
+            })
+        });
+    if partitioned_gpu.is_none() {
+        reading.device_resources = std::iter::once(GPU)
+            .chain(PASSTHROUGH)
+            .filter(|r| resources.count(r).is_some())
+            .map(str::to_owned)
+            .collect();
+    }
+    let profile = labels.text(DCM_PROFILE).map(str::to_owned);
+    let applying = resources.taints.iter().any(|(key, _, _)| key == DCM_TAINT);
+    if partition_label.is_some() || !partitions.is_empty() || profile.is_some() {
+        let mut devices: Vec<MigProfile> = partitions
+            .iter()
+            .map(|(name, n)| MigProfile {
+                profile: name[PREFIX.len()..].to_owned(),
+                count: *n,
+                memory_mib: None,
+                resource: Some((*name).to_owned()),
+            })
+            .collect();
+        if let Some((mode, _)) = partitioned_gpu.filter(|_| devices.is_empty())
+            && let Some(n) = resources.count(GPU)
+        {
+            devices.push(MigProfile {
+                profile: partition_label.clone().unwrap_or_else(|| mode.to_owned()),
+                count: n,
+                memory_mib: None,
+                resource: Some(GPU.to_owned()),
+            });
+        }
+        reading.partitions = Some(Mig {
+            strategy: None,
+            config: profile.clone().or(partition_label.clone()),
+            config_state: applying.then(|| "pending".to_owned()),
+            count_meaning: (!devices.is_empty()).then(|| {
+                "count is the number of physical GPUs; partitions are listed per profile".to_owned()
+            }),
+            devices,
+        });
+    }
+    if applying {
+        reading.issues.push(Issue::new(
+            IssueReason::MigConfigPending,
+            format!(
+                "AMD's device config manager is applying the partition profile {} (taint {DCM_TAINT}=up:NoExecute): \
+                 GPU pods are evicted and the partitions may read 0 until it is removed",
+                profile.as_deref().unwrap_or("<unlabelled>")
+            ),
+        ));
+    }
+    reading.unhealthy = labels
+        .iter()
+        .filter(|(_, v)| v.trim().eq_ignore_ascii_case("unhealthy"))
+        .filter_map(|(k, _)| {
+            let index = k
+                .strip_prefix(EXPORTER_STATE.0)?
+                .strip_suffix(EXPORTER_STATE.1)?;
+            Some(format!(
+                "GPU {index} ({k}=unhealthy, AMD's metrics exporter)"
+            ))
+        })
+        .collect();
+    if found.is_empty() && !reading.labelled {
+        reading.labelled = !reading.unhealthy.is_empty();
+    }
+    reading
+}
+
+fn counted(kind: &str) -> String {
+    format!("counted label amd.com/gpu.{kind}.<value>")
+}
+
+/// The labeller's VRAM (`192G`, `16G`, `64M`): binary units, as the labeller rounds them.
+fn vram_mib(value: &str) -> Option<u64> {
+    let value = value.trim().trim_end_matches(['B', 'b']);
+    let (digits, unit) = value.split_at(value.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = digits.parse().ok()?;
+    let mib = match unit {
+        "T" => n.checked_mul(1024 * 1024)?,
+        "G" => n.checked_mul(1024)?,
+        "M" => n,
+        _ => return None,
+    };
+    (mib > 0).then_some(mib)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_resources_and_vram() {
+        assert_eq!(unit_of("amd.com/cpx_nps4"), Some(Unit::Partition));
+        assert_eq!(unit_of("amd.com/spx_nps1"), Some(Unit::Partition));
+        assert_eq!(unit_of("amd.com/gpu_vf"), Some(Unit::Device));
+        assert_eq!(unit_of("amd.com/xyz_nps4"), None);
+        assert_eq!(unit_of("amd.com/cpx_nps3"), None);
+        assert_eq!(vram_mib("192G"), Some(196_608));
+        assert_eq!(vram_mib("16G"), Some(16_384));
+        assert_eq!(vram_mib("0G"), None);
+        assert_eq!(vram_mib("big"), None);
+    }
+}
