@@ -145,7 +145,12 @@ fn read_dump(path: &str) -> Result<Dump> {
             std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
         (bytes, path.to_owned())
     };
-    parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))
+    let dump = parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+    // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
+    for warning in &dump.warnings {
+        eprintln!("warning: {}", crate::runtime::text::visible(warning));
+    }
+    Ok(dump)
 }
 
 /// Objects per LIST page: each page is decoded whole, then stripped before the next one is asked for.

@@ -1,11 +1,32 @@
 //! Reading a dump of cluster objects (`kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses,
 //! devicetaintrules -A -o yaml|json`) for `scan --from-file` and the tests: nodes, the pods the allocation
 //! accounting reads, and the DRA objects.
+//!
+//! Dumps are read as users make them: from any supported Kubernetes version, by kubectl or by other tools.
+//!
+//! - **One bad object never hides the others.** In a List, an object that does not decode, or whose
+//!   `resource.k8s.io` version the scan does not read, is skipped with one warning ([`Dump::warnings`])
+//!   naming it (kind, name, and the field or the apiVersion), and every other object is read. A file that
+//!   is one object, and fails to decode, is an error.
+//! - **DRA objects of older versions are read as `v1`** where that is faithful (see [`versions`]):
+//!   `v1beta2` has `v1`'s schema, and `v1beta1` (Kubernetes 1.32 and 1.33) differs only by the `basic:`
+//!   wrapper around a device's fields and by a request's fields not being under `exactly:`.
+//! - **Scalars are read by where they go** (see [`decode`]): a label written `08`, `1.10` or `true`
+//!   unquoted, as PyYAML writes YAML 1.1 strings, is the string `"08"`, `"1.10"` or `"true"`.
+
+mod decode;
+mod scalars;
+#[cfg(test)]
+mod tests;
+mod tree;
+mod versions;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::DynamicObject;
-use serde::Deserialize;
+
+use decode::{DecodeError, decode};
+use tree::{Tree, Value};
 
 /// Why a dump could not be read. Messages say where (line and column when the parser knows them, else the
 /// list item and the object's name).
@@ -51,25 +72,67 @@ pub struct Dump {
     pub nodes: Vec<Node>,
     /// The pods.
     pub pods: Vec<Pod>,
-    /// The ResourceSlices (`resource.k8s.io/v1`).
+    /// The ResourceSlices, read as `resource.k8s.io/v1`.
     pub(crate) slices: Vec<ResourceSlice>,
-    /// The ResourceClaims.
+    /// The ResourceClaims, read as `resource.k8s.io/v1`.
     pub(crate) claims: Vec<ResourceClaim>,
-    /// The DeviceClasses.
+    /// The DeviceClasses, read as `resource.k8s.io/v1`.
     pub(crate) classes: Vec<DeviceClass>,
-    /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds.
+    /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds (their `spec` as `v1`'s).
     pub(crate) taint_rules: Vec<DynamicObject>,
+    /// One line per object skipped, each starting with the source name: which object (list index, kind,
+    /// name), why (the field that did not decode, or the apiVersion not read) and what to do.
+    pub warnings: Vec<String>,
 }
 
-#[derive(Deserialize)]
-struct Header {
-    kind: Option<String>,
+/// The kinds a dump's objects are read as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Node,
+    Pod,
+    ResourceSlice,
+    ResourceClaim,
+    DeviceClass,
+    DeviceTaintRule,
 }
 
-#[derive(Deserialize)]
-struct TypedList<T> {
-    #[serde(default = "Vec::new")]
-    items: Vec<T>,
+impl Kind {
+    fn parse(kind: &str) -> Option<Kind> {
+        Some(match kind {
+            "Node" => Kind::Node,
+            "Pod" => Kind::Pod,
+            "ResourceSlice" => Kind::ResourceSlice,
+            "ResourceClaim" => Kind::ResourceClaim,
+            "DeviceClass" => Kind::DeviceClass,
+            "DeviceTaintRule" => Kind::DeviceTaintRule,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Node => "Node",
+            Kind::Pod => "Pod",
+            Kind::ResourceSlice => "ResourceSlice",
+            Kind::ResourceClaim => "ResourceClaim",
+            Kind::DeviceClass => "DeviceClass",
+            Kind::DeviceTaintRule => "DeviceTaintRule",
+        }
+    }
+}
+
+/// Why one object was not read.
+enum Unread {
+    /// Its `apiVersion` is not one the scan reads (the version).
+    Version(String),
+    /// It did not decode.
+    Decode(DecodeError),
+}
+
+impl From<DecodeError> for Unread {
+    fn from(error: DecodeError) -> Self {
+        Unread::Decode(error)
+    }
 }
 
 /// Parses a dump and keeps its nodes only. `source_name` (a path, or `<stdin>`) is used in error messages.
@@ -77,153 +140,196 @@ pub fn parse_node_dump(bytes: &[u8], source_name: &str) -> Result<Vec<Node>, Nod
     parse_dump(bytes, source_name).map(|dump| dump.nodes)
 }
 
-/// Parses a dump of nodes and pods. `source_name` (a path, or `<stdin>`) is used in error messages.
+/// Parses a dump: one object, a `List` of objects of any kinds, or a typed list (`NodeList`,
+/// `ResourceSliceList`, ...). `source_name` (a path, or `<stdin>`) is used in error messages and warnings.
 pub fn parse_dump(bytes: &[u8], source_name: &str) -> Result<Dump, NodeDumpError> {
     let text = std::str::from_utf8(bytes).map_err(|e| NodeDumpError::NotText {
         source_name: source_name.to_owned(),
         offset: e.valid_up_to(),
     })?;
-    let is_json = text.trim_start().starts_with('{');
     let syntax = |message: String| NodeDumpError::Syntax {
         source_name: source_name.to_owned(),
         message,
     };
-    let not_nodes = |found: String| NodeDumpError::NotNodes {
+    let not_nodes = |found: &str| NodeDumpError::NotNodes {
         source_name: source_name.to_owned(),
-        found,
+        found: found.to_owned(),
     };
-    let header: Option<Header> = parse(text, is_json).map_err(syntax)?;
-    let Some(header) = header else {
-        return Err(not_nodes("an empty document".to_owned()));
-    };
-    let mut dump = Dump::default();
-    match header.kind.as_deref() {
-        Some("Node") => dump.nodes.push(parse(text, is_json).map_err(syntax)?),
-        Some("Pod") => dump.pods.push(parse(text, is_json).map_err(syntax)?),
-        Some("ResourceSlice") => dump.slices.push(parse(text, is_json).map_err(syntax)?),
-        Some("ResourceClaim") => dump.claims.push(parse(text, is_json).map_err(syntax)?),
-        Some("DeviceClass") => dump.classes.push(parse(text, is_json).map_err(syntax)?),
-        Some("DeviceTaintRule") => dump.taint_rules.push(parse(text, is_json).map_err(syntax)?),
-        // Typed lists keep the parser's line and column in errors.
-        Some("NodeList") => {
-            dump.nodes = parse::<TypedList<Node>>(text, is_json)
-                .map_err(syntax)?
-                .items;
-        }
-        Some("PodList") => {
-            dump.pods = parse::<TypedList<Pod>>(text, is_json)
-                .map_err(syntax)?
-                .items;
-        }
-        Some("ResourceSliceList") => {
-            dump.slices = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
-        }
-        Some("ResourceClaimList") => {
-            dump.claims = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
-        }
-        Some("DeviceClassList") => {
-            dump.classes = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
-        }
-        Some("DeviceTaintRuleList") => {
-            dump.taint_rules = parse::<TypedList<_>>(text, is_json).map_err(syntax)?.items;
-        }
-        Some("List") => {
-            let list: TypedList<serde_json::Value> = parse(text, is_json).map_err(syntax)?;
-            read_mixed_items(list.items, &mut dump).map_err(syntax)?;
-        }
-        Some(other) => return Err(not_nodes(format!("kind {other:?}"))),
-        None => return Err(not_nodes("an object without a `kind` field".to_owned())),
-    }
-    Ok(dump)
-}
-
-/// The items of a `List` that mixes kinds: each is read by its own `kind`.
-fn read_mixed_items(items: Vec<serde_json::Value>, dump: &mut Dump) -> Result<(), String> {
-    for (index, item) in items.into_iter().enumerate() {
-        let kind = item.get("kind").and_then(|k| k.as_str()).map(str::to_owned);
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("<unnamed>")
-            .to_owned();
-        let at = |e: serde_json::Error| {
-            format!(
-                "items[{index}] ({} {name}): {e}",
-                kind.as_deref().unwrap_or("Node")
-            )
-        };
-        match kind.as_deref() {
-            None | Some("Node") => dump.nodes.push(serde_json::from_value(item).map_err(at)?),
-            Some("Pod") => dump.pods.push(serde_json::from_value(item).map_err(at)?),
-            Some("ResourceSlice") => dump.slices.push(serde_json::from_value(item).map_err(at)?),
-            Some("ResourceClaim") => dump.claims.push(serde_json::from_value(item).map_err(at)?),
-            Some("DeviceClass") => dump.classes.push(serde_json::from_value(item).map_err(at)?),
-            Some("DeviceTaintRule") => {
-                dump.taint_rules
-                    .push(serde_json::from_value(item).map_err(at)?);
-            }
-            // Other kinds (Services, ResourceClaimTemplates, ...) are not read.
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(text: &str, is_json: bool) -> Result<T, String> {
-    if is_json {
+    let root = if text.trim_start().starts_with('{') {
         // serde_json's message already ends with "at line L column C".
-        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))
+        serde_json::from_str(text)
+            .map(|json| Some(tree::from_json(json)))
+            .map_err(|e| format!("invalid JSON: {e}"))
     } else {
-        serde_saphyr::from_str(text).map_err(|e| match e.location() {
-            Some(at) => format!(
-                "invalid YAML at line {}, column {}: {e}",
-                at.line(),
-                at.column()
-            ),
-            None => format!("invalid YAML: {e}"),
-        })
+        tree::parse_yaml(text)
+    }
+    .map_err(syntax)?;
+    let root = match root {
+        None => return Err(not_nodes("an empty document")),
+        Some(root) if root.is_null() => return Err(not_nodes("an empty document")),
+        Some(
+            root @ Tree {
+                value: Value::Map(_),
+                ..
+            },
+        ) => root,
+        Some(Tree {
+            value: Value::Seq(_),
+            ..
+        }) => return Err(not_nodes("a sequence, not an object")),
+        Some(_) => return Err(not_nodes("a scalar, not an object")),
+    };
+    let Some(kind) = root.get("kind").and_then(Tree::as_str).map(str::to_owned) else {
+        return Err(not_nodes("an object without a `kind` field"));
+    };
+    let mut reader = Reader {
+        source: source_name,
+        dump: Dump::default(),
+    };
+    if kind == "List" {
+        reader.read_list(root, None).map_err(syntax)?;
+    } else if let Some(of) = kind.strip_suffix("List").and_then(Kind::parse) {
+        reader.read_list(root, Some(of)).map_err(syntax)?;
+    } else if let Some(of) = Kind::parse(&kind) {
+        let version = api_version(&root);
+        let label = format!("{} {}", of.name(), object_name(&root));
+        match reader.read(root, of, version.as_deref()) {
+            Ok(()) => {}
+            Err(Unread::Version(version)) => reader.warn(&label, &version_warning(of, &version)),
+            Err(Unread::Decode(error)) => return Err(syntax(format!("{label}: {error}"))),
+        }
+    } else {
+        return Err(not_nodes(&format!("kind {kind:?}")));
+    }
+    Ok(reader.dump)
+}
+
+fn api_version(object: &Tree) -> Option<String> {
+    object
+        .get("apiVersion")
+        .and_then(Tree::as_str)
+        .map(str::to_owned)
+}
+
+/// `namespace/name`, `name`, or `<unnamed>`.
+fn object_name(object: &Tree) -> String {
+    let metadata = object.get("metadata");
+    let field = |key| metadata.and_then(|m| m.get(key)).and_then(Tree::as_str);
+    match (field("namespace"), field("name")) {
+        (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
+        (None, Some(name)) => name.to_owned(),
+        (_, None) => "<unnamed>".to_owned(),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::ResourceExt;
+/// What the scan reads of `kind`, and how to export it so that it does.
+fn version_warning(kind: Kind, version: &str) -> String {
+    let (versions, plural, older) = match kind {
+        Kind::DeviceTaintRule => (
+            versions::TAINT_RULE_VERSIONS,
+            "devicetaintrules",
+            "v1beta2 on Kubernetes 1.36, v1alpha3 before",
+        ),
+        Kind::ResourceClaim => (
+            versions::DRA_VERSIONS,
+            "resourceclaims",
+            "v1beta1 before Kubernetes 1.34; add -A for every namespace",
+        ),
+        Kind::ResourceSlice => (
+            versions::DRA_VERSIONS,
+            "resourceslices",
+            "v1beta1 before Kubernetes 1.34",
+        ),
+        _ => (
+            versions::DRA_VERSIONS,
+            "deviceclasses",
+            "v1beta1 before Kubernetes 1.34",
+        ),
+    };
+    format!(
+        "apiVersion {version:?} is not one this scan reads ({versions}); skipped. Re-export it with a \
+         served version: kubectl get {plural}.v1.resource.k8s.io -o yaml ({older})"
+    )
+}
 
-    #[test]
-    fn a_mixed_list_of_nodes_pods_and_others() {
-        let text = br#"{"kind": "List", "items": [
-            {"metadata": {"name": "old-style"}},
-            {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n"}},
-            {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "ns"}},
-            {"kind": "Service", "apiVersion": "v1", "metadata": {"name": "s"}}
-        ]}"#;
-        let dump = parse_dump(text, "t").unwrap();
-        assert_eq!((dump.nodes.len(), dump.pods.len()), (2, 1));
+/// The dump being read, and its warnings.
+struct Reader<'a> {
+    source: &'a str,
+    dump: Dump,
+}
+
+impl Reader<'_> {
+    fn warn(&mut self, label: &str, message: &str) {
+        self.dump
+            .warnings
+            .push(format!("{}: {label}: {message}", self.source));
     }
 
-    #[test]
-    fn device_taint_rules_of_any_served_version_are_read() {
-        let text = br#"{"kind": "List", "items": [
-            {"kind": "DeviceTaintRule", "apiVersion": "resource.k8s.io/v1alpha3", "metadata": {"name": "a"},
-             "spec": {"deviceSelector": {"pool": "n"}, "taint": {"key": "k", "effect": "NoSchedule"}}},
-            {"kind": "DeviceTaintRule", "apiVersion": "resource.k8s.io/v1", "metadata": {"name": "b"},
-             "spec": {"taint": {"key": "k", "effect": "None"}}}
-        ]}"#;
-        let dump = parse_dump(text, "t").unwrap();
-        let names: Vec<String> = dump.taint_rules.iter().map(|r| r.name_any()).collect();
-        assert_eq!(names, ["a", "b"]);
+    /// The items of a list, each read by its own `kind` (else `of`: a `NodeList`'s items may have none;
+    /// a `List`'s items without one are Nodes, as older dumps write them) and its own `apiVersion` (else
+    /// the typed list's). Items of other kinds are skipped without a word, as `kubectl get all` holds many.
+    fn read_list(&mut self, mut list: Tree, of: Option<Kind>) -> Result<(), String> {
+        let list_version = of.and_then(|_| api_version(&list));
+        let items = match list.remove("items") {
+            None => return Ok(()),
+            Some(items) if items.is_null() => return Ok(()),
+            Some(Tree {
+                value: Value::Seq(items),
+                ..
+            }) => items,
+            Some(other) => {
+                let error: DecodeError = serde::de::Error::custom("`items` is not a sequence");
+                return Err(error.located(other.at).to_string());
+            }
+        };
+        for (index, item) in items.into_iter().enumerate() {
+            if !matches!(item.value, Value::Map(_)) {
+                self.warn(&format!("items[{index}]"), "not an object; skipped");
+                continue;
+            }
+            let kind = match item.get("kind").and_then(Tree::as_str) {
+                None => of.unwrap_or(Kind::Node),
+                Some(kind) => match Kind::parse(kind) {
+                    Some(kind) => kind,
+                    None => continue,
+                },
+            };
+            let version = api_version(&item).or_else(|| list_version.clone());
+            let label = format!("items[{index}] ({} {})", kind.name(), object_name(&item));
+            match self.read(item, kind, version.as_deref()) {
+                Ok(()) => {}
+                Err(Unread::Version(version)) => {
+                    self.warn(&label, &version_warning(kind, &version));
+                }
+                Err(Unread::Decode(error)) => self.warn(
+                    &label,
+                    &format!("{error}; skipped, the file's other objects are read"),
+                ),
+            }
+        }
+        Ok(())
     }
 
-    #[test]
-    fn a_bad_item_names_its_index_kind_and_name() {
-        let text = br#"{"kind": "List", "items": [
-            {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": 3}}
-        ]}"#;
-        let error = parse_dump(text, "dump.json").unwrap_err().to_string();
-        assert!(
-            error.starts_with("dump.json: items[0] (Pod p): invalid type"),
-            "{error}"
-        );
+    /// Reads one object of `kind` at `version` (its own, or its typed list's).
+    fn read(&mut self, object: Tree, kind: Kind, version: Option<&str>) -> Result<(), Unread> {
+        let dump = &mut self.dump;
+        match kind {
+            Kind::Node => dump.nodes.push(decode(&object)?),
+            Kind::Pod => dump.pods.push(decode(&object)?),
+            Kind::DeviceTaintRule => dump
+                .taint_rules
+                .push(versions::taint_rule(&object, version)?),
+            Kind::ResourceSlice | Kind::ResourceClaim | Kind::DeviceClass => {
+                let Some(object) = versions::as_v1(object, kind, version) else {
+                    return Err(Unread::Version(version.unwrap_or_default().to_owned()));
+                };
+                match kind {
+                    Kind::ResourceSlice => dump.slices.push(decode(&object)?),
+                    Kind::ResourceClaim => dump.claims.push(decode(&object)?),
+                    _ => dump.classes.push(decode(&object)?),
+                }
+            }
+        }
+        Ok(())
     }
 }
