@@ -180,6 +180,8 @@ pub enum GroupBy {
     Product,
     /// One row per namespace and resource.
     Namespace,
+    /// One row per vendor.
+    Vendor,
 }
 
 /// Output formats of `scan`.

@@ -38,6 +38,7 @@ pub const CRD_NAMES: [&str; 2] = [CRD_NAME, GPUNODE_CRD_NAME];
     printcolumn = r#"{"name":"READY","type":"integer","jsonPath":".status.readyGpuNodes"}"#,
     printcolumn = r#"{"name":"GPUS","type":"integer","jsonPath":".status.totalGpus"}"#,
     printcolumn = r#"{"name":"FREE","type":"integer","jsonPath":".status.freeGpus"}"#,
+    printcolumn = r#"{"name":"FREE-BY-VENDOR","type":"string","jsonPath":".status.freeByVendor"}"#,
     printcolumn = r#"{"name":"STATUS","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -75,6 +76,10 @@ pub struct GpuInventoryStatus {
     /// resources are in `resources` under their own names, never added here.
     #[serde(default)]
     pub free_gpus: u64,
+    /// Whole devices free now per vendor, `amd=8,nvidia=4` (vendors are never summed with one another:
+    /// `freeGpus` is their total, for the article's column). Absent when no node is a GPU node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_by_vendor: Option<String>,
     /// GPU pods waiting for GPUs the scheduler could not place (Pending, `PodScheduled=False`,
     /// reason `Unschedulable`).
     #[serde(default)]

@@ -14,6 +14,10 @@ pub struct GpuNodeEntry {
     pub name: String,
     /// The node's `Ready` condition is `True`.
     pub ready: bool,
+    /// Who makes its accelerators (`nvidia`, `amd`, `intel`, `habana`, `aws`, `google`, `example`); absent
+    /// when no rule attributes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
     /// The GPU model: `nvidia.com/gpu.product`, else a MIG profile's product label, else a cloud-provider
     /// label (see `derivedFrom`); null when no source names it (printed `<unlabeled>`).
     pub product: Option<String>,

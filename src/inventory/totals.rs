@@ -41,6 +41,16 @@ pub(crate) fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
     sums.into_values().collect()
 }
 
+/// Whole devices free now per vendor (as the API names it; `None` for nodes no rule attributes), every
+/// vendor with a GPU node listed, by name: vendors are never summed with one another.
+pub(crate) fn free_by_vendor(nodes: &[Arc<NodeInventory>]) -> BTreeMap<Option<&'static str>, u64> {
+    let mut free = BTreeMap::new();
+    for node in nodes {
+        *free.entry(vendor_of(node)).or_insert(0) += free_whole_gpus(node);
+    }
+    free
+}
+
 /// GPUs per model, by name: nodes no source names the model of are left out.
 pub(crate) fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
     let mut products: BTreeMap<(Option<&'static str>, String), ProductTotals> = BTreeMap::new();

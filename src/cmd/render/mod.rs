@@ -29,6 +29,7 @@ pub(crate) fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool)
         GroupBy::Node => out += &node_table(status, wide),
         GroupBy::Product => out += &product_table(status),
         GroupBy::Namespace => out += &namespace_table(status),
+        GroupBy::Vendor => out += &vendor_table(status),
     }
     out
 }
@@ -116,12 +117,25 @@ fn or_dash(cells: Vec<String>) -> String {
     }
 }
 
-fn node_row(n: &GpuNodeEntry, wide: bool) -> Vec<String> {
+/// Whether the VENDOR column is shown: always with `wide`, and whenever the nodes have more than one vendor
+/// (a single-vendor fleet keeps the article's table).
+fn shows_vendor(status: &GpuInventoryStatus, wide: bool) -> bool {
+    wide || {
+        let mut vendors = status.nodes.iter().map(|n| n.vendor.as_deref());
+        vendors
+            .next()
+            .is_some_and(|first| vendors.any(|v| v != first))
+    }
+}
+
+fn node_row(n: &GpuNodeEntry, wide: bool, vendor: bool) -> Vec<String> {
     let mut reasons: Vec<String> = n.issues.iter().map(|i| i.reason.clone()).collect();
     reasons.dedup();
-    let mut row = vec![
-        n.name.clone(),
-        n.ready.to_string(),
+    let mut row = vec![n.name.clone(), n.ready.to_string()];
+    if vendor {
+        row.push(n.vendor.clone().unwrap_or_else(|| "-".to_owned()));
+    }
+    row.extend([
         product_cell(n),
         n.count.to_string(),
         per_resource_cell(n, &n.free),
@@ -129,7 +143,7 @@ fn node_row(n: &GpuNodeEntry, wide: bool) -> Vec<String> {
             .map(|m| format!("{m}MiB"))
             .unwrap_or_else(|| "-".to_owned()),
         n.workload_config.clone().unwrap_or_else(|| "-".to_owned()),
-    ];
+    ]);
     if wide {
         row.push(per_resource_cell(n, &n.allocated));
         row.push(layout_cell(n));
@@ -140,14 +154,21 @@ fn node_row(n: &GpuNodeEntry, wide: bool) -> Vec<String> {
 }
 
 fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
-    let mut header = vec![
-        "NAME", "READY", "PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD",
-    ];
+    let vendor = shows_vendor(status, wide);
+    let mut header = vec!["NAME", "READY"];
+    if vendor {
+        header.push("VENDOR");
+    }
+    header.extend(["PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD"]);
     if wide {
         header.extend(["ALLOCATED", "MIG/SHARING", "SOURCES"]);
     }
     header.push("ISSUES");
-    let rows: Vec<Vec<String>> = status.nodes.iter().map(|n| node_row(n, wide)).collect();
+    let rows: Vec<Vec<String>> = status
+        .nodes
+        .iter()
+        .map(|n| node_row(n, wide, vendor))
+        .collect();
     let mut out = columns(&header, &rows);
     out += &legend(status);
     if wide {
@@ -180,6 +201,40 @@ fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
         out += "\nissues:\n";
         out += &issues.concat();
     }
+    out
+}
+
+/// One row per vendor: its GPU nodes, devices and free whole devices (never summed across vendors).
+fn vendor_table(status: &GpuInventoryStatus) -> String {
+    let mut per_vendor: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for n in &status.nodes {
+        let row = per_vendor
+            .entry(n.vendor.as_deref().unwrap_or("unknown"))
+            .or_default();
+        row.0 += 1;
+        row.1 += n.count;
+    }
+    let free: BTreeMap<&str, &str> = status
+        .free_by_vendor
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|part| part.split_once('='))
+        .collect();
+    let rows: Vec<Vec<String>> = per_vendor
+        .iter()
+        .map(|(vendor, (nodes, gpus))| {
+            vec![
+                (*vendor).to_owned(),
+                nodes.to_string(),
+                gpus.to_string(),
+                free.get(vendor).copied().unwrap_or("0").to_owned(),
+            ]
+        })
+        .collect();
+    let mut out = columns(&["VENDOR", "NODES", "GPUS", "FREE"], &rows);
+    out += "GPUS: devices (AWS: Neuron devices, not cores; Google: TPU chips); FREE: whole devices free on Ready, \
+            schedulable nodes\n";
     out
 }
 

@@ -105,7 +105,9 @@ fn the_node_table_shows_free_per_resource_without_leftover_zeros() {
     assert_eq!(row(&text, "a100-mig")[4], "5 mig-1g.10gb", "{text}");
     assert_eq!(row(&text, "t4-shared")[4], "5 gpu.shared", "{text}");
     let wide = wide(&dump_status());
-    assert_eq!(row(&wide, "h100-a")[7], "6", "{wide}");
+    // NAME READY VENDOR PRODUCT GPUS FREE MEMORY ALLOCATED (WORKLOAD is "-" and dropped by `row`).
+    assert_eq!(row(&wide, "h100-a")[2], "nvidia", "{wide}");
+    assert_eq!(row(&wide, "h100-a")[8], "6", "{wide}");
 }
 
 #[test]

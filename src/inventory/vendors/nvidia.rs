@@ -98,7 +98,8 @@ const VGPU_BOARD_GB: [(&str, u64); 14] = [
 pub(crate) fn gpus_under_vgpus(product: &str, gb: u64, vgpus: u64) -> Option<(u64, u64)> {
     let (_, board_gb) = VGPU_BOARD_GB.iter().find(|(p, _)| *p == product)?;
     let per_gpu = board_gb / gb;
-    (per_gpu > 0 && board_gb.is_multiple_of(gb) && vgpus.is_multiple_of(per_gpu)).then(|| (vgpus / per_gpu, per_gpu))
+    (per_gpu > 0 && board_gb.is_multiple_of(gb) && vgpus.is_multiple_of(per_gpu))
+        .then(|| (vgpus / per_gpu, per_gpu))
 }
 
 #[cfg(test)]

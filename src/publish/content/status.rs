@@ -33,6 +33,7 @@ pub fn desired_status(
         ready_gpu_nodes: inventory.ready_gpu_nodes,
         total_gpus: inventory.total_gpus,
         free_gpus: inventory.free_gpus,
+        free_by_vendor: wire::free_by_vendor(inventory),
         pending_gpu_pods: inventory.pending_gpu_pods,
         resources: inventory.resources.iter().map(wire::resource).collect(),
         products: inventory.products.iter().map(wire::product).collect(),

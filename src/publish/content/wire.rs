@@ -13,7 +13,7 @@ use crate::crd::{
 use crate::inventory::conditions::{InventoryCondition, inventory_conditions};
 use crate::inventory::model::{
     Amount, Device, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
-    ProductTotals, ResourceTotals, Sharing, Source,
+    ProductTotals, ResourceTotals, Sharing, Source, Vendor,
 };
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
 use crate::inventory::vendors as vendor;
@@ -33,6 +33,7 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
     GpuNodeEntry {
         name: node.name.clone(),
         ready: node.ready,
+        vendor: vendor::vendor_of(node).map(str::to_owned),
         product: node.product.clone(),
         count: node.count,
         memory_mib: node.memory_mib,
@@ -213,6 +214,16 @@ pub fn problem_node(node: &NodeInventory) -> ProblemNode {
     }
 }
 
+/// `amd=8,nvidia=4`: whole devices free per vendor, by vendor name (`unknown` for nodes no rule attributes);
+/// `None` without GPU nodes.
+pub fn free_by_vendor(inventory: &Inventory) -> Option<String> {
+    let parts: Vec<String> = crate::inventory::totals::free_by_vendor(&inventory.nodes)
+        .into_iter()
+        .map(|(vendor, free)| format!("{}={free}", vendor.unwrap_or("unknown")))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(","))
+}
+
 /// What a published status says, read back into the model: for the events of a process that has no model
 /// of its own yet (a start, a new leader), and for checks that compare a `scan`'s output with the operator's
 /// metrics. It holds what the wire holds, except the DRA devices one by one and the holdings (the wire keeps
@@ -281,8 +292,8 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
     };
     NodeInventory {
         name: entry.name.clone(),
-        // The entry does not carry them (the GpuNode's status has the vendor); events do not need them.
-        vendor: None,
+        vendor: entry.vendor.as_deref().and_then(Vendor::from_name),
+        // The entry does not carry them; events do not need them.
         device_resources: Vec::new(),
         ready: entry.ready,
         product: entry.product.clone(),

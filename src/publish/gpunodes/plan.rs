@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Serialize;
 
 use crate::crd::{
-    GROUP, GpuNode, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY, LABEL_VENDOR,
-    label_value,
+    GROUP, GpuNode, GpuNodeEntry, GpuNodeStatus, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY,
+    LABEL_VENDOR, label_value,
 };
 use crate::inventory::allocation::free_whole_gpus;
 use crate::inventory::model::NodeInventory;
@@ -64,7 +64,11 @@ pub(crate) fn desired(
             vendor: vendor.map(str::to_owned),
             free_gpus: free_whole_gpus(entry),
             issue_reasons: (!reasons.is_empty()).then(|| reasons.join(",")),
-            node: wire::node_entry(entry, Detail::Devices),
+            // The entry's vendor is the status's own `vendor` (flattened into the same object): said once.
+            node: GpuNodeEntry {
+                vendor: None,
+                ..wire::node_entry(entry, Detail::Devices)
+            },
         },
     }
 }
