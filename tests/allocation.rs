@@ -449,19 +449,26 @@ async fn pods_coming_and_going_on_cpu_only_nodes_write_nothing() {
     let configmap = env
         .wait_configmap(CONVERGE, "the ConfigMap", |d| d.len() == 2)
         .await;
-    let writes = || async {
+    let counts = || async {
         let (_, text) = operator.http_get("/metrics").await;
-        ["status", "configmap"]
-            .map(|t| {
-                common::metric(
-                    &text,
-                    &format!("gpu_inventory_guard_writes_total{{target=\"{t}\"}}"),
-                )
-                .unwrap_or(0.0)
-            })
-            .iter()
-            .sum::<f64>()
+        ["status", "configmap"].map(|t| {
+            common::metric(
+                &text,
+                &format!("gpu_inventory_guard_writes_total{{target=\"{t}\"}}"),
+            )
+            .unwrap_or(0.0)
+        })
     };
+    let writes = || async { counts().await.iter().sum::<f64>() };
+    // The objects are visible to the test as soon as the API server has them; the counter moves when the
+    // operator has read the answer. Wait for both first writes to be counted, or a late count of the
+    // ConfigMap's reads as a write the pods caused.
+    eventually(
+        CONVERGE,
+        "the first status and ConfigMap writes counted",
+        || async { counts().await.iter().all(|n| *n >= 1.0).then_some(()) },
+    )
+    .await;
     let before = writes().await;
     for i in 0..10 {
         create_pod(
