@@ -208,7 +208,10 @@ fn sum_up<'n>(
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),
         total_gpus: nodes.iter().map(|n| n.count).fold(0, u64::saturating_add),
-        free_gpus: nodes.iter().map(|n| allocation::free_whole_gpus(n)).sum(),
+        free_gpus: nodes
+            .iter()
+            .map(|n| allocation::free_whole_gpus(n))
+            .fold(0, u64::saturating_add),
         pending_gpu_pods: demand.pending_pods,
         resources: totals::resources(&nodes),
         products: totals::products(&nodes),

@@ -46,7 +46,8 @@ pub(crate) fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
 pub(crate) fn free_by_vendor(nodes: &[Arc<NodeInventory>]) -> BTreeMap<Option<&'static str>, u64> {
     let mut free = BTreeMap::new();
     for node in nodes {
-        *free.entry(vendor_of(node)).or_insert(0) += free_whole_gpus(node);
+        let sum = free.entry(vendor_of(node)).or_insert(0u64);
+        *sum = sum.saturating_add(free_whole_gpus(node));
     }
     free
 }

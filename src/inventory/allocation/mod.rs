@@ -290,7 +290,7 @@ pub fn free_whole_gpus(node: &NodeInventory) -> u64 {
             .device_resources
             .iter()
             .filter_map(|r| node.free.get(r))
-            .sum();
+            .fold(0, |sum, n| sum.saturating_add(*n));
     }
     if !gpu_resource_is_whole_gpus(node) {
         return 0;

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 use super::scan_node;
 use crate::inventory::model::IssueReason;
+use crate::inventory::vendors::vendor_of;
 use crate::inventory::{ScanInput, scan};
 use crate::publish::content::wire::{self, Detail};
 use crate::sources::dump::parse_node_dump;
@@ -34,7 +35,29 @@ fn label_key() -> impl Strategy<Value = String> {
         "(karpenter.k8s.aws|eks.amazonaws.com)/instance-gpu-(name|count|memory|manufacturer)",
         "nvidia.com/mig-[0-9a-z.]{0,8}\\.(count|memory|product)",
         "feature.node.kubernetes.io/pci-[0-9a-f_]{0,12}\\.present",
+        // Other vendors' labels: AMD's labeller (plain and counted), Intel's NFD rules, GKE TPUs, instances.
+        "(beta\\.)?amd\\.com/gpu\\.(product-name|vram|family|device-id|cu-count|compute-memory-partition)(\\.[A-Za-z0-9_.]{0,10})?",
+        Just("dcm.amd.com/gpu-config-profile".to_owned()),
+        "metricsexporter\\.amd\\.com\\.gpu\\.[0-9]{1,2}\\.state",
+        "gpu\\.intel\\.com/(product|family|device\\.count|memory\\.max|device-id\\.0300-[0-9a-f]{4}\\.count)",
+        Just("cloud.google.com/gke-tpu-accelerator".to_owned()),
+        Just("node.kubernetes.io/instance-type".to_owned()),
         "[a-z0-9./_-]{1,40}",
+    ]
+}
+
+/// Extended resources of every vendor, and random ones.
+fn resource_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "nvidia.com/[a-z0-9.-]{1,12}",
+        "nvidia.com/(GA102GL_A10|NVIDIA_A10-4Q|GRID_T4-16Q)",
+        "amd\\.com/(gpu|gpu_vf|cpx_nps4|spx_nps1|dpx)",
+        "gpu\\.intel\\.com/(i915|xe|millicores|xe_monitoring)",
+        "habana\\.ai/gaudi2?",
+        "aws\\.amazon\\.com/(neuron|neurondevice|neuroncore)",
+        Just("google.com/tpu".to_owned()),
+        Just("microsoft.com/directx".to_owned()),
+        Just("cpu".to_owned()),
     ]
 }
 
@@ -50,6 +73,10 @@ fn label_value() -> impl Strategy<Value = String> {
         Just("pending".to_owned()),
         Just("nvidia".to_owned()),
         Just("amd".to_owned()),
+        Just("AMD_Instinct_MI300X_OAM".to_owned()),
+        Just("192G".to_owned()),
+        Just("trn2.48xlarge".to_owned()),
+        Just("unhealthy".to_owned()),
         Just("nvidia-tesla-t4".to_owned()),
         Just("16106127360".to_owned()),
         " {0,2}[0-9]{1,6} {0,2}",
@@ -69,8 +96,8 @@ fn node() -> impl Strategy<Value = Node> {
     (
         "[a-z0-9][a-z0-9.-]{0,252}",
         proptest::collection::btree_map(label_key(), label_value(), 0..24),
-        proptest::collection::btree_map("nvidia.com/[a-z0-9.-]{1,12}|cpu", quantity(), 0..4),
-        proptest::collection::btree_map("nvidia.com/[a-z0-9.-]{1,12}|cpu", quantity(), 0..4),
+        proptest::collection::btree_map(resource_name(), quantity(), 0..4),
+        proptest::collection::btree_map(resource_name(), quantity(), 0..4),
         proptest::option::of(prop_oneof!["True", "False", "Unknown", ".{0,10}"]),
         proptest::option::of(any::<bool>()),
         any::<bool>(),
@@ -126,7 +153,7 @@ proptest! {
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique: {names:?}");
         prop_assert_eq!(inventory.total_gpu_nodes as usize, inventory.nodes.len());
         prop_assert!(inventory.ready_gpu_nodes <= inventory.total_gpu_nodes);
-        prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).sum::<u64>());
+        prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).fold(0u64, u64::saturating_add));
         nodes.reverse();
         prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes)));
         let interner = crate::inventory::interner::NodeInterner::default();
@@ -142,9 +169,39 @@ proptest! {
                 "one allocation issue at most: {reasons:?}"
             );
         }
-        // Without any GFD label among the nodes, nobody is GpuLabelsMissing.
+        // Without any GFD label among the nodes, no NVIDIA node is GpuLabelsMissing (another vendor's labeller
+        // speaks for its own nodes only).
         if !nodes.iter().any(|n| n.metadata.labels.iter().flatten().any(|(k, v)| super::labels::is_gfd_label(k, v))) {
-            prop_assert!(inventory.nodes.iter().all(|e| e.issues.iter().all(|i| i.reason != "GpuLabelsMissing")));
+            prop_assert!(inventory
+                .nodes
+                .iter()
+                .filter(|e| e.vendor == Some(crate::inventory::model::Vendor::Nvidia))
+                .all(|e| e.issues.iter().all(|i| i.reason != "GpuLabelsMissing")));
+        }
+    }
+
+    #[test]
+    fn a_node_is_counted_under_one_vendor_only(nodes in proptest::collection::vec(node(), 0..16)) {
+        let inventory = scan(ScanInput::nodes(&nodes));
+        // Each node is in one product at most, under its own vendor: the products' nodes add up to the nodes
+        // with a product, and the free devices per vendor add up to the total.
+        let with_product = inventory.nodes.iter().filter(|n| n.product.is_some()).count();
+        prop_assert_eq!(inventory.products.iter().map(|p| p.nodes as usize).sum::<usize>(), with_product);
+        for product in &inventory.products {
+            let vendors: std::collections::BTreeSet<Option<&str>> = inventory
+                .nodes
+                .iter()
+                .filter(|n| n.product.as_deref().map(crate::inventory::totals::same_product_key)
+                    == Some(crate::inventory::totals::same_product_key(&product.name)))
+                .map(|n| vendor_of(n))
+                .filter(|v| *v == product.vendor)
+                .collect();
+            prop_assert_eq!(vendors.len(), 1, "{} has nodes of its vendor {:?}", &product.name, product.vendor);
+        }
+        let free = crate::inventory::totals::free_by_vendor(&inventory.nodes);
+        prop_assert_eq!(free.values().fold(0u64, |a, b| a.saturating_add(*b)), inventory.free_gpus);
+        for entry in &inventory.nodes {
+            prop_assert!(entry.vendor.is_some(), "the scanner attributes every node: {}", entry.name);
         }
     }
 

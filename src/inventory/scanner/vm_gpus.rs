@@ -46,7 +46,7 @@ pub(super) fn read(
     for name in names {
         let Some(n) = count(name) else { continue };
         if let Some(product) = passthrough_product(name) {
-            passthrough += n;
+            passthrough = n.saturating_add(passthrough);
             vm.product.get_or_insert((product, name.clone()));
             vm.device_resources.push(name.clone());
         } else if let Some((product, gb)) = vgpu_type(name) {

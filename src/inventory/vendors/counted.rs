@@ -78,7 +78,11 @@ impl CountedLabels {
     /// How many devices the counted labels of `kind` count (every value's count, summed).
     pub(crate) fn devices(&self, kind: &str) -> Option<u64> {
         let values = self.counted.get(kind)?;
-        Some(values.iter().map(|(_, n)| n).sum())
+        Some(
+            values
+                .iter()
+                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n)),
+        )
     }
 
     /// Whether any label of the family was read.

@@ -57,7 +57,7 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
     let by_id: Option<u64> = keys
         .into_iter()
         .map(|k| labels.count(k))
-        .reduce(|a, b| Some(a? + b?))
+        .reduce(|a, b| Some(a?.saturating_add(b?)))
         .flatten();
     let plugin = DEVICES
         .iter()

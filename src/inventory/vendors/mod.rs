@@ -165,8 +165,7 @@ pub(crate) fn identify(
         let n: u64 = resources
             .with_units(rules.unit_of)
             .iter()
-            .map(|(_, _, n)| n)
-            .sum();
+            .fold(0u64, |sum, (_, _, n)| sum.saturating_add(*n));
         if n > 0 {
             units.insert(rules.vendor, n);
         }
