@@ -34,7 +34,9 @@ pub(crate) struct NodeInfoLabels {
     pub(crate) inventory: String,
     /// The node.
     pub(crate) node: String,
-    /// `nvidia.com/gpu.product`, "" when unlabelled.
+    /// Who makes its accelerators (`nvidia`, `amd`, ...), "" when no rule attributes them.
+    pub(crate) vendor: String,
+    /// The product (`nvidia.com/gpu.product`, `amd.com/gpu.product-name`, ...), "" when unknown.
     pub(crate) product: String,
     /// `nvidia.com/gpu.workload.config`, "" when absent.
     pub(crate) workload_config: String,

@@ -270,6 +270,9 @@ fn info_labels(inventory: &str, node: &NodeInventory) -> NodeInfoLabels {
     NodeInfoLabels {
         inventory: inventory.to_owned(),
         node: node.name.clone(),
+        vendor: crate::inventory::vendors::vendor_of(node)
+            .unwrap_or_default()
+            .to_owned(),
         product: node.product.clone().unwrap_or_default(),
         workload_config: node.workload_config.clone().unwrap_or_default(),
         ready: node.ready.to_string(),
@@ -333,7 +336,7 @@ mod tests {
         assert!(
             text.contains("gpu_inventory_node_issues{inventory=\"cluster\",reason=\"NotReady\"} 1")
         );
-        assert!(text.contains("gpu_inventory_node_info{inventory=\"cluster\",node=\"b\",product=\"NVIDIA-L4\",workload_config=\"\",ready=\"false\"} 1"), "{text}");
+        assert!(text.contains("gpu_inventory_node_info{inventory=\"cluster\",node=\"b\",vendor=\"nvidia\",product=\"NVIDIA-L4\",workload_config=\"\",ready=\"false\"} 1"), "{text}");
         assert!(text.ends_with("# EOF\n"));
 
         export_inventory(&m, &g, "cluster", &status(&[("a", true, Some(1024))]));
