@@ -4,14 +4,13 @@
 //! Pure and deterministic: no I/O, no clock. Everything the operator knows about GPU labels lives here (the
 //! reading rules are in docs/reading-nodes.md); [`crate::inventory::assemble`] runs it over a set of nodes.
 
-pub(crate) mod cloud;
 mod diagnose;
 mod dra_devices;
-pub(crate) mod features;
 mod fields;
-pub(crate) mod labels;
 mod vendor_node;
-mod vm_gpus;
+
+// NVIDIA's label tables, read by this path (they live with NVIDIA's other rules in `vendors::nvidia`).
+use crate::inventory::vendors::nvidia::{cloud, features, labels, vm_gpus};
 
 use std::collections::BTreeMap;
 

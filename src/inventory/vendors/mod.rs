@@ -1,17 +1,18 @@
 //! Who makes a node's accelerators, and how each vendor publishes them: one module per vendor, each a table
 //! of its extended resources, node labels and DRA drivers, read into the core's model.
 //!
-//! Adding a vendor is one module and its fixtures: a [`VendorRules`] listed in [`RULES`]. Nothing outside
-//! this folder names a vendor's resource or label (NVIDIA's GPU Feature Discovery labels are read by the
-//! scanner's NVIDIA path, `scanner::features` and `scanner::cloud`, which this folder's `nvidia` points to).
-//! Vendors are never summed across one another: a node is attributed to one vendor ([`identify`]).
+//! Adding a vendor is one module and its fixtures: a [`VendorRules`] listed in [`RULES`]. The vendors'
+//! resource names and label keys live here (NVIDIA's folder also holds GPU Feature Discovery's and the clouds'
+//! label tables, which the scanner's NVIDIA path reads; `inventory::resources` names NVIDIA's device-plugin
+//! resources for the allocation's whole-GPU rule). Vendors are never summed across one another:
+//! a node is attributed to one vendor ([`identify`]).
 
 mod accelerators;
 mod amd;
 mod counted;
 mod dra;
 mod intel;
-mod nvidia;
+pub(crate) mod nvidia;
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,12 @@
-//! NVIDIA: the device plugin's `nvidia.com/*` resources, and KubeVirt's sandbox device plugin's passthrough
-//! GPUs and vGPUs. GPU Feature Discovery's and the clouds' labels are read by the scanner's NVIDIA path
-//! (`scanner::fields`, `scanner::features`, `scanner::cloud`), which was the whole scanner before other
-//! vendors came; its results are unchanged.
+//! NVIDIA: the device plugin's `nvidia.com/*` resources, GPU Feature Discovery's labels ([`labels`]), sharing
+//! and MIG ([`features`]), the clouds' NVIDIA labels ([`cloud`]), and GPUs handed to VMs and Windows
+//! ([`vm_gpus`]). The scanner's NVIDIA path (`scanner::scan_node_in`, `scanner::fields`, `scanner::diagnose`)
+//! puts them together, as it did before other vendors came; its results are unchanged.
+
+pub(crate) mod cloud;
+pub(crate) mod features;
+pub(crate) mod labels;
+pub(crate) mod vm_gpus;
 
 use super::{Unit, VendorRules};
 use crate::inventory::labels::LabelReader;

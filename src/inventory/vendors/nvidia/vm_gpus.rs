@@ -13,21 +13,21 @@ const DIRECTX: &str = "microsoft.com/directx";
 
 /// What a node's VM and Windows GPU resources say.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct VmGpus {
+pub(crate) struct VmGpus {
     /// The product the resource names, and the resource.
-    pub(super) product: Option<(String, String)>,
+    pub(crate) product: Option<(String, String)>,
     /// Physical GPUs, and how they were counted.
-    pub(super) count: Option<(u64, String)>,
+    pub(crate) count: Option<(u64, String)>,
     /// vGPUs: shares of a physical GPU.
-    pub(super) sharing: Option<Sharing>,
+    pub(crate) sharing: Option<Sharing>,
     /// Resources of which one unit is one GPU (passthrough, DirectX).
-    pub(super) device_resources: Vec<String>,
+    pub(crate) device_resources: Vec<String>,
     /// What could not be told, in words.
-    pub(super) notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Reads the resources (capacity, else allocatable: a dump may show one).
-pub(super) fn read(
+pub(crate) fn read(
     capacity: &BTreeMap<String, Amount>,
     allocatable: &BTreeMap<String, Amount>,
 ) -> VmGpus {
