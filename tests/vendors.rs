@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 
 use common::dra::{self, Pool, wait_entry};
-use common::{TestEnv, kubeconfig_path};
+use common::{TestEnv, eventually, kubeconfig_path};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::api::{Api, PostParams};
@@ -42,8 +42,17 @@ async fn bound_pod(env: &TestEnv, name: &str, node: &str, resource: &str, count:
         }
     }))
     .unwrap();
-    env.create_pod(pod).await;
-    assert_eq!(env.wait_bound(name).await, node, "pod {name}");
+    dra::create_pod(env, pod).await;
+    assert_eq!(bound_to(env, name).await, node, "pod {name}");
+}
+
+/// Waits until kube-scheduler has bound pod `name`; the node.
+async fn bound_to(env: &TestEnv, name: &str) -> String {
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(dra::CONVERGE, &format!("pod {name} bound"), || async {
+        pods.get(name).await.ok()?.spec?.node_name
+    })
+    .await
 }
 
 /// Deletes a cluster-scoped object when the test ends, passed or not.
@@ -235,7 +244,7 @@ async fn an_amd_mi300x_of_amds_dra_driver_is_allocated_by_the_scheduler_through_
     wait_entry(&env, "the AMD DRA node", &node, |e| e.count == 2).await;
 
     dra::claim_pod(&env, "train", &node, &class, 1).await;
-    assert_eq!(env.wait_bound("train").await, node);
+    assert_eq!(bound_to(&env, "train").await, node);
     let (status, e) = wait_entry(&env, "the claim's MI300X allocated", &node, |e| {
         e.allocated.get("gpu.amd.com/gpu") == Some(&1)
     })
