@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use common::fresh_scan::wait_equal_to_fresh_scan;
 use common::proxy::ApiProxy;
-use common::{OperatorProcess, TestEnv, eventually, local_cluster_dir, local_cluster_with, metric};
+use common::{
+    Deadline, OperatorPeriods, OperatorProcess, TestEnv, WATCH_BACKOFF, eventually,
+    local_cluster_dir, local_cluster_with, metric,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use serde_json::json;
-
-/// Generous: the machine is shared and small.
-const CONVERGE: Duration = Duration::from_secs(90);
 
 /// The local API server restarted with opt-in flags (hack/local-cluster.sh: `LOCAL_CLUSTER_*=1`); restarted
 /// without them when dropped, also when the test fails.
@@ -46,6 +46,21 @@ fn apiserver_args() -> String {
         .expect("the local cluster's kube-apiserver.args")
 }
 
+/// The API server's `--etcd-compaction-interval` (hack/local-cluster.sh sets it with LOCAL_CLUSTER_WATCH_EXPIRY).
+fn compaction_interval(args: &str) -> Duration {
+    let value = args
+        .split("--etcd-compaction-interval=")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .expect("--etcd-compaction-interval in kube-apiserver.args");
+    Duration::from_secs(
+        value
+            .trim_end_matches('s')
+            .parse()
+            .expect("an interval in seconds"),
+    )
+}
+
 /// A Ready H100 node (KWOK keeps it Ready) with `gpus` GPUs.
 fn h100_node(name: &str, gpus: u32) -> Node {
     let resources = json!({ "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string() });
@@ -61,8 +76,8 @@ fn h100_node(name: &str, gpus: u32) -> Node {
     .unwrap()
 }
 
-/// Creates a pod bound to `node` (no scheduler involved) holding `gpus` GPUs. Retried while the namespace's
-/// default ServiceAccount does not exist yet.
+/// Creates a pod bound to `node` (no scheduler involved) holding `gpus` GPUs, once the namespace's default
+/// ServiceAccount exists.
 async fn bound_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) {
     let pod: Pod = serde_json::from_value(json!({
         "metadata": { "name": name },
@@ -71,14 +86,7 @@ async fn bound_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) {
                 "resources": { "limits": { "nvidia.com/gpu": gpus.to_string() } } }] }
     }))
     .unwrap();
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(CONVERGE, &format!("creating pod {name}"), || async {
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
-            .ok()
-    })
-    .await;
+    env.create_pod(pod).await;
 }
 
 fn relists(metrics: &str, watch: &str) -> f64 {
@@ -96,11 +104,11 @@ fn relists(metrics: &str, watch: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_watch_expiry_relists_and_equals_a_fresh_scan() {
     let _apiserver = ApiServerWith::flags(&["LOCAL_CLUSTER_WATCH_EXPIRY"]);
-    let args = apiserver_args();
+    let args_text = apiserver_args();
     assert!(
-        args.contains("--watch-cache-sizes=nodes#0,pods#0")
-            && args.contains("--etcd-compaction-interval=2s"),
-        "the API server runs without the expiry flags:\n{args}"
+        args_text.contains("--watch-cache-sizes=nodes#0,pods#0")
+            && args_text.contains("--etcd-compaction-interval=2s"),
+        "the API server runs without the expiry flags:\n{args_text}"
     );
     let env = TestEnv::new("fault-expiry").await;
     env.load_fixture("homelab-nodes.yaml").await;
@@ -113,7 +121,8 @@ async fn fault_watch_expiry_relists_and_equals_a_fresh_scan() {
     let at = args.iter().position(|a| a == "--kubeconfig").unwrap();
     args[at + 1] = proxy.kubeconfig(&env.id).display().to_string();
     let operator = OperatorProcess::start(&env.id, &args);
-    wait_equal_to_fresh_scan(&env, &operator, CONVERGE).await;
+    let periods = operator.periods();
+    wait_equal_to_fresh_scan(&env, &operator, periods.converge()).await;
     let (_, before) = operator.http_get("/metrics").await;
     assert_eq!(
         (relists(&before, "nodes"), relists(&before, "pods")),
@@ -141,17 +150,23 @@ async fn fault_watch_expiry_relists_and_equals_a_fresh_scan() {
         .delete("deleted", &DeleteParams::default().grace_period(0))
         .await
         .expect("delete a pod");
-    // Two compaction intervals and more: every revision the operator saw is compacted away (KWOK's Lease
-    // renewals keep the revision moving).
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Every revision the operator saw compacted away: each compaction removes what the one before it saw, so
+    // two intervals after the last change, and one more for a compaction running late on a busy machine
+    // (KWOK's Lease renewals keep the revision moving).
+    tokio::time::sleep(3 * compaction_interval(&args_text)).await;
     proxy.restore();
-
-    let relisted = eventually(CONVERGE, "both watches relisted", || async {
+    // The watches reconnect within their backoff cap, are told 410 Gone and relist (one reaction).
+    let relist = Deadline::new(
+        WATCH_BACKOFF.cap,
+        "the watches' reconnect (WATCH backoff cap)",
+    )
+    .then(Deadline::reaction("the relists"));
+    let relisted = eventually(relist, "both watches relisted", || async {
         let (_, metrics) = operator.http_get("/metrics").await;
         (relists(&metrics, "nodes") >= 1.0 && relists(&metrics, "pods") >= 1.0).then_some(metrics)
     })
     .await;
-    wait_equal_to_fresh_scan(&env, &operator, CONVERGE).await;
+    wait_equal_to_fresh_scan(&env, &operator, periods.follow()).await;
     let log = operator.log();
     for watch in ["nodes", "pods"] {
         assert!(
@@ -258,10 +273,11 @@ async fn fault_under_a_flood_with_apf_the_operator_still_converges() {
         .display()
         .to_string();
     let operator = OperatorProcess::start(&env.id, &args);
+    let periods = OperatorPeriods::of(&args);
     let inv = env.inventory_name();
     env.wait_inventory(
         &inv,
-        CONVERGE,
+        periods.converge(),
         "converged before the flood",
         common::is_homelab,
     )
@@ -279,20 +295,41 @@ async fn fault_under_a_flood_with_apf_the_operator_still_converges() {
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let flooding = tokio::spawn(flood(flood_client, env.namespace.clone(), 48, stopped));
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // The flood under way before the change: each of its 48 loops has written its ConfigMap (one reaction).
+    let flood_started = Deadline::reaction("the flood's loops");
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(&flood_started, "the flood's 48 ConfigMaps", || async {
+        let list = configmaps.list(&Default::default()).await.ok()?;
+        let flooding = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("flood-"))
+            })
+            .count();
+        (flooding == 48).then_some(())
+    })
+    .await;
     let nuc1 = env.node_name("nuc1");
     env.set_ready(&nuc1, "True").await;
     let changed = std::time::Instant::now();
+    // Under the flood the operator's requests queue with the flooder's (APF shares the seats): one reaction
+    // and a pass, and the flood's own reaction as the queueing.
+    let under_flood = periods.follow().then(flood_started.clone());
     env.wait_inventory(
         &inv,
-        CONVERGE,
+        &under_flood,
         "the change in the status under the flood",
         |s| s.ready_gpu_nodes == 1,
     )
     .await;
     let status_after = changed.elapsed();
     env.wait_configmap(
-        CONVERGE,
+        &under_flood,
         "the change in the ConfigMap under the flood",
         |d| d.get(&nuc1).is_some_and(|v| v.contains("\"ready\":true")),
     )
@@ -305,7 +342,7 @@ async fn fault_under_a_flood_with_apf_the_operator_still_converges() {
          ConfigMap after {configmap_after:?}"
     );
     assert!(requests > 100, "the flood made only {requests} requests");
-    wait_equal_to_fresh_scan(&env, &operator, CONVERGE).await;
+    wait_equal_to_fresh_scan(&env, &operator, periods.follow()).await;
     let audit = std::fs::read_to_string(local_cluster_dir().join("audit.log")).unwrap();
     let agent = format!(
         "\"userAgent\":\"gpu-inventory-operator/{}\"",

@@ -89,6 +89,7 @@ fn scan_json_is_exactly_the_status_object() {
         keys,
         [
             "conditions",
+            "freeByVendor",
             "freeGpus",
             "nodes",
             "observedTime",
@@ -109,8 +110,10 @@ fn scan_json_is_exactly_the_status_object() {
             status.ready_gpu_nodes,
             status.total_gpus
         ),
-        (4, 3, 9)
+        // 8 + 1 + the KubeVirt node's 4 passthrough GPUs (counted since issue #24).
+        (4, 3, 13)
     );
+    assert_eq!(status.free_by_vendor.as_deref(), Some("nvidia=12"));
 
     let yaml = operator(
         &[

@@ -8,10 +8,18 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::exec_plugin::{DeployRbac, ExecPlugin, KUBECONFIG_USER, TOKEN_USER, local_token};
-use common::{OperatorProcess, TestEnv, eventually, is_homelab, local_cluster_dir};
+use common::exec_plugin::{
+    DeployRbac, ExecPlugin, KUBECONFIG_USER, TOKEN_USABLE_SECS, TOKEN_USER, local_token,
+};
+use common::{
+    API_SERVER_STARTUP_BACKOFF, Deadline, OperatorProcess, RECONCILE_BACKOFF, TestEnv,
+    WATCH_BACKOFF, eventually, is_homelab, local_cluster_dir,
+};
 
-const CONVERGE: Duration = Duration::from_secs(90);
+/// Two lifetimes of a plugin's token (kube runs the plugin again once a token is within 60 s of its expiry,
+/// [`TOKEN_USABLE_SECS`] after the plugin gave it): a request made that long after another needs a token
+/// the other did not use.
+const TWO_TOKENS: Duration = Duration::from_secs(2 * TOKEN_USABLE_SECS as u64);
 
 /// The operator scoped to the test, authenticating through `plugin`.
 fn start_operator(env: &TestEnv, plugin: &ExecPlugin, extra: &[&str]) -> OperatorProcess {
@@ -37,17 +45,23 @@ async fn exec_credential_tokens_expiring_every_few_seconds_are_renewed_quietly()
     env.load_fixture("homelab-nodes.yaml").await;
     let plugin = ExecPlugin::new(&env.id, &token);
     let operator = start_operator(&env, &plugin, &[]);
+    let periods = operator.periods();
     let inv = env.inventory_name();
-    env.wait_inventory(&inv, CONVERGE, "converged as the token user", is_homelab)
-        .await;
+    env.wait_inventory(
+        &inv,
+        periods.converge(),
+        "converged as the token user",
+        is_homelab,
+    )
+    .await;
     let calls = plugin.calls();
 
     // Changes spread over many token lifetimes: each needs a fresh token for its writes.
     let started = Instant::now();
     for (i, node) in ["nuc1", "nuc2", "omen", "omen2"].iter().enumerate() {
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        tokio::time::sleep(TWO_TOKENS).await;
         env.set_ready(&env.node_name(node), "True").await;
-        env.wait_inventory(&inv, CONVERGE, "the change in the status", |s| {
+        env.wait_inventory(&inv, periods.follow(), "the change in the status", |s| {
             s.ready_gpu_nodes as usize == i + 1
         })
         .await;
@@ -101,11 +115,18 @@ async fn exec_credential_plugin_failures_are_reported_once_and_recovered_from() 
     // 1. Failing from the start: the client cannot even get its first token.
     plugin.fails_with("error: the SSO session has expired; run `fake-cloud login`");
     let operator = start_operator(&env, &plugin, &["--startup-timeout", "300s"]);
-    let first = eventually(CONVERGE, "the credential error", || async {
-        credential_errors(&operator.log())
-            .first()
-            .map(|l| (*l).to_owned())
-    })
+    let periods = operator.periods();
+    let failing_since = Instant::now();
+    // Said at the first attempt to connect: the process's start (one reaction).
+    let first = eventually(
+        Deadline::reaction("the operator's first connection attempt"),
+        "the credential error",
+        || async {
+            credential_errors(&operator.log())
+                .first()
+                .map(|l| (*l).to_owned())
+        },
+    )
     .await;
     for part in [
         KUBECONFIG_USER,
@@ -115,31 +136,42 @@ async fn exec_credential_plugin_failures_are_reported_once_and_recovered_from() 
     ] {
         assert!(first.contains(part), "{part:?} missing from: {first}");
     }
+    // Retried with backoff (API_SERVER_STARTUP: 1 s, 2 s, 4 s, ...): two more runs of the plugin come within
+    // its first four delays of the first failure, which the error above followed within one reaction.
     let calls = plugin.calls();
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    assert!(
-        plugin.calls() >= calls + 2,
-        "retried with backoff: {} runs in 10 s",
-        plugin.calls() - calls
-    );
+    let retries = Deadline::new(
+        API_SERVER_STARTUP_BACKOFF.delays().take(4).sum(),
+        "the API_SERVER_STARTUP backoff's first four delays",
+    )
+    .then(Deadline::reaction("the plugin's runs"));
+    eventually(retries, "two more runs of the failing plugin", || async {
+        (plugin.calls() >= calls + 2).then_some(())
+    })
+    .await;
     let log = operator.log();
     assert_eq!(credential_errors(&log).len(), 1, "said once:\n{log}");
     plugin.returns(&token);
+    // Its next attempt (the backoff's delay in effect by now), then its start-up and first pass.
+    let recovered = API_SERVER_STARTUP_BACKOFF
+        .next_attempt("the connection", failing_since.elapsed())
+        .then(periods.converge());
     let inv = env.inventory_name();
     env.wait_inventory(
         &inv,
-        CONVERGE,
+        recovered,
         "recovered once the plugin works",
         is_homelab,
     )
     .await;
 
-    // 2. Running, the plugin starts returning a token the server rejects: every write is refused (401).
+    // 2. Running, the plugin starts returning a token the server rejects: every write is refused (401). Once
+    // the good token in use has run out, the next request gets the rejected one.
     plugin.returns("not-a-token-the-cluster-knows");
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(TWO_TOKENS).await;
+    let rejected_since = Instant::now();
     let nuc1 = env.node_name("nuc1");
     env.set_ready(&nuc1, "True").await;
-    let rejected = eventually(CONVERGE, "the rejected token reported", || async {
+    let rejected = eventually(periods.follow(), "the rejected token reported", || async {
         let log = operator.log();
         let errors = credential_errors(&log);
         (errors.len() >= 2).then(|| errors[1].to_owned())
@@ -148,7 +180,9 @@ async fn exec_credential_plugin_failures_are_reported_once_and_recovered_from() 
     for part in [KUBECONFIG_USER, &command, "401", "rejected"] {
         assert!(rejected.contains(part), "{part:?} missing from: {rejected}");
     }
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // The quiet period covers two retries of every loop that keeps failing, the watches' at their backoff cap
+    // being the slowest: none of them may say it again.
+    tokio::time::sleep(2 * WATCH_BACKOFF.cap).await;
     let log = operator.log();
     assert_eq!(
         credential_errors(&log).len(),
@@ -156,16 +190,25 @@ async fn exec_credential_plugin_failures_are_reported_once_and_recovered_from() 
         "one error per failure, not one per retry:\n{log}"
     );
     plugin.returns(&token);
-    env.wait_inventory(&inv, CONVERGE, "the change once the token is good", |s| {
+    // The refused write's next attempt (its backoff's delay by now), or a watch's, then the pass.
+    let good_again = RECONCILE_BACKOFF
+        .next_attempt("the refused write", rejected_since.elapsed())
+        .or_longer(WATCH_BACKOFF.next_attempt("a failed watch", rejected_since.elapsed()))
+        .then(periods.follow());
+    env.wait_inventory(&inv, good_again, "the change once the token is good", |s| {
         s.ready_gpu_nodes == 1
     })
     .await;
-    eventually(CONVERGE, "the recovery in the log", || async {
-        operator
-            .log()
-            .contains("credentials accepted again")
-            .then_some(())
-    })
+    eventually(
+        Deadline::reaction("the operator's log"),
+        "the recovery in the log",
+        || async {
+            operator
+                .log()
+                .contains("credentials accepted again")
+                .then_some(())
+        },
+    )
     .await;
     rbac.revoke().await;
 }

@@ -6,12 +6,11 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
+use std::time::Instant;
 
 use common::rbac::kubectl;
-use common::{TestEnv, eventually, impersonating_kubeconfig};
+use common::{Deadline, TestEnv, impersonating_kubeconfig, wait_for};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 fn dashboard() -> Value {
@@ -249,8 +248,17 @@ impl Drop for CrippledUser {
     }
 }
 
+/// The lines of a scrape that carry one of `series` (what a wait on them last saw).
+fn lines_of<'a>(text: &'a str, series: &[&str]) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && series.iter().any(|s| l.starts_with(s)))
+        .collect()
+}
+
 #[tokio::test]
 async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() {
+    let started = Instant::now();
+    let phase = |what: &str| eprintln!("{:>6.1?} {what}", started.elapsed());
     let env = TestEnv::new("dashboard").await;
     env.load_fixture("homelab-nodes.yaml").await;
     // A Ready GPU node with a pod holding one GPU and one waiting for eight: every allocation series exists.
@@ -265,7 +273,9 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
     }))
     .unwrap();
     let node = env.create_node(gpu_node).await;
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    // The scheduler places pods on the node once the node lifecycle controller has lifted the not-ready taint
+    // a new node gets.
+    env.wait_schedulable(&node).await;
     for (name, gpus) in [("holds-one", 1), ("waits-for-eight", 8)] {
         let pod: Pod = serde_json::from_value(json!({
             "metadata": { "name": name },
@@ -274,61 +284,98 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
                     "resources": { "limits": { "nvidia.com/gpu": gpus.to_string() } } }] }
         }))
         .unwrap();
-        eventually(
-            Duration::from_secs(60),
-            &format!("creating pod {name}"),
-            || async { pods.create(&PostParams::default(), &pod).await.ok() },
-        )
-        .await;
+        env.create_pod(pod).await;
     }
+    phase("pods created (the node schedulable, the namespace's ServiceAccount there)");
+    // What the allocation series report is the scheduler's verdict: one pod bound, one Unschedulable. Waited
+    // for here, each on the scheduler's own deadline, so that the operator's wait below is its own pass only.
+    assert_eq!(env.wait_bound("holds-one").await, node, "holds-one's node");
+    let refused = env.wait_unschedulable("waits-for-eight").await;
+    assert!(
+        refused.contains("nvidia.com/gpu"),
+        "waits-for-eight cannot fit 8 GPUs on 2: {refused}"
+    );
+    phase("the scheduler decided on both pods");
     let operator = env.start_operator("2s");
     let inv = env.inventory_name();
-    let text = eventually(
-        Duration::from_secs(60),
+    let allocation = [
+        format!("gpu_inventory_namespace_requested{{inventory=\"{inv}\""),
+        format!("gpu_inventory_namespace_pending_gpu_pods{{inventory=\"{inv}\""),
+    ];
+    let allocation: Vec<&str> = allocation.iter().map(String::as_str).collect();
+    let text = wait_for(
+        operator.periods().converge(),
         "allocation in /metrics",
         || async {
             let (code, text) = operator.http_get("/metrics").await;
-            let ready = code == 200
-                && text.contains(&format!(
-                    "gpu_inventory_namespace_requested{{inventory=\"{inv}\""
-                ))
-                && text.contains(&format!(
-                    "gpu_inventory_namespace_pending_gpu_pods{{inventory=\"{inv}\""
-                ));
-            ready.then_some(text)
+            let found = lines_of(&text, &allocation);
+            if code == 200
+                && allocation
+                    .iter()
+                    .all(|s| found.iter().any(|l| l.starts_with(s)))
+            {
+                Ok(text)
+            } else {
+                Err(format!("HTTP {code}, allocation series: {found:?}"))
+            }
         },
     )
     .await;
+    phase("allocation in the first operator's /metrics");
     let mut families = BTreeMap::new();
     exported(&text, &mut families);
-    // The failure series, from an operator that lacks permissions. The first operator goes first: while it
-    // ran, the status the second one computed was already written, so the second skipped its (forbidden)
-    // write and never counted a reconcile error. A change after the second one is up makes it write.
+    // The failure series, from an operator that lacks permissions (CrippledUser). Each is counted at the first
+    // refused attempt, so no retry backoff is waited for: the ConfigMap watch fails at its first list, when the
+    // controllers start, and a status write is refused when the operator writes one. It writes only when the
+    // status it computes differs from the one stored: the first operator goes first, and a node is cordoned
+    // once the second one is up, so that it has a change to write. (Before, the two ran side by side: the
+    // first one wrote every change and the second, seeing it stored, skipped its write, and counted a failure
+    // only when it happened to plan a change before the first one's write reached it; the wait had no cause
+    // it could follow, and timed out after 60 s on a loaded machine.)
     drop(operator);
     let user = CrippledUser::create(&env.id);
     let kubeconfig = impersonating_kubeconfig(&user.0, &format!("{}-crippled", env.id));
     let kubeconfig = kubeconfig.display().to_string();
     let crippled =
         env.start_operator_with("2s", &["--kubeconfig", &kubeconfig, "--skip-crd-install"]);
-    eventually(
-        Duration::from_secs(60),
+    wait_for(
+        crippled.periods().start_up(),
         "the second operator's controllers",
         || async {
-            crippled
-                .log()
-                .contains("starting controllers")
-                .then_some(())
+            let log = crippled.log();
+            if log.contains("starting controllers") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "its last line: {}",
+                    log.lines().last().unwrap_or("(none)")
+                ))
+            }
         },
     )
     .await;
+    phase("the second operator's controllers started");
     env.cordon(&node, true).await;
-    let failing = eventually(Duration::from_secs(60), "failures in /metrics", || async {
-        let (_, text) = crippled.http_get("/metrics").await;
-        let failed = text.contains("gpu_inventory_watch_restarts_total{watch=\"configmap\"}")
-            && text.contains("gpu_inventory_reconcile_errors_total{controller=\"inventory\"");
-        failed.then_some(text)
+    let failures = [
+        "gpu_inventory_watch_restarts_total{watch=\"configmap\"}",
+        "gpu_inventory_reconcile_errors_total{controller=\"inventory\"",
+    ];
+    let deadline =
+        Deadline::reaction("the second operator's status write, refused, after the cordon");
+    let failing = wait_for(deadline, "failures in /metrics", || async {
+        let (code, text) = crippled.http_get("/metrics").await;
+        let found = lines_of(&text, &failures);
+        if failures
+            .iter()
+            .all(|s| found.iter().any(|l| l.starts_with(s)))
+        {
+            Ok(text)
+        } else {
+            Err(format!("HTTP {code}, failure series: {found:?}"))
+        }
     })
     .await;
+    phase("failures in the second operator's /metrics");
     exported(&failing, &mut families);
     let mut wrong = Vec::new();
     let queries = queries(&dashboard());

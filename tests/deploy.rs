@@ -13,7 +13,7 @@ use common::rbac::{
     CRD_NAME, Installation, assert_least_privilege, can_i, forbidden_lines, kubectl,
     start_operator_as, wait_converged,
 };
-use common::{TEST_LABEL, TestEnv};
+use common::{LOAD_ALLOWANCE, TEST_LABEL, TestEnv};
 use gpu_inventory_operator::publish::crd::SPEC_DIGEST_ANNOTATION;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 /// The operator's namespace and service account, as in deploy/.
 const NAMESPACE: &str = "gpu-inventory-system";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:gpu-inventory-system:gpu-inventory-operator";
-const CONVERGE: Duration = Duration::from_secs(60);
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
@@ -207,17 +206,19 @@ async fn the_operator_converges_with_nothing_but_the_deploy_rbac() {
     wait_converged(&env, &mut scoped, NAMESPACE, SERVICE_ACCOUNT, "deploy/").await;
     let operator = &mut scoped.process;
 
-    // A few requeues (2 s) and node-change reactions later, still nothing refused: least privilege is
-    // sufficient for the steady state too, not only for the first write.
+    // A few requeues and node-change reactions later, still nothing refused: least privilege is sufficient
+    // for the steady state too, not only for the first write.
+    let periods = operator.periods();
     env.set_ready(&env.node_name("nuc1"), "True").await;
     env.wait_inventory(
         &env.inventory_name(),
-        CONVERGE,
+        periods.follow(),
         "nuc1 Ready in the inventory",
         |s| s.ready_gpu_nodes == 1,
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The quiet period covers three periodic passes (--requeue), each with its writes and Lease renewals.
+    tokio::time::sleep(3 * periods.requeue).await;
     let log = operator.log();
     let refused = forbidden_lines(&log);
     assert!(
@@ -244,9 +245,10 @@ async fn the_operator_converges_with_nothing_but_the_deploy_rbac() {
         String::from_utf8_lossy(&lease.stderr)
     );
 
-    // A clean stop (SIGTERM, as the kubelet does) needs no further permission either.
+    // A clean stop (SIGTERM, as the kubelet does) needs no further permission either. Its shutdown (the Lease
+    // released) is one reaction.
     operator.signal("TERM");
-    let code = operator.wait_exit(Duration::from_secs(20));
+    let code = operator.wait_exit(LOAD_ALLOWANCE);
     let log = operator.log();
     assert_eq!(
         code,
@@ -365,7 +367,9 @@ async fn without_crd_write_a_current_crd_or_skip_crd_install_converges_an_instal
             .await
             .expect("remove the CRD's digest annotation");
         let mut attempt = start_operator_as(&env, &user, NAMESPACE, &[]);
-        let code = attempt.process.wait_exit(Duration::from_secs(30));
+        // It exits at the refused install, in its start-up; the exit itself is one more reaction.
+        let exit = attempt.process.periods().start_up().limit() + LOAD_ALLOWANCE;
+        let code = attempt.process.wait_exit(exit);
         let log = attempt.process.log();
         if !log.contains("not applied") {
             refused = Some((code, log));

@@ -7,7 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    OperatorProcess, TestEnv, eventually, impersonating_kubeconfig, is_homelab, local_cluster,
+    CRD_REINSTALL_BACKOFF, Deadline, LOAD_ALLOWANCE, OperatorPeriods, OperatorProcess,
+    RECONCILE_BACKOFF, TestEnv, WATCH_BACKOFF, eventually, impersonating_kubeconfig, is_homelab,
+    local_cluster,
 };
 use futures::StreamExt;
 use gpu_inventory_operator::crd::{CRD_NAME, GPUNODE_CRD_NAME, GpuInventory};
@@ -17,7 +19,22 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-const CONVERGE: Duration = Duration::from_secs(30);
+/// The operator's CRD reinstall after a deletion: the CRD's termination (its objects deleted first: one
+/// reaction of the API server's finalizer), the reinstall's retries meanwhile (the operator's CRD_REINSTALL
+/// backoff, at most its delay after that long), and the reinstall itself.
+fn crd_reinstall() -> Deadline {
+    Deadline::reaction("the CRD's termination")
+        .then(CRD_REINSTALL_BACKOFF.next_attempt("the CRD reinstall", LOAD_ALLOWANCE))
+}
+
+/// A publisher's next attempt after its requests failed for at most `failing_for` (a refused or failed write
+/// waits out its RECONCILE backoff; a failed watch its WATCH backoff, whichever is longer), then its pass.
+fn retried_after(operator: &OperatorProcess, what: &str, failing_for: Duration) -> Deadline {
+    RECONCILE_BACKOFF
+        .next_attempt(what, failing_for)
+        .or_longer(WATCH_BACKOFF.next_attempt(what, failing_for))
+        .then(operator.periods().follow())
+}
 
 /// Stops the local API server; starts it again when dropped, also when the test fails.
 struct ApiServerOutage;
@@ -40,25 +57,35 @@ async fn fault_apiserver_outage_is_survived_and_caught_up() {
     let env = TestEnv::new("fault-outage").await;
     env.load_fixture("homelab-nodes.yaml").await;
     let operator = env.start_operator_with("2s", &["--readiness-grace", "5s"]);
+    let periods = operator.periods();
     let inv = env.inventory_name();
-    env.wait_inventory(&inv, CONVERGE, "converged", is_homelab)
+    env.wait_inventory(&inv, periods.converge(), "converged", is_homelab)
         .await;
-    eventually(CONVERGE, "/readyz 200", || async {
-        (operator.http_get("/readyz").await.0 == 200).then_some(())
-    })
+    eventually(
+        Deadline::reaction("the operator's readiness"),
+        "/readyz 200",
+        || async { (operator.http_get("/readyz").await.0 == 200).then_some(()) },
+    )
     .await;
     let log_before = operator.log().lines().count();
 
     let stopped = Instant::now();
     let outage = ApiServerOutage::start();
-    let readyz = eventually(
-        Duration::from_secs(15),
-        "/readyz 503 after the grace period",
-        || async {
-            let (code, body) = operator.http_get("/readyz").await;
-            (code == 503).then_some(body)
-        },
+    // The watches fail at once (their connections end with the server), and at their first retry; /readyz
+    // turns 503 once that has lasted --readiness-grace.
+    let not_ready = Deadline::new(
+        periods.readiness_grace,
+        format!("--readiness-grace {:?}", periods.readiness_grace),
     )
+    .then(Deadline::new(
+        WATCH_BACKOFF.first,
+        "the watches' first retry (WATCH backoff)",
+    ))
+    .then(Deadline::reaction("the operator's readiness"));
+    let readyz = eventually(not_ready, "/readyz 503 after the grace period", || async {
+        let (code, body) = operator.http_get("/readyz").await;
+        (code == 503).then_some(body)
+    })
     .await;
     assert!(
         stopped.elapsed() >= Duration::from_secs(4),
@@ -70,28 +97,35 @@ async fn fault_apiserver_outage_is_survived_and_caught_up() {
         200,
         "alive throughout"
     );
-    tokio::time::sleep(Duration::from_secs(20).saturating_sub(stopped.elapsed())).await;
+    // A long outage: past the grace, and long enough for the watches' backoff to reach its cap and retry at
+    // it twice (a short one would not show that the operator is back within one cap of the server).
+    let to_cap: Duration = WATCH_BACKOFF
+        .delays()
+        .take_while(|d| *d < WATCH_BACKOFF.cap)
+        .sum();
+    let outage_length = periods.readiness_grace + to_cap + 2 * WATCH_BACKOFF.cap;
+    tokio::time::sleep(outage_length.saturating_sub(stopped.elapsed())).await;
     drop(outage);
 
-    // A change made as the API server comes back, before the operator's watches have reconnected.
+    // A change made as the API server comes back, before the operator's watches have reconnected. What is
+    // asserted: a watch reconnects within its backoff cap, and the change is published within as long again.
+    let catch_up = Deadline::new(
+        2 * WATCH_BACKOFF.cap,
+        "the watches' reconnect within their backoff cap (WATCH), and the change's pass within as long",
+    );
     let nuc1 = env.node_name("nuc1");
     env.set_ready(&nuc1, "True").await;
     let started = Instant::now();
-    env.wait_inventory(
-        &inv,
-        Duration::from_secs(10),
-        "the change in the status",
-        |s| s.ready_gpu_nodes == 1,
-    )
+    env.wait_inventory(&inv, &catch_up, "the change in the status", |s| {
+        s.ready_gpu_nodes == 1
+    })
     .await;
-    env.wait_configmap(
-        Duration::from_secs(10),
-        "the change in the ConfigMap",
-        |d| d[&nuc1].contains("\"ready\":true"),
-    )
+    env.wait_configmap(&catch_up, "the change in the ConfigMap", |d| {
+        d[&nuc1].contains("\"ready\":true")
+    })
     .await;
     println!("caught up {:?} after the restart", started.elapsed());
-    eventually(Duration::from_secs(10), "/readyz 200 again", || async {
+    eventually(&catch_up, "/readyz 200 again", || async {
         (operator.http_get("/readyz").await.0 == 200).then_some(())
     })
     .await;
@@ -133,8 +167,10 @@ async fn fault_unreachable_apiserver_at_startup_gives_up_after_the_timeout() {
     .map(String::from)
     .to_vec();
     let mut operator = OperatorProcess::start("fault-unreachable", &args);
+    // It gives up after --startup-timeout, and exits (one reaction).
+    let timeout = OperatorPeriods::of(&args).startup_timeout;
     let code = operator
-        .wait_exit(Duration::from_secs(15))
+        .wait_exit(timeout + LOAD_ALLOWANCE)
         .expect("gave up in time");
     assert_eq!(code, Some(1));
     let log = operator.log();
@@ -235,8 +271,10 @@ async fn missing_permission_is_reported_and_recovers(
     let at = args.iter().position(|a| a == "--kubeconfig").unwrap();
     args[at + 1] = kubeconfig.display().to_string();
     let operator = OperatorProcess::start(&env.id, &args);
+    let started = Instant::now();
+    // Its first refused request: a first list or the first write, within its start-up and first pass.
     eventually(
-        CONVERGE,
+        operator.periods().converge(),
         "an error naming verb, resource and identity",
         || async {
             let log = operator.log();
@@ -269,10 +307,18 @@ async fn missing_permission_is_reported_and_recovers(
         operator.log()
     );
 
+    // Granted: the API server's RBAC cache takes it in (one reaction); the refused request is tried again at
+    // its next attempt, which its backoff puts at most one delay away (how long depends on how long it has
+    // been refused: since the start at most); then a pass publishes.
     grant(&env, &user, None).await;
+    let recovery = Deadline::reaction("the API server's RBAC cache").then(retried_after(
+        &operator,
+        "the refused request",
+        started.elapsed(),
+    ));
     env.wait_inventory(
         &env.inventory_name(),
-        Duration::from_secs(60),
+        recovery,
         "recovery once granted",
         is_homelab,
     )
@@ -330,23 +376,32 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
     let env = TestEnv::new("fault-crd").await;
     env.load_fixture("homelab-nodes.yaml").await;
     let operator = env.start_operator("2s");
+    let periods = operator.periods();
     let inv = env.inventory_name();
-    env.wait_inventory(&inv, CONVERGE, "converged", is_homelab)
+    env.wait_inventory(&inv, periods.converge(), "converged", is_homelab)
         .await;
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
     crds.delete(CRD_NAME, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(CONVERGE, "the reinstall", || async {
+    let deleted = Instant::now();
+    eventually(crd_reinstall(), "the reinstall", || async {
         operator
             .log()
             .contains("CustomResourceDefinition reinstalled")
             .then_some(())
     })
     .await;
+    // The default inventory created again (one reaction after the reinstall), and its status written: the
+    // status writes failed while the CRD was gone, so at the publisher's next attempt.
+    let back = Deadline::reaction("the default inventory recreated").then(retried_after(
+        &operator,
+        "the status write",
+        deleted.elapsed(),
+    ));
     env.wait_inventory(
         &inv,
-        CONVERGE,
+        back,
         "the default inventory back, converged",
         is_homelab,
     )
@@ -354,14 +409,15 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
     // The GpuNode CRD too: reinstalled, and the GpuNodes (deleted with it) written again.
     let nuc1 = env.node_name("nuc1");
     let before = env
-        .wait_gpunode(&nuc1, CONVERGE, "nuc1's GpuNode", |_| true)
+        .wait_gpunode(&nuc1, periods.follow(), "nuc1's GpuNode", |_| true)
         .await
         .metadata
         .uid;
     crds.delete(GPUNODE_CRD_NAME, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(CONVERGE, "the GpuNode CRD reinstalled", || async {
+    let deleted = Instant::now();
+    eventually(crd_reinstall(), "the GpuNode CRD reinstalled", || async {
         operator
             .log()
             .lines()
@@ -371,35 +427,37 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
             .then_some(())
     })
     .await;
-    // A new object (the old one went with its CRD), written again.
-    eventually(
-        Duration::from_secs(90),
-        "nuc1's GpuNode after the reinstall",
-        || async {
-            let node = env.gpunode(&nuc1).await?;
-            (node.metadata.uid != before && node.status.is_some()).then_some(())
-        },
-    )
+    // A new object (the old one went with its CRD), written again: the GpuNode writes failed while the CRD was
+    // gone, so at the publisher's next attempt.
+    let rewritten = retried_after(&operator, "the GpuNode write", deleted.elapsed());
+    eventually(rewritten, "nuc1's GpuNode after the reinstall", || async {
+        let node = env.gpunode(&nuc1).await?;
+        (node.metadata.uid != before && node.status.is_some()).then_some(())
+    })
     .await;
     drop(operator);
 
     // With --skip-crd-install: reported clearly, and recovered once someone reinstalls it.
     let operator = env.start_operator_with("2s", &["--skip-crd-install"]);
-    eventually(CONVERGE, "the operator running", || async {
-        operator.log().contains("node cache synced").then_some(())
-    })
+    eventually(
+        operator.periods().start_up(),
+        "the operator running",
+        || async { operator.log().contains("node cache synced").then_some(()) },
+    )
     .await;
     crds.delete(CRD_NAME, &DeleteParams::default())
         .await
         .unwrap();
-    eventually(CONVERGE, "a clear report", || async {
+    let deleted = Instant::now();
+    eventually(crd_reinstall(), "a clear report", || async {
         operator
             .log()
             .contains("--skip-crd-install is set")
             .then_some(())
     })
     .await;
-    gpu_inventory_operator::publish::crd::install_crd(&env.client, CONVERGE)
+    // Installed once the old one has terminated, and established (each one reaction).
+    gpu_inventory_operator::publish::crd::install_crd(&env.client, 2 * LOAD_ALLOWANCE)
         .await
         .unwrap();
     let api: Api<GpuInventory> = Api::all(env.client.clone());
@@ -407,26 +465,25 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
         "apiVersion": "homelab.youngju.dev/v1", "kind": "GpuInventory",
         "metadata": { "name": inv, "labels": { common::TEST_LABEL: env.id } }, "spec": {} }))
     .unwrap();
-    eventually(CONVERGE, "the inventory recreated", || async {
-        api.create(&PostParams::default(), &again).await.ok()
-    })
-    .await;
-    env.wait_inventory(
-        &inv,
-        Duration::from_secs(60),
-        "recovered without a restart",
-        is_homelab,
+    eventually(
+        Deadline::reaction("the API server serving the new CRD"),
+        "the inventory recreated",
+        || async { api.create(&PostParams::default(), &again).await.ok() },
     )
     .await;
+    let recovered = retried_after(&operator, "the status write", deleted.elapsed());
+    env.wait_inventory(&inv, recovered, "recovered without a restart", is_homelab)
+        .await;
 }
 
 #[tokio::test]
 async fn fault_a_foreign_status_writer_is_undone_without_a_write_war() {
     let env = TestEnv::new("fault-foreign").await;
     env.load_fixture("homelab-nodes.yaml").await;
-    let _operator = env.start_operator("2s");
+    let operator = env.start_operator("2s");
+    let periods = operator.periods();
     let inv = env.inventory_name();
-    env.wait_inventory(&inv, CONVERGE, "converged", is_homelab)
+    env.wait_inventory(&inv, periods.converge(), "converged", is_homelab)
         .await;
     let api: Api<GpuInventory> = Api::all(env.client.clone());
     let intruder = PatchParams {
@@ -440,15 +497,12 @@ async fn fault_a_foreign_status_writer_is_undone_without_a_write_war() {
     )
     .await
     .unwrap();
-    env.wait_inventory(
-        &inv,
-        Duration::from_secs(5),
-        "our fields restored",
-        is_homelab,
-    )
-    .await;
+    // The foreign write comes in through the operator's GpuInventory watch: it follows it as any change.
+    env.wait_inventory(&inv, periods.follow(), "our fields restored", is_homelab)
+        .await;
     let rv = env.inventory(&inv).await.unwrap().metadata.resource_version;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // A write war would show as a write at each periodic pass: the quiet period covers three.
+    tokio::time::sleep(3 * periods.requeue).await;
     assert_eq!(
         env.inventory(&inv).await.unwrap().metadata.resource_version,
         rv,
@@ -496,9 +550,10 @@ async fn fault_5000_gpu_nodes_each_get_a_gpunode_and_the_aggregates_stay_within_
         })
         .await;
     let operator = env.start_operator("30s");
+    let periods = operator.periods();
     let started = Instant::now();
     let cm = env
-        .wait_configmap(Duration::from_secs(60), "a truncated ConfigMap", |d| {
+        .wait_configmap(periods.converge(), "a truncated ConfigMap", |d| {
             d.get("_summary")
                 .is_some_and(|s| s.contains("\"truncated\":true"))
         })
@@ -529,7 +584,7 @@ async fn fault_5000_gpu_nodes_each_get_a_gpunode_and_the_aggregates_stay_within_
     let status = env
         .wait_inventory(
             &env.inventory_name(),
-            Duration::from_secs(60),
+            periods.follow(),
             "the aggregate over 5,000 GPU nodes",
             |s| s.total_gpu_nodes == 5000,
         )
@@ -560,9 +615,11 @@ async fn fault_5000_gpu_nodes_each_get_a_gpunode_and_the_aggregates_stay_within_
     let params =
         kube::api::ListParams::default().labels(&format!("{}={}", common::TEST_LABEL, env.id));
     // The writes are API-server bound (two requests a node): the wait follows them, and fails only when
-    // they stop. Listed every 2 s, not faster: a list of 5,000 GpuNodes is itself work for the server.
+    // they stop for longer than a pass takes to resume them (a stalled write stream is picked up again at
+    // the next periodic pass). Listed every 2 s, not faster: a list of 5,000 GpuNodes is itself work for the
+    // server.
     let written = common::eventually_progressing(
-        Duration::from_secs(60),
+        periods.follow(),
         Duration::from_secs(2),
         "a GpuNode for each of 5,000 nodes",
         || async {
@@ -606,7 +663,7 @@ async fn fault_sigterm_mid_work_exits_0_within_5_s_leaving_valid_objects() {
     env.load_fixture("homelab-nodes.yaml").await;
     let mut operator = env.start_operator("2s");
     let inv = env.inventory_name();
-    env.wait_inventory(&inv, CONVERGE, "converged", is_homelab)
+    env.wait_inventory(&inv, operator.periods().converge(), "converged", is_homelab)
         .await;
     // Changes in flight while the signal lands.
     for name in ["nuc1", "nuc2", "omen"] {

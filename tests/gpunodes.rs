@@ -4,17 +4,21 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, eventually, metric};
+use common::{
+    ClusterPeriods, Deadline, GC_RESYNC, LOAD_ALLOWANCE, TEST_LABEL, TestEnv, eventually, metric,
+    wait_for,
+};
 use gpu_inventory_operator::crd::{
     GpuNode, LABEL_HAS_ISSUES, LABEL_PRODUCT, LABEL_READY, LABEL_VENDOR,
 };
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-const CONVERGE: Duration = Duration::from_secs(60);
-/// The issue's target for a node change to reach its GpuNode.
+/// The issue's target for a node change to reach its GpuNode (a requirement measured here, not a guess).
 const REACT: Duration = Duration::from_secs(2);
 
 /// The GFD fixture (four GPU nodes, one CPU node) with the operator converged on its GpuNodes.
@@ -23,9 +27,12 @@ async fn converged(test: &str, extra: &[&str]) -> (TestEnv, common::OperatorProc
     env.load_fixture("gfd-nodes.yaml").await;
     let operator = env.start_operator_with("2s", extra);
     let dgx = env.node_name("dgx-h100-01");
-    env.wait_gpunode(&dgx, CONVERGE, "the H100 node's GpuNode", |s| {
-        s.node.count == 8
-    })
+    env.wait_gpunode(
+        &dgx,
+        operator.periods().converge(),
+        "the H100 node's GpuNode",
+        |s| s.node.count == 8,
+    )
     .await;
     (env, operator)
 }
@@ -36,13 +43,19 @@ fn label<'a>(node: &'a GpuNode, key: &str) -> Option<&'a str> {
 
 #[tokio::test]
 async fn every_gpu_node_gets_a_gpunode_owned_by_its_node_and_a_cpu_node_none() {
-    let (env, _operator) = converged("gpunode-every", &[]).await;
+    let (env, operator) = converged("gpunode-every", &[]).await;
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client.clone());
     let gpu_nodes = ["dgx-h100-01", "laptop-4070", "kubevirt-a100", "gfd-gone"];
     for fixture in gpu_nodes {
         let name = env.node_name(fixture);
+        // Written in the same pass as the H100's, or the next.
         let gpunode = env
-            .wait_gpunode(&name, CONVERGE, &format!("GpuNode {name}"), |_| true)
+            .wait_gpunode(
+                &name,
+                operator.periods().follow(),
+                &format!("GpuNode {name}"),
+                |_| true,
+            )
             .await;
         let node = nodes.get(&name).await.unwrap();
         let owner = &gpunode
@@ -109,9 +122,10 @@ async fn a_nodes_change_shows_in_its_gpunode_within_2_s() {
 
 #[tokio::test]
 async fn a_node_that_stops_being_a_gpu_node_loses_its_gpunode() {
-    let (env, _operator) = converged("gpunode-stops", &[]).await;
+    let (env, operator) = converged("gpunode-stops", &[]).await;
+    let follow = operator.periods().follow();
     let laptop = env.node_name("laptop-4070");
-    env.wait_gpunode(&laptop, CONVERGE, "the laptop's GpuNode", |_| true)
+    env.wait_gpunode(&laptop, &follow, "the laptop's GpuNode", |_| true)
         .await;
     // Every GPU signal goes: the node becomes a CPU node (a GPU pulled, labels cleaned up).
     let node = Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
@@ -139,7 +153,7 @@ async fn a_node_that_stops_being_a_gpu_node_loses_its_gpunode() {
         .patch_status(&laptop, &PatchParams::default(), &Patch::Merge(body))
         .await
         .unwrap();
-    eventually(CONVERGE, "the laptop's GpuNode deleted", || async {
+    eventually(&follow, "the laptop's GpuNode deleted", || async {
         env.gpunode(&laptop).await.is_none().then_some(())
     })
     .await;
@@ -149,17 +163,28 @@ async fn a_node_that_stops_being_a_gpu_node_loses_its_gpunode() {
 async fn a_deleted_nodes_gpunode_is_removed_by_the_garbage_collector() {
     let (env, mut operator) = converged("gpunode-gc", &[]).await;
     let a100 = env.node_name("kubevirt-a100");
-    env.wait_gpunode(&a100, CONVERGE, "the A100's GpuNode", |_| true)
-        .await;
+    env.wait_gpunode(
+        &a100,
+        operator.periods().follow(),
+        "the A100's GpuNode",
+        |_| true,
+    )
+    .await;
     // Without the operator, only the garbage collector (owner reference -> Node) can remove it.
     operator.signal("TERM");
-    assert_eq!(operator.wait_exit(Duration::from_secs(20)), Some(Some(0)));
+    // Its shutdown: one reaction (the contract, 5 s, is fault_sigterm_mid_work_exits_0_within_5_s...'s).
+    assert_eq!(operator.wait_exit(LOAD_ALLOWANCE), Some(Some(0)));
     env.delete_node(&a100).await;
-    eventually(
-        Duration::from_secs(60),
-        "the GpuNode garbage-collected",
-        || async { env.gpunode(&a100).await.is_none().then_some(()) },
+    // The collector follows the node's deletion, for the resources it knew at its last rediscovery: a GpuNode
+    // CRD installed (or reinstalled by another test) since then is known at its next.
+    let deadline = Deadline::new(
+        GC_RESYNC,
+        "the garbage collector's rediscovery of resources (GpuNodes' CRD)",
     )
+    .then(ClusterPeriods::get().controller_reaction("the garbage collector"));
+    eventually(deadline, "the GpuNode garbage-collected", || async {
+        env.gpunode(&a100).await.is_none().then_some(())
+    })
     .await;
     assert!(
         env.gpunode(&env.node_name("dgx-h100-01")).await.is_some(),
@@ -169,7 +194,9 @@ async fn a_deleted_nodes_gpunode_is_removed_by_the_garbage_collector() {
 
 #[tokio::test]
 async fn a_hand_edited_gpunode_is_restored() {
-    let (env, _operator) = converged("gpunode-edit", &[]).await;
+    let (env, operator) = converged("gpunode-edit", &[]).await;
+    // The operator's GpuNode watch brings the edit (and the deletion) in: it follows them as any change.
+    let follow = operator.periods().follow();
     let dgx = env.node_name("dgx-h100-01");
     let api: Api<GpuNode> = Api::all(env.client.clone());
     api.patch_status(
@@ -186,7 +213,7 @@ async fn a_hand_edited_gpunode_is_restored() {
     )
     .await
     .unwrap();
-    eventually(CONVERGE, "the hand edit undone", || async {
+    eventually(&follow, "the hand edit undone", || async {
         let node = env.gpunode(&dgx).await?;
         let status = node.status.as_ref()?;
         (status.node.count == 8
@@ -197,15 +224,39 @@ async fn a_hand_edited_gpunode_is_restored() {
     .await;
     // A deleted GpuNode comes back too.
     api.delete(&dgx, &Default::default()).await.unwrap();
-    env.wait_gpunode(&dgx, CONVERGE, "the deleted GpuNode recreated", |s| {
+    env.wait_gpunode(&dgx, &follow, "the deleted GpuNode recreated", |s| {
         s.node.count == 8
     })
     .await;
 }
 
+/// The resourceVersion of each of the test's KWOK nodes (those KWOK heartbeats for).
+async fn kwok_node_versions(env: &TestEnv) -> BTreeMap<String, String> {
+    let (key, value) = testkit::nodes::KWOK_ANNOTATION;
+    let params = ListParams::default().labels(&format!("{TEST_LABEL}={}", env.id));
+    let nodes = Api::<Node>::all(env.client.clone())
+        .list(&params)
+        .await
+        .expect("list nodes");
+    nodes
+        .items
+        .into_iter()
+        .filter(|n| {
+            n.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .map(String::as_str)
+                == Some(value)
+        })
+        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
+        .collect()
+}
+
 #[tokio::test]
-async fn a_quiet_minute_of_heartbeating_kwok_nodes_writes_no_gpunode() {
+async fn a_round_of_kwok_heartbeats_writes_no_gpunode() {
     let (env, operator) = converged("gpunode-quiet", &[]).await;
+    let periods = operator.periods();
     // The Ready fixture nodes are KWOK's: their kubelet heartbeats every few seconds.
     let writes = || async {
         let (_, text) = operator.http_get("/metrics").await;
@@ -215,8 +266,29 @@ async fn a_quiet_minute_of_heartbeating_kwok_nodes_writes_no_gpunode() {
         )
         .expect("the gpunode writes series")
     };
-    // Let the start-up settle (the node lifecycle controller reacts to the new nodes for a while).
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The start-up settles first: the node lifecycle controller lifts each Ready node's not-ready taint (its
+    // reaction to the new nodes), and the GpuNode writes stop: the count holds still for one periodic pass.
+    let kwok_nodes = kwok_node_versions(&env).await;
+    assert!(!kwok_nodes.is_empty(), "the fixture has Ready (KWOK) nodes");
+    for node in kwok_nodes.keys() {
+        env.wait_schedulable(node).await;
+    }
+    let mut before = writes().await;
+    let mut still_since = Instant::now();
+    let settle = periods.follow();
+    let settling = Instant::now();
+    while still_since.elapsed() < periods.requeue {
+        assert!(
+            settling.elapsed() < settle.limit(),
+            "the GpuNode writes did not stop for {:?} within {settle}: {before} so far",
+            periods.requeue
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = writes().await;
+        if now != before {
+            (before, still_since) = (now, Instant::now());
+        }
+    }
     let versions = || async {
         let mut v: Vec<(String, Option<String>)> = env
             .gpunodes()
@@ -232,11 +304,36 @@ async fn a_quiet_minute_of_heartbeating_kwok_nodes_writes_no_gpunode() {
         v.sort();
         v
     };
-    let (before, rv_before) = (writes().await, versions().await);
+    let rv_before = versions().await;
     assert_eq!(rv_before.len(), 4);
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    // The quiet period covers what it is about: until every KWOK node has sent a status heartbeat after the
+    // baseline (its resourceVersion moved), then two periodic passes, by which a write they caused is done.
+    let nodes_before = kwok_node_versions(&env).await;
+    let heartbeats = ClusterPeriods::get().kwok_heartbeat();
+    wait_for(
+        heartbeats,
+        "a status heartbeat of every KWOK node",
+        || async {
+            let now = kwok_node_versions(&env).await;
+            let silent: Vec<&String> = nodes_before
+                .iter()
+                .filter(|(name, rv)| now.get(*name) == Some(rv))
+                .map(|(name, _)| name)
+                .collect();
+            if silent.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("no heartbeat yet from {silent:?}"))
+            }
+        },
+    )
+    .await;
+    tokio::time::sleep(2 * periods.requeue).await;
     let (after, rv_after) = (writes().await, versions().await);
-    assert_eq!(after, before, "GpuNode writes in a quiet minute");
+    assert_eq!(
+        after, before,
+        "GpuNode writes while every KWOK node heartbeated"
+    );
     assert_eq!(rv_after, rv_before, "no GpuNode changed");
 }
 
@@ -256,12 +353,16 @@ async fn events_are_right_for_nodes_outside_the_inline_list() {
         copy.metadata.name = Some(format!("h100-{i:02}"));
         env.create_node(copy).await;
     }
-    let _operator = env.start_operator_with("2s", &["--status-nodes-budget", "3Ki"]);
+    let operator = env.start_operator_with("2s", &["--status-nodes-budget", "3Ki"]);
+    let follow = operator.periods().follow();
     let inv = env.inventory_name();
     let status = env
-        .wait_inventory(&inv, CONVERGE, "12 GPU nodes, some listed", |s| {
-            s.total_gpu_nodes == 12 && s.omitted_nodes.is_some()
-        })
+        .wait_inventory(
+            &inv,
+            operator.periods().converge(),
+            "12 GPU nodes, some listed",
+            |s| s.total_gpu_nodes == 12 && s.omitted_nodes.is_some(),
+        )
         .await
         .status
         .unwrap();
@@ -278,24 +379,20 @@ async fn events_are_right_for_nodes_outside_the_inline_list() {
     let mut extra = dgx.clone();
     extra.metadata.name = Some("h100-new".into());
     env.create_node(extra).await;
-    env.wait_inventory(&inv, CONVERGE, "13 GPU nodes", |s| s.total_gpu_nodes == 13)
+    env.wait_inventory(&inv, &follow, "13 GPU nodes", |s| s.total_gpu_nodes == 13)
         .await;
     // A node outside the list goes NotReady: its event comes.
     env.set_ready(&outside, "False").await;
-    let events = eventually(
-        CONVERGE,
-        "GpuNodeNotReady for the unlisted node",
-        || async {
-            let events = env.events_about(&inv).await;
-            events
-                .iter()
-                .any(|e| {
-                    e.reason.as_deref() == Some("GpuNodeNotReady")
-                        && e.message.as_deref().is_some_and(|m| m.contains(&outside))
-                })
-                .then_some(events)
-        },
-    )
+    let events = eventually(&follow, "GpuNodeNotReady for the unlisted node", || async {
+        let events = env.events_about(&inv).await;
+        events
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("GpuNodeNotReady")
+                    && e.message.as_deref().is_some_and(|m| m.contains(&outside))
+            })
+            .then_some(events)
+    })
     .await;
     let removed: Vec<_> = events
         .iter()
@@ -319,7 +416,7 @@ async fn events_are_right_for_nodes_outside_the_inline_list() {
     let status = env
         .wait_inventory(
             &inv,
-            CONVERGE,
+            &follow,
             "the unlisted node among the problem nodes",
             |s| s.problem_nodes.iter().any(|p| p.name == outside),
         )

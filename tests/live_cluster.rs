@@ -6,18 +6,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{TEST_LABEL, TestEnv, eventually, is_local_cluster};
+use common::{ClusterPeriods, TEST_LABEL, TestEnv, eventually, wait_for};
 use gpu_inventory_operator::crd::GpuNodeEntry;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
-
-const CONVERGE: Duration = Duration::from_secs(30);
-/// The longest gap between two KWOK status heartbeats (hack/local-cluster.sh: 10-20 s by default).
-const KWOK_HEARTBEAT_MAX: Duration = Duration::from_secs(25);
 
 /// When the node's kubelet last spoke: the later of its Lease renewal and its Ready condition's heartbeat.
 async fn last_heartbeat(env: &TestEnv, node: &str) -> jiff::Timestamp {
@@ -67,25 +63,6 @@ fn gpu_node(name: &str, gpus: u32) -> Node {
     .unwrap()
 }
 
-/// The node lifecycle controller's grace period: the local cluster's flag, else Kubernetes' default (50 s).
-fn node_grace() -> Duration {
-    let args = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/local-cluster/kube-controller-manager.args");
-    let configured = is_local_cluster()
-        .then(|| std::fs::read_to_string(args).ok())
-        .flatten()
-        .and_then(|text| {
-            let value = text.split("--node-monitor-grace-period=").nth(1)?;
-            value
-                .split_whitespace()
-                .next()?
-                .trim_end_matches('s')
-                .parse()
-                .ok()
-        });
-    Duration::from_secs(configured.unwrap_or(50))
-}
-
 fn entry<'a>(
     status: &'a gpu_inventory_operator::crd::GpuInventoryStatus,
     node: &str,
@@ -127,14 +104,19 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
         names.push(env.create_node(gpu_node(&format!("hb{i:02}"), 8)).await);
     }
     let operator = env.start_operator("5s");
-    env.wait_inventory(&env.inventory_name(), CONVERGE, "50 Ready GPU nodes", |s| {
-        (s.total_gpu_nodes, s.ready_gpu_nodes) == (50, 50)
-    })
+    let periods = operator.periods();
+    env.wait_inventory(
+        &env.inventory_name(),
+        periods.converge(),
+        "50 Ready GPU nodes",
+        |s| (s.total_gpu_nodes, s.ready_gpu_nodes) == (50, 50),
+    )
     .await;
-    env.wait_configmap(CONVERGE, "50 node entries", |d| d.len() == 51)
+    env.wait_configmap(periods.follow(), "50 node entries", |d| d.len() == 51)
         .await;
     // The test can read a write back before the operator has counted it (the count follows the server's
-    // reply): the baseline is taken once the count has held still for 3 s, and the objects are read after it.
+    // reply): the baseline is taken once the count has held still for one periodic pass (`--requeue`: what
+    // the operator still had to write is written by then), and the objects are read after it.
     let writes = || async {
         let (_, text) = operator.http_get("/metrics").await;
         metric(&text, "gpu_inventory_guard_writes_total{target=\"status\"}")
@@ -143,13 +125,20 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
                 "gpu_inventory_guard_writes_total{target=\"configmap\"}",
             )
     };
+    let settle = periods.follow();
+    let settling = Instant::now();
     let mut writes_before = writes().await;
-    let mut still_since = std::time::Instant::now();
-    while still_since.elapsed() < Duration::from_secs(3) {
+    let mut still_since = Instant::now();
+    while still_since.elapsed() < periods.requeue {
+        assert!(
+            settling.elapsed() < settle.limit(),
+            "the operator's writes did not stop for {:?} within {settle}: {writes_before} so far",
+            periods.requeue
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let now = writes().await;
         if now != writes_before {
-            (writes_before, still_since) = (now, std::time::Instant::now());
+            (writes_before, still_since) = (now, Instant::now());
         }
     }
     let inventory = env.inventory(&env.inventory_name()).await.unwrap();
@@ -168,29 +157,50 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
     let selector = kube::api::ListParams::default().labels(&format!("{TEST_LABEL}={}", env.id));
     let before = versions(nodes.list(&selector).await.unwrap().items);
 
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    // The quiet period covers what it is about: until every node has sent a status heartbeat (its
+    // resourceVersion moved; KWOK's heartbeat stage bounds the gap), then two periodic passes, by which any
+    // write the heartbeats caused is done.
+    let quiet = Instant::now();
+    let deadline = ClusterPeriods::get().kwok_heartbeat();
+    wait_for(
+        deadline,
+        "a status heartbeat of each of the 50 KWOK nodes (is KWOK running with status heartbeats: \
+         hack/local-cluster.sh, LOCAL_CLUSTER_NODE_STATUS_SECS?)",
+        || async {
+            let now = versions(
+                nodes
+                    .list(&selector)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .items,
+            );
+            let silent = names
+                .iter()
+                .filter(|n| before.get(*n) == now.get(*n))
+                .count();
+            if silent == 0 {
+                Ok(())
+            } else {
+                Err(format!("{silent} of 50 nodes have not heartbeated"))
+            }
+        },
+    )
+    .await;
+    let heartbeated = quiet.elapsed();
+    tokio::time::sleep(2 * periods.requeue).await;
 
-    let after = versions(nodes.list(&selector).await.unwrap().items);
-    let heartbeats = names
-        .iter()
-        .filter(|n| before.get(*n) != after.get(*n))
-        .count();
     let writes_after = writes().await;
     let inventory_after = env.inventory(&env.inventory_name()).await.unwrap();
     let configmap_after = env.configmap().await.unwrap();
     report(format!(
-        "60 s: {heartbeats} of 50 nodes heartbeated (resourceVersion moved); operator writes {writes_before} -> \
-         {writes_after}; GpuInventory resourceVersion {:?} -> {:?}; ConfigMap {:?} -> {:?}",
+        "every one of 50 nodes heartbeated within {heartbeated:.1?}, then {:?} more; operator writes \
+         {writes_before} -> {writes_after}; GpuInventory resourceVersion {:?} -> {:?}; ConfigMap {:?} -> {:?}",
+        2 * periods.requeue,
         inventory.metadata.resource_version,
         inventory_after.metadata.resource_version,
         configmap.metadata.resource_version,
         configmap_after.metadata.resource_version
     ));
-    assert!(
-        heartbeats >= 45,
-        "only {heartbeats} of 50 KWOK nodes changed in 60 s: is KWOK running with status heartbeats \
-         (hack/local-cluster.sh, LOCAL_CLUSTER_NODE_STATUS_SECS)?"
-    );
     assert_eq!(writes_after, writes_before, "heartbeats caused writes");
     assert_eq!(
         inventory_after.metadata.resource_version, inventory.metadata.resource_version,
@@ -207,9 +217,11 @@ async fn heartbeats_of_50_kwok_gpu_nodes_cause_no_writes() {
 async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
     let env = TestEnv::new("silent-node").await;
     let node = env.create_node(gpu_node("silent", 4)).await;
-    let _operator = env.start_operator("5s");
+    let operator = env.start_operator("5s");
+    let periods = operator.periods();
+    let cluster = ClusterPeriods::get();
     let inventory = env.inventory_name();
-    env.wait_inventory(&inventory, CONVERGE, "the Ready node", |s| {
+    env.wait_inventory(&inventory, periods.converge(), "the Ready node", |s| {
         s.ready_gpu_nodes == 1
     })
     .await;
@@ -217,9 +229,10 @@ async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
     // The simulated kubelet goes silent: no more Lease renewals, no status updates. One status heartbeat
     // KWOK had already scheduled may still land, so the clock starts at the kubelet's last word, read back below.
     env.silence_kubelet(&node).await;
-    let grace = node_grace();
+    let grace = cluster.node_monitor_grace;
+    let deadline = cluster.node_goes_unknown().then(periods.follow());
     let status = env
-        .wait_inventory(&inventory, grace + KWOK_HEARTBEAT_MAX, "NotReady", |s| {
+        .wait_inventory(&inventory, deadline, "NotReady", |s| {
             entry(s, &node).is_some_and(|e| !e.ready)
         })
         .await
@@ -243,17 +256,22 @@ async fn a_kwok_node_whose_heartbeats_stop_goes_not_ready_then_ready_again() {
     );
 
     // Heartbeats resume: KWOK renews the Lease again and reports the node Ready.
+    // KWOK takes the Lease over at its next renewal and reports the node Ready; the operator follows.
     env.resume_kubelet(&node).await;
-    env.wait_inventory(&inventory, CONVERGE, "Ready again", |s| {
+    let renew = cluster.kwok_lease_renew;
+    let deadline = common::Deadline::new(renew, format!("KWOK's next Lease renewal ({renew:?})"))
+        .then(common::Deadline::reaction("KWOK reporting the node Ready"))
+        .then(periods.follow());
+    env.wait_inventory(&inventory, deadline, "Ready again", |s| {
         entry(s, &node).is_some_and(|e| e.ready && e.issues.is_empty())
     })
     .await;
     env.cleanup().await;
 }
 
-/// A pod in the test's namespace asking for `gpus` whole GPUs on `node`. Retried while the namespace's
-/// default ServiceAccount does not exist yet (the controller-manager creates it).
-async fn create_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) -> Pod {
+/// A pod in the test's namespace asking for `gpus` whole GPUs on `node`, created once the namespace's default
+/// ServiceAccount exists (the controller-manager creates it).
+async fn create_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) {
     let pod: Pod = serde_json::from_value(json!({
         "metadata": { "name": name, "labels": { TEST_LABEL: env.id } },
         "spec": {
@@ -264,14 +282,7 @@ async fn create_gpu_pod(env: &TestEnv, name: &str, node: &str, gpus: u32) -> Pod
         }
     }))
     .unwrap();
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(CONVERGE, &format!("creating pod {name}"), || async {
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
-            .ok()
-    })
-    .await
+    env.create_pod(pod).await;
 }
 
 #[tokio::test]
@@ -281,8 +292,12 @@ async fn the_scheduler_places_a_gpu_pod_and_leaves_an_oversized_one_pending() {
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
 
     create_gpu_pod(&env, "one-gpu", &node, 1).await;
+    // Bound by the scheduler once the node's not-ready taint is lifted, then Running by KWOK.
+    let deadline = ClusterPeriods::get()
+        .scheduling()
+        .then(common::Deadline::reaction("KWOK starting the pod"));
     let running = eventually(
-        CONVERGE,
+        deadline,
         "the 1-GPU pod Running on the KWOK node",
         || async {
             let pod = pods.get("one-gpu").await.ok()?;
@@ -298,7 +313,8 @@ async fn the_scheduler_places_a_gpu_pod_and_leaves_an_oversized_one_pending() {
     );
 
     create_gpu_pod(&env, "too-many", &node, 99).await;
-    let condition = eventually(CONVERGE, "the 99-GPU pod Unschedulable", || async {
+    let deadline = ClusterPeriods::get().controller_reaction("kube-scheduler's first attempt");
+    let condition = eventually(deadline, "the 99-GPU pod Unschedulable", || async {
         let pod = pods.get("too-many").await.ok()?;
         let conditions = pod.status?.conditions?;
         conditions
@@ -326,7 +342,8 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
     let env = TestEnv::new("taints").await;
     let dead = env.create_node(gpu_node("dead", 4)).await;
     let cordoned = env.create_node(gpu_node("cordoned", 4)).await;
-    let _operator = env.start_operator("5s");
+    let operator = env.start_operator("5s");
+    let cluster = ClusterPeriods::get();
     env.silence_kubelet(&dead).await;
     env.cordon(&cordoned, true).await;
 
@@ -339,7 +356,9 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
             .map(|t| format!("{}:{}", t.key, t.effect))
             .collect()
     };
-    let limit = node_grace() + KWOK_HEARTBEAT_MAX + Duration::from_secs(20);
+    // The dead node: marked Unknown and tainted unreachable by the node lifecycle controller; the cordoned
+    // one: tainted unschedulable at its next look.
+    let limit = cluster.node_goes_unknown();
     eventually(limit, "the controllers' taints on both nodes", || async {
         let dead_taints = taint_keys(nodes.get(&dead).await.ok()?);
         let cordoned_taints = taint_keys(nodes.get(&cordoned).await.ok()?);
@@ -352,7 +371,7 @@ async fn the_node_controllers_taints_and_cordon_do_not_confuse_the_scanner() {
     let status = env
         .wait_inventory(
             &env.inventory_name(),
-            CONVERGE,
+            operator.periods().follow(),
             "the dead node NotReady",
             |s| entry(s, &dead).is_some_and(|e| !e.ready),
         )

@@ -402,6 +402,7 @@ async fn kubectl_get_shows_the_printer_columns() {
             "READY",
             "GPUS",
             "FREE",
+            "FREE-BY-VENDOR",
             "STATUS",
             "AGE"
         ]
@@ -409,7 +410,15 @@ async fn kubectl_get_shows_the_printer_columns() {
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     // FREE is 0: no home-lab node is Ready, so no GPU can be handed out now.
     assert_eq!(
-        &row[..6],
-        [name.as_str(), "4", "0", "1", "0", "GpuNodesNotReady"]
+        &row[..7],
+        [
+            name.as_str(),
+            "4",
+            "0",
+            "1",
+            "0",
+            "nvidia=0",
+            "GpuNodesNotReady"
+        ]
     );
 }

@@ -6,10 +6,13 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::tmux::Tmux;
-use common::{TEST_LABEL, TestEnv, is_local_cluster, kubeconfig_path, write_kubeconfig};
+use common::{
+    Deadline, PLUGIN_FIRST_LIST_TIMEOUT, TEST_LABEL, TestEnv, WATCH_BACKOFF, is_local_cluster,
+    kubeconfig_path, local_cluster_dir, write_kubeconfig,
+};
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 use k8s_openapi::api::core::v1::Node;
 use kube::config::Kubeconfig;
@@ -187,7 +190,7 @@ fn row<'a>(screen: &'a str, node: &str) -> Option<&'a str> {
 
 /// The plugin's LIST requests for the test's nodes in the local API server's audit log.
 fn node_lists(id: &str) -> usize {
-    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/local-cluster/audit.log");
+    let log = local_cluster_dir().join("audit.log");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     text.lines()
         .filter(|l| {
@@ -221,12 +224,15 @@ async fn watch_redraws_in_a_terminal_when_a_node_goes_not_ready() {
             .iter()
             .all(|n| row(s, n).is_some_and(|r| r.contains(" true ")))
     };
-    let first = tmux.wait_screen(
-        "colour",
-        Duration::from_secs(60),
-        "both nodes Ready",
-        both_ready,
-    );
+    // The first table: the plugin's start and first lists, which it gives up on (and says so, ending the wait)
+    // after its FIRST_LIST_TIMEOUT.
+    let first_table = Deadline::reaction("kubectl starting the plugin").then(Deadline::new(
+        PLUGIN_FIRST_LIST_TIMEOUT,
+        "the plugin's first lists (FIRST_LIST_TIMEOUT, src/cmd/plugin.rs)",
+    ));
+    // A redraw: the plugin's watch event for the change, and the redraw (one reaction).
+    let redraw = Deadline::reaction("the plugin's watch and redraw");
+    let first = tmux.wait_screen("colour", &first_table, "both nodes Ready", both_ready);
     assert!(
         first.starts_with("kubectl gpu-inventory --watch"),
         "{first}"
@@ -238,23 +244,21 @@ async fn watch_redraws_in_a_terminal_when_a_node_goes_not_ready() {
     );
     tmux.wait_screen(
         "plain",
-        Duration::from_secs(60),
+        &first_table,
         "both nodes Ready (NO_COLOR)",
         both_ready,
     );
     let plain = tmux.screen("plain", true);
     assert!(!plain.contains("\x1b[3"), "NO_COLOR: no colour:\n{plain:?}");
     let lists_before = node_lists(&env.id);
+    let baseline = Instant::now();
 
     // The node goes NotReady: the watch redraws within seconds, in place (one table on the screen).
     let changed = Instant::now();
     env.set_ready(&a, "False").await;
-    let redrawn = tmux.wait_screen(
-        "colour",
-        Duration::from_secs(15),
-        "node a NotReady on screen",
-        |s| row(s, &a).is_some_and(|r| r.contains(" false ") && r.contains("NotReady")),
-    );
+    let redrawn = tmux.wait_screen("colour", &redraw, "node a NotReady on screen", |s| {
+        row(s, &a).is_some_and(|r| r.contains(" false ") && r.contains("NotReady"))
+    });
     eprintln!(
         "redrawn {:?} after the change:\n{redrawn}",
         changed.elapsed()
@@ -274,16 +278,15 @@ async fn watch_redraws_in_a_terminal_when_a_node_goes_not_ready() {
         coloured.contains("\x1b[31mfalse"),
         "NotReady in red:\n{coloured:?}"
     );
-    tmux.wait_screen(
-        "plain",
-        Duration::from_secs(15),
-        "node a NotReady (NO_COLOR)",
-        |s| row(s, &a).is_some_and(|r| r.contains(" false ")),
-    );
+    tmux.wait_screen("plain", &redraw, "node a NotReady (NO_COLOR)", |s| {
+        row(s, &a).is_some_and(|r| r.contains(" false "))
+    });
 
-    // From a watch, not polling: no LIST of the nodes since the first one (local cluster: its audit log).
+    // From a watch, not polling: no LIST of the nodes since the first one (local cluster: its audit log). The
+    // window since the baseline lasts at least the plugin's longest watch retry (the operator's WATCH backoff
+    // cap, its sources'): a watch that ended and listed again would have done so within it.
     if is_local_cluster() {
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(WATCH_BACKOFF.cap.saturating_sub(baseline.elapsed())).await;
         assert!(
             lists_before >= 2,
             "each plugin listed the nodes once ({lists_before} LISTs)"

@@ -13,6 +13,7 @@
 //! - [`rss`]: the soak's RSS samples and its leak check;
 //! - [`http`]: the minimal HTTP/1.0 GET of the operator's plain-HTTP endpoint, and its address in the log;
 //! - [`settings`]: the bench driver's and the soak's knobs, typed (`clap`: a variable and an option each);
+//! - [`waits`]: the tests' deadlines, derived from the periods of the operator and the cluster they wait on;
 //! - [`lib_api`]: every path into the operator library that the kit and the benches use.
 
 #![deny(missing_docs)]
@@ -26,6 +27,7 @@ pub mod nodes;
 pub mod pods;
 pub mod rss;
 pub mod settings;
+pub mod waits;
 
 /// The error of the kit's fallible calls: any error, with its message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,6 +1,9 @@
 //! Every path into the operator library that the kit and the bench driver use, in one place (the soak's
 //! comparison with a fresh scan imports its own).
 
+pub use gpu_inventory_operator::cmd::cli::{
+    Cli as OperatorCli, Command as OperatorCommand, RunArgs,
+};
 pub use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
 

@@ -14,12 +14,16 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 pub use testkit::dra_objects::DRIVER;
 
-use super::{RequiredApi, TEST_LABEL, TestEnv, eventually, require_api};
+use super::{
+    ClusterPeriods, Deadline, LOAD_ALLOWANCE, RequiredApi, TEST_LABEL, TestEnv, require_api,
+    wait_for,
+};
 
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
-const WAIT: Duration = Duration::from_secs(60);
-/// How long an operator may take to show what the DRA objects say (one pass after their watch events).
-pub const CONVERGE: Duration = Duration::from_secs(30);
+/// How long an operator may take from its start to showing what the DRA objects say: its start-up, one
+/// reaction to the objects' watch events (each [`LOAD_ALLOWANCE`]), and one periodic pass as the backstop (the
+/// DRA tests run it with `--requeue 2s`).
+pub const CONVERGE: Duration = Duration::from_secs(2 * LOAD_ALLOWANCE.as_secs() + 2);
 
 /// Whether the server serves `resource.k8s.io/v1`. A server that should (Kubernetes 1.34 or newer) but does
 /// not is a failure; an older one is said loudly, and the caller returns (the no-DRA behaviour has its own
@@ -266,18 +270,9 @@ pub async fn pod_with_claim(env: &TestEnv, name: &str, node: &str, source: Value
     create_pod(env, pod).await;
 }
 
-/// Creates a pod of the test's namespace, retried while its ServiceAccount does not exist yet; its name.
+/// Creates a pod of the test's namespace once its ServiceAccount exists ([`TestEnv::create_pod`]); its name.
 pub async fn create_pod(env: &TestEnv, pod: Pod) -> String {
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(WAIT, &format!("creating pod {name}"), || async {
-        pods.create(&PostParams::default(), &pod)
-            .await
-            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
-            .ok()
-    })
-    .await;
-    name
+    env.create_pod(pod).await
 }
 
 /// The inventory entry of `node` in `status`.
@@ -308,16 +303,28 @@ pub async fn wait_entry(
     (status, e)
 }
 
+/// How long kube-scheduler may take to allocate a new pod's claims: [`ClusterPeriods::scheduling`].
+fn allocation() -> Deadline {
+    ClusterPeriods::get().scheduling()
+}
+
 /// Waits until the shared claim `name` is allocated and reserved for `pods` pods; returns its devices.
 pub async fn shared_claim_reserved(env: &TestEnv, name: &str, pods: usize) -> Vec<String> {
     let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(
-        WAIT,
+    wait_for(
+        allocation(),
         &format!("claim {name} reserved for {pods} pods"),
         || async {
-            let status = claims.get(name).await.ok()?.status?;
+            let claim = claims
+                .get(name)
+                .await
+                .map_err(|e| format!("reading claim {name}: {e}"))?;
+            let status = claim.status.ok_or("no status")?;
             let reserved = status.reserved_for.as_ref().map_or(0, Vec::len);
-            (reserved == pods).then(|| allocated_devices(&status))?
+            match allocated_devices(&status) {
+                Some(devices) if reserved == pods => Ok(devices),
+                devices => Err(format!("reserved for {reserved} pods, devices {devices:?}")),
+            }
         },
     )
     .await
@@ -326,16 +333,24 @@ pub async fn shared_claim_reserved(env: &TestEnv, name: &str, pods: usize) -> Ve
 /// The devices the claim generated for `pod`'s claim `gpu` was allocated (waits for the allocation).
 pub async fn pod_claim_devices(env: &TestEnv, pod: &str) -> Vec<String> {
     let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(
-        WAIT,
+    wait_for(
+        allocation(),
         &format!("the claim of pod {pod} allocated"),
         || async {
-            let list = claims.list(&ListParams::default()).await.ok()?;
+            let list = claims
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| format!("listing claims: {e}"))?;
             let claim = list
                 .items
                 .into_iter()
-                .find(|c| c.owner_references().iter().any(|o| o.name == pod))?;
-            allocated_devices(claim.status.as_ref()?)
+                .find(|c| c.owner_references().iter().any(|o| o.name == pod))
+                .ok_or("no claim owned by the pod yet")?;
+            claim
+                .status
+                .as_ref()
+                .and_then(allocated_devices)
+                .ok_or_else(|| format!("claim {} not allocated", claim.name_any()))
         },
     )
     .await
@@ -368,39 +383,63 @@ pub async fn allow_admin_access(env: &TestEnv) {
 /// Waits until the scheduler has allocated the claims of every pod of the test's namespace named in `pods`.
 pub async fn claims_allocated(env: &TestEnv, pods: &[&str]) -> std::time::Instant {
     let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(WAIT, &format!("claims of {pods:?} allocated"), || async {
-        let list = claims.list(&ListParams::default()).await.ok()?;
-        let allocated = |pod: &str| {
-            list.items.iter().any(|c| {
-                c.owner_references().iter().any(|o| o.name == pod)
-                    && c.status
-                        .as_ref()
-                        .and_then(|s| s.allocation.as_ref())
-                        .is_some()
-            })
-        };
-        pods.iter()
-            .all(|p| allocated(p))
-            .then(std::time::Instant::now)
-    })
+    wait_for(
+        allocation(),
+        &format!("claims of {pods:?} allocated"),
+        || async {
+            let list = claims
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| format!("listing claims: {e}"))?;
+            let allocated = |pod: &str| {
+                list.items.iter().any(|c| {
+                    c.owner_references().iter().any(|o| o.name == pod)
+                        && c.status
+                            .as_ref()
+                            .and_then(|s| s.allocation.as_ref())
+                            .is_some()
+                })
+            };
+            let waiting: Vec<&&str> = pods.iter().filter(|p| !allocated(p)).collect();
+            if waiting.is_empty() {
+                Ok(std::time::Instant::now())
+            } else {
+                Err(format!("no allocated claim yet for {waiting:?}"))
+            }
+        },
+    )
     .await
 }
 
-/// Waits until no claim of the test's namespace is allocated any more (the claim controller deletes the
-/// claims generated for pods that are gone).
+/// Waits until no claim of the test's namespace is allocated any more: KWOK finishes the pods' deletion, and
+/// the resourceclaim controller deletes the claims generated for them (one reaction each).
 pub async fn claims_released(env: &TestEnv) -> std::time::Instant {
     let claims: Api<ResourceClaim> = Api::namespaced(env.client.clone(), &env.namespace);
-    eventually(WAIT, "the pods' claims released", || async {
-        let list = claims.list(&ListParams::default()).await.ok()?;
-        list.items
+    let deadline = Deadline::reaction("KWOK finishing the pods' deletion").then(
+        ClusterPeriods::get()
+            .controller_reaction("kube-controller-manager's resourceclaim controller"),
+    );
+    wait_for(deadline, "the pods' claims released", || async {
+        let list = claims
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("listing claims: {e}"))?;
+        let allocated: Vec<String> = list
+            .items
             .iter()
-            .all(|c| {
+            .filter(|c| {
                 c.status
                     .as_ref()
                     .and_then(|s| s.allocation.as_ref())
-                    .is_none()
+                    .is_some()
             })
-            .then(std::time::Instant::now)
+            .map(|c| c.name_any())
+            .collect();
+        if allocated.is_empty() {
+            Ok(std::time::Instant::now())
+        } else {
+            Err(format!("still allocated: {allocated:?}"))
+        }
     })
     .await
 }

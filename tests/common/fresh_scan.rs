@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use super::{OperatorProcess, TEST_LABEL, TestEnv, kubeconfig_path, metric};
+use super::{Deadline, OperatorProcess, TEST_LABEL, TestEnv, kubeconfig_path, metric};
 
 /// The status `gpu-inventory-operator scan -o json` reports for the test's nodes now.
 pub fn scan_status(env: &TestEnv) -> GpuInventoryStatus {
@@ -95,21 +95,26 @@ fn configmap_json(data: &BTreeMap<String, String>) -> Value {
     )
 }
 
-/// Waits (up to `timeout`) until the test's inventory status, its ConfigMap and the operator's inventory
+/// Waits (up to `deadline`) until the test's inventory status, its ConfigMap and the operator's inventory
 /// gauges equal a fresh scan, all read in one round; panics with the last difference.
 pub async fn wait_equal_to_fresh_scan(
     env: &TestEnv,
     operator: &OperatorProcess,
-    timeout: Duration,
+    deadline: impl Into<Deadline>,
 ) {
+    let deadline = deadline.into();
     let started = Instant::now();
     loop {
         let difference = match difference_from_fresh_scan(env, operator).await {
             None => return,
             Some(difference) => difference,
         };
-        if started.elapsed() > timeout {
-            panic!("not equal to a fresh scan after {timeout:?}; last difference: {difference}");
+        if started.elapsed() > deadline.limit() {
+            panic!(
+                "not equal to a fresh scan after {:.1?}, past the deadline of {deadline}; last difference: \
+                 {difference}",
+                started.elapsed()
+            );
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

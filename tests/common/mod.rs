@@ -2,7 +2,11 @@
 //! operator binary run as a child process scoped to the test's own nodes and inventories.
 //!
 //! The cluster is the one named by `GPUINV_TEST_KUBECONFIG`, else the local control plane that `make test`
-//! starts (`target/local-cluster/kubeconfig`). No cluster is a test failure with instructions, never a skip.
+//! starts (`target/local-cluster/kubeconfig`, or under `LOCAL_CLUSTER_STATE_DIR` as hack/local-cluster.sh
+//! takes it). No cluster is a test failure with instructions, never a skip.
+//!
+//! Every wait follows the thing it waits for, on a deadline derived from its cause ([`wait_for`],
+//! [`ClusterPeriods`], [`OperatorProcess::periods`], testkit::waits).
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
@@ -27,12 +31,18 @@ use std::time::{Duration, Instant};
 use gpu_inventory_operator::crd::{GpuInventory, GpuNode, GpuNodeStatus};
 use gpu_inventory_operator::sources::dump::parse_node_dump;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 use testkit::nodes::{KWOK_ANNOTATION, is_ready};
+#[allow(unused_imports)] // each test binary uses a different part of the harness
+pub use testkit::waits::{
+    API_SERVER_STARTUP_BACKOFF, CRD_REINSTALL_BACKOFF, Deadline, GC_RESYNC, LOAD_ALLOWANCE,
+    OperatorPeriods, PLUGIN_FIRST_LIST_TIMEOUT, RECONCILE_BACKOFF, SCHEDULER_MAX_BACKOFF,
+    WATCH_BACKOFF,
+};
 
 /// The label every object a test creates carries, with the test's id as value.
 pub const TEST_LABEL: &str = "gpuinv-test";
@@ -44,7 +54,7 @@ const SILENCED_HOLDER: &str = "gpuinv-test-silenced-kubelet";
 pub fn kubeconfig_path() -> PathBuf {
     match std::env::var_os("GPUINV_TEST_KUBECONFIG") {
         Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/local-cluster/kubeconfig"),
+        _ => local_cluster_dir().join("kubeconfig"),
     }
 }
 
@@ -122,7 +132,23 @@ pub fn local_cluster(verb_and_args: &str) {
         status.success(),
         "hack/local-cluster.sh {verb_and_args} failed"
     );
+    note_restart(verb_and_args);
 }
+
+/// When this process last started the local API server again (a fault test): the cluster's controllers
+/// catch up with it afterwards ([`ClusterPeriods::after_restart`]).
+static API_SERVER_STARTED: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+fn note_restart(verb_and_args: &str) {
+    if verb_and_args.starts_with("start-apiserver") {
+        *API_SERVER_STARTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    }
+}
+
+/// client-go's reflectors retry a failed list or watch after a backoff of 800 ms doubling to 30 s
+/// (k8s.io/client-go/tools/cache): the informers of a controller that kept running through an API-server
+/// outage are current again at most this long after the server is back.
+pub const CLIENT_GO_RELIST_MAX: Duration = Duration::from_secs(30);
 
 /// Runs `hack/local-cluster.sh <verb> [args]` with extra environment variables (the opt-in flags).
 pub fn local_cluster_with(verb_and_args: &str, env: &[(&str, &str)]) {
@@ -141,11 +167,18 @@ pub fn local_cluster_with(verb_and_args: &str, env: &[(&str, &str)]) {
         status.success(),
         "hack/local-cluster.sh {verb_and_args} ({env:?}) failed"
     );
+    note_restart(verb_and_args);
 }
 
-/// The local cluster's state directory (target/local-cluster): args, audit log, token file.
+/// The local cluster's state directory: args, audit log, token file. `LOCAL_CLUSTER_STATE_DIR` as
+/// hack/local-cluster.sh reads it (relative to the repository), else target/local-cluster; the fault tests'
+/// calls of the script pass the variable on, so they stop and start that same cluster.
 pub fn local_cluster_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/local-cluster")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match std::env::var_os("LOCAL_CLUSTER_STATE_DIR") {
+        Some(dir) if !dir.is_empty() => root.join(dir),
+        _ => root.join("target/local-cluster"),
+    }
 }
 
 /// The value of one series (`name{labels}` exactly) in an OpenMetrics text, if it is there.
@@ -155,21 +188,229 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
-/// Polls `check` every 100 ms until it returns `Some`, or panics with `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+/// Polls `check` every 100 ms until it returns `Some`; after `deadline`, panics with `what` and the deadline's
+/// cause. A check that can say what it saw meanwhile uses [`wait_for`], whose panic shows it.
+pub async fn eventually<T, F, Fut>(deadline: impl Into<Deadline>, what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    wait_for(deadline, what, || {
+        let checked = check();
+        async move {
+            checked
+                .await
+                .ok_or_else(|| "not yet (the check shows no more)".to_owned())
+        }
+    })
+    .await
+}
+
+/// Polls `check` every 100 ms until it returns `Ok`; `Err` says what it saw instead. After `deadline`, panics
+/// with what was awaited, what was last seen, and the deadline with its cause (testkit::waits: deadlines are
+/// derived from the periods of what is awaited, never guessed).
+pub async fn wait_for<T, F, Fut>(deadline: impl Into<Deadline>, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = deadline.into();
     let started = Instant::now();
     loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        if started.elapsed() > timeout {
-            panic!("timed out after {timeout:?} waiting for {what}");
+        let seen = match check().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        if started.elapsed() > deadline.limit() {
+            panic!(
+                "waited {:.1?} for {what}, past the deadline of {deadline}.\nLast seen: {seen}",
+                started.elapsed()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The state directory of the test cluster when hack/local-cluster.sh made it (the local cluster, or one of
+/// its other state directories named by GPUINV_TEST_KUBECONFIG): its kubeconfig's directory, which holds the
+/// components' arguments.
+pub fn cluster_state_dir() -> Option<PathBuf> {
+    let dir = kubeconfig_path().parent()?.to_path_buf();
+    dir.join("kube-apiserver.args").exists().then_some(dir)
+}
+
+/// The periods of the cluster's own components that tests wait on. On a cluster of hack/local-cluster.sh they
+/// are read from the arguments it wrote for them ([`cluster_state_dir`]); on another cluster (kind with KWOK
+/// and the stages in hack/kwok/, as .github/workflows/ci.yml runs it) they are Kubernetes' and KWOK's defaults
+/// and hack/kwok/'s stages.
+#[derive(Clone, Debug)]
+pub struct ClusterPeriods {
+    /// kube-controller-manager's `--node-monitor-period`: how often the node lifecycle controller looks at the
+    /// nodes (lifts a Ready node's not-ready taint, marks a silent node Unknown).
+    pub node_monitor_period: Duration,
+    /// kube-controller-manager's `--node-monitor-grace-period`: how long a node may miss Lease renewals before
+    /// it is marked Unknown.
+    pub node_monitor_grace: Duration,
+    /// The longest gap between two status heartbeats of a KWOK node (the heartbeat stage's jitter bound).
+    pub kwok_heartbeat_max: Duration,
+    /// How often KWOK renews a node's Lease (a quarter of `--node-lease-duration-seconds`).
+    pub kwok_lease_renew: Duration,
+    /// kube-controller-manager's `--leader-elect-lease-duration`: a controller-manager started again (after a
+    /// long API-server outage, hack/local-cluster.sh start-apiserver) runs its controllers once its dead
+    /// predecessor's lease has run out.
+    pub controller_manager_lease: Duration,
+}
+
+impl ClusterPeriods {
+    /// The periods of the test cluster.
+    pub fn get() -> ClusterPeriods {
+        let state = cluster_state_dir();
+        let local = state.is_some();
+        let read = |file: &str| {
+            let dir = state
+                .clone()
+                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("hack"));
+            std::fs::read_to_string(dir.join(file)).unwrap_or_default()
+        };
+        let controller_manager = if local {
+            read("kube-controller-manager.args")
+        } else {
+            String::new()
+        };
+        let flag = |text: &str, name: &str| -> Option<u64> {
+            let value = text.split(&format!("{name}=")).nth(1)?;
+            value
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('s')
+                .parse()
+                .ok()
+        };
+        let heartbeat = read("kwok/node-heartbeat-with-lease.yaml");
+        let heartbeat_ms: Option<u64> = heartbeat
+            .split("jitterDurationMilliseconds:")
+            .nth(1)
+            .and_then(|v| v.split_whitespace().next()?.parse().ok());
+        let kwok_args = if local {
+            read("kwok.args")
+        } else {
+            String::new()
+        };
+        ClusterPeriods {
+            // Kubernetes' defaults: 5 s and 50 s.
+            node_monitor_period: Duration::from_secs(
+                flag(&controller_manager, "--node-monitor-period").unwrap_or(5),
+            ),
+            node_monitor_grace: Duration::from_secs(
+                flag(&controller_manager, "--node-monitor-grace-period").unwrap_or(50),
+            ),
+            kwok_heartbeat_max: Duration::from_millis(
+                heartbeat_ms.expect("the KWOK heartbeat stage's jitterDurationMilliseconds"),
+            ),
+            // KWOK's default lease is 40 s.
+            kwok_lease_renew: Duration::from_secs(
+                flag(&kwok_args, "--node-lease-duration-seconds").unwrap_or(40) / 4,
+            ),
+            // Kubernetes' default: 15 s.
+            controller_manager_lease: Duration::from_secs(
+                flag(&controller_manager, "--leader-elect-lease-duration").unwrap_or(15),
+            ),
+        }
+    }
+
+    /// A controller of kube-controller-manager acting on a new object, also when the controller-manager has
+    /// just been started again: its predecessor's lease running out, then its reaction.
+    pub fn controller_manager_reaction(&self, controller: &str) -> Deadline {
+        Deadline::new(
+            self.controller_manager_lease,
+            format!(
+                "a restarted kube-controller-manager taking the lease over (--leader-elect-lease-duration {:?})",
+                self.controller_manager_lease
+            ),
+        )
+        .then(Deadline::reaction(controller))
+    }
+
+    /// While the cluster's controllers catch up with an API server this process started again: a restarted
+    /// kube-controller-manager or kube-scheduler takes its lease over once its predecessor's has run out, a
+    /// running one's informers are current within client-go's relist backoff. `None` once that is over (or
+    /// without a restart).
+    pub fn after_restart(&self) -> Option<Deadline> {
+        let since = API_SERVER_STARTED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|at| at.elapsed())?;
+        let lease = self.controller_manager_lease;
+        let left = lease.max(CLIENT_GO_RELIST_MAX).checked_sub(since)?;
+        Some(Deadline::new(
+            left,
+            format!(
+                "the controllers catching up with the API server started again {since:.0?} ago (a restarted one's \
+                 lease, --leader-elect-lease-duration {lease:?}; a running one's informers, client-go's relist \
+                 backoff, at most {CLIENT_GO_RELIST_MAX:?})"
+            ),
+        ))
+    }
+
+    /// One reaction of a controller of the cluster (kube-controller-manager's, kube-scheduler), once they have
+    /// caught up with a restart of the API server ([`Self::after_restart`]).
+    pub fn controller_reaction(&self, controller: &str) -> Deadline {
+        match self.after_restart() {
+            Some(catch_up) => catch_up.then(Deadline::reaction(controller)),
+            None => Deadline::reaction(controller),
+        }
+    }
+
+    /// One look of the node lifecycle controller, and its reaction.
+    pub fn node_monitor_pass(&self) -> Deadline {
+        Deadline::new(
+            self.node_monitor_period,
+            format!(
+                "the node lifecycle controller's next look (--node-monitor-period {:?})",
+                self.node_monitor_period
+            ),
+        )
+        .then(self.controller_reaction("the node lifecycle controller"))
+    }
+
+    /// Until every KWOK node has sent a status heartbeat, and KWOK's reaction.
+    pub fn kwok_heartbeat(&self) -> Deadline {
+        Deadline::new(
+            self.kwok_heartbeat_max,
+            format!(
+                "the longest gap between two KWOK status heartbeats ({:?}, its heartbeat stage)",
+                self.kwok_heartbeat_max
+            ),
+        )
+        .then(Deadline::reaction("KWOK"))
+    }
+
+    /// A silent node marked Unknown: the grace period, counted from the kubelet's last word, which may still be
+    /// one heartbeat KWOK had scheduled; then the node lifecycle controller's next look.
+    pub fn node_goes_unknown(&self) -> Deadline {
+        Deadline::new(
+            self.node_monitor_grace,
+            format!(
+                "the node lifecycle controller's grace (--node-monitor-grace-period {:?})",
+                self.node_monitor_grace
+            ),
+        )
+        .then(Deadline::new(
+            self.kwok_heartbeat_max,
+            "one status heartbeat KWOK had already scheduled",
+        ))
+        .then(self.node_monitor_pass())
+    }
+
+    /// The scheduler placing (or giving up on) a pod on a new node: the not-ready taint lifted by the node
+    /// lifecycle controller, then the scheduler's retry of the pod (at most its backoff) and its reaction.
+    pub fn scheduling(&self) -> Deadline {
+        self.node_monitor_pass()
+            .then(Deadline::new(
+                SCHEDULER_MAX_BACKOFF,
+                "kube-scheduler's retry of the pod (podMaxBackoffSeconds)",
+            ))
+            .then(self.controller_reaction("kube-scheduler"))
     }
 }
 
@@ -185,7 +426,7 @@ pub enum Progress<T> {
 /// and fails only when it made no progress for `stall`, so a slow but working machine passes and a stuck one
 /// fails as soon as it stops.
 pub async fn eventually_progressing<T, F, Fut>(
-    stall: Duration,
+    stall: impl Into<Deadline>,
     every: Duration,
     what: &str,
     mut check: F,
@@ -194,6 +435,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Progress<T>>,
 {
+    let stall = stall.into();
     let (mut best, mut since) = (None::<usize>, Instant::now());
     loop {
         match check().await {
@@ -204,9 +446,11 @@ where
                 }
             }
         }
-        if since.elapsed() > stall {
+        if since.elapsed() > stall.limit() {
             panic!(
-                "waiting for {what}: no progress for {stall:?} (stuck at {})",
+                "waiting for {what}: no progress for {:.1?}, past the stall deadline of {stall}; last seen: \
+                 stuck at {}",
+                since.elapsed(),
                 best.unwrap_or(0)
             );
         }
@@ -395,13 +639,20 @@ impl TestEnv {
                 a.get(KWOK_ANNOTATION.0).map(String::as_str) == Some(KWOK_ANNOTATION.1)
             });
         if annotated {
-            // KWOK creates the Lease a moment after the node: wait for it, or the takeover would miss it.
+            // KWOK creates the Lease at its first renewal of the new node: wait for it, or the takeover would
+            // miss it.
             let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
-            eventually(
-                Duration::from_secs(30),
-                &format!("KWOK's Lease for {node}"),
-                || async { leases.get_opt(node).await.ok().flatten() },
-            )
+            let renew = ClusterPeriods::get().kwok_lease_renew;
+            let deadline =
+                Deadline::new(renew, format!("KWOK's Lease renewal interval ({renew:?})"))
+                    .then(Deadline::reaction("KWOK"));
+            wait_for(deadline, &format!("KWOK's Lease for {node}"), || async {
+                match leases.get_opt(node).await {
+                    Ok(Some(lease)) => Ok(lease),
+                    Ok(None) => Err("no Lease yet".to_owned()),
+                    Err(e) => Err(format!("reading it: {e}")),
+                }
+            })
             .await;
         }
         let body =
@@ -422,7 +673,7 @@ impl TestEnv {
     }
 
     /// Gives a silenced node's Lease back: it expires at once, KWOK takes it over within its renew interval
-    /// (about 5 s), renews it, and reports the node as a live kubelet does (Ready when it was not).
+    /// ([`ClusterPeriods::kwok_lease_renew`]), renews it, and reports the node as a live kubelet does (Ready when it was not).
     pub async fn resume_kubelet(&self, node: &str) {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
         let held_by_us = leases
@@ -513,17 +764,23 @@ impl TestEnv {
         events
     }
 
-    /// Waits until the default inventory's status satisfies `check`.
+    /// Waits until the default inventory's status satisfies `check`; a timeout shows the last status seen.
     pub async fn wait_inventory(
         &self,
         name: &str,
-        timeout: Duration,
+        deadline: impl Into<Deadline>,
         what: &str,
         check: impl Fn(&gpu_inventory_operator::crd::GpuInventoryStatus) -> bool,
     ) -> GpuInventory {
-        eventually(timeout, what, || async {
-            let inv = self.inventory(name).await?;
-            check(inv.status.as_ref()?).then_some(inv)
+        wait_for(deadline, what, || async {
+            let Some(inv) = self.inventory(name).await else {
+                return Err(format!("no GpuInventory {name}"));
+            };
+            match inv.status.as_ref() {
+                None => Err(format!("GpuInventory {name} without a status")),
+                Some(status) if check(status) => Ok(inv),
+                Some(status) => Err(inventory_summary(status)),
+            }
         })
         .await
     }
@@ -549,31 +806,51 @@ impl TestEnv {
             .unwrap_or_default()
     }
 
-    /// Waits until the GpuNode of `name` exists and its status satisfies `check`.
+    /// Waits until the GpuNode of `name` exists and its status satisfies `check`; a timeout shows the last
+    /// status seen.
     pub async fn wait_gpunode(
         &self,
         name: &str,
-        timeout: Duration,
+        deadline: impl Into<Deadline>,
         what: &str,
         check: impl Fn(&GpuNodeStatus) -> bool,
     ) -> GpuNode {
-        eventually(timeout, what, || async {
-            let node = self.gpunode(name).await?;
-            check(node.status.as_ref()?).then_some(node)
+        wait_for(deadline, what, || async {
+            let Some(node) = self.gpunode(name).await else {
+                return Err(format!("no GpuNode {name}"));
+            };
+            match node.status.as_ref() {
+                None => Err(format!("GpuNode {name} without a status")),
+                Some(status) if check(status) => Ok(node),
+                Some(status) => Err(format!(
+                    "GpuNode {name}: count {}, ready {}, product {:?}, issues {:?}",
+                    status.node.count, status.node.ready, status.node.product, status.issue_reasons
+                )),
+            }
         })
         .await
     }
 
-    /// Waits until the ConfigMap's data satisfies `check`.
+    /// Waits until the ConfigMap's data satisfies `check`; a timeout shows the last keys seen.
     pub async fn wait_configmap(
         &self,
-        timeout: Duration,
+        deadline: impl Into<Deadline>,
         what: &str,
         check: impl Fn(&BTreeMap<String, String>) -> bool,
     ) -> ConfigMap {
-        eventually(timeout, what, || async {
-            let cm = self.configmap().await?;
-            check(cm.data.as_ref()?).then_some(cm)
+        wait_for(deadline, what, || async {
+            let Some(cm) = self.configmap().await else {
+                return Err("no ConfigMap gpu-node-status".to_owned());
+            };
+            match cm.data.as_ref() {
+                None => Err("the ConfigMap without data".to_owned()),
+                Some(data) if check(data) => Ok(cm),
+                Some(data) => Err(format!(
+                    "{} keys: {}",
+                    data.len(),
+                    data.keys().take(20).cloned().collect::<Vec<_>>().join(", ")
+                )),
+            }
         })
         .await
     }
@@ -600,6 +877,107 @@ impl TestEnv {
         ]
     }
 
+    /// Waits until the namespace's `default` ServiceAccount exists: ServiceAccount admission refuses the
+    /// namespace's pods until then, and kube-controller-manager's serviceaccount controller creates it in
+    /// reaction to the new namespace.
+    pub async fn wait_service_account(&self) {
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &self.namespace);
+        wait_for(
+            ClusterPeriods::get().controller_reaction(
+                "kube-controller-manager's serviceaccount controller, to the new namespace",
+            ),
+            &format!("the ServiceAccount default of namespace {}", self.namespace),
+            || async {
+                match accounts.get_opt("default").await {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err("no ServiceAccount default yet".to_owned()),
+                    Err(e) => Err(format!("reading it: {e}")),
+                }
+            },
+        )
+        .await;
+    }
+
+    /// Creates a pod in the test's namespace once its `default` ServiceAccount exists; returns its name.
+    pub async fn create_pod(&self, pod: Pod) -> String {
+        self.wait_service_account().await;
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        // Admission reads the ServiceAccount from its cache (a live lookup when missing): it passes at once,
+        // or after the cache's reaction to the new account.
+        wait_for(
+            Deadline::reaction("the API server's ServiceAccount cache"),
+            &format!("creating pod {name}"),
+            || async {
+                pods.create(&PostParams::default(), &pod)
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("refused: {e}"))
+            },
+        )
+        .await;
+        name
+    }
+
+    /// The PodScheduled condition of pod `name` and the node it is bound to, as a wait shows it.
+    async fn scheduling_of(&self, name: &str) -> Result<(Option<String>, String), String> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let pod = pods
+            .get(name)
+            .await
+            .map_err(|e| format!("reading pod {name}: {e}"))?;
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        let conditions = pod.status.and_then(|s| s.conditions).unwrap_or_default();
+        let scheduled = conditions
+            .iter()
+            .find(|c| c.type_ == "PodScheduled")
+            .map_or_else(
+                || "no PodScheduled condition".to_owned(),
+                |c| {
+                    format!(
+                        "PodScheduled {} {}: {}",
+                        c.status,
+                        c.reason.as_deref().unwrap_or(""),
+                        c.message.as_deref().unwrap_or("")
+                    )
+                },
+            );
+        Ok((node, scheduled))
+    }
+
+    /// Waits until kube-scheduler has bound pod `name`; returns the node. Its deadline:
+    /// [`ClusterPeriods::scheduling`] (a new node's not-ready taint lifted, the scheduler's retry).
+    pub async fn wait_bound(&self, name: &str) -> String {
+        wait_for(
+            ClusterPeriods::get().scheduling(),
+            &format!("kube-scheduler binding pod {name}"),
+            || async {
+                match self.scheduling_of(name).await? {
+                    (Some(node), _) => Ok(node),
+                    (None, scheduled) => Err(format!("not bound; {scheduled}")),
+                }
+            },
+        )
+        .await
+    }
+
+    /// Waits until kube-scheduler has found pod `name` Unschedulable (its first attempt: one reaction);
+    /// returns the condition's message.
+    pub async fn wait_unschedulable(&self, name: &str) -> String {
+        wait_for(
+            ClusterPeriods::get().controller_reaction("kube-scheduler's first attempt"),
+            &format!("kube-scheduler finding pod {name} Unschedulable"),
+            || async {
+                let (node, scheduled) = self.scheduling_of(name).await?;
+                match scheduled.strip_prefix("PodScheduled False Unschedulable: ") {
+                    Some(message) if node.is_none() => Ok(message.to_owned()),
+                    _ => Err(format!("bound to {node:?}; {scheduled}")),
+                }
+            },
+        )
+        .await
+    }
+
     /// Starts the operator binary scoped to this test.
     pub fn start_operator(&self, requeue: &str) -> OperatorProcess {
         OperatorProcess::start(&self.id, &self.operator_args(requeue))
@@ -624,19 +1002,27 @@ impl TestEnv {
     }
 
     /// Waits until the node lifecycle controller has lifted the `not-ready` taint admission puts on a new
-    /// node (until then the scheduler rightly calls GPU pods Unschedulable).
+    /// node (until then the scheduler rightly calls GPU pods Unschedulable): its next look at the Ready node.
     pub async fn wait_schedulable(&self, node: &str) {
         let nodes: Api<Node> = Api::all(self.client.clone());
-        eventually(
-            Duration::from_secs(60),
+        wait_for(
+            ClusterPeriods::get().node_monitor_pass(),
             &format!("node {node} without taints"),
             || async {
-                let node = nodes.get(node).await.ok()?;
-                node.spec?
-                    .taints
-                    .unwrap_or_default()
-                    .is_empty()
-                    .then_some(())
+                let found = nodes
+                    .get(node)
+                    .await
+                    .map_err(|e| format!("reading node {node}: {e}"))?;
+                let taints = found.spec.and_then(|s| s.taints).unwrap_or_default();
+                if taints.is_empty() {
+                    Ok(())
+                } else {
+                    let keys: Vec<String> = taints
+                        .iter()
+                        .map(|t| format!("{}:{}", t.key, t.effect))
+                        .collect();
+                    Err(format!("taints {keys:?}"))
+                }
             },
         )
         .await;
@@ -747,6 +1133,8 @@ pub struct OperatorProcess {
     child: Child,
     /// Where its stderr/stdout go.
     pub log_path: PathBuf,
+    /// Its arguments (its periods are read from them: [`OperatorProcess::periods`]).
+    args: Vec<String>,
 }
 
 impl OperatorProcess {
@@ -771,7 +1159,17 @@ impl OperatorProcess {
             .stderr(log)
             .spawn()
             .expect("spawn the operator binary");
-        OperatorProcess { child, log_path }
+        OperatorProcess {
+            child,
+            log_path,
+            args: args.to_vec(),
+        }
+    }
+
+    /// Its periods (requeue, lease, grace), read from its arguments with the operator's own parser: the
+    /// deadlines of waits on it derive from them.
+    pub fn periods(&self) -> OperatorPeriods {
+        OperatorPeriods::of(&self.args)
     }
 
     /// The process id.
@@ -784,12 +1182,20 @@ impl OperatorProcess {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
-    /// The address of its HTTP endpoint (from its log; waits up to 30 s for it to appear).
+    /// The address of its HTTP endpoint, from its log: logged once it has connected (one reaction of its
+    /// start-up; an unreachable server is retried up to `--startup-timeout` first).
     pub async fn http_addr(&self) -> String {
-        eventually(
-            Duration::from_secs(30),
+        let deadline = Deadline::reaction("the operator's start-up to its HTTP server");
+        wait_for(
+            deadline,
             "the operator's HTTP address in its log",
-            || async { testkit::http::addr_in_log(&self.log()) },
+            || async {
+                let log = self.log();
+                testkit::http::addr_in_log(&log).ok_or_else(|| {
+                    let last = log.lines().last().unwrap_or("(empty)");
+                    format!("no address in its log; its last line: {last}")
+                })
+            },
         )
         .await
     }
@@ -843,3 +1249,27 @@ impl Drop for OperatorProcess {
 
 /// How many lines of an operator's log a failing test prints.
 const OPERATOR_LOG_TAIL: usize = 80;
+
+/// A GpuInventory status in one paragraph (what a wait on it last saw).
+pub fn inventory_summary(status: &gpu_inventory_operator::crd::GpuInventoryStatus) -> String {
+    let nodes: Vec<String> = status
+        .nodes
+        .iter()
+        .take(20)
+        .map(|n| {
+            let issues: Vec<&str> = n.issues.iter().map(|i| i.reason.as_str()).collect();
+            format!(
+                "{} (ready {}, {} GPUs, issues {issues:?})",
+                n.name, n.ready, n.count
+            )
+        })
+        .collect();
+    format!(
+        "totalGpuNodes {}, readyGpuNodes {}, totalGpus {}, omittedNodes {:?}; nodes: {}",
+        status.total_gpu_nodes,
+        status.ready_gpu_nodes,
+        status.total_gpus,
+        status.omitted_nodes,
+        nodes.join("; ")
+    )
+}

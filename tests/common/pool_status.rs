@@ -2,8 +2,6 @@
 //! through dynamic APIs: k8s-openapi's `v1_34` has neither type in these versions. Every object made here
 //! carries the test's label and is deleted when the [`PoolStatusRequests`] guard goes.
 
-use std::time::Duration;
-
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, PostParams,
@@ -11,12 +9,9 @@ use kube::api::{
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use super::{TEST_LABEL, TestEnv, eventually};
+use super::{ClusterPeriods, TEST_LABEL, TestEnv, eventually};
 
 const GROUP_VERSION: &str = "resource.k8s.io/v1alpha3";
-/// The controller computes a request within milliseconds of its creation; a busy 2-core machine and a
-/// controller-manager that just started its informers get far more.
-const COMPLETE_WITHIN: Duration = Duration::from_secs(120);
 
 fn requests_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("resource.k8s.io", "v1alpha3", "ResourcePoolStatusRequest");
@@ -130,7 +125,12 @@ impl PoolStatusRequests {
             "ResourcePoolStatusRequest {name} Complete (written by kube-controller-manager's \
              resourcepoolstatusrequest-controller, which runs only with --feature-gates=DRAResourcePoolStatus=true)"
         );
-        let status = eventually(COMPLETE_WITHIN, &what, || async {
+        // The controller computes a request within milliseconds of its creation: one reaction, after a
+        // controller-manager started again (a fault test's API-server restart) has taken its lease over.
+        let deadline = ClusterPeriods::get().controller_manager_reaction(
+            "kube-controller-manager's resourcepoolstatusrequest-controller",
+        );
+        let status = eventually(deadline, &what, || async {
             let status = self.status(name).await?;
             let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
             let is = |kind: &str| {

@@ -17,8 +17,6 @@ pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
 const CRD_RESOURCE: &str = "customresourcedefinitions/gpuinventories.homelab.youngju.dev";
 const GPUNODE_CRD_RESOURCE: &str = "customresourcedefinitions/gpunodes.homelab.youngju.dev";
 const GPUNODES: &str = "gpunodes.homelab.youngju.dev";
-/// How long the operator may take to converge.
-pub const CONVERGE: Duration = Duration::from_secs(60);
 
 /// `kubectl --kubeconfig <the test cluster> <args>`.
 pub fn kubectl(args: &[&str]) -> Output {
@@ -377,6 +375,8 @@ pub async fn wait_converged(
         .iter()
         .map(|n| env.node_name(n))
         .collect();
+    // Its start-up (with --leader-elect, a stale Lease running out too) and its first pass.
+    let deadline = operator.process.periods().converge();
     let started = Instant::now();
     let (mut inventory_ok, mut configmap_ok) = (false, false);
     let configmap = operator.configmap.clone();
@@ -399,7 +399,7 @@ pub async fn wait_converged(
         }
         let process = &mut operator.process;
         let exited = process.wait_exit(Duration::from_millis(60));
-        if exited.is_some() || started.elapsed() > CONVERGE {
+        if exited.is_some() || started.elapsed() > deadline.limit() {
             let log = process.log();
             let refused = forbidden_lines(&log);
             let state = |ok: bool| if ok { "converged" } else { "not converged" };
@@ -408,7 +408,7 @@ pub async fn wait_converged(
                  {}\n--- operator log ({}) ---\n{log}",
                 match exited {
                     Some(code) => format!("it exited with {code:?}"),
-                    None => format!("{CONVERGE:?} passed"),
+                    None => format!("the deadline of {deadline} passed"),
                 },
                 state(inventory_ok),
                 state(configmap_ok),

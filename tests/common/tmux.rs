@@ -4,6 +4,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::Deadline;
+
 /// A tmux server of this test's own (its own socket), killed on drop.
 pub struct Tmux(pub String);
 
@@ -52,14 +54,16 @@ impl Tmux {
         self.run(&args)
     }
 
-    /// Waits until the screen satisfies `check`; panics with the screen after `timeout`.
+    /// Waits until the screen satisfies `check`; panics with the screen (the last seen) after `deadline`, or
+    /// at once when the program ended (the pane says "plugin exited", see [`Tmux::start`]).
     pub fn wait_screen(
         &self,
         session: &str,
-        timeout: Duration,
+        deadline: impl Into<Deadline>,
         what: &str,
         check: impl Fn(&str) -> bool,
     ) -> String {
+        let deadline = deadline.into();
         let started = Instant::now();
         loop {
             let screen = self.screen(session, false);
@@ -67,8 +71,13 @@ impl Tmux {
                 return screen;
             }
             assert!(
-                started.elapsed() < timeout,
-                "timed out after {timeout:?} waiting for {what}; screen:\n{screen}"
+                !screen.contains("plugin exited:"),
+                "waiting for {what}: the program ended; screen:\n{screen}"
+            );
+            assert!(
+                started.elapsed() < deadline.limit(),
+                "waited {:.1?} for {what}, past the deadline of {deadline}; screen:\n{screen}",
+                started.elapsed()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
