@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::allocation::{counts, entry, node_holds, wait_gpus_available};
+use common::allocation::{counts, entry, node, node_holds, wait_gpus_available};
 use common::{OperatorProcess, TestEnv, eventually};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -19,23 +19,6 @@ const CONVERGE: Duration = Duration::from_secs(30);
 /// The promise: a pod bound or gone is in the status within 2 s.
 const FOLLOW: Duration = Duration::from_secs(2);
 const GPU: &str = "nvidia.com/gpu";
-
-/// A Ready KWOK node with `labels` (GPU Feature Discovery's) and `resources` allocatable (and capacity), plus
-/// what the scheduler needs to place pods (cpu, memory, pods).
-fn node(name: &str, labels: Value, resources: &[(&str, &str)]) -> Node {
-    let mut list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
-    for (k, v) in resources {
-        list[*k] = json!(v);
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": { "name": name, "labels": labels },
-        "status": { "capacity": list, "allocatable": list,
-            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady",
-                             "message": "kubelet is posting ready status" }] }
-    }))
-    .unwrap()
-}
 
 fn h100_node(name: &str, gpus: u32) -> Node {
     let labels = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",

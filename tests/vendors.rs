@@ -7,28 +7,13 @@ mod common;
 
 use std::process::Command;
 
+use common::allocation::node;
 use common::dra::{self, Pool, wait_entry};
 use common::{TestEnv, eventually, kubeconfig_path};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-
-/// A Ready KWOK node with `labels` and `resources` as capacity and allocatable, plus room for pods.
-fn node(name: &str, labels: Value, resources: &[(&str, &str)]) -> Node {
-    let mut list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
-    for (k, v) in resources {
-        list[*k] = json!(v);
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": { "name": name, "labels": labels },
-        "status": { "capacity": list, "allocatable": list,
-            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady",
-                             "message": "kubelet is posting ready status" }] }
-    }))
-    .unwrap()
-}
 
 /// Creates a pod pinned to `node` asking for `count` of `resource`, and waits until the scheduler binds it.
 async fn bound_pod(env: &TestEnv, name: &str, node: &str, resource: &str, count: u32) {

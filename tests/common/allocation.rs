@@ -5,9 +5,28 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNodeEntry};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use serde_json::{Value, json};
 
 use super::TestEnv;
+
+/// A Ready KWOK node with `labels` and `resources` as capacity and allocatable, plus what the scheduler needs
+/// to place pods (cpu, memory, pods).
+pub fn node(name: &str, labels: Value, resources: &[(&str, &str)]) -> Node {
+    let mut list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
+    for (k, v) in resources {
+        list[*k] = json!(v);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": name, "labels": labels },
+        "status": { "capacity": list, "allocatable": list,
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady",
+                             "message": "kubelet is posting ready status" }] }
+    }))
+    .unwrap()
+}
 
 /// The entry of `node` in a status.
 pub fn entry<'a>(status: &'a GpuInventoryStatus, node: &str) -> Option<&'a GpuNodeEntry> {

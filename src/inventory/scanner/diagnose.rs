@@ -131,14 +131,20 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
         }
     }
     if entry.unschedulable {
-        issues.push(issue(
-            IssueReason::Unschedulable,
-            "the node is cordoned (spec.unschedulable): no new pods land on its GPUs; \
-             `kubectl uncordon` it when maintenance is over"
-                .to_owned(),
-        ));
+        issues.push(unschedulable("GPUs"));
     }
     issues
+}
+
+/// `Unschedulable`, worded for what the node offers (`GPUs`, `devices`): every vendor's path raises it alike.
+pub(super) fn unschedulable(what: &str) -> Issue {
+    issue(
+        IssueReason::Unschedulable,
+        format!(
+            "the node is cordoned (spec.unschedulable): no new pods land on its {what}; \
+             `kubectl uncordon` it when maintenance is over"
+        ),
+    )
 }
 
 pub(super) fn not_ready_message(ready: Option<&NodeCondition>) -> String {

@@ -148,11 +148,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         mig = Some(gke_partitions(size, count));
     }
     if status.is_none_or(|s| s.conditions.is_none()) {
-        labels.note(
-            "the object shows no conditions (a trimmed dump, or a kubelet that never posted status): whether \
-             the node is Ready is unknown"
-                .to_owned(),
-        );
+        labels.note(NO_CONDITIONS_NOTE.to_owned());
     }
     if allocatable_block.is_none() {
         labels.note(
@@ -178,11 +174,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         allocated: BTreeMap::new(),
         free: BTreeMap::new(),
         holdings: Vec::new(),
-        unschedulable: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false),
+        unschedulable: is_cordoned(node),
         sources,
         derived_from,
         notes: Vec::new(),
@@ -318,6 +310,18 @@ fn hand_made_gpu_label(labels: &mut LabelReader<'_>) -> bool {
         )
     });
     marks_gpu
+}
+
+/// The note of a node object that shows no conditions: readiness unknown, not NotReady (both paths).
+const NO_CONDITIONS_NOTE: &str = "the object shows no conditions (a trimmed dump, or a kubelet that never \
+     posted status): whether the node is Ready is unknown";
+
+/// Whether the node is cordoned (`spec.unschedulable`).
+fn is_cordoned(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
 }
 
 /// The node's taints as (key, value, effect).

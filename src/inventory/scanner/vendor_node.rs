@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
 
-use super::diagnose::{gpu_sum, issue, not_ready_message, withdrawn_resources};
+use super::diagnose::{gpu_sum, issue, not_ready_message, unschedulable, withdrawn_resources};
 use super::dra_devices;
 use super::labels::LabelReader;
 use crate::inventory::dra::DraNode;
@@ -84,21 +84,13 @@ pub(super) fn entry(
         mig: reading.partitions,
         capacity: resources.capacity.clone(),
         allocatable: resources.allocatable.clone(),
-        unschedulable: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false),
+        unschedulable: super::is_cordoned(node),
         sources,
         derived_from,
         ..Default::default()
     };
     if !facts.status_known {
-        labels.note(
-            "the object shows no conditions (a trimmed dump, or a kubelet that never posted status): whether \
-             the node is Ready is unknown"
-                .to_owned(),
-        );
+        labels.note(super::NO_CONDITIONS_NOTE.to_owned());
     }
     if !facts.allocatable_known {
         labels.note(
@@ -182,12 +174,7 @@ fn diagnose(
         }
     }
     if entry.unschedulable {
-        issues.push(issue(
-            IssueReason::Unschedulable,
-            "the node is cordoned (spec.unschedulable): no new pods land on its devices; \
-             `kubectl uncordon` it when maintenance is over"
-                .to_owned(),
-        ));
+        issues.push(unschedulable("devices"));
     }
     issues
 }
