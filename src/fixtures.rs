@@ -149,11 +149,14 @@ pub(crate) fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Arc<Context>, ApiSer
     let ctx = Context::new(
         client,
         Sources::fixed(nodes, pods),
-        Duration::from_secs(30),
+        crate::publish::Settings {
+            requeue: Duration::from_secs(30),
+            status_nodes_budget: crate::publish::content::size_budget::STATUS_NODES_BUDGET_BYTES,
+            resources_grace: Duration::ZERO,
+        },
         health,
         metrics,
         gauges,
-        crate::publish::content::size_budget::STATUS_NODES_BUDGET_BYTES,
     );
     (Arc::new(ctx), ApiServer(handle))
 }

@@ -24,13 +24,13 @@ async fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     logging::init_logging(cli.global.log_format);
-    match cli.command.unwrap_or(Command::Run(cli.run)) {
+    match cli.command.unwrap_or(Command::Run(Box::new(cli.run))) {
         Command::Crd => {
             print!("{}", crd_yaml());
             ExitCode::SUCCESS
         }
         Command::Scan(args) => scan::run(&cli.global, &args).await,
-        Command::Run(args) => match run::run(&cli.global, args, Shutdown::on_signals()).await {
+        Command::Run(args) => match run::run(&cli.global, *args, Shutdown::on_signals()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(reason = e.metric_label(), "{e}");

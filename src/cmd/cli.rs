@@ -36,7 +36,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the operator (the default).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the GpuInventory CRD as YAML (for `kubectl apply -f -` or GitOps).
     Crd,
     /// Scan once and print the inventory; read-only. Exit code: 0 all GPU nodes healthy, 1 some issue, 2 error.
@@ -68,9 +68,37 @@ pub struct GlobalArgs {
         default_value = crate::inventory::dra::DEFAULT_DRIVERS
     )]
     pub dra_drivers: Vec<String>,
+    /// A node condition type that reports GPU health, for a cluster's own node-problem-detector rules:
+    /// `TYPE` exactly, or a pattern with one `*` (`Acme*Problem`). When it is True on a node, the node has a
+    /// `GpuHealthCheckFailed` issue naming it. Repeat the flag, or separate with commas in the variable. These
+    /// add to the built-in families (NVSentinel, AKS, GKE, Meta GCM, Nebius, AMD; docs/health.md); a type no
+    /// family names is never read.
+    #[arg(
+        long = "health-condition",
+        global = true,
+        env = "GPUINV_HEALTH_CONDITIONS",
+        value_name = "TYPE-OR-PATTERN",
+        value_delimiter = ',',
+        value_parser = parse_health_condition
+    )]
+    pub health_conditions: Vec<String>,
+}
+
+/// A `--health-condition`, checked as a condition type or pattern.
+fn parse_health_condition(text: &str) -> Result<String, String> {
+    crate::inventory::health::TypePattern::parse(text).map(|_| text.trim().to_owned())
 }
 
 impl GlobalArgs {
+    /// The health table: the built-in families plus `--health-condition`, for the life of the process.
+    pub fn health_table(&self) -> &'static crate::inventory::health::HealthTable {
+        match crate::inventory::health::HealthTable::with_conditions(&self.health_conditions) {
+            Ok(table) => table.leak(),
+            // The values were checked when parsed; a table that still fails falls back to the defaults.
+            Err(_) => crate::inventory::health::HealthTable::defaults(),
+        }
+    }
+
     /// The DRA GPU drivers, without empty entries (`--dra-driver=` turns DRA off).
     pub fn dra_drivers(&self) -> Vec<String> {
         self.dra_drivers
@@ -142,6 +170,10 @@ pub struct RunArgs {
     #[arg(long, env = "GPUINV_STATUS_NODES_BUDGET", value_name = "BYTES", default_value = "64Ki",
           value_parser = parse_status_budget)]
     pub status_nodes_budget: usize,
+    /// How long a GPU node may advertise no GPU resource and no DRA device before it is a
+    /// `GpuResourcesMissing` issue (the driver and the device plugin take minutes to come up on a new node).
+    #[arg(long, env = "GPUINV_RESOURCES_GRACE", default_value = "10m", value_parser = parse_duration)]
+    pub resources_grace: Duration,
     /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
     #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub startup_timeout: Duration,

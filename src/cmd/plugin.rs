@@ -130,6 +130,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     let config = SourcesConfig {
         node_label_selector: args.selector.clone(),
         dra_drivers: args.global.dra_drivers(),
+        health: args.global.health_table(),
     };
     let (sources, feed) = Sources::start(connection.client, &config, health.clone());
     let feed = tokio::spawn(feed);

@@ -16,7 +16,7 @@ use crate::publish::crd_watch::{CrdPolicy, watch_crd};
 use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
 use crate::publish::gpunodes::GpuNodeScope;
 use crate::publish::metrics::InventoryGauges;
-use crate::publish::{self, Context};
+use crate::publish::{self, Context, Settings};
 use crate::runtime::backoff;
 use crate::runtime::client::{ClientConfig, Connection, connect};
 use crate::runtime::credentials;
@@ -56,6 +56,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
     let sources_config = SourcesConfig {
         node_label_selector: args.node_label_selector.clone(),
         dra_drivers: global.dra_drivers(),
+        health: global.health_table(),
     };
     let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
     let feed_task = tokio::spawn(feed);
@@ -70,11 +71,14 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
     let ctx = Arc::new(Context::new(
         client.clone(),
         sources,
-        args.requeue,
+        Settings {
+            requeue: args.requeue,
+            status_nodes_budget: args.status_nodes_budget,
+            resources_grace: args.resources_grace,
+        },
         health,
         metrics.clone(),
         gauges,
-        args.status_nodes_budget,
     ));
     let result = run_publishers(&ctx, &args, namespace, shutdown).await;
     feed_task.abort();

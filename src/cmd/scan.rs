@@ -27,7 +27,7 @@ use crate::runtime::client::connect;
 use crate::sources::Snapshot;
 use crate::sources::dra::dra_api_served;
 use crate::sources::dump::{Dump, parse_dump};
-use crate::sources::nodes::cached_node;
+use crate::sources::nodes::cached_node_with;
 use crate::sources::pods::UNFINISHED_PODS;
 use crate::sources::slim::{SlimNode, SlimPod};
 use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
@@ -78,6 +78,10 @@ pub(crate) async fn scan_status(
         Some(path) => dump_snapshot(read_dump(path)?, drivers),
         None => list_cluster(global, args.selector.as_deref(), drivers).await?,
     };
+    let snapshot = Snapshot {
+        health: global.health_table(),
+        ..snapshot
+    };
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
     let inventory = snapshot.scan(&selector, NodeUniverse::Cluster, None);
@@ -117,6 +121,7 @@ fn dump_snapshot(dump: Dump, drivers: Arc<[String]>) -> Snapshot {
             .map(Arc::new)
             .collect(),
         drivers,
+        health: crate::inventory::health::HealthTable::defaults(),
         version: 0,
     }
 }
@@ -173,9 +178,12 @@ async fn list_cluster(
     }
     // Decoded slim and stripped page by page, as the operator's own caches are.
     let nodes: Api<SlimNode> = Api::all(client.clone());
-    let nodes = list_paged(&nodes, params, |slim| Some(Arc::new(cached_node(slim))))
-        .await
-        .map_err(Error::kube(format!("listing nodes on {url}")))?;
+    let table = global.health_table();
+    let nodes = list_paged(&nodes, params, |slim| {
+        Some(Arc::new(cached_node_with(slim, table)))
+    })
+    .await
+    .map_err(Error::kube(format!("listing nodes on {url}")))?;
     let pods: Api<SlimPod> = Api::all(client.clone());
     let params = ListParams::default().limit(PAGE).fields(UNFINISHED_PODS);
     let pods = list_paged(&pods, params, |slim| {

@@ -185,8 +185,21 @@ pub struct MigDevice {
 pub struct NodeIssue {
     /// A `PascalCase` reason: `NotReady`, `GpuLabelsMissing`, `GpusNotAllocatable`, `GpusUnhealthy`,
     /// `MigConfigFailed`, `MigConfigPending`, `MigInvalid`, `Unschedulable`, `InvalidLabel`, `Overcommitted`,
-    /// `DraPoolIncomplete` or `GpuDeviceTainted`.
+    /// `DraPoolIncomplete`, `GpuDeviceTainted`, `AllocatedDeviceUnhealthy`, `GpuHealthCheckFailed`,
+    /// `GpuNodeQuarantined`, `GpusMissing`, `GpuResourcesMissing`, `DriverUpgradeFailed`,
+    /// `DriverUpgradeInProgress`, `OperandsPaused` or `MaintenanceScheduled` (docs/issues.md).
     pub reason: String,
     /// What was seen, naming the label, condition or resource.
     pub message: String,
+    /// `Degraded` (makes the inventory Degraded) or `Info` (planned work: a driver upgrade, paused operands,
+    /// announced maintenance). Objects written before severities existed read as `Degraded`.
+    #[serde(default = "degraded")]
+    pub severity: String,
+    /// Since when, as the node says it (a condition's last transition), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+fn degraded() -> String {
+    "Degraded".to_owned()
 }

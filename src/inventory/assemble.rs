@@ -11,6 +11,7 @@ use kube::core::{Selector, SelectorExt};
 
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::dra::{self, DraInput};
+use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
@@ -36,6 +37,7 @@ pub struct ScanInput<'a> {
     selector: Option<&'a Selector>,
     universe: NodeUniverse,
     interner: Option<&'a NodeInterner>,
+    health: &'static HealthTable,
 }
 
 impl<'a> ScanInput<'a> {
@@ -74,6 +76,12 @@ impl<'a> ScanInput<'a> {
         self
     }
 
+    /// Which node conditions are GPU health (the built-in table otherwise).
+    pub fn health(mut self, table: &'static HealthTable) -> ScanInput<'a> {
+        self.health = table;
+        self
+    }
+
     /// What the nodes are (see [`NodeUniverse`]).
     pub fn universe(mut self, universe: NodeUniverse) -> ScanInput<'a> {
         self.universe = universe;
@@ -91,7 +99,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         .into_iter()
         .filter(|node| input.selector.is_none_or(|s| s.matches(node.labels())))
         .collect();
-    let scope = ScanScope::of(selected.iter().copied());
+    let scope = ScanScope::of(selected.iter().copied()).with_health(input.health);
     let facts: HashMap<&str, NodeFacts<'_>> = selected
         .iter()
         .map(|n| {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::inventory::model::Inventory;
+use crate::inventory::model::{Inventory, Severity};
 use crate::inventory::text::capped_list;
 
 /// Condition type: GPU demand is met (no GPU pod waits unschedulable).
@@ -127,7 +127,13 @@ fn ready_condition(inventory: &Inventory) -> InventoryCondition {
 fn degraded_condition(inventory: &Inventory) -> InventoryCondition {
     let mut nodes_per_reason: BTreeMap<&str, usize> = BTreeMap::new();
     for node in &inventory.nodes {
-        let mut seen: Vec<&str> = node.issues.iter().map(|i| i.reason.as_str()).collect();
+        // Information (planned work) never degrades the inventory.
+        let mut seen: Vec<&str> = node
+            .issues
+            .iter()
+            .filter(|i| i.severity() == Severity::Degraded)
+            .map(|i| i.reason.as_str())
+            .collect();
         seen.sort_unstable();
         seen.dedup();
         for reason in seen {

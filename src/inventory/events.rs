@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::runtime::events::EventType;
 
 use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, gpus_available_message};
-use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
 
 /// Above this many transitions of one kind, they are reported as one event.
@@ -260,9 +260,14 @@ fn issue_events(
         }
     }
     for (reason, names) in &appeared {
+        // Planned work (a driver upgrade, announced maintenance) is told, not warned about.
+        let type_ = match reason.severity() {
+            Severity::Degraded => EventType::Warning,
+            Severity::Info => EventType::Normal,
+        };
         per_node(
             events,
-            EventType::Warning,
+            type_,
             reason.as_str(),
             &format!("{reason} appeared"),
             names,

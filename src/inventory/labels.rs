@@ -167,13 +167,13 @@ fn parse_non_negative(value: &str, max: u64) -> Option<u64> {
 fn invalid_label(key: &str, value: &str, max: u64) -> Issue {
     // Values can be up to 63 characters; keep the message short and printable either way.
     let shown = shown(value);
-    Issue {
-        reason: IssueReason::InvalidLabel,
-        message: format!(
+    Issue::new(
+        IssueReason::InvalidLabel,
+        format!(
             "label {key} has value {shown:?}, which is not a whole number between 0 and {max}; \
              it was read as unknown. Fix or remove the label (GPU Feature Discovery writes plain integers)"
         ),
-    }
+    )
 }
 
 #[cfg(test)]

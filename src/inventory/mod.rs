@@ -14,6 +14,8 @@ pub mod assemble;
 pub mod conditions;
 pub mod dra;
 pub(crate) mod events;
+pub(crate) mod grace;
+pub mod health;
 pub mod interner;
 pub(crate) mod labels;
 pub mod model;

@@ -14,10 +14,14 @@ use kube::core::Selector;
 use super::interner::NodeInterner;
 use super::model::Inventory;
 
+/// What a scan is as new as: the sources' change version, then the operator's grace epoch (bumped when an
+/// issue held back for a grace period falls due, so the next pass scans again with no change).
+pub(crate) type ScanVersion = (u64, u64);
+
 /// The memo. Pure apart from its lock: no I/O, no clock.
 #[derive(Debug, Default)]
 pub(crate) struct SharedScans {
-    scans: Mutex<HashMap<String, (u64, Arc<Inventory>)>>,
+    scans: Mutex<HashMap<String, (ScanVersion, Arc<Inventory>)>>,
     computed: std::sync::atomic::AtomicU64,
     interner: NodeInterner,
 }
@@ -28,7 +32,7 @@ impl SharedScans {
     /// entries through the interner it is given.
     pub(crate) fn inventory(
         &self,
-        version: u64,
+        version: ScanVersion,
         selector: &Selector,
         scan: impl FnOnce(&Selector, &NodeInterner) -> Inventory,
     ) -> Arc<Inventory> {
@@ -82,21 +86,23 @@ mod tests {
     fn one_scan_per_version_and_selector() {
         let scans = SharedScans::default();
         let all = Selector::default();
-        let a = scans.inventory(1, &all, cluster);
-        let b = scans.inventory(1, &all, |_, _| -> Inventory { panic!("scanned twice") });
+        let a = scans.inventory((1, 0), &all, cluster);
+        let b = scans.inventory((1, 0), &all, |_, _| -> Inventory {
+            panic!("scanned twice")
+        });
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(scans.computed(), 1);
 
         let some = parse_selector("kubernetes.io/hostname=nothing").unwrap();
-        let c = scans.inventory(1, &some, cluster);
+        let c = scans.inventory((1, 0), &some, cluster);
         assert_eq!(
             (c.total_gpu_nodes, scans.computed()),
             (0, 2),
             "another selector, another scan"
         );
 
-        let d = scans.inventory(2, &all, cluster);
-        assert!(!Arc::ptr_eq(&a, &d), "a new change version scans again");
+        let d = scans.inventory((1, 1), &all, cluster);
+        assert!(!Arc::ptr_eq(&a, &d), "a new grace epoch scans again");
         assert_eq!(*a, *d, "same nodes, same result");
         assert!(
             a.nodes.iter().zip(&d.nodes).all(|(a, d)| Arc::ptr_eq(a, d)),

@@ -30,6 +30,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use crate::crd::GpuInventoryStatus;
 use crate::error::Error;
 use crate::inventory::Inventory;
+use crate::inventory::grace::Grace;
 use crate::inventory::shared_scan::SharedScans;
 use crate::runtime::backoff::{self, Backoff};
 use crate::runtime::health::Health;
@@ -68,6 +69,30 @@ pub(crate) struct Context {
     /// Per GpuInventory, the model (every node) its last reconcile published: what the next one's events
     /// are diffed against.
     models: Mutex<HashMap<String, Arc<Inventory>>>,
+    /// Issues held back for a grace period, per selector (`--resources-grace`).
+    grace: Mutex<GraceState>,
+}
+
+/// The grace memory of every selector scanned, and when the first held-back issue falls due.
+#[derive(Debug)]
+struct GraceState {
+    period: Duration,
+    per_selector: HashMap<String, Grace>,
+    due: Option<Instant>,
+    /// Bumped when `due` passes: scans are remembered per (change version, epoch), so the next pass scans
+    /// again and reports the issue with no change to wake it (within one requeue period).
+    epoch: u64,
+}
+
+/// The publishers' settings (from `run`'s flags).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    /// Periodic reconcile interval (`--requeue`).
+    pub(crate) requeue: Duration,
+    /// Room for a GpuInventory status's `nodes[]`, in bytes of JSON (`--status-nodes-budget`).
+    pub(crate) status_nodes_budget: usize,
+    /// How long a graced issue must last before it is published (`--resources-grace`).
+    pub(crate) resources_grace: Duration,
 }
 
 /// The retries of one object whose last reconcile failed.
@@ -83,12 +108,16 @@ impl Context {
     pub(crate) fn new(
         client: Client,
         sources: Sources,
-        requeue: Duration,
+        settings: Settings,
         health: Health,
         metrics: Arc<Metrics>,
         gauges: Arc<metrics::InventoryGauges>,
-        status_nodes_budget: usize,
     ) -> Self {
+        let Settings {
+            requeue,
+            status_nodes_budget,
+            resources_grace,
+        } = settings;
         let reporter = Reporter {
             controller: crate::FIELD_MANAGER.to_owned(),
             // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
@@ -113,6 +142,12 @@ impl Context {
             status_nodes_budget,
             failures: Mutex::default(),
             models: Mutex::default(),
+            grace: Mutex::new(GraceState {
+                period: resources_grace,
+                per_selector: HashMap::new(),
+                due: None,
+                epoch: 0,
+            }),
         }
     }
 
@@ -135,14 +170,35 @@ impl Context {
     }
 
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
+    /// Issues that need a grace period (`IssueReason::needs_grace`) appear once they have lasted it.
     pub(crate) fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
         let version = self.sources.version();
         let universe = self.sources.node_universe();
+        let epoch = {
+            let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+            if grace.due.is_some_and(|due| due <= Instant::now()) {
+                grace.due = None;
+                grace.epoch += 1;
+            }
+            grace.epoch
+        };
         self.scans
-            .inventory(version, selector, |selector, interner| {
-                self.sources
+            .inventory((version, epoch), selector, |selector, interner| {
+                let scanned = self
+                    .sources
                     .snapshot()
-                    .scan(selector, universe, Some(interner))
+                    .scan(selector, universe, Some(interner));
+                let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+                let period = grace.period;
+                let (inventory, due) = grace
+                    .per_selector
+                    .entry(selector.to_string())
+                    .or_insert_with(|| Grace::new(period))
+                    .apply(scanned, Instant::now());
+                if let Some(due) = due {
+                    grace.due = Some(grace.due.map_or(due, |d| d.min(due)));
+                }
+                inventory
             })
     }
 

@@ -30,6 +30,7 @@ pub use dra::DraStores;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule};
+use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
@@ -41,6 +42,8 @@ pub struct SourcesConfig {
     pub node_label_selector: Option<String>,
     /// The DRA drivers whose devices are GPUs (`gpu.nvidia.com`); empty: DRA is not read.
     pub dra_drivers: Vec<String>,
+    /// Which node conditions are GPU health (kept through stripping, read by the scan).
+    pub health: &'static HealthTable,
 }
 
 /// Read handles on every source's cache, and the change signal they feed.
@@ -51,6 +54,7 @@ pub struct Sources {
     dra: DraStores,
     taint_rules: taint_rules::TaintRuleStore,
     drivers: Arc<[String]>,
+    health: &'static HealthTable,
     universe: NodeUniverse,
     // A receiver, not the signal itself: once the feed task (which owns the signal) ends, followers end too.
     changes: Changes,
@@ -75,6 +79,8 @@ pub struct Snapshot {
     pub taint_rules: Vec<Arc<DraTaintRule>>,
     /// The DRA GPU drivers.
     pub drivers: Arc<[String]>,
+    /// Which node conditions are GPU health.
+    pub health: &'static HealthTable,
 }
 
 impl Snapshot {
@@ -98,7 +104,8 @@ impl Snapshot {
             .pods(self.pods.iter().map(AsRef::as_ref))
             .dra(dra)
             .selector(selector)
-            .universe(universe);
+            .universe(universe)
+            .health(self.health);
         scan(match interner {
             Some(interner) => input.interner(interner),
             None => input,
@@ -118,6 +125,7 @@ impl Sources {
         let (nodes, node_feed) = nodes::watch_nodes(
             client.clone(),
             config.node_label_selector.as_deref(),
+            config.health,
             health.clone(),
             signal.clone(),
         );
@@ -146,6 +154,7 @@ impl Sources {
                 dra,
                 taint_rules,
                 drivers,
+                health: config.health,
                 universe: match config.node_label_selector {
                     Some(_) => NodeUniverse::Subset,
                     None => NodeUniverse::Cluster,
@@ -189,6 +198,7 @@ impl Sources {
             classes: self.dra.classes.state(),
             taint_rules: self.taint_rules.state(),
             drivers: self.drivers.clone(),
+            health: self.health,
         }
     }
 
@@ -246,6 +256,7 @@ impl Sources {
             },
             taint_rules,
             drivers: Arc::from(Vec::new()),
+            health: HealthTable::defaults(),
             universe: NodeUniverse::Cluster,
             changes: ChangeSignal::default().subscribe(),
         }

@@ -14,6 +14,7 @@ use kube::{Api, Client};
 
 use super::ChangeSignal;
 use super::slim::{SlimNode, map_event};
+use crate::inventory::health::HealthTable;
 use crate::inventory::vendors::is_read_resource;
 use crate::runtime::health::Health;
 use crate::runtime::{backoff, memory};
@@ -23,6 +24,7 @@ use crate::runtime::{backoff, memory};
 pub(crate) fn watch_nodes(
     client: Client,
     label_selector: Option<&str>,
+    table: &'static HealthTable,
     health: Health,
     changes: ChangeSignal,
 ) -> (Store<Node>, impl Future<Output = ()> + Send + 'static) {
@@ -39,7 +41,7 @@ pub(crate) fn watch_nodes(
     let feed = async move {
         let mut events = watcher(api, config)
             .backoff(backoff::WATCH.backoff())
-            .map_ok(|event| map_event(event, cached_node))
+            .map_ok(|event| map_event(event, |slim| cached_node_with(slim, table)))
             .boxed();
         while let Some(event) = events.next().await {
             match event {
@@ -79,14 +81,27 @@ fn same_ignoring_version(a: &Node, b: &Node) -> bool {
 }
 
 /// A slim-decoded node as the cache keeps it (and as the one-shot `scan` reads it): converted, then stripped.
+#[cfg(test)]
 pub(crate) fn cached_node(slim: SlimNode) -> Node {
+    cached_node_with(slim, HealthTable::defaults())
+}
+
+/// [`cached_node`], keeping the health conditions `table` names.
+pub(crate) fn cached_node_with(slim: SlimNode, table: &HealthTable) -> Node {
     let mut node = Node::from(slim);
-    strip_node(&mut node);
+    strip_node_with(&mut node, table);
     node
 }
 
-/// Drops everything the scanner never reads, so 5,000 nodes fit in a few MiB and heartbeats compare equal.
+/// Drops everything the scanner never reads, so 5,000 nodes fit in a few MiB and heartbeats compare equal
+/// (the default health table's conditions are kept).
+#[cfg(test)]
 pub(crate) fn strip_node(node: &mut Node) {
+    strip_node_with(node, HealthTable::defaults());
+}
+
+/// [`strip_node`], keeping the health conditions `table` names.
+pub(crate) fn strip_node_with(node: &mut Node, table: &HealthTable) {
     // Identity, version (for resuming the watch) and labels: what the slim decoding keeps too.
     let meta = std::mem::take(&mut node.metadata);
     node.metadata = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
@@ -116,13 +131,19 @@ pub(crate) fn strip_node(node: &mut Node) {
         conditions: status.conditions.map(|conditions| {
             conditions
                 .into_iter()
-                .filter(|c| c.type_ == "Ready")
+                .filter(|c| c.type_ == "Ready" || table.names(&c.type_))
                 .map(|mut c| {
                     // Heartbeats move every few seconds without changing anything the scanner reports.
                     c.last_heartbeat_time = None;
-                    if c.status == "True" {
-                        // The scanner words only a NotReady condition; a Ready one's text and transition time
-                        // change when a kubelet (or KWOK) rewrites its conditions, and that is no change either.
+                    // The scanner words only a NotReady condition and a health condition that is True; the
+                    // text and transition time of the others change when a kubelet (or KWOK, or a monitor)
+                    // rewrites its conditions, and that is no change either.
+                    let reported = if c.type_ == "Ready" {
+                        c.status != "True"
+                    } else {
+                        c.status == "True"
+                    };
+                    if !reported {
                         c.reason = None;
                         c.message = None;
                         c.last_transition_time = None;

@@ -33,7 +33,8 @@ async fn a_watch_ended_by_410_gone_is_relisted_and_nothing_is_lost() {
     );
     let signal = ChangeSignal::default();
     let mut changes = signal.subscribe();
-    let (store, feed) = nodes::watch_nodes(client, None, health.clone(), signal);
+    let table = crate::inventory::health::HealthTable::defaults();
+    let (store, feed) = nodes::watch_nodes(client, None, table, health.clone(), signal);
     let task = tokio::spawn(feed);
 
     let list = server.expect(Method::GET, "/api/v1/nodes").await;

@@ -228,7 +228,7 @@ impl OperatorPeriods {
         let cli = OperatorCli::try_parse_from(argv)
             .unwrap_or_else(|e| panic!("the operator's arguments {args:?} do not parse: {e}"));
         let run: RunArgs = match cli.command {
-            Some(OperatorCommand::Run(run)) => run,
+            Some(OperatorCommand::Run(run)) => *run,
             None => cli.run,
             Some(other) => panic!("not `run`: {other:?}"),
         };

@@ -145,6 +145,8 @@ fn hostile_text_from_the_cluster_is_escaped_visibly() {
     node.issues.push(crate::crd::NodeIssue {
         reason: "NotReady".into(),
         message: "PLEG \x1b[2J\nERROR forged line".into(),
+        severity: "Degraded".into(),
+        since: None,
     });
     node.notes.push("note \u{202e}reversed".into());
     for text in [

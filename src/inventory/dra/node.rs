@@ -108,14 +108,14 @@ impl DraNode {
             .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
             .map(|(p, _)| p.clone());
         if !self.incomplete.is_empty() {
-            self.issues.push(Issue {
-                reason: IssueReason::DraPoolIncomplete,
-                message: format!(
+            self.issues.push(Issue::new(
+                IssueReason::DraPoolIncomplete,
+                format!(
                     "{}: its devices are not counted as free until every slice is published (the driver is \
                      rewriting the pool, or a slice was lost: check the DRA driver's kubelet plugin on this node)",
                     capped_list(self.incomplete.iter().map(String::as_str))
                 ),
-            });
+            ));
         }
         let tainted: Vec<String> = self
             .devices
@@ -132,16 +132,16 @@ impl DraNode {
             })
             .collect();
         if !tainted.is_empty() {
-            self.issues.push(Issue {
-                reason: IssueReason::GpuDeviceTainted,
-                message: format!(
+            self.issues.push(Issue::new(
+                IssueReason::GpuDeviceTainted,
+                format!(
                     "device(s) {} tainted: no new claim is allocated them (NoExecute also evicts their pods); \
                      a gpu.nvidia.com/xid or gpu-lost taint comes from NVIDIA's health monitor (check dmesg for \
                      the Xid and the GPU's health); a DeviceTaintRule's taint goes when the rule is deleted \
                      (kubectl get devicetaintrules)",
                     capped_list(tainted.iter().map(String::as_str))
                 ),
-            });
+            ));
         }
     }
 

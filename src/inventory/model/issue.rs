@@ -31,11 +31,55 @@ pub enum IssueReason {
     GpuDeviceTainted,
     /// The kubelet reports a device allocated to a pod on the node `Unhealthy` (KEP-4680).
     AllocatedDeviceUnhealthy,
+    /// A GPU health condition a health table names (NVSentinel, AKS, GKE, AMD, node-problem-detector) is
+    /// `True`.
+    GpuHealthCheckFailed,
+    /// A health controller took the node out of service: a remediation taint, or a cordon its labels
+    /// explain (NVSentinel's `k8saas.nvidia.com/cordon-by`).
+    GpuNodeQuarantined,
+    /// A health monitor counts fewer GPUs than the node should have.
+    GpusMissing,
+    /// A GPU node (known by its labels or conditions) advertises no GPU resource and no DRA device: the
+    /// driver or the device plugin is not up. The operator raises it only after a grace period.
+    GpuResourcesMissing,
+    /// The GPU operator's driver upgrade failed on the node.
+    DriverUpgradeFailed,
+    /// The GPU operator is upgrading the node's driver (information: planned work).
+    DriverUpgradeInProgress,
+    /// The GPU operator paused operands on the node (information: planned work).
+    OperandsPaused,
+    /// The cloud scheduled maintenance of the node's host (information: planned work).
+    MaintenanceScheduled,
+}
+
+/// How much an issue matters: only `Degraded` issues make an inventory `Degraded`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Capacity is lost or at risk until someone acts.
+    Degraded,
+    /// Planned or transient work the node reports; nothing to fix.
+    Info,
+}
+
+impl Severity {
+    /// The severity as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Degraded => "Degraded",
+            Severity::Info => "Info",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 13] = [
+    pub const ALL: [IssueReason; 21] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -49,6 +93,14 @@ impl IssueReason {
         IssueReason::DraPoolIncomplete,
         IssueReason::GpuDeviceTainted,
         IssueReason::AllocatedDeviceUnhealthy,
+        IssueReason::GpuHealthCheckFailed,
+        IssueReason::GpuNodeQuarantined,
+        IssueReason::GpusMissing,
+        IssueReason::GpuResourcesMissing,
+        IssueReason::DriverUpgradeFailed,
+        IssueReason::DriverUpgradeInProgress,
+        IssueReason::OperandsPaused,
+        IssueReason::MaintenanceScheduled,
     ];
 
     /// The reason as it appears in the API.
@@ -67,7 +119,33 @@ impl IssueReason {
             IssueReason::DraPoolIncomplete => "DraPoolIncomplete",
             IssueReason::GpuDeviceTainted => "GpuDeviceTainted",
             IssueReason::AllocatedDeviceUnhealthy => "AllocatedDeviceUnhealthy",
+            IssueReason::GpuHealthCheckFailed => "GpuHealthCheckFailed",
+            IssueReason::GpuNodeQuarantined => "GpuNodeQuarantined",
+            IssueReason::GpusMissing => "GpusMissing",
+            IssueReason::GpuResourcesMissing => "GpuResourcesMissing",
+            IssueReason::DriverUpgradeFailed => "DriverUpgradeFailed",
+            IssueReason::DriverUpgradeInProgress => "DriverUpgradeInProgress",
+            IssueReason::OperandsPaused => "OperandsPaused",
+            IssueReason::MaintenanceScheduled => "MaintenanceScheduled",
         }
+    }
+
+    /// Whether the reason degrades the inventory. Planned work (a driver upgrade under way, paused operands,
+    /// announced maintenance) is information: it ends by itself, and alerting on it pages nobody usefully.
+    /// Every reason of the first editions stays `Degraded`, as it was.
+    pub fn severity(self) -> Severity {
+        match self {
+            IssueReason::DriverUpgradeInProgress
+            | IssueReason::OperandsPaused
+            | IssueReason::MaintenanceScheduled => Severity::Info,
+            _ => Severity::Degraded,
+        }
+    }
+
+    /// Whether the operator holds the reason back until it has lasted a grace period (the state is normal
+    /// for a while after a node joins: the driver and the device plugin take minutes to come up).
+    pub fn needs_grace(self) -> bool {
+        self == IssueReason::GpuResourcesMissing
     }
 }
 
@@ -107,6 +185,8 @@ pub struct Issue {
     pub reason: IssueReason,
     /// What was seen, naming the label, condition or resource.
     pub message: String,
+    /// Since when, as the object says it (a condition's `lastTransitionTime`), when it says.
+    pub since: Option<String>,
 }
 
 impl Issue {
@@ -115,6 +195,18 @@ impl Issue {
         Issue {
             reason,
             message: message.into(),
+            since: None,
         }
+    }
+
+    /// The issue, holding since `since` (RFC 3339, as the object wrote it).
+    pub fn since(mut self, since: Option<String>) -> Issue {
+        self.since = since;
+        self
+    }
+
+    /// The issue's severity (its reason's).
+    pub fn severity(&self) -> Severity {
+        self.reason.severity()
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use holding::{Holder, Holding};
-pub use issue::{Issue, IssueReason};
+pub use issue::{Issue, IssueReason, Severity};
 pub use node::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
 pub use vendor::Vendor;

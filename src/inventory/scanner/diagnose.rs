@@ -9,7 +9,7 @@ use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
 use crate::inventory::resources::is_gpu_resource;
 
 pub(super) fn issue(reason: IssueReason, message: String) -> Issue {
-    Issue { reason, message }
+    Issue::new(reason, message)
 }
 
 /// What the diagnosis needs beyond the entry.
@@ -30,16 +30,28 @@ pub(super) struct Facts<'a> {
     /// DRA publishes the node's GPUs: labels and extended resources are not how they are served, so their
     /// absence (no product label, capacity left at allocatable 0 by a migration) is no fault.
     pub(crate) served_by_dra: bool,
+    /// A health controller's labels or a driver upgrade explain the node's cordon: it is reported as theirs,
+    /// not as a plain `Unschedulable`.
+    pub(crate) cordon_explained: bool,
+    /// What says the node has GPUs besides its GPU resources (labels, health signals), in words.
+    pub(crate) evidence: &'a [String],
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
 pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
     let mut issues = Vec::new();
     if !entry.ready && facts.status_known {
-        issues.push(issue(
-            IssueReason::NotReady,
-            not_ready_message(facts.ready_condition),
-        ));
+        let since = facts
+            .ready_condition
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0.to_string());
+        issues.push(
+            issue(
+                IssueReason::NotReady,
+                not_ready_message(facts.ready_condition),
+            )
+            .since(since),
+        );
     }
     let vm_workload = entry
         .workload_config
@@ -117,6 +129,8 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
                     }
                 ),
             ));
+        } else if entry.ready && !has_gpus && nothing_advertised(entry) {
+            issues.push(resources_missing(entry, "nvidia.com/gpu", facts.evidence));
         } else {
             let withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
             if !withdrawn.is_empty() {
@@ -130,10 +144,47 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
             }
         }
     }
-    if entry.unschedulable {
+    if entry.unschedulable && !facts.cordon_explained {
         issues.push(unschedulable("GPUs"));
     }
     issues
+}
+
+/// No accelerator resource above 0 in capacity or allocatable, and no DRA device.
+pub(super) fn nothing_advertised(entry: &NodeInventory) -> bool {
+    let positive = |list: &BTreeMap<String, Amount>| list.values().any(Amount::is_positive);
+    !positive(&entry.capacity) && !positive(&entry.allocatable) && entry.devices.is_empty()
+}
+
+/// `GpuResourcesMissing`: what says the node has GPUs, and what is missing (the resource, and the product
+/// and count labels when they are missing too). The operator holds it back for a grace period.
+pub(super) fn resources_missing(
+    entry: &NodeInventory,
+    resource: &str,
+    evidence: &[String],
+) -> Issue {
+    let mut missing = vec![format!(
+        "no {resource} (or other GPU resource) in capacity or allocatable"
+    )];
+    missing.push("no DRA device".to_owned());
+    if entry.product.is_none() {
+        missing.push("no label naming the GPU model".to_owned());
+    }
+    if entry.count == 0 {
+        missing.push("no GPU count".to_owned());
+    }
+    let known_by = if evidence.is_empty() {
+        "its labels".to_owned()
+    } else {
+        crate::inventory::text::capped_list(evidence.iter().map(String::as_str))
+    };
+    issue(
+        IssueReason::GpuResourcesMissing,
+        format!(
+            "known as a GPU node by {known_by}, but {}: the GPU driver or the device plugin is not up on it              (check the driver and device-plugin pods on this node)",
+            missing.join(", ")
+        ),
+    )
 }
 
 /// `Unschedulable`, worded for what the node offers (`GPUs`, `devices`): every vendor's path raises it alike.

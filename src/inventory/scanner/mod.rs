@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
 
 use crate::inventory::dra::DraNode;
+use crate::inventory::health::{self, HealthTable};
 use crate::inventory::model::Vendor;
 use crate::inventory::model::{Amount, Mig, MigProfile, NodeInventory};
 use crate::inventory::resources::{
@@ -36,6 +37,8 @@ pub struct ScanScope {
     /// Per vendor (in `Vendor::ALL` order but NVIDIA, which is `gfd_installed`): some node in scope carries
     /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
     pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
+    /// Which node conditions are GPU health, and who sets them.
+    pub(crate) health: &'static HealthTable,
 }
 
 impl ScanScope {
@@ -67,6 +70,12 @@ impl ScanScope {
         }
         scope
     }
+
+    /// The scope, reading health conditions with `table` (the defaults otherwise).
+    pub fn with_health(mut self, table: &'static HealthTable) -> ScanScope {
+        self.health = table;
+        self
+    }
 }
 
 /// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
@@ -92,12 +101,28 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
     };
     let hand_made = hand_made_gpu_label(&mut labels);
     let cloud = cloud::read(&mut labels);
-    let nvidia_says = is_gpu_node(&labels, &capacity) || cloud.present || hand_made;
+    let published = health::read(
+        &mut labels,
+        conditions(node),
+        &taints,
+        is_cordoned(node),
+        scope.health,
+    );
+    let nvidia_says = is_gpu_node(&labels, &capacity)
+        || cloud.present
+        || hand_made
+        || published.vendor == Some(Vendor::Nvidia);
     let drivers: Vec<&str> = dra
         .iter()
         .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
         .collect();
-    let identified = vendors::identify(&labels, &resources, &drivers, nvidia_says);
+    let mut identified = vendors::identify(&labels, &resources, &drivers, nvidia_says);
+    if identified.by_dra_only && dra.is_none() && !published.evidence.is_empty() {
+        // Known only by a health monitor's condition or an operator's labels: that vendor's node (or, when
+        // the signal names no vendor, an accelerator node of unknown make).
+        identified.vendor = published.vendor.unwrap_or(Vendor::Unknown);
+        identified.by_dra_only = false;
+    }
     let neutral_devices = resources
         .with_units(vendors::unit_of)
         .iter()
@@ -121,7 +146,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
             labeller_in_scope: scope.labelled(vendor),
         };
         return Some(vendor_node::entry(
-            node, labels, reading, &resources, facts, dra,
+            node, labels, reading, &resources, facts, dra, published,
         ));
     }
     let ready_condition = ready_condition(node);
@@ -195,8 +220,11 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         status_known: status.is_some_and(|s| s.conditions.is_some()),
         gfd_in_scope: scope.gfd_installed,
         served_by_dra,
+        cordon_explained: published.cordon_explained,
+        evidence: &gpu_node_evidence(&labels, &published.evidence),
     };
     let mut issues = diagnose::diagnose(&entry, facts);
+    issues.extend(published.issues);
     issues.extend(dra_issues);
     let (invalid, notes) = labels.finish();
     issues.extend(invalid);
@@ -339,6 +367,36 @@ fn taints(node: &Node) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The node's conditions (none when it shows none).
+fn conditions(node: &Node) -> &[NodeCondition] {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+}
+
+/// What says the node has NVIDIA GPUs besides its GPU resources, in words: the labels the GPU operator and
+/// GPU Feature Discovery leave, and the health signals.
+fn gpu_node_evidence(labels: &LabelReader<'_>, published: &[String]) -> Vec<String> {
+    let mut evidence: Vec<String> = [
+        labels::GPU_PRESENT,
+        labels::GPU_PRODUCT,
+        labels::GPU_COUNT,
+        labels::GPU_FAMILY,
+        labels::MIG_CAPABLE,
+        labels::GPU_MEMORY,
+    ]
+    .into_iter()
+    .filter_map(|k| labels.get(k).map(|v| format!("label {k}={}", short(v))))
+    .collect();
+    evidence.extend(published.iter().cloned());
+    evidence
+}
+
+fn short(value: &str) -> String {
+    value.trim().chars().take(64).collect()
+}
+
 /// The node's `Ready` condition, if it reports one.
 pub(crate) fn ready_condition(node: &Node) -> Option<&NodeCondition> {
     node.status
@@ -373,6 +431,10 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amou
         || has_value(labels, labels::GPU_PRODUCT)
         || has_value(labels, labels::GPU_COUNT)
         || has_value(labels, labels::GPU_WORKLOAD_CONFIG)
+        // GPU Feature Discovery's labels of a GPU whose product and count labels are missing.
+        || has_value(labels, labels::GPU_FAMILY)
+        || has_value(labels, labels::MIG_CAPABLE)
+        || has_value(labels, labels::GPU_MEMORY)
         || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
         || nvidia_capacity
             .iter()

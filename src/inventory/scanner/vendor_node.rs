@@ -6,10 +6,14 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
 
-use super::diagnose::{gpu_sum, issue, not_ready_message, unschedulable, withdrawn_resources};
+use super::diagnose::{
+    gpu_sum, issue, not_ready_message, nothing_advertised, resources_missing, unschedulable,
+    withdrawn_resources,
+};
 use super::dra_devices;
 use super::labels::LabelReader;
 use crate::inventory::dra::DraNode;
+use crate::inventory::health::HealthReading;
 use crate::inventory::model::{Issue, IssueReason, NodeInventory, Source, Vendor};
 use crate::inventory::vendors::{NodeResources, Reading};
 
@@ -37,6 +41,7 @@ pub(super) fn entry(
     resources: &NodeResources<'_>,
     facts: Facts<'_>,
     dra: Option<DraNode>,
+    published: HealthReading,
 ) -> NodeInventory {
     let mut derived_from = BTreeMap::new();
     let mut derive = |field: &str, from: Option<String>| {
@@ -104,8 +109,9 @@ pub(super) fn entry(
         issues.extend(dra.issues.iter().cloned());
         dra_devices::merge(&mut entry, dra);
     }
-    let mut own = diagnose(&entry, &facts, served_by_dra, reading.unhealthy);
+    let mut own = diagnose(&entry, &facts, served_by_dra, reading.unhealthy, &published);
     own.extend(reading.issues);
+    own.extend(published.issues);
     own.extend(issues);
     let (invalid, notes) = labels.finish();
     own.extend(invalid);
@@ -120,14 +126,22 @@ fn diagnose(
     facts: &Facts<'_>,
     served_by_dra: bool,
     unhealthy: Vec<String>,
+    published: &HealthReading,
 ) -> Vec<Issue> {
     let vendor = facts.vendor;
     let mut issues = Vec::new();
     if !entry.ready && facts.status_known {
-        issues.push(issue(
-            IssueReason::NotReady,
-            not_ready_message(facts.ready_condition),
-        ));
+        let since = facts
+            .ready_condition
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0.to_string());
+        issues.push(
+            issue(
+                IssueReason::NotReady,
+                not_ready_message(facts.ready_condition),
+            )
+            .since(since),
+        );
     }
     if entry.product.is_none() && facts.labeller_in_scope && !served_by_dra {
         issues.push(issue(
@@ -159,6 +173,12 @@ fn diagnose(
                         .map_or("its labels", String::as_str)
                 ),
             ));
+        } else if entry.ready && entry.count == 0 && nothing_advertised(entry) {
+            let resource = entry
+                .device_resources
+                .first()
+                .map_or_else(|| format!("{vendor} device resource"), Clone::clone);
+            issues.push(resources_missing(entry, &resource, &published.evidence));
         } else {
             let mut withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
             withdrawn.extend(unhealthy);
@@ -173,7 +193,7 @@ fn diagnose(
             }
         }
     }
-    if entry.unschedulable {
+    if entry.unschedulable && !published.cordon_explained {
         issues.push(unschedulable("devices"));
     }
     issues

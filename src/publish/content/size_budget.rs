@@ -128,6 +128,8 @@ mod tests {
         vec![NodeIssue {
             reason: reason.into(),
             message: format!("{reason} details"),
+            severity: "Degraded".into(),
+            since: None,
         }]
     }
 

@@ -69,6 +69,8 @@ pub fn issue(issue: &Issue) -> NodeIssue {
     NodeIssue {
         reason: issue.reason.as_str().to_owned(),
         message: issue.message.clone(),
+        severity: issue.severity().as_str().to_owned(),
+        since: issue.since.clone(),
     }
 }
 
@@ -437,6 +439,8 @@ mod tests {
         status.nodes[0].issues.push(NodeIssue {
             reason: "FromANewerVersion".into(),
             message: "unknown here".into(),
+            severity: "Degraded".into(),
+            since: None,
         });
         status.products = vec![crate::crd::ProductSummary {
             name: "NVIDIA-H100-80GB-HBM3".into(),

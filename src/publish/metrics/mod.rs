@@ -64,7 +64,9 @@ pub fn export_inventory(
                 .get_or_create(&node_labels)
                 .set(saturating_i64(mib.saturating_mul(1024 * 1024)));
         }
+        // A node counts once per reason, however many issues of it it has (two health conditions).
         let mut reasons: Vec<&str> = node.issues.iter().map(|i| i.reason.as_str()).collect();
+        reasons.sort_unstable();
         reasons.dedup();
         for reason in reasons {
             *issues.entry(reason).or_default() += 1;

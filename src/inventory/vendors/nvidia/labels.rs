@@ -13,6 +13,10 @@ pub(crate) const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
 pub(crate) const GPU_COUNT: &str = "nvidia.com/gpu.count";
 /// Memory of one GPU in MiB.
 pub(crate) const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
+/// The GPU's architecture family (`hopper`, `ampere`), as GFD labels it.
+pub(crate) const GPU_FAMILY: &str = "nvidia.com/gpu.family";
+/// Whether the GPU supports MIG (`true`/`false`), as GFD labels it: either value says a GPU is there.
+pub(crate) const MIG_CAPABLE: &str = "nvidia.com/mig.capable";
 /// What the GPU Operator runs on the node: `container`, `vm-passthrough` or `vm-vgpu`.
 pub(crate) const GPU_WORKLOAD_CONFIG: &str = "nvidia.com/gpu.workload.config";
 /// `time-slicing`, `mps` or `none`.
@@ -53,12 +57,12 @@ pub(crate) const GFD_LABELS: [&str; 13] = [
     GPU_PRODUCT,
     GPU_COUNT,
     GPU_MEMORY,
-    "nvidia.com/gpu.family",
+    GPU_FAMILY,
     "nvidia.com/gpu.machine",
     GPU_REPLICAS,
     GPU_SHARING_STRATEGY,
     "nvidia.com/gpu.mode",
-    "nvidia.com/mig.capable",
+    MIG_CAPABLE,
     MIG_STRATEGY,
     "nvidia.com/mps.capable",
     "nvidia.com/vgpu.present",

@@ -142,6 +142,7 @@ fn configmap_data_is_written_only_when_it_differs() {
 /// A status with every field set, nested ones included.
 fn full_status() -> GpuInventoryStatus {
     let mut entry = node("a", false);
+    entry.issues[0].since = Some("2026-11-30T10:00:00Z".into());
     entry.memory_mib = Some(81559);
     entry.workload_config = Some("container".into());
     entry.sharing = Some(Sharing {

@@ -1,0 +1,131 @@
+//! Health that others publish on the Node object, read from tables, never guessed: GPU health conditions
+//! (NVSentinel, AKS, GKE, AMD, node-problem-detector set-ups, and a cluster's own via `--health-condition`),
+//! remediation taints and the cordon labels of health controllers, monitors' GPU counts, cloud maintenance,
+//! and the GPU operators' driver-upgrade and operand states.
+//!
+//! Pure: one node's labels, conditions and taints in, issues out. The scanner adds them to the node's own.
+
+mod conditions;
+mod operators;
+mod remediation;
+
+use std::sync::LazyLock;
+
+use k8s_openapi::api::core::v1::NodeCondition;
+
+pub use conditions::{ConditionFamily, TypePattern};
+
+use crate::inventory::labels::LabelReader;
+use crate::inventory::model::{Issue, Vendor};
+
+/// Which node conditions are GPU health, and who sets them. Built once per process (defaults plus the
+/// `--health-condition` flags) and shared by the node watch (which keeps only these conditions) and the scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthTable {
+    families: Vec<ConditionFamily>,
+}
+
+static DEFAULTS: LazyLock<HealthTable> = LazyLock::new(|| HealthTable {
+    families: conditions::default_families(),
+});
+
+/// Who sets the conditions a user names with `--health-condition`.
+pub const USER_REPORTER: &str = "node-problem-detector (--health-condition)";
+
+impl HealthTable {
+    /// The built-in families.
+    pub fn defaults() -> &'static HealthTable {
+        &DEFAULTS
+    }
+
+    /// The built-in families plus a cluster's own condition types or patterns (`--health-condition`), or an
+    /// error naming the first one that is not a condition type.
+    pub fn with_conditions(patterns: &[String]) -> Result<HealthTable, String> {
+        let mut table = DEFAULTS.clone();
+        let types = patterns
+            .iter()
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| TypePattern::parse(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !types.is_empty() {
+            table.families.push(ConditionFamily {
+                reporter: USER_REPORTER.to_owned(),
+                vendor: None,
+                types,
+            });
+        }
+        Ok(table)
+    }
+
+    /// The table for the life of the process (the node watch's stripping and every scan share it).
+    pub fn leak(self) -> &'static HealthTable {
+        if self == *DEFAULTS {
+            return &DEFAULTS;
+        }
+        Box::leak(Box::new(self))
+    }
+
+    /// Whether a family names the condition type (so the node watch keeps it).
+    pub fn names(&self, type_: &str) -> bool {
+        conditions::family_of(&self.families, type_).is_some()
+    }
+
+    /// The families, built-in first.
+    pub fn families(&self) -> &[ConditionFamily] {
+        &self.families
+    }
+}
+
+impl Default for &'static HealthTable {
+    fn default() -> Self {
+        HealthTable::defaults()
+    }
+}
+
+/// What one node's published health says.
+#[derive(Debug, Default)]
+pub(crate) struct HealthReading {
+    /// The issues, in table order.
+    pub(crate) issues: Vec<Issue>,
+    /// The node's cordon is a health controller's or a driver upgrade's: no plain `Unschedulable`.
+    pub(crate) cordon_explained: bool,
+    /// The vendor whose GPUs the signals watch, when they say (a node known only by them is that vendor's).
+    pub(crate) vendor: Option<Vendor>,
+    /// The signals that show the node has GPUs (health conditions, the GPU operator's labels), in words.
+    pub(crate) evidence: Vec<String>,
+}
+
+/// The node's published health.
+pub(crate) fn read(
+    labels: &mut LabelReader<'_>,
+    node_conditions: &[NodeCondition],
+    taints: &[(String, String, String)],
+    cordoned: bool,
+    table: &HealthTable,
+) -> HealthReading {
+    let mut reading = HealthReading::default();
+    for condition in node_conditions {
+        let Some(family) = conditions::family_of(&table.families, &condition.type_) else {
+            continue;
+        };
+        reading.vendor = reading.vendor.or(family.vendor);
+        reading.evidence.push(format!(
+            "condition {} set by {}",
+            condition.type_, family.reporter
+        ));
+        reading.issues.extend(conditions::issue(condition, family));
+    }
+    let (quarantine, explained) = remediation::quarantine(labels, taints, cordoned);
+    reading.issues.extend(quarantine);
+    reading.issues.extend(remediation::missing_gpus(labels));
+    reading.issues.extend(remediation::maintenance(labels));
+    let states = operators::read(labels);
+    reading.issues.extend(states.issues);
+    reading.vendor = reading.vendor.or(states.vendor);
+    reading.evidence.extend(states.evidence);
+    reading.cordon_explained = explained || (cordoned && states.upgrading);
+    reading
+}
+
+#[cfg(test)]
+mod tests;
