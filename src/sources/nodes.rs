@@ -227,4 +227,77 @@ mod tests {
             "a NotReady condition's words are reported, so they are a change"
         );
     }
+
+    #[test]
+    fn health_conditions_are_kept_without_heartbeats_and_others_are_dropped() {
+        let node = |conditions: serde_json::Value| -> Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "n" }, "status": { "conditions": conditions }
+            }))
+            .unwrap()
+        };
+        let condition = |type_: &str, status: &str, message: &str, beat: &str| {
+            serde_json::json!({ "type": type_, "status": status, "reason": "Check", "message": message,
+                "lastHeartbeatTime": beat, "lastTransitionTime": "2026-11-30T10:00:00Z" })
+        };
+        let stripped = |mut n: Node, table: &HealthTable| {
+            strip_node_with(&mut n, table);
+            n
+        };
+        let defaults = HealthTable::defaults();
+        let at = |beat: &str, status: &str, message: &str| {
+            node(serde_json::json!([
+                condition("Ready", "True", "ready", beat),
+                condition("GpuMemWatch", status, message, beat),
+                condition("KernelDeadlock", "False", "fine", beat),
+                condition("AcmeGpuBroken", "True", "fan", beat),
+            ]))
+        };
+        let kept = stripped(
+            at("2026-12-01T00:00:00Z", "True", "GPU 3 ECC DBE"),
+            defaults,
+        );
+        let types: Vec<String> = kept
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.type_.clone())
+            .collect();
+        assert_eq!(
+            types,
+            ["Ready", "GpuMemWatch"],
+            "kubelet and unnamed conditions are dropped"
+        );
+        let gpu = &kept.status.as_ref().unwrap().conditions.as_ref().unwrap()[1];
+        assert_eq!(gpu.message.as_deref(), Some("GPU 3 ECC DBE"));
+        assert!(gpu.last_transition_time.is_some() && gpu.last_heartbeat_time.is_none());
+        // A heartbeat is no change; new words on a True condition are; a False one's words are not read.
+        let beat = stripped(
+            at("2026-12-01T00:00:30Z", "True", "GPU 3 ECC DBE"),
+            defaults,
+        );
+        assert!(same_ignoring_version(&kept, &beat));
+        let worse = stripped(
+            at("2026-12-01T00:00:30Z", "True", "GPU 3 and 4 ECC DBE"),
+            defaults,
+        );
+        assert!(!same_ignoring_version(&kept, &worse));
+        let ok_a = stripped(
+            at("2026-12-01T00:00:30Z", "False", "checked 10:00"),
+            defaults,
+        );
+        let ok_b = stripped(
+            at("2026-12-01T00:01:30Z", "False", "checked 10:01"),
+            defaults,
+        );
+        assert!(same_ignoring_version(&ok_a, &ok_b));
+        // A cluster's own type is kept once the flag names it.
+        let own = HealthTable::with_conditions(&["Acme*".into()]).unwrap();
+        let kept = stripped(at("2026-12-01T00:00:00Z", "True", "x"), &own);
+        assert_eq!(kept.status.unwrap().conditions.unwrap().len(), 3);
+    }
 }

@@ -248,3 +248,73 @@ fn limits_kubernetes_allows() {
         entry.issues
     );
 }
+
+/// Condition types: the health table's, the kubelet's, near misses and random ones.
+fn condition_type() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "Gpu[A-Za-z]{0,8}Watch",
+        "(SysLogsXIDError|SysLogsSXIDError|SysLogsGPUFallenOff|NVSwitchFatalError|NVSwitchDown)",
+        "(GPUMissing|XIDErrors|GPUXIDErrors|NVLinkStatusInactive|IBLinkFlapping|XidCriticalError)",
+        "(Gcm[A-Za-z]{0,12}|NebiusGPU[A-Za-z]{0,6}|AMDGPU[A-Za-z]{0,10})",
+        "(MemoryPressure|DiskPressure|PIDPressure|NetworkUnavailable|KernelDeadlock|ReadonlyFilesystem)",
+        "(Gpu|Xid|GPU|AMD|NVSwitc|SysLogs)[A-Za-z]{0,3}",
+        ".{0,24}",
+    ]
+}
+
+proptest! {
+    #[test]
+    fn extra_conditions_and_labels_raise_issues_only_where_a_table_names_them(
+        extra in proptest::collection::vec(
+            (condition_type(), prop_oneof!["True", "False", "Unknown", ".{0,6}"], ".{0,80}"), 0..8),
+        labels in proptest::collection::btree_map("[a-z0-9./_-]{1,40}", label_value(), 0..12),
+    ) {
+        let base = || {
+            let mut node = Node::default();
+            node.metadata.name = Some("gpu".into());
+            node.metadata.labels = Some(BTreeMap::from([
+                ("nvidia.com/gpu.product".to_owned(), "NVIDIA-H100-80GB-HBM3".to_owned()),
+            ]));
+            let gpus = BTreeMap::from([("nvidia.com/gpu".to_owned(), Quantity("8".into()))]);
+            node.status = Some(NodeStatus {
+                capacity: Some(gpus.clone()),
+                allocatable: Some(gpus),
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            });
+            node
+        };
+        let before = scan_node(&base()).expect("a GPU node");
+        let mut node = base();
+        node.metadata.labels.as_mut().unwrap().extend(labels);
+        let conditions = node.status.as_mut().unwrap().conditions.as_mut().unwrap();
+        for (type_, status, message) in &extra {
+            conditions.push(NodeCondition {
+                type_: type_.clone(),
+                status: status.clone(),
+                message: Some(message.clone()),
+                ..Default::default()
+            });
+        }
+        let after = scan_node(&node).expect("still a GPU node");
+        let table = crate::inventory::health::HealthTable::defaults();
+        let named_true = extra
+            .iter()
+            .filter(|(t, s, _)| *s == "True" && t != "Ready" && table.names(t))
+            .count();
+        let mut new: Vec<IssueReason> = after.issues.iter().map(|i| i.reason).collect();
+        for issue in &before.issues {
+            if let Some(at) = new.iter().position(|r| *r == issue.reason) {
+                new.remove(at);
+            }
+        }
+        // Random labels may be malformed counts (InvalidLabel is the first editions' rule); nothing else.
+        new.retain(|r| *r != IssueReason::InvalidLabel);
+        prop_assert!(new.iter().all(|r| *r == IssueReason::GpuHealthCheckFailed), "{:?}", after.issues);
+        prop_assert_eq!(new.len(), named_true, "{:?}", after.issues);
+    }
+}

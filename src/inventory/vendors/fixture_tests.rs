@@ -293,3 +293,33 @@ fn neuron_claim_is_four_devices_with_no_fault_for_its_placeholder_pool() {
     let inv = inventory(&[], &[], &[claim]);
     assert!(inv.nodes.is_empty());
 }
+
+#[test]
+fn nvidia_driver_upgrade_done_is_a_gpu_node_with_no_problem() {
+    // Only the upgrade-state label shown (the doc selected the node by `-l nvidia.com/gpu.present`): the
+    // GPU operator puts that label only on its GPU nodes, and `upgrade-done` is the steady state.
+    let node: Node = named("Node", "nvidia-docs-driver-upgrades-k8s-node-1");
+    let inv = inventory(&[node], &[], &[]);
+    let e = only(&inv);
+    assert_eq!(vendor_of(e), Some("nvidia"));
+    assert!(e.issues.is_empty(), "{:?}", e.issues);
+}
+
+#[test]
+fn nvidia_driver_upgrade_failed_is_an_issue() {
+    let node: Node = named("Node", "nvidia-docs-driver-upgrades-k8s-node-3");
+    let inv = inventory(&[node], &[], &[]);
+    let e = only(&inv);
+    assert_eq!(vendor_of(e), Some("nvidia"));
+    assert_eq!(reasons(e), ["DriverUpgradeFailed"]);
+    let message = &e.issue(IssueReason::DriverUpgradeFailed).unwrap().message;
+    assert!(
+        message.contains("nvidia.com/gpu-driver-upgrade-state=upgrade-failed"),
+        "{message}"
+    );
+    assert_eq!(
+        crate::inventory::conditions::inventory_conditions(&inv)[1].status,
+        true,
+        "DriverUpgradeFailed degrades the inventory"
+    );
+}

@@ -457,5 +457,6 @@ fn reading(e: &NodeInventory) -> Reading<'_> {
     )
 }
 
+mod health;
 mod real_nodes;
 mod wild;
