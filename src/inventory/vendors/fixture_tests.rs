@@ -317,9 +317,8 @@ fn nvidia_driver_upgrade_failed_is_an_issue() {
         message.contains("nvidia.com/gpu-driver-upgrade-state=upgrade-failed"),
         "{message}"
     );
-    assert_eq!(
+    assert!(
         crate::inventory::conditions::inventory_conditions(&inv)[1].status,
-        true,
         "DriverUpgradeFailed degrades the inventory"
     );
 }
