@@ -141,12 +141,16 @@ fn degraded_condition(inventory: &Inventory) -> InventoryCondition {
         }
     }
     if nodes_per_reason.is_empty() {
-        return condition(
-            "Degraded",
-            false,
-            "NoIssues",
-            "no GPU node has an issue".to_owned(),
-        );
+        let informed = inventory.problem_node_count();
+        let message = if informed == 0 {
+            "no GPU node has an issue".to_owned()
+        } else {
+            format!(
+                "no GPU node has a degrading issue ({informed} report planned work only: driver upgrades, \
+                 paused operands or maintenance)"
+            )
+        };
+        return condition("Degraded", false, "NoIssues", message);
     }
     let counts: Vec<String> = nodes_per_reason
         .iter()
@@ -209,6 +213,30 @@ mod tests {
             c[1].message,
             "GpuLabelsMissing: 1 node, InvalidLabel: 1 node, NotReady: 2 nodes"
         );
+    }
+
+    #[test]
+    fn information_never_degrades_the_inventory() {
+        let planned = vec![
+            node("a", true, &[IssueReason::DriverUpgradeInProgress]),
+            node(
+                "b",
+                true,
+                &[
+                    IssueReason::OperandsPaused,
+                    IssueReason::MaintenanceScheduled,
+                ],
+            ),
+        ];
+        let c = inventory_conditions(&inventory(planned));
+        assert_eq!((c[1].status, c[1].reason), (false, "NoIssues"));
+        let failed = vec![
+            node("a", true, &[IssueReason::DriverUpgradeInProgress]),
+            node("b", true, &[IssueReason::DriverUpgradeFailed]),
+        ];
+        let c = inventory_conditions(&inventory(failed));
+        assert!(c[1].status);
+        assert_eq!(c[1].message, "DriverUpgradeFailed: 1 node");
     }
 
     #[test]

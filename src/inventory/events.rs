@@ -312,6 +312,32 @@ mod tests {
     }
 
     #[test]
+    fn planned_work_is_told_and_a_health_failure_warned_about() {
+        let before = status(vec![node("a", true, &[]), node("b", true, &[])]);
+        let after = status(vec![
+            node("a", true, &[IssueReason::DriverUpgradeInProgress]),
+            node("b", true, &[IssueReason::GpuHealthCheckFailed]),
+        ]);
+        let events = transitions_since(EventBase::Model(&before), &after);
+        let of = |reason: &str| events.iter().find(|e| e.reason == reason).unwrap().type_;
+        assert!(
+            matches!(of("DriverUpgradeInProgress"), EventType::Normal),
+            "{events:?}"
+        );
+        assert!(
+            matches!(of("GpuHealthCheckFailed"), EventType::Warning),
+            "{events:?}"
+        );
+        // Once per transition: the same state again is no event; the issue going is one.
+        assert!(transitions_since(EventBase::Model(&after), &after).is_empty());
+        let cleared = transitions_since(EventBase::Model(&after), &before);
+        assert!(
+            reasons(&cleared).contains(&"GpuHealthCheckFailedResolved"),
+            "{cleared:?}"
+        );
+    }
+
+    #[test]
     fn a_cut_published_status_compares_only_the_nodes_it_lists() {
         let mut published = status(vec![node("a", true, &[]), node("b", true, &[])]);
         published.nodes.retain(|n| n.name == "a");
