@@ -296,3 +296,81 @@ fn an_offline_dump_of_dra_objects_lists_devices_and_their_claims() {
         "with DRA off only the migrated node's capacity shows a GPU node"
     );
 }
+
+/// Health others publish, offline: a condition named by `--health-condition` only, planned work (exit 0) and
+/// a failed driver upgrade (exit 1), and a flag that is not a condition type refused by name.
+#[test]
+fn scan_reads_health_conditions_and_exits_on_degrading_issues_only() {
+    let node = |name: &str, labels: &str, conditions: &str| {
+        format!(
+            "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: {name}\n    labels:\n      \
+             nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n{labels}  status:\n    capacity:\n      \
+             nvidia.com/gpu: '8'\n    allocatable:\n      nvidia.com/gpu: '8'\n    conditions:\n    \
+             - type: Ready\n      status: 'True'\n{conditions}"
+        )
+    };
+    let list = |items: &[String]| format!("apiVersion: v1\nkind: List\nitems:\n{}", items.concat());
+    let upgrading = node(
+        "upgrading",
+        "      nvidia.com/gpu-driver-upgrade-state: drain-required\n",
+        "",
+    );
+    let out = operator(
+        &["scan", "-f", "-", "-o", "json"],
+        Some(list(&[upgrading.clone()]).as_bytes()),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "planned work fails no script: {}",
+        text(&out.stdout)
+    );
+    assert!(text(&out.stdout).contains("\"DriverUpgradeInProgress\""));
+    assert!(text(&out.stdout).contains("\"severity\": \"Info\""));
+
+    let failed = node(
+        "failed",
+        "      nvidia.com/gpu-driver-upgrade-state: upgrade-failed\n",
+        "",
+    );
+    let out = operator(
+        &["scan", "-f", "-"],
+        Some(list(&[upgrading.clone(), failed]).as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("DriverUpgradeFailed"));
+
+    let own = node(
+        "fan",
+        "",
+        "    - type: AcmeGpuFanFailed\n      status: 'True'\n      message: fan 2 stopped\n",
+    );
+    let dump = list(&[own]);
+    let out = operator(&["scan", "-f", "-"], Some(dump.as_bytes()));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "unknown condition types are never guessed at"
+    );
+    let out = operator(
+        &["scan", "-f", "-", "--health-condition", "Acme*Failed"],
+        Some(dump.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("fan 2 stopped"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let bad = operator(
+        &["scan", "-f", "-", "--health-condition", "a b"],
+        Some(dump.as_bytes()),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("--health-condition"),
+        "{}",
+        text(&bad.stderr)
+    );
+}

@@ -54,9 +54,11 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
     }
 }
 
-/// [`EXIT_ISSUES`] when some GPU node has an issue, else [`EXIT_HEALTHY`].
+/// [`EXIT_ISSUES`] when some GPU node has a degrading issue, else [`EXIT_HEALTHY`] (planned work, `Info`,
+/// fails no script).
 pub(crate) fn exit_code(status: &GpuInventoryStatus) -> ExitCode {
-    if status.nodes.iter().any(|n| !n.issues.is_empty()) {
+    let degrading = |n: &crate::crd::GpuNodeEntry| n.issues.iter().any(|i| i.severity != "Info");
+    if status.nodes.iter().any(degrading) {
         ExitCode::from(EXIT_ISSUES)
     } else {
         ExitCode::from(EXIT_HEALTHY)
