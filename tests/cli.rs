@@ -317,7 +317,7 @@ fn scan_reads_health_conditions_and_exits_on_degrading_issues_only() {
     );
     let out = operator(
         &["scan", "-f", "-", "-o", "json"],
-        Some(list(&[upgrading.clone()]).as_bytes()),
+        Some(list(std::slice::from_ref(&upgrading)).as_bytes()),
     );
     assert_eq!(
         out.status.code(),

@@ -379,6 +379,73 @@ async fn a_pod_s_allocated_device_reported_unhealthy_is_an_issue_until_it_clears
 }
 
 #[tokio::test]
+async fn a_pod_s_allocated_device_reported_unknown_past_the_grace_is_an_issue_until_it_clears() {
+    let env = TestEnv::new("device-unknown").await;
+    let list = json!({ "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" });
+    let gpu_node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": "unknown", "labels": { "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                                     "nvidia.com/gpu.count": "2" } },
+        "status": { "capacity": list, "allocatable": list,
+            "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready" }] }
+    }))
+    .unwrap();
+    let node = env.create_node(gpu_node).await;
+    env.wait_schedulable(&node).await;
+    let pod = dra::create_pod(&env, one_gpu_pod("train", &node, None)).await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(SCHEDULE, "the pod running", || async {
+        let pod = pods.get(&pod).await.ok()?;
+        let status = pod.status?;
+        (status.phase.as_deref() == Some("Running") && status.container_statuses.is_some())
+            .then_some(())
+    })
+    .await;
+    // A grace of 6 s, looked at again every 2 s (the requeue).
+    let _operator = env.start_operator_with("2s", &["--resources-grace", "6s"]);
+    wait_entry(&env, "the pod's GPU allocated", &node, |e| {
+        e.allocated.get("nvidia.com/gpu") == Some(&1) && e.issues.is_empty()
+    })
+    .await;
+    let mut current = pods.get_status(&pod).await.expect("the pod");
+    let container = &mut current
+        .status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap()[0];
+    container.allocated_resources_status = Some(
+        serde_json::from_value(json!([{ "name": "nvidia.com/gpu",
+            "resources": [{ "resourceID": "GPU-77aa", "health": "Unknown" }] }]))
+        .unwrap(),
+    );
+    pods.replace_status(&pod, &PostParams::default(), &current)
+        .await
+        .expect("writing the pod's status as the kubelet does");
+    let written = std::time::Instant::now();
+    let (_, e) = wait_entry(&env, "AllocatedDeviceHealthUnknown", &node, |e| {
+        reasons(e) == ["AllocatedDeviceHealthUnknown"]
+    })
+    .await;
+    assert!(
+        written.elapsed() >= std::time::Duration::from_secs(6),
+        "held back for the grace: appeared after {:?}",
+        written.elapsed()
+    );
+    assert!(
+        e.issues[0].message.contains("GPU-77aa"),
+        "{}",
+        e.issues[0].message
+    );
+    // The pod going clears it.
+    pods.delete(&pod, &Default::default())
+        .await
+        .expect("deleting the pod");
+    wait_entry(&env, "the issue cleared", &node, |e| e.issues.is_empty()).await;
+}
+
+#[tokio::test]
 async fn a_shared_device_is_allocated_to_two_claims_and_counted_once() {
     let env = TestEnv::new("dra-shared").await;
     dra::require_dra(&env.client, "dra-shared").await;

@@ -171,7 +171,8 @@ pub struct RunArgs {
           value_parser = parse_status_budget)]
     pub status_nodes_budget: usize,
     /// How long a GPU node may advertise no GPU resource and no DRA device before it is a
-    /// `GpuResourcesMissing` issue (the driver and the device plugin take minutes to come up on a new node).
+    /// `GpuResourcesMissing` issue (the driver and the device plugin take minutes to come up on a new node),
+    /// and a pod's allocated device may report `Unknown` health before it is `AllocatedDeviceHealthUnknown`.
     #[arg(long, env = "GPUINV_RESOURCES_GRACE", default_value = "10m", value_parser = parse_duration)]
     pub resources_grace: Duration,
     /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.

@@ -185,7 +185,8 @@ pub struct MigDevice {
 pub struct NodeIssue {
     /// A `PascalCase` reason: `NotReady`, `GpuLabelsMissing`, `GpusNotAllocatable`, `GpusUnhealthy`,
     /// `MigConfigFailed`, `MigConfigPending`, `MigInvalid`, `Unschedulable`, `InvalidLabel`, `Overcommitted`,
-    /// `DraPoolIncomplete`, `GpuDeviceTainted`, `AllocatedDeviceUnhealthy`, `GpuHealthCheckFailed`,
+    /// `DraPoolIncomplete`, `GpuDeviceTainted`, `AllocatedDeviceUnhealthy`, `AllocatedDeviceHealthUnknown`,
+    /// `GpuHealthCheckFailed`,
     /// `GpuNodeQuarantined`, `GpusMissing`, `GpuResourcesMissing`, `DriverUpgradeFailed`,
     /// `DriverUpgradeInProgress`, `OperandsPaused` or `MaintenanceScheduled` (docs/issues.md).
     pub reason: String,

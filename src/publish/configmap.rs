@@ -96,7 +96,7 @@ async fn pass(
     match result {
         Ok(()) => {
             ctx.reset_backoff(key);
-            ctx.requeue
+            ctx.next_pass()
         }
         Err(e) => {
             // A credential failure is reported once for every caller (runtime/credentials.rs).

@@ -79,8 +79,8 @@ struct GraceState {
     period: Duration,
     per_selector: HashMap<String, Grace>,
     due: Option<Instant>,
-    /// Bumped when `due` passes: scans are remembered per (change version, epoch), so the next pass scans
-    /// again and reports the issue with no change to wake it (within one requeue period).
+    /// Bumped when `due` passes: scans are remembered per (change version, epoch), so the pass that
+    /// [`Context::next_pass`] schedules for `due` scans again and reports the issue with no change to wake it.
     epoch: u64,
 }
 
@@ -200,6 +200,19 @@ impl Context {
                 }
                 inventory
             })
+    }
+
+    /// How long until the next periodic pass: the requeue period, or sooner when an issue held back for its
+    /// grace falls due (so it is published when its grace ends, with no change to wake anyone).
+    pub(crate) fn next_pass(&self) -> Duration {
+        let grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+        match grace.due {
+            // A little past the due time, so the pass that wakes finds it due.
+            Some(due) => self
+                .requeue
+                .min(due.saturating_duration_since(Instant::now()) + Duration::from_millis(50)),
+            None => self.requeue,
+        }
     }
 
     /// The next retry delay for `key` after `error` (policy [`backoff::RECONCILE`]). After a refusal

@@ -167,7 +167,7 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
         ctx.remember_model(&name, scanned.clone());
         publish_events(ctx, inventory, events).await;
         ctx.reset_backoff(&name);
-        return Ok(Action::requeue(ctx.requeue));
+        return Ok(Action::requeue(ctx.next_pass()));
     };
     let api: Api<GpuInventory> = Api::all(ctx.client.clone());
     api.patch_status(
@@ -193,7 +193,7 @@ async fn reconcile_inner(inventory: &Arc<GpuInventory>, ctx: &Arc<Context>) -> R
     ctx.remember_model(&name, scanned.clone());
     publish_events(ctx, inventory, events).await;
     ctx.reset_backoff(&name);
-    Ok(Action::requeue(ctx.requeue))
+    Ok(Action::requeue(ctx.next_pass()))
 }
 
 fn error_policy(inventory: Arc<GpuInventory>, error: &Error, ctx: Arc<Context>) -> Action {

@@ -10,6 +10,8 @@ use crate::inventory::text::capped_list;
 
 /// The health value the kubelet writes for a device that failed.
 const UNHEALTHY: &str = "Unhealthy";
+/// The health value the kubelet writes when the plugin or driver stopped reporting the device's health.
+const UNKNOWN: &str = "Unknown";
 
 /// One allocated device the kubelet reports `Unhealthy`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,8 +25,18 @@ pub struct DeviceHealth {
 }
 
 /// The `Unhealthy` devices of every container, init container and ephemeral container, sorted. `Unknown`
-/// (the plugin stopped reporting) and `Healthy` are not kept.
+/// (the plugin stopped reporting: [`unknown_devices`]) and `Healthy` are not kept.
 pub(crate) fn unhealthy_devices(status: &PodStatus) -> Vec<DeviceHealth> {
+    devices_reported(status, UNHEALTHY)
+}
+
+/// The devices whose health the kubelet reports `Unknown` (normal for a moment after a plugin restart; an
+/// issue once it lasts the operator's grace period), sorted.
+pub(crate) fn unknown_devices(status: &PodStatus) -> Vec<DeviceHealth> {
+    devices_reported(status, UNKNOWN)
+}
+
+fn devices_reported(status: &PodStatus, health: &str) -> Vec<DeviceHealth> {
     let containers = [
         status.init_container_statuses.as_ref(),
         status.container_statuses.as_ref(),
@@ -34,18 +46,18 @@ pub(crate) fn unhealthy_devices(status: &PodStatus) -> Vec<DeviceHealth> {
         .into_iter()
         .flatten()
         .flatten()
-        .flat_map(container_unhealthy)
+        .flat_map(|c| container_devices(c, health))
         .collect();
     unhealthy.sort();
     unhealthy.dedup();
     unhealthy
 }
 
-fn container_unhealthy(container: &ContainerStatus) -> Vec<DeviceHealth> {
+fn container_devices(container: &ContainerStatus, health: &str) -> Vec<DeviceHealth> {
     let mut found = Vec::new();
     for status in container.allocated_resources_status.iter().flatten() {
         for device in status.resources.iter().flatten() {
-            if device.health.as_deref() == Some(UNHEALTHY) {
+            if device.health.as_deref() == Some(health) {
                 found.push(DeviceHealth {
                     container: container.name.clone(),
                     resource: status.name.clone(),
@@ -62,6 +74,36 @@ fn container_unhealthy(container: &ContainerStatus) -> Vec<DeviceHealth> {
 pub(crate) fn unhealthy_issue<'p>(
     pods: impl Iterator<Item = (&'p str, &'p str, &'p [DeviceHealth])>,
 ) -> Option<Issue> {
+    let listed = pods_and_devices(pods)?;
+    Some(Issue::new(
+        IssueReason::AllocatedDeviceUnhealthy,
+        format!(
+            "the kubelet reports allocated devices Unhealthy: {listed}; the pods keep running on them until \
+             restarted elsewhere (check the device plugin's or DRA driver's health reports and the node's \
+             kernel log)"
+        ),
+    ))
+}
+
+/// `AllocatedDeviceHealthUnknown` for the pods on a node whose allocated devices report `Unknown` (held back
+/// by the operator for its grace period).
+pub(crate) fn unknown_issue<'p>(
+    pods: impl Iterator<Item = (&'p str, &'p str, &'p [DeviceHealth])>,
+) -> Option<Issue> {
+    let listed = pods_and_devices(pods)?;
+    Some(Issue::new(
+        IssueReason::AllocatedDeviceHealthUnknown,
+        format!(
+            "the kubelet reports the health of allocated devices Unknown: {listed}; their device plugin or DRA \
+             driver stopped reporting it (check that its pod on this node runs)"
+        ),
+    ))
+}
+
+/// `pod ns/name: resource device (container c), ...` for the pods with devices, by name; `None` when none.
+fn pods_and_devices<'p>(
+    pods: impl Iterator<Item = (&'p str, &'p str, &'p [DeviceHealth])>,
+) -> Option<String> {
     let mut seen: Vec<String> = pods
         .filter(|(_, _, devices)| !devices.is_empty())
         .map(|(namespace, name, devices)| {
@@ -77,15 +119,7 @@ pub(crate) fn unhealthy_issue<'p>(
     }
     // By name, whatever order the pod watch handed them in (no write for a reordering).
     seen.sort();
-    Some(Issue::new(
-        IssueReason::AllocatedDeviceUnhealthy,
-        format!(
-            "the kubelet reports allocated devices Unhealthy: {}; the pods keep running on them until \
-             restarted elsewhere (check the device plugin's or DRA driver's health reports and the node's \
-             kernel log)",
-            capped_list(seen.iter().map(String::as_str))
-        ),
-    ))
+    Some(capped_list(seen.iter().map(String::as_str)))
 }
 
 #[cfg(test)]
@@ -127,6 +161,33 @@ mod tests {
                 ("warmup", "nvidia.com/gpu", "GPU-b"),
             ]
         );
+    }
+
+    #[test]
+    fn unknown_devices_are_kept_apart_and_make_their_own_issue() {
+        let status: PodStatus = serde_json::from_value(serde_json::json!({
+            "containerStatuses": [{
+                "name": "train", "image": "cuda", "imageID": "", "ready": true, "restartCount": 0,
+                "allocatedResourcesStatus": [
+                    { "name": "nvidia.com/gpu", "resources": [
+                        { "resourceID": "GPU-b", "health": "Unhealthy" },
+                        { "resourceID": "GPU-c", "health": "Unknown" } ] }
+                ]
+            }]
+        }))
+        .unwrap();
+        let unknown = unknown_devices(&status);
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(unknown[0].device, "GPU-c");
+        let issue = unknown_issue([("ns", "p", &unknown[..])].into_iter()).unwrap();
+        assert_eq!(issue.reason, IssueReason::AllocatedDeviceHealthUnknown);
+        assert!(issue.reason.needs_grace());
+        assert!(
+            issue.message.contains("pod ns/p: nvidia.com/gpu GPU-c"),
+            "{}",
+            issue.message
+        );
+        assert_eq!(unknown_issue([("ns", "p", &[][..])].into_iter()), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory
 use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
 use crate::inventory::vendors::is_read_resource;
-use device_health::unhealthy_issue;
+use device_health::{unhealthy_issue, unknown_issue};
 pub use pod::GpuPod;
 use pod::add;
 
@@ -57,6 +57,8 @@ pub struct NodeAllocation {
     pub overcommitted: Option<Issue>,
     /// `AllocatedDeviceUnhealthy`, when the kubelet reports a device of a pod here `Unhealthy`.
     pub unhealthy: Option<Issue>,
+    /// `AllocatedDeviceHealthUnknown`, when the kubelet reports a device of a pod here `Unknown`.
+    pub health_unknown: Option<Issue>,
 }
 
 impl NodeAllocation {
@@ -67,6 +69,7 @@ impl NodeAllocation {
         node.holdings = self.holdings;
         node.issues.extend(self.overcommitted);
         node.issues.extend(self.unhealthy);
+        node.issues.extend(self.health_unknown);
     }
 }
 
@@ -173,12 +176,20 @@ pub fn allocate_node_with(
             p.unhealthy_devices.as_slice(),
         )
     }));
+    let health_unknown = unknown_issue(holders.iter().map(|p| {
+        (
+            p.namespace.as_str(),
+            p.name.as_str(),
+            p.unknown_devices.as_slice(),
+        )
+    }));
     NodeAllocation {
         allocated,
         free,
         holdings,
         overcommitted,
         unhealthy,
+        health_unknown,
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::device_health::{DeviceHealth, unhealthy_devices};
+use super::device_health::{DeviceHealth, unhealthy_devices, unknown_devices};
 use crate::inventory::model::quantity_value;
 use crate::inventory::resources::is_accounted_request;
 
@@ -38,6 +38,8 @@ pub struct GpuPod {
     pub extended_claim: Option<String>,
     /// Allocated devices the kubelet reports not healthy (`allocatedResourcesStatus`, KEP-4680), sorted.
     pub unhealthy_devices: Vec<DeviceHealth>,
+    /// Allocated devices whose health the kubelet reports `Unknown`, sorted.
+    pub unknown_devices: Vec<DeviceHealth>,
 }
 
 impl GpuPod {
@@ -81,6 +83,7 @@ impl GpuPod {
             claims,
             extended_claim,
             unhealthy_devices: status.map(unhealthy_devices).unwrap_or_default(),
+            unknown_devices: status.map(unknown_devices).unwrap_or_default(),
         })
     }
 

@@ -31,6 +31,9 @@ pub enum IssueReason {
     GpuDeviceTainted,
     /// The kubelet reports a device allocated to a pod on the node `Unhealthy` (KEP-4680).
     AllocatedDeviceUnhealthy,
+    /// The kubelet reports the health of a device allocated to a pod on the node `Unknown` (KEP-4680): its
+    /// plugin or driver stopped reporting. The operator raises it only after a grace period.
+    AllocatedDeviceHealthUnknown,
     /// A GPU health condition a health table names (NVSentinel, AKS, GKE, AMD, node-problem-detector) is
     /// `True`.
     GpuHealthCheckFailed,
@@ -79,7 +82,7 @@ impl fmt::Display for Severity {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 21] = [
+    pub const ALL: [IssueReason; 22] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -93,6 +96,7 @@ impl IssueReason {
         IssueReason::DraPoolIncomplete,
         IssueReason::GpuDeviceTainted,
         IssueReason::AllocatedDeviceUnhealthy,
+        IssueReason::AllocatedDeviceHealthUnknown,
         IssueReason::GpuHealthCheckFailed,
         IssueReason::GpuNodeQuarantined,
         IssueReason::GpusMissing,
@@ -119,6 +123,7 @@ impl IssueReason {
             IssueReason::DraPoolIncomplete => "DraPoolIncomplete",
             IssueReason::GpuDeviceTainted => "GpuDeviceTainted",
             IssueReason::AllocatedDeviceUnhealthy => "AllocatedDeviceUnhealthy",
+            IssueReason::AllocatedDeviceHealthUnknown => "AllocatedDeviceHealthUnknown",
             IssueReason::GpuHealthCheckFailed => "GpuHealthCheckFailed",
             IssueReason::GpuNodeQuarantined => "GpuNodeQuarantined",
             IssueReason::GpusMissing => "GpusMissing",
@@ -145,7 +150,10 @@ impl IssueReason {
     /// Whether the operator holds the reason back until it has lasted a grace period (the state is normal
     /// for a while after a node joins: the driver and the device plugin take minutes to come up).
     pub fn needs_grace(self) -> bool {
-        self == IssueReason::GpuResourcesMissing
+        matches!(
+            self,
+            IssueReason::GpuResourcesMissing | IssueReason::AllocatedDeviceHealthUnknown
+        )
     }
 }
 

@@ -139,7 +139,8 @@ async fn pass(
     match reconcile_all(ctx, api, store, scope).await {
         Ok(retry) => {
             ctx.reset_backoff(RETRY_KEY);
-            retry.unwrap_or(ctx.requeue)
+            let next = ctx.next_pass();
+            retry.map_or(next, |r| r.min(next))
         }
         Err(e) => {
             // A credential failure is reported once for every caller (runtime/credentials.rs).
