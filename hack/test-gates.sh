@@ -5,7 +5,10 @@
 #   hack/test-gates.sh [KUBECONFIG]   (default: $GPUINV_TEST_KUBECONFIG, else the local cluster's)
 set -euo pipefail
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-kubeconfig="${1:-${GPUINV_TEST_KUBECONFIG:-${ROOT_DIR}/target/local-cluster/kubeconfig}}"
+# The local cluster's state directory as hack/local-cluster.sh and tests/common take it (relative to the repo).
+state_dir="${LOCAL_CLUSTER_STATE_DIR:-target/local-cluster}"
+[[ "${state_dir}" == /* ]] || state_dir="${ROOT_DIR}/${state_dir}"
+kubeconfig="${1:-${GPUINV_TEST_KUBECONFIG:-${state_dir}/kubeconfig}}"
 gates="${ROOT_DIR}/tests/version-gates.txt"
 
 version_json="$(kubectl --kubeconfig "${kubeconfig}" version -o json 2>/dev/null)" || {

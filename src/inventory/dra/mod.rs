@@ -344,6 +344,7 @@ fn pool_devices(
                     .is_some_and(|u| allocated_parents.contains(u));
             let free = claims.is_empty()
                 && !taints.iter().any(DeviceTaint::makes_unavailable)
+                && device.unhealthy.is_none()
                 && pool.complete()
                 && !taken_by_relative
                 && counters.fits(device);
@@ -370,6 +371,7 @@ fn pool_devices(
                 taints,
                 pool_incomplete: !pool.complete(),
                 shared,
+                unhealthy: device.unhealthy.clone(),
             }
         })
         .collect();

@@ -53,6 +53,9 @@ pub struct DraDevice {
     pub shareable: bool,
     /// Every `capacity` entry as a number (bytes for memory), for a shareable device's consumed-of-total.
     pub capacity: BTreeMap<String, i128>,
+    /// The driver's health attribute when it says the device is not healthy, as `name=value`
+    /// (`health=Unhealthy`); `None` when healthy or not reported.
+    pub unhealthy: Option<String>,
 }
 
 /// A ResourceSlice of a watched driver, stripped.
@@ -283,6 +286,12 @@ impl DraDevice {
         // whole device's identity and its partitions' parent, as NVIDIA's `uuid` and `parentUUID` are.
         let shared_id = rules.shared_id_attribute.and_then(text);
         let is = |types: &[&str]| kind.as_deref().is_some_and(|k| types.contains(&k));
+        let unhealthy = rules.health_attribute.and_then(|(name, healthy)| {
+            let value = text(name)?;
+            let value = value.trim();
+            (!healthy.iter().any(|h| h.eq_ignore_ascii_case(value)))
+                .then(|| format!("{name}={}", value.chars().take(64).collect::<String>()))
+        });
         DraDevice {
             name: device.name.clone(),
             product: first(rules.product_attributes)
@@ -319,6 +328,7 @@ impl DraDevice {
                     Some((name.to_owned(), quantity_value(&c.value.0)? as i128))
                 })
                 .collect(),
+            unhealthy,
         }
     }
 }

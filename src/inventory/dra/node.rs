@@ -71,7 +71,7 @@ impl DraNode {
         bump(&mut self.capacity, true);
         bump(
             &mut self.allocatable,
-            !entry.pool_incomplete && !entry.is_tainted(),
+            !entry.pool_incomplete && !entry.is_tainted() && entry.unhealthy.is_none(),
         );
         if let Some(class) = &entry.extended_class {
             self.extended.insert(entry.resource.clone(), class.clone());
@@ -114,6 +114,28 @@ impl DraNode {
                     "{}: its devices are not counted as free until every slice is published (the driver is \
                      rewriting the pool, or a slice was lost: check the DRA driver's kubelet plugin on this node)",
                     capped_list(self.incomplete.iter().map(String::as_str))
+                ),
+            ));
+        }
+        let unhealthy: Vec<String> = self
+            .devices
+            .iter()
+            .filter_map(|d| {
+                Some(format!(
+                    "{} ({}, {})",
+                    d.name,
+                    d.unhealthy.as_ref()?,
+                    d.driver
+                ))
+            })
+            .collect();
+        if !unhealthy.is_empty() {
+            self.issues.push(Issue::new(
+                IssueReason::GpusUnhealthy,
+                format!(
+                    "DRA device(s) {} reported unhealthy by their driver: not counted as free (check the \
+                     device's health, e.g. the driver's log and the node's kernel log)",
+                    capped_list(unhealthy.iter().map(String::as_str))
                 ),
             ));
         }

@@ -101,6 +101,8 @@ pub struct Device {
     /// A device several claims may share (`allowMultipleAllocations`, KEP-5075): what the claims consumed of
     /// its capacity, and the capacity. It is allocated once however many claims share it.
     pub shared: Option<SharedCapacity>,
+    /// The driver reports it unhealthy, as `attribute=value` (`health=Unhealthy`): not free.
+    pub unhealthy: Option<String>,
 }
 
 /// A shareable device's capacity: consumed by its claims, of the total. Numbers in the capacity's unit

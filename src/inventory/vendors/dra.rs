@@ -27,6 +27,10 @@ pub(crate) struct DraDriverRules {
     /// An attribute a whole device and its partitions share (AMD's `deviceID`); `None` where the driver links
     /// them by `uuid` and `parentUUID`.
     pub(crate) shared_id_attribute: Option<&'static str>,
+    /// An attribute in which the driver reports each device's health, and its healthy values (compared
+    /// without case); `None` where the driver reports none (a device it finds broken leaves the slice, or is
+    /// tainted). A device whose attribute holds another value is unhealthy: not free, and an issue.
+    pub(crate) health_attribute: Option<(&'static str, &'static [&'static str])>,
 }
 
 /// The first editions' reading, for any driver not listed: `type` `gpu` whole, `mig` a partition.
@@ -40,6 +44,7 @@ pub(crate) const GENERIC: DraDriverRules = DraDriverRules {
     profile_attributes: &["profile"],
     product_attributes: &["productName"],
     shared_id_attribute: None,
+    health_attribute: None,
 };
 
 /// Every known GPU and accelerator DRA driver.
@@ -59,12 +64,15 @@ pub(crate) const DRIVERS: [DraDriverRules; 6] = [
         profile_attributes: &["partitionProfile"],
         product_attributes: &["productName"],
         shared_id_attribute: Some("deviceID"),
+        health_attribute: None,
     },
     DraDriverRules {
         driver: "gpu.intel.com",
         vendor: Vendor::Intel,
         untyped_is_whole: true,
         product_attributes: &["model", "family"],
+        // Intel's GPU driver: `health: Healthy` (its health monitoring writes `Unhealthy`).
+        health_attribute: Some(("health", &["Healthy"])),
         ..GENERIC
     },
     DraDriverRules {
@@ -72,6 +80,8 @@ pub(crate) const DRIVERS: [DraDriverRules; 6] = [
         vendor: Vendor::Intel,
         untyped_is_whole: true,
         product_attributes: &["model"],
+        // Intel's Gaudi driver: `healthy: true`.
+        health_attribute: Some(("healthy", &["true"])),
         ..GENERIC
     },
     DraDriverRules {

@@ -187,6 +187,48 @@ fn gaudi_dra_slice_is_two_gaudi2() {
     assert!(e.issues.is_empty(), "{:?}", e.issues);
 }
 
+/// The Intel slices with their first device's health attribute set to `value` (as the drivers' health
+/// monitoring writes it when a device fails).
+fn with_first_device_health(name: &str, attribute: &str, value: Value) -> ResourceSlice {
+    let mut slice: Value = objects("ResourceSlice")
+        .into_iter()
+        .find(|o| o["metadata"]["name"] == name)
+        .unwrap();
+    let device = &mut slice["spec"]["devices"][0];
+    let typed = if value.is_boolean() { "bool" } else { "string" };
+    device["attributes"][attribute] = serde_json::json!({ typed: value });
+    serde_json::from_value(slice).unwrap()
+}
+
+#[test]
+fn intel_and_gaudi_devices_their_driver_reports_unhealthy_are_not_free_and_named() {
+    for (name, attribute, value) in [
+        (
+            "intel-dra-docs-gpu-rpl-s-gpu.intel.com-mbr6p",
+            "health",
+            Value::from("Unhealthy"),
+        ),
+        (
+            "intel-dra-docs-gaudi-rpl-s-gaudi.intel.com-x8m4h",
+            "healthy",
+            Value::from(false),
+        ),
+    ] {
+        let healthy: ResourceSlice = named("ResourceSlice", name);
+        let before = inventory(&[bare_node("rpl-s")], &[healthy], &[]);
+        let free_before = free_whole_gpus(only(&before));
+        let slice = with_first_device_health(name, attribute, value);
+        let inv = inventory(&[bare_node("rpl-s")], &[slice], &[]);
+        let e = only(&inv);
+        assert_eq!(e.count, 2, "{name}: still two devices");
+        assert_eq!(free_whole_gpus(e), free_before - 1, "{name}");
+        assert_eq!(reasons(e), ["GpusUnhealthy"], "{name}");
+        let message = &e.issues[0].message;
+        assert!(message.contains(attribute), "{message}");
+        assert!(message.contains(&e.devices[0].name), "{message}");
+    }
+}
+
 #[test]
 fn dra_example_driver_devices_are_the_example_vendor_not_a_real_one() {
     let slice: ResourceSlice = named(
