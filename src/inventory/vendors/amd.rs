@@ -36,6 +36,8 @@ const KINDS: [&str; 9] = [
 const PARTITION_LABEL: &str = "amd.com/compute-memory-partition";
 /// The GPU operator's device config manager: the partition profile asked for.
 const DCM_PROFILE: &str = "dcm.amd.com/gpu-config-profile";
+/// The device config manager's outcome: `success`, or `failure` (its taint may stay on the node then).
+const DCM_STATE: &str = "dcm.amd.com/gpu-config-profile-state";
 /// The taint the device config manager puts on a node while it applies a profile.
 const DCM_TAINT: &str = "amd-dcm";
 /// The metrics exporter's per-GPU health label: `metricsexporter.amd.com.gpu.<index>.state`.
@@ -171,7 +173,11 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
             .collect();
     }
     let profile = labels.text(DCM_PROFILE).map(str::to_owned);
-    let applying = resources.taints.iter().any(|(key, _, _)| key == DCM_TAINT);
+    let failed = labels
+        .text(DCM_STATE)
+        .is_some_and(|s| s.eq_ignore_ascii_case("failure"));
+    // A failed profile leaves the taint on; it is failed, not being applied.
+    let applying = !failed && resources.taints.iter().any(|(key, _, _)| key == DCM_TAINT);
     if partition_label.is_some() || !partitions.is_empty() || profile.is_some() {
         let mut devices: Vec<MigProfile> = partitions
             .iter()
@@ -195,12 +201,27 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
         reading.partitions = Some(Mig {
             strategy: None,
             config: profile.clone().or(partition_label.clone()),
-            config_state: applying.then(|| "pending".to_owned()),
+            config_state: if failed {
+                Some("failed".to_owned())
+            } else {
+                applying.then(|| "pending".to_owned())
+            },
             count_meaning: (!devices.is_empty()).then(|| {
                 "count is the number of physical GPUs; partitions are listed per profile".to_owned()
             }),
             devices,
         });
+    }
+    if failed {
+        reading.issues.push(Issue::new(
+            IssueReason::MigConfigFailed,
+            format!(
+                "AMD's device config manager failed to apply the partition profile {} ({DCM_STATE}=failure): \
+                 see the device-config-manager pod's log and its PartitionFailure events, then relabel or \
+                 remove the profile (and its {DCM_TAINT} taint)",
+                profile.as_deref().unwrap_or("<unlabelled>")
+            ),
+        ));
     }
     if applying {
         reading.issues.push(Issue::new(
@@ -250,7 +271,10 @@ fn vram_mib(value: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::inventory::model::Amount;
 
     #[test]
     fn partition_resources_and_vram() {
@@ -263,5 +287,46 @@ mod tests {
         assert_eq!(vram_mib("16G"), Some(16_384));
         assert_eq!(vram_mib("0G"), None);
         assert_eq!(vram_mib("big"), None);
+    }
+
+    #[test]
+    fn the_device_config_manager_applying_then_failing_a_profile() {
+        let gpus = BTreeMap::from([("amd.com/gpu".to_owned(), Amount::parse("8"))]);
+        let taints = vec![(
+            "amd-dcm".to_owned(),
+            "up".to_owned(),
+            "NoExecute".to_owned(),
+        )];
+        let resources = NodeResources {
+            capacity: &gpus,
+            allocatable: &gpus,
+            taints: &taints,
+        };
+        let reasons = |labels: &[(&str, &str)]| {
+            let map: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            let reading = read(&mut LabelReader::new(Some(&map)), &resources);
+            let state = reading.partitions.and_then(|p| p.config_state);
+            let reasons: Vec<IssueReason> = reading.issues.iter().map(|i| i.reason).collect();
+            (reasons, state)
+        };
+        let profile = (DCM_PROFILE, "cpx-nps4");
+        assert_eq!(
+            reasons(&[profile]),
+            (
+                vec![IssueReason::MigConfigPending],
+                Some("pending".to_owned())
+            )
+        );
+        assert_eq!(
+            reasons(&[profile, (DCM_STATE, "failure")]),
+            (
+                vec![IssueReason::MigConfigFailed],
+                Some("failed".to_owned())
+            ),
+            "the taint stays after a failure: failed, not pending"
+        );
     }
 }
