@@ -76,6 +76,7 @@ impl HealthTable {
     }
 }
 
+/// The built-in table, so that scopes, inputs and source configurations that name no table read with it.
 impl Default for &'static HealthTable {
     fn default() -> Self {
         HealthTable::defaults()
@@ -91,8 +92,9 @@ pub(crate) struct HealthReading {
     pub(crate) cordon_explained: bool,
     /// The vendor whose GPUs the signals watch, when they say (a node known only by them is that vendor's).
     pub(crate) vendor: Option<Vendor>,
-    /// The signals that show the node has GPUs (health conditions, the GPU operator's labels), in words.
-    pub(crate) evidence: Vec<String>,
+    /// Some signal shows the node has GPUs (a health condition, the GPU operator's labels); [`evidence`]
+    /// words them.
+    pub(crate) known: bool,
 }
 
 /// The node's published health.
@@ -109,10 +111,7 @@ pub(crate) fn read(
             continue;
         };
         reading.vendor = reading.vendor.or(family.vendor);
-        reading.evidence.push(format!(
-            "condition {} set by {}",
-            condition.type_, family.reporter
-        ));
+        reading.known = true;
         reading.issues.extend(conditions::issue(condition, family));
     }
     let (quarantine, explained) = remediation::quarantine(labels, taints, cordoned);
@@ -122,9 +121,24 @@ pub(crate) fn read(
     let states = operators::read(labels);
     reading.issues.extend(states.issues);
     reading.vendor = reading.vendor.or(states.vendor);
-    reading.evidence.extend(states.evidence);
+    reading.known |= states.manages;
     reading.cordon_explained = explained || (cordoned && states.upgrading);
     reading
+}
+
+/// The signals that show the node has GPUs, in words: the health conditions a table names and the GPU
+/// operators' labels. Made only when an issue must say why the node counts as a GPU node (a scan reads
+/// thousands of nodes that need none).
+pub(crate) fn evidence(
+    labels: &LabelReader<'_>,
+    node_conditions: &[NodeCondition],
+    table: &HealthTable,
+) -> Vec<String> {
+    let conditions = node_conditions.iter().filter_map(|c| {
+        let family = conditions::family_of(&table.families, &c.type_)?;
+        Some(format!("condition {} set by {}", c.type_, family.reporter))
+    });
+    conditions.chain(operators::evidence(labels)).collect()
 }
 
 #[cfg(test)]

@@ -93,8 +93,8 @@ pub(super) struct OperatorStates {
     pub(super) upgrading: bool,
     /// The vendor whose operator labelled the node (an upgrade label is only put on its GPU nodes).
     pub(super) vendor: Option<Vendor>,
-    /// Labels that show the operator manages the node, as `key=value`.
-    pub(super) evidence: Vec<String>,
+    /// The operator's labels show it manages the node (an upgrade state, or an operand deployed).
+    pub(super) manages: bool,
 }
 
 /// Reads the upgrade and operand labels.
@@ -107,9 +107,7 @@ pub(super) fn read(labels: &mut LabelReader<'_>) -> OperatorStates {
         };
         let value = raw.trim();
         states.vendor = states.vendor.or(Some(label.vendor));
-        states
-            .evidence
-            .push(format!("{}={}", label.key, shown(value)));
+        states.manages = true;
         let Some((_, phase)) = label.states.iter().find(|(s, _)| *s == value) else {
             labels.note(format!(
                 "label {}={} is a driver-upgrade state this version does not know; not judged",
@@ -156,26 +154,39 @@ pub(super) fn read(labels: &mut LabelReader<'_>) -> OperatorStates {
             ),
         ));
     }
-    let deployed: Vec<String> = labels
-        .iter()
-        .filter(|(k, v)| {
-            k.starts_with(NVIDIA_DEPLOY_PREFIX) && !v.trim().eq_ignore_ascii_case("false")
-        })
-        .filter(|(_, v)| !v.trim().is_empty())
-        .map(|(k, v)| format!("{k}={}", shown(v)))
-        .collect();
-    if !deployed.is_empty() {
+    if labels.iter().any(|(k, v)| is_deployed(k, v)) {
         states.vendor = states.vendor.or(Some(Vendor::Nvidia));
-        states.evidence.extend(deployed);
+        states.manages = true;
     }
     states
+}
+
+/// A deploy label of an operand the GPU operator runs on the node (not `false`, not empty).
+fn is_deployed(key: &str, value: &str) -> bool {
+    key.starts_with(NVIDIA_DEPLOY_PREFIX) && {
+        let value = value.trim();
+        !value.is_empty() && !value.eq_ignore_ascii_case("false")
+    }
+}
+
+/// The operators' labels that show they manage the node, as `key=value` (for an issue that must say why the
+/// node counts as a GPU node).
+pub(super) fn evidence(labels: &LabelReader<'_>) -> Vec<String> {
+    let upgrade = UPGRADE_LABELS
+        .iter()
+        .filter_map(|l| Some((l.key, labels.get(l.key)?)));
+    let deployed = labels.iter().filter(|(k, v)| is_deployed(k, v));
+    upgrade
+        .chain(deployed)
+        .map(|(k, v)| format!("{k}={}", shown(v.trim())))
+        .collect()
 }
 
 /// The operands paused for a driver upgrade, by name.
 fn paused_operands(labels: &LabelReader<'_>) -> Vec<String> {
     labels
         .iter()
-        .filter(|(_, v)| v.trim() == PAUSED)
+        .filter(|(k, v)| k.starts_with(NVIDIA_DEPLOY_PREFIX) && v.trim() == PAUSED)
         .filter_map(|(k, _)| k.strip_prefix(NVIDIA_DEPLOY_PREFIX))
         .map(shown)
         .collect()

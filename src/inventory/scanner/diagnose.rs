@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::NodeCondition;
 
+use super::labels::{self, LabelReader};
+use crate::inventory::health::{self, HealthTable};
 use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
 
 use crate::inventory::resources::is_gpu_resource;
@@ -33,8 +35,39 @@ pub(super) struct Facts<'a> {
     /// A health controller's labels or a driver upgrade explain the node's cordon: it is reported as theirs,
     /// not as a plain `Unschedulable`.
     pub(crate) cordon_explained: bool,
-    /// What says the node has GPUs besides its GPU resources (labels, health signals), in words.
-    pub(crate) evidence: &'a [String],
+    /// What says the node has GPUs besides its GPU resources (labels, health signals).
+    pub(crate) evidence: Option<Evidence<'a>>,
+}
+
+/// What says a node has GPUs besides its resources, put in words only when an issue needs them (most scans
+/// of most nodes need none).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Evidence<'a> {
+    pub(super) labels: &'a LabelReader<'a>,
+    pub(super) conditions: &'a [NodeCondition],
+    pub(super) table: &'a HealthTable,
+}
+
+impl Evidence<'_> {
+    /// The labels GPU Feature Discovery and the GPU operator leave, then the health signals.
+    fn describe(&self) -> Vec<String> {
+        let mut evidence: Vec<String> = [
+            labels::GPU_PRESENT,
+            labels::GPU_PRODUCT,
+            labels::GPU_COUNT,
+            labels::GPU_FAMILY,
+            labels::MIG_CAPABLE,
+            labels::GPU_MEMORY,
+        ]
+        .into_iter()
+        .filter_map(|k| {
+            let value: String = self.labels.get(k)?.trim().chars().take(64).collect();
+            Some(format!("label {k}={value}"))
+        })
+        .collect();
+        evidence.extend(health::evidence(self.labels, self.conditions, self.table));
+        evidence
+    }
 }
 
 /// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
@@ -161,8 +194,9 @@ pub(super) fn nothing_advertised(entry: &NodeInventory) -> bool {
 pub(super) fn resources_missing(
     entry: &NodeInventory,
     resource: &str,
-    evidence: &[String],
+    evidence: Option<Evidence<'_>>,
 ) -> Issue {
+    let evidence = evidence.map(|e| e.describe()).unwrap_or_default();
     let mut missing = vec![format!(
         "no {resource} (or other GPU resource) in capacity or allocatable"
     )];

@@ -117,7 +117,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
         .collect();
     let mut identified = vendors::identify(&labels, &resources, &drivers, nvidia_says);
-    if identified.by_dra_only && dra.is_none() && !published.evidence.is_empty() {
+    if identified.by_dra_only && dra.is_none() && published.known {
         // Known only by a health monitor's condition or an operator's labels: that vendor's node (or, when
         // the signal names no vendor, an accelerator node of unknown make).
         identified.vendor = published.vendor.unwrap_or(Vendor::Unknown);
@@ -144,6 +144,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
             allocatable_known: allocatable_block.is_some(),
             status_known: status.is_some_and(|s| s.conditions.is_some()),
             labeller_in_scope: scope.labelled(vendor),
+            table: scope.health,
         };
         return Some(vendor_node::entry(
             node, labels, reading, &resources, facts, dra, published,
@@ -221,7 +222,11 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         gfd_in_scope: scope.gfd_installed,
         served_by_dra,
         cordon_explained: published.cordon_explained,
-        evidence: &gpu_node_evidence(&labels, &published.evidence),
+        evidence: Some(diagnose::Evidence {
+            labels: &labels,
+            conditions: conditions(node),
+            table: scope.health,
+        }),
     };
     let mut issues = diagnose::diagnose(&entry, facts);
     issues.extend(published.issues);
@@ -373,28 +378,6 @@ fn conditions(node: &Node) -> &[NodeCondition] {
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default()
-}
-
-/// What says the node has NVIDIA GPUs besides its GPU resources, in words: the labels the GPU operator and
-/// GPU Feature Discovery leave, and the health signals.
-fn gpu_node_evidence(labels: &LabelReader<'_>, published: &[String]) -> Vec<String> {
-    let mut evidence: Vec<String> = [
-        labels::GPU_PRESENT,
-        labels::GPU_PRODUCT,
-        labels::GPU_COUNT,
-        labels::GPU_FAMILY,
-        labels::MIG_CAPABLE,
-        labels::GPU_MEMORY,
-    ]
-    .into_iter()
-    .filter_map(|k| labels.get(k).map(|v| format!("label {k}={}", short(v))))
-    .collect();
-    evidence.extend(published.iter().cloned());
-    evidence
-}
-
-fn short(value: &str) -> String {
-    value.trim().chars().take(64).collect()
 }
 
 /// The node's `Ready` condition, if it reports one.

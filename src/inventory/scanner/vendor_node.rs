@@ -7,13 +7,13 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use kube::ResourceExt;
 
 use super::diagnose::{
-    gpu_sum, issue, not_ready_message, nothing_advertised, resources_missing, unschedulable,
-    withdrawn_resources,
+    Evidence, gpu_sum, issue, not_ready_message, nothing_advertised, resources_missing,
+    unschedulable, withdrawn_resources,
 };
 use super::dra_devices;
 use super::labels::LabelReader;
 use crate::inventory::dra::DraNode;
-use crate::inventory::health::HealthReading;
+use crate::inventory::health::{HealthReading, HealthTable};
 use crate::inventory::model::{Issue, IssueReason, NodeInventory, Source, Vendor};
 use crate::inventory::vendors::{NodeResources, Reading};
 
@@ -31,6 +31,8 @@ pub(super) struct Facts<'a> {
     pub(super) status_known: bool,
     /// Some node in scope carries this vendor's labels.
     pub(super) labeller_in_scope: bool,
+    /// Which node conditions are GPU health (to say why a node counts as a GPU node).
+    pub(super) table: &'a HealthTable,
 }
 
 /// The node's entry.
@@ -109,7 +111,23 @@ pub(super) fn entry(
         issues.extend(dra.issues.iter().cloned());
         dra_devices::merge(&mut entry, dra);
     }
-    let mut own = diagnose(&entry, &facts, served_by_dra, reading.unhealthy, &published);
+    let node_labels = LabelReader::new(node.metadata.labels.as_ref());
+    let evidence = Evidence {
+        labels: &node_labels,
+        conditions: node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or_default(),
+        table: facts.table,
+    };
+    let mut own = diagnose(
+        &entry,
+        &facts,
+        served_by_dra,
+        reading.unhealthy,
+        (&published, evidence),
+    );
     own.extend(reading.issues);
     own.extend(published.issues);
     own.extend(issues);
@@ -126,7 +144,7 @@ fn diagnose(
     facts: &Facts<'_>,
     served_by_dra: bool,
     unhealthy: Vec<String>,
-    published: &HealthReading,
+    (published, evidence): (&HealthReading, Evidence<'_>),
 ) -> Vec<Issue> {
     let vendor = facts.vendor;
     let mut issues = Vec::new();
@@ -178,7 +196,7 @@ fn diagnose(
                 .device_resources
                 .first()
                 .map_or_else(|| format!("{vendor} device resource"), Clone::clone);
-            issues.push(resources_missing(entry, &resource, &published.evidence));
+            issues.push(resources_missing(entry, &resource, Some(evidence)));
         } else {
             let mut withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
             withdrawn.extend(unhealthy);

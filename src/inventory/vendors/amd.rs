@@ -81,11 +81,12 @@ fn partition_profile(name: &str) -> Option<(&str, u64)> {
 }
 
 fn labelled(labels: &LabelReader<'_>) -> bool {
+    // The key first: it rules out almost every label without looking at the value.
     labels.iter().any(|(key, value)| {
-        !value.trim().is_empty()
-            && (LABEL_PREFIXES.iter().any(|p| key.starts_with(p))
-                || key == PARTITION_LABEL
-                || key == DCM_PROFILE)
+        (LABEL_PREFIXES.iter().any(|p| key.starts_with(p))
+            || key == PARTITION_LABEL
+            || key == DCM_PROFILE)
+            && !value.trim().is_empty()
     }) || labels.get("feature.node.kubernetes.io/amd-gpu") == Some("true")
 }
 

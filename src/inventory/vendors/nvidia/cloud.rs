@@ -85,6 +85,10 @@ pub(crate) fn read(labels: &mut LabelReader<'_>) -> CloudGpu {
         }
     }
     for prefix in INSTANCE_GPU_PREFIXES {
+        // Most nodes carry none of these: look for the prefix once before making its four keys.
+        if !labels.iter().any(|(k, _)| k.starts_with(prefix)) {
+            continue;
+        }
         let manufacturer_key = format!("{prefix}manufacturer");
         if let Some(manufacturer) = labels.text(&manufacturer_key) {
             if !manufacturer.eq_ignore_ascii_case("nvidia") {

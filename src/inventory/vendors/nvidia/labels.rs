@@ -83,7 +83,8 @@ pub(crate) const NVIDIA_LABEL_PREFIX: &str = "nvidia.com/";
 
 /// Whether a label shows that GPU Feature Discovery runs in the cluster (an empty value shows nothing).
 pub(crate) fn is_gfd_label(key: &str, value: &str) -> bool {
-    if value.trim().is_empty() {
+    // Every GFD label is under `nvidia.com/`: the rest are ruled out without a lookup or a trim.
+    if !key.starts_with("nvidia.com/") || value.trim().is_empty() {
         return false;
     }
     if key == GFD_DEPLOY {
