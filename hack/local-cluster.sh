@@ -496,7 +496,10 @@ apiserver_version_flags() {
 # DRAResourcePoolStatus on 1.36-1.37 (KEP-5677, alpha since 1.36, off by default): the referee test
 # (tests/dra_referee.rs) compares the operator's per-pool counts with those of kube-controller-manager's
 # resourcepoolstatusrequest-controller, which only runs with the gate; kube-apiserver needs it too (it
-# creates the controller's bootstrap ClusterRole only then). 1.38+ is not known yet: add it when it is.
+# creates the controller's bootstrap ClusterRole only then). DRAPartitionableDevicesType on 1.37 (alpha,
+# off by default): kube-apiserver drops a request's spec.defaultPartitionTypeAttribute (and a slice's
+# spec.partitionTypeAttribute) without it, so the controller never reports partitionSummary, which the
+# referee compares with the operator's stillFit. 1.38+ is not known yet: add it when it is.
 feature_gates() {
   local minor gates=()
   minor="$(kube_minor)"
@@ -505,6 +508,9 @@ feature_gates() {
   fi
   if [[ -n "${minor}" ]] && ((minor >= 36 && minor <= 37)); then
     gates+=("DRAResourcePoolStatus=true")
+  fi
+  if [[ -n "${minor}" ]] && ((minor == 37)); then
+    gates+=("DRAPartitionableDevicesType=true")
   fi
   [[ -z "${LOCAL_CLUSTER_FEATURE_GATES:-}" ]] || gates+=("${LOCAL_CLUSTER_FEATURE_GATES}")
   local IFS=,

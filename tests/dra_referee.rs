@@ -8,6 +8,11 @@
 //! asserted exactly. An incomplete pool: upstream writes no status at all, ours says `DraPoolIncomplete` and
 //! counts nothing free.
 //!
+//! Partition counts: where a pool's partition type attribute is known (the request's
+//! `defaultPartitionTypeAttribute`, gate `DRAPartitionableDevicesType`, 1.37), upstream's `partitionSummary`
+//! (per type: total, and how many more still fit the shared counters) must be ours (the devices per resource,
+//! and the node entry's `stillFit`), idle and after the scheduler allocated a partition.
+//!
 //! One request per pool (`spec.poolName`): a request over the whole driver gets no status while *any* pool of
 //! the driver is incomplete, and the other DRA tests running beside this one publish incomplete pools on
 //! purpose (tests/dra_pools.rs).
@@ -17,13 +22,16 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::TestEnv;
 use common::dra::{self, DRIVER};
 use common::fresh_scan::scan_status as scan;
-use common::pool_counts::{Counts, entry_sums, node_entry, ours, row, table, upstream_pool};
-use common::pool_status::PoolStatusRequests;
-use k8s_openapi::api::resource::v1::ResourceSlice;
-use kube::api::Api;
+use common::pool_counts::{
+    Counts, entry_sums, node_entry, ours, ours_partitions, partition_table, row, table,
+    upstream_pool, upstream_pool_of,
+};
+use common::pool_status::{PoolStatusRequests, UpstreamPartition};
+use common::{DeleteOnDrop, TestEnv};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 fn gpus(node: &str, range: std::ops::Range<u32>) -> Vec<Value> {
@@ -290,4 +298,102 @@ async fn an_incomplete_pool_gets_no_upstream_status_and_no_free_devices_of_ours_
     assert_eq!(entry_sums(entry), (4, 4, 0, 4));
     let deleted = requests.delete_all().await;
     assert_eq!(deleted.len(), 3, "{deleted:?}");
+}
+
+fn partitions(rows: &[(&str, i64, i64)]) -> Vec<UpstreamPartition> {
+    rows.iter()
+        .map(|(kind, total, allocatable)| UpstreamPartition {
+            kind: (*kind).to_owned(),
+            total: *total,
+            allocatable: *allocatable,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn upstream_partition_counts_agree_with_what_ours_says_still_fits() {
+    let env = TestEnv::new("dra-referee-parts").await;
+    dra::require_dra(&env.client, "dra-referee-parts").await;
+    common::pool_status::require(&env.client, "dra-referee-parts").await;
+    let requests = PoolStatusRequests::new(&env);
+    let class = format!("{}-amd-partition", env.id);
+    let _class = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
+    let device_class: DeviceClass = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": { "name": class },
+        "spec": { "selectors": [{ "cel": { "expression":
+            "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu-partition'" } }] }
+    }))
+    .unwrap();
+    Api::<DeviceClass>::all(env.client.clone())
+        .create(&PostParams::default(), &device_class)
+        .await
+        .unwrap_or_else(|e| panic!("creating DeviceClass {class}: {e}"));
+    let node = env.create_node(dra::dra_node("mi300x-parts")).await;
+    let (counters, devices) = dra::amd_partitionable_gpu("42");
+    let types: BTreeMap<String, String> = devices
+        .iter()
+        .map(|d| {
+            let name = d["name"].as_str().unwrap().to_owned();
+            let kind = d["attributes"]["partitionProfile"]["string"]
+                .as_str()
+                .unwrap();
+            (name, kind.to_owned())
+        })
+        .collect();
+    let pool = || dra::Pool {
+        driver: dra::AMD_DRIVER,
+        generation: 1,
+        slice_count: 2,
+    };
+    dra::publish_counter_slice(&env, &node, &format!("{node}-counters"), pool(), counters).await;
+    dra::publish_pool_slice(&env, &node, &format!("{node}-devices"), pool(), devices).await;
+    env.wait_schedulable(&node).await;
+    let attribute = format!("{}/partitionProfile", dra::AMD_DRIVER);
+    let compare = |case: &str, request: String| {
+        let (env, requests, node, types, attribute) = (&env, &requests, &node, &types, &attribute);
+        let case = case.to_owned();
+        async move {
+            requests
+                .create_partitioned(&request, dra::AMD_DRIVER, node, attribute)
+                .await;
+            let up = upstream_pool_of(requests, &request, node).await;
+            let entry = node_entry(&scan(env), node).clone();
+            let ours = ours_partitions(&entry, dra::AMD_DRIVER, node, types);
+            partition_table(&case, &up.partitions, &ours);
+            (up.partitions, ours, entry)
+        }
+    };
+
+    // Idle: every type fits as many times as it has devices.
+    let (up, ours, entry) = compare("idle", format!("{node}-idle")).await;
+    let idle = partitions(&[("cpx_nps1", 8, 8), ("dpx_nps1", 2, 2), ("spx_nps1", 1, 1)]);
+    assert_eq!(up, idle, "upstream, idle");
+    assert_eq!(ours, idle, "ours, idle");
+    assert_eq!(entry.count, 1, "one physical GPU, not one per alternative");
+
+    // The scheduler gives a job one half: four XCDs are left, so four eighths or one half still fit, and no
+    // whole GPU; both sides measure each type on its own against what remains.
+    let request = json!({ "name": "gpu", "exactly": { "deviceClassName": class, "count": 1,
+        "selectors": [{ "cel": { "expression": "device.attributes['gpu.amd.com'].partitionProfile == 'dpx_nps1'" } }] } });
+    dra::claim_template(&env, "half", request).await;
+    dra::pod_with_claim(
+        &env,
+        "half",
+        &node,
+        json!({ "resourceClaimTemplateName": "half" }),
+    )
+    .await;
+    dra::claims_allocated(&env, &["half"]).await;
+    let (up, ours, entry) = compare("one dpx_nps1 allocated", format!("{node}-used")).await;
+    let used = partitions(&[("cpx_nps1", 8, 4), ("dpx_nps1", 2, 1), ("spx_nps1", 1, 0)]);
+    assert_eq!(up, used, "upstream, one half allocated");
+    assert_eq!(ours, used, "ours, one half allocated");
+    assert_eq!(
+        entry.allocated.get("gpu.amd.com/dpx_nps1"),
+        Some(&1),
+        "{entry:?}"
+    );
+    let deleted = requests.delete_all().await;
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
 }

@@ -7,11 +7,10 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::dra::{self, CONVERGE, Pool, reasons, wait_entry};
-use common::{TestEnv, eventually, kubeconfig_path};
+use common::{DeleteOnDrop, TestEnv, eventually};
 use gpu_inventory_operator::sources::taint_rules::{taint_rule_resource, taint_rules_served};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::DeviceClass;
@@ -32,19 +31,6 @@ async fn server_minor(client: &Client) -> u32 {
 }
 
 /// Deletes a cluster-scoped object when the test ends, passed or not (`kubectl delete`, synchronous).
-struct DeleteOnDrop(Vec<String>);
-
-impl Drop for DeleteOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kubeconfig_path())
-            .args(["delete", "--ignore-not-found", "--wait=false"])
-            .args(&self.0)
-            .status();
-    }
-}
-
 /// A pod pinned to `node` asking for one `nvidia.com/gpu`, tolerating `toleration` (a taint key) if given.
 fn one_gpu_pod(name: &str, node: &str, toleration: Option<&str>) -> Pod {
     let tolerations: Vec<Value> = toleration
@@ -517,11 +503,16 @@ async fn partitionable_slices_with_counters_in_a_slice_of_their_own_are_allocate
     let node = env.create_node(dra::dra_node("partitions")).await;
     // An A100 as NVIDIA's DynamicMIG publishes it (KEP-4815): a counter set in a slice of its own, and the
     // GPU and its possible partitions as alternatives consuming it, in another.
+    let pool = || Pool {
+        driver: dra::DRIVER,
+        generation: 1,
+        slice_count: 2,
+    };
     dra::publish_counter_slice(
         &env,
         &node,
         &format!("{node}-counters"),
-        2,
+        pool(),
         json!([{ "name": "gpu-0-counters",
                  "counters": { "memory": { "value": "80Gi" }, "multiprocessors": { "value": "98" } } }]),
     )
@@ -541,12 +532,7 @@ async fn partitionable_slices_with_counters_in_a_slice_of_their_own_are_allocate
             devices.push(d);
         }
     }
-    let pool = Pool {
-        driver: dra::DRIVER,
-        generation: 1,
-        slice_count: 2,
-    };
-    dra::publish_pool_slice(&env, &node, &format!("{node}-devices"), pool, devices).await;
+    dra::publish_pool_slice(&env, &node, &format!("{node}-devices"), pool(), devices).await;
     env.wait_schedulable(&node).await;
     let _operator = env.start_operator("30s");
     let (_, idle) = wait_entry(&env, "the partitionable GPU", &node, |e| {

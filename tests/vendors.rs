@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::allocation::node;
 use common::dra::{self, Pool, wait_entry};
-use common::{TestEnv, eventually, kubeconfig_path};
+use common::{DeleteOnDrop, TestEnv, eventually, kubeconfig_path};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::api::{Api, PostParams};
@@ -41,18 +41,6 @@ async fn bound_to(env: &TestEnv, name: &str) -> String {
 }
 
 /// Deletes a cluster-scoped object when the test ends, passed or not.
-struct DeleteOnDrop(String);
-
-impl Drop for DeleteOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kubeconfig_path())
-            .args(["delete", "--ignore-not-found", "--wait=false", &self.0])
-            .status();
-    }
-}
-
 #[tokio::test]
 async fn amd_intel_and_nvidia_nodes_are_counted_by_vendor_with_pods_the_scheduler_placed() {
     let env = TestEnv::new("vendors-mixed").await;
@@ -197,7 +185,7 @@ async fn an_amd_mi300x_of_amds_dra_driver_is_allocated_by_the_scheduler_through_
     let env = TestEnv::new("vendors-amd-dra").await;
     dra::require_dra(&env.client, "vendors-amd-dra").await;
     let class = format!("{}-gpu.amd.com", env.id);
-    let _class = DeleteOnDrop(format!("deviceclass/{class}"));
+    let _class = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
     let device_class: DeviceClass = serde_json::from_value(json!({
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
         "metadata": { "name": class },

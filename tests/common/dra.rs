@@ -142,20 +142,15 @@ pub async fn publish_pool_slice(
     apply_slice(env, node, name, pool, "devices", json!(devices)).await;
 }
 
-/// Publishes slice `name` of `node`'s pool (driver [`DRIVER`], generation 1 of `slice_count` slices) holding
-/// only shared counter sets (`counters`: `spec.sharedCounters`), as partitionable pools keep them since 1.35.
+/// Publishes slice `name` of `node`'s pool holding only shared counter sets (`counters`:
+/// `spec.sharedCounters`), as partitionable pools keep them since 1.35.
 pub async fn publish_counter_slice(
     env: &TestEnv,
     node: &str,
     name: &str,
-    slice_count: i64,
+    pool: Pool<'_>,
     counters: Value,
 ) {
-    let pool = Pool {
-        driver: DRIVER,
-        generation: 1,
-        slice_count,
-    };
     apply_slice(env, node, name, pool, "sharedCounters", counters).await;
 }
 
@@ -442,4 +437,50 @@ pub async fn claims_released(env: &TestEnv) -> std::time::Instant {
         }
     })
     .await
+}
+
+/// AMD's DRA driver (`gpu.amd.com`).
+pub const AMD_DRIVER: &str = "gpu.amd.com";
+
+/// An MI300X partitionable in KEP-4815's terms, with the device shapes of AMD's DRA driver (`type`
+/// `amdgpu`/`amdgpu-partition`, `partitionProfile`, a `deviceID` the GPU and its partitions share): its
+/// counter set (eight XCDs and 192Gi, for a slice of its own), and the whole GPU (`spx_nps1`), two halves
+/// (`dpx_nps1`) and eight eighths (`cpx_nps1`) as alternatives consuming it. AMD's driver publishes no
+/// counters yet (tests/fixtures/vendors); every device of one profile costs the same, which is what
+/// KEP-5677's `partitionSummary` groups. Returns the counter sets and the devices.
+pub fn amd_partitionable_gpu(device_id: &str) -> (Value, Vec<Value>) {
+    let counters = json!([{ "name": "gpu-0-counters",
+        "counters": { "xcds": { "value": "8" }, "memory": { "value": "192Gi" } } }]);
+    let device = |name: String, kind: &str, profile: &str, xcds: u32| {
+        let memory = format!("{}Gi", 24 * xcds);
+        json!({
+            "name": name,
+            "attributes": {
+                "type": { "string": kind }, "partitionProfile": { "string": profile },
+                "deviceID": { "string": device_id },
+                "productName": { "string": "AMD_Instinct_MI300X_OAM" }
+            },
+            "capacity": { "memory": { "value": memory } },
+            "consumesCounters": [{ "counterSet": "gpu-0-counters",
+                "counters": { "xcds": { "value": xcds.to_string() }, "memory": { "value": memory } } }]
+        })
+    };
+    let mut devices = vec![device("gpu-0".into(), "amdgpu", "spx_nps1", 8)];
+    for i in 0..2 {
+        devices.push(device(
+            format!("gpu-0-dpx-{i}"),
+            "amdgpu-partition",
+            "dpx_nps1",
+            4,
+        ));
+    }
+    for i in 0..8 {
+        devices.push(device(
+            format!("gpu-0-cpx-{i}"),
+            "amdgpu-partition",
+            "cpx_nps1",
+            1,
+        ));
+    }
+    (counters, devices)
 }

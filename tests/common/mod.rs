@@ -58,6 +58,21 @@ pub fn kubeconfig_path() -> PathBuf {
     }
 }
 
+/// Cluster-scoped objects a test made outside its namespace (DeviceClasses), deleted with kubectl when the
+/// guard goes, so a failed test leaves none behind: `kind/name` each.
+pub struct DeleteOnDrop(pub Vec<String>);
+
+impl Drop for DeleteOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig_path())
+            .args(["delete", "--ignore-not-found", "--wait=false"])
+            .args(&self.0)
+            .status();
+    }
+}
+
 /// Whether the tests run against the local control plane (whose API server they may stop and start).
 pub fn is_local_cluster() -> bool {
     std::env::var_os("GPUINV_TEST_KUBECONFIG").is_none_or(|p| p.is_empty())

@@ -1,12 +1,12 @@
 //! Both sides of the referee (tests/dra_referee.rs) in KEP-5677's terms: a pool's counts from a
 //! ResourcePoolStatusRequest's status and from `scan -o json`'s device list, and a table of the two.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gpu_inventory_operator::crd::{DraDeviceEntry, GpuInventoryStatus, GpuNodeEntry};
 
 use super::dra::DRIVER;
-use super::pool_status::{PoolStatusRequests, UpstreamPool};
+use super::pool_status::{PoolStatusRequests, UpstreamPartition, UpstreamPool};
 
 /// Per-pool counts under KEP-5677's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,11 +106,20 @@ pub fn node_entry<'a>(scanned: &'a GpuInventoryStatus, node: &str) -> &'a GpuNod
 
 /// Upstream's pool of request `pool` (one request per pool, named after it).
 pub async fn upstream_pool(requests: &PoolStatusRequests, pool: &str) -> UpstreamPool {
-    let pools = requests.complete(pool).await;
+    upstream_pool_of(requests, pool, pool).await
+}
+
+/// Upstream's pool of `request`, a request of that one pool.
+pub async fn upstream_pool_of(
+    requests: &PoolStatusRequests,
+    request: &str,
+    pool: &str,
+) -> UpstreamPool {
+    let pools = requests.complete(request).await;
     assert_eq!(
         pools.len(),
         1,
-        "request {pool} is of pool {pool} only: {pools:?}"
+        "request {request} is of pool {pool} only: {pools:?}"
     );
     let found = pools.into_iter().next().unwrap();
     assert_eq!(
@@ -151,5 +160,57 @@ pub fn table(rows: &[String]) {
     );
     for row in rows {
         eprintln!("{row}");
+    }
+}
+
+/// Ours for a partitionable pool in `partitionSummary`'s terms: the pool's devices grouped by the partition
+/// type each was published with (`types`: device name to type), how many there are of each, and how many
+/// more the operator says still fit (the node entry's `stillFit` of the type's resource; absent is none).
+/// The node publishes this one pool, so its `stillFit` is the pool's.
+pub fn ours_partitions(
+    entry: &GpuNodeEntry,
+    driver: &str,
+    pool: &str,
+    types: &BTreeMap<String, String>,
+) -> Vec<UpstreamPartition> {
+    let mut by_type: BTreeMap<&str, (BTreeSet<&str>, i64)> = BTreeMap::new();
+    for device in entry
+        .devices
+        .iter()
+        .filter(|d| d.driver == driver && d.pool == pool)
+    {
+        let kind = types
+            .get(&device.name)
+            .unwrap_or_else(|| panic!("scan lists device {} that was not published", device.name));
+        let (resources, total) = by_type.entry(kind).or_default();
+        resources.insert(&device.resource);
+        *total += 1;
+    }
+    by_type
+        .into_iter()
+        .map(|(kind, (resources, total))| {
+            assert_eq!(
+                resources.len(),
+                1,
+                "type {kind} is one resource: {resources:?}"
+            );
+            let resource = resources.first().unwrap();
+            UpstreamPartition {
+                kind: kind.to_owned(),
+                total,
+                allocatable: entry.still_fit.get(*resource).map_or(0, |n| *n as i64),
+            }
+        })
+        .collect()
+}
+
+/// The partition summaries side by side, one line per type.
+pub fn partition_table(case: &str, upstream: &[UpstreamPartition], ours: &[UpstreamPartition]) {
+    eprintln!("{case}: partition type, upstream total/allocatable | ours total/stillFit");
+    for (up, ours) in upstream.iter().zip(ours) {
+        eprintln!(
+            "  {:<12} {:>5} {:>5} | {:<12} {:>5} {:>5}",
+            up.kind, up.total, up.allocatable, ours.kind, ours.total, ours.allocatable
+        );
     }
 }
