@@ -22,6 +22,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use common::TestEnv;
 use common::dra::{self, DRIVER};
 use common::fresh_scan::scan_status as scan;
 use common::pool_counts::{
@@ -29,9 +30,8 @@ use common::pool_counts::{
     upstream_pool, upstream_pool_of,
 };
 use common::pool_status::{PoolStatusRequests, UpstreamPartition};
-use common::{DeleteOnDrop, TestEnv};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use kube::api::Api;
 use serde_json::{Value, json};
 
 fn gpus(node: &str, range: std::ops::Range<u32>) -> Vec<Value> {
@@ -111,14 +111,7 @@ async fn upstream_pool_status_agrees_with_ours_pool_by_pool_and_differs_only_whe
     let admin = json!({ "name": "gpu", "exactly": { "deviceClassName": "gpu.nvidia.com",
         "allocationMode": "All", "adminAccess": true,
         "tolerations": [{ "key": XID_TAINT, "operator": "Exists", "effect": "NoSchedule" }] } });
-    dra::claim_template(&env, "admin", admin).await;
-    dra::pod_with_claim(
-        &env,
-        "admin",
-        &w,
-        json!({ "resourceClaimTemplateName": "admin" }),
-    )
-    .await;
+    dra::template_pod(&env, "admin", &w, admin).await;
     dra::claim_pod(&env, "notebook", &m, "mig.nvidia.com", 2).await;
     dra::claim_pod(&env, "job", &x, "gpu.nvidia.com", 1).await;
     dra::claim_pod(&env, "slice-user", &p, "mig.nvidia.com", 1).await;
@@ -317,18 +310,13 @@ async fn upstream_partition_counts_agree_with_what_ours_says_still_fits() {
     common::pool_status::require(&env.client, "dra-referee-parts").await;
     let requests = PoolStatusRequests::new(&env);
     let class = format!("{}-amd-partition", env.id);
-    let _class = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
-    let device_class: DeviceClass = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": { "name": class },
-        "spec": { "selectors": [{ "cel": { "expression":
-            "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu-partition'" } }] }
-    }))
-    .unwrap();
-    Api::<DeviceClass>::all(env.client.clone())
-        .create(&PostParams::default(), &device_class)
-        .await
-        .unwrap_or_else(|e| panic!("creating DeviceClass {class}: {e}"));
+    let selects = "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu-partition'";
+    let _class = dra::test_device_class(
+        &env,
+        &class,
+        json!({ "selectors": [{ "cel": { "expression": selects } }] }),
+    )
+    .await;
     let node = env.create_node(dra::dra_node("mi300x-parts")).await;
     let (counters, devices) = dra::amd_partitionable_gpu("42");
     let types: BTreeMap<String, String> = devices
@@ -376,14 +364,7 @@ async fn upstream_partition_counts_agree_with_what_ours_says_still_fits() {
     // whole GPU; both sides measure each type on its own against what remains.
     let request = json!({ "name": "gpu", "exactly": { "deviceClassName": class, "count": 1,
         "selectors": [{ "cel": { "expression": "device.attributes['gpu.amd.com'].partitionProfile == 'dpx_nps1'" } }] } });
-    dra::claim_template(&env, "half", request).await;
-    dra::pod_with_claim(
-        &env,
-        "half",
-        &node,
-        json!({ "resourceClaimTemplateName": "half" }),
-    )
-    .await;
+    dra::template_pod(&env, "half", &node, request).await;
     dra::claims_allocated(&env, &["half"]).await;
     let (up, ours, entry) = compare("one dpx_nps1 allocated", format!("{node}-used")).await;
     let used = partitions(&[("cpx_nps1", 8, 4), ("dpx_nps1", 2, 1), ("spx_nps1", 1, 0)]);

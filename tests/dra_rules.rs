@@ -13,7 +13,6 @@ use common::dra::{self, CONVERGE, Pool, reasons, wait_entry};
 use common::{DeleteOnDrop, TestEnv, eventually};
 use gpu_inventory_operator::sources::taint_rules::{taint_rule_resource, taint_rules_served};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::DeviceClass;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -59,20 +58,11 @@ async fn a_pod_asking_nvidia_gpu_placed_on_a_dra_node_through_a_scheduler_made_c
     // through it, and its node tainted, so that no other test's nvidia.com/gpu pod lands there.
     let driver = format!("{}.gpu.example.com", env.id);
     let class = format!("{}-gpu.example.com", env.id);
-    let _class_cleanup = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
-    let device_class: DeviceClass = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": { "name": class },
-        "spec": {
-            "selectors": [{ "cel": { "expression": format!("device.driver == '{driver}'") } }],
-            "extendedResourceName": "nvidia.com/gpu"
-        }
-    }))
-    .unwrap();
-    let stored = Api::<DeviceClass>::all(env.client.clone())
-        .create(&PostParams::default(), &device_class)
-        .await
-        .unwrap_or_else(|e| panic!("creating DeviceClass {class}: {e}"));
+    let spec = json!({
+        "selectors": [{ "cel": { "expression": format!("device.driver == '{driver}'") } }],
+        "extendedResourceName": "nvidia.com/gpu"
+    });
+    let (stored, _class_cleanup) = dra::test_device_class(&env, &class, spec).await;
     assert_eq!(
         stored
             .spec
@@ -459,14 +449,7 @@ async fn a_shared_device_is_allocated_to_two_claims_and_counted_once() {
     for (pod, memory) in [("notebook-a", "10Gi"), ("notebook-b", "30Gi")] {
         let request = json!({ "name": "gpu", "exactly": { "deviceClassName": "gpu.nvidia.com",
                               "capacity": { "requests": { "memory": memory } } } });
-        dra::claim_template(&env, pod, request).await;
-        dra::pod_with_claim(
-            &env,
-            pod,
-            &node,
-            json!({ "resourceClaimTemplateName": pod }),
-        )
-        .await;
+        dra::template_pod(&env, pod, &node, request).await;
     }
     dra::claims_allocated(&env, &["notebook-a", "notebook-b"]).await;
     let gpunode = env
@@ -545,14 +528,7 @@ async fn partitionable_slices_with_counters_in_a_slice_of_their_own_are_allocate
 
     let request = json!({ "name": "gpu", "exactly": { "deviceClassName": "mig.nvidia.com", "count": 1,
         "selectors": [{ "cel": { "expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'" } }] } });
-    dra::claim_template(&env, "train", request).await;
-    dra::pod_with_claim(
-        &env,
-        "train",
-        &node,
-        json!({ "resourceClaimTemplateName": "train" }),
-    )
-    .await;
+    dra::template_pod(&env, "train", &node, request).await;
     dra::claims_allocated(&env, &["train"]).await;
     let (status, e) = wait_entry(&env, "a 3g.40gb partition allocated", &node, |e| {
         e.allocated.get("gpu.nvidia.com/mig-3g.40gb") == Some(&1)

@@ -9,10 +9,9 @@ use std::process::Command;
 
 use common::allocation::node;
 use common::dra::{self, Pool, wait_entry};
-use common::{DeleteOnDrop, TestEnv, eventually, kubeconfig_path};
+use common::{TestEnv, eventually, kubeconfig_path};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::DeviceClass;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::{Value, json};
 
 /// Creates a pod pinned to `node` asking for `count` of `resource`, and waits until the scheduler binds it.
@@ -185,18 +184,14 @@ async fn an_amd_mi300x_of_amds_dra_driver_is_allocated_by_the_scheduler_through_
     let env = TestEnv::new("vendors-amd-dra").await;
     dra::require_dra(&env.client, "vendors-amd-dra").await;
     let class = format!("{}-gpu.amd.com", env.id);
-    let _class = DeleteOnDrop(vec![format!("deviceclass/{class}")]);
-    let device_class: DeviceClass = serde_json::from_value(json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": { "name": class },
-        "spec": { "selectors": [{ "cel": { "expression":
-            "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu'" } }] }
-    }))
-    .unwrap();
-    Api::<DeviceClass>::all(env.client.clone())
-        .create(&PostParams::default(), &device_class)
-        .await
-        .unwrap_or_else(|e| panic!("creating DeviceClass {class}: {e}"));
+    let selects =
+        "device.driver == 'gpu.amd.com' && device.attributes['gpu.amd.com'].type == 'amdgpu'";
+    let _class = dra::test_device_class(
+        &env,
+        &class,
+        json!({ "selectors": [{ "cel": { "expression": selects } }] }),
+    )
+    .await;
     let node = env.create_node(dra::dra_node("mi300x-dra")).await;
     let pool = Pool {
         driver: "gpu.amd.com",

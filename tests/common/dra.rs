@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 pub use testkit::dra_objects::DRIVER;
 
 use super::{
-    ClusterPeriods, Deadline, LOAD_ALLOWANCE, RequiredApi, TEST_LABEL, TestEnv, require_api,
-    wait_for,
+    ClusterPeriods, Deadline, DeleteOnDrop, LOAD_ALLOWANCE, RequiredApi, TEST_LABEL, TestEnv,
+    require_api, wait_for,
 };
 
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
@@ -204,6 +204,12 @@ pub async fn delete_slice(env: &TestEnv, name: &str) {
 /// devices of `class`. Retried while the namespace's ServiceAccount does not exist yet.
 pub async fn claim_pod(env: &TestEnv, name: &str, node: &str, class: &str, count: u32) {
     let request = json!({ "name": "gpu", "exactly": { "deviceClassName": class, "count": count } });
+    template_pod(env, name, node, request).await;
+}
+
+/// Creates ResourceClaimTemplate `name` with one device request (`request` is a `DeviceRequest`) and pod
+/// `name` pinned to `node` with a claim from it.
+pub async fn template_pod(env: &TestEnv, name: &str, node: &str, request: Value) {
     claim_template(env, name, request).await;
     pod_with_claim(
         env,
@@ -212,6 +218,27 @@ pub async fn claim_pod(env: &TestEnv, name: &str, node: &str, class: &str, count
         json!({ "resourceClaimTemplateName": name }),
     )
     .await;
+}
+
+/// Creates DeviceClass `name` (cluster-scoped, so named after the test's id by the caller) with `spec`, and
+/// returns it as stored with the guard that deletes it.
+pub async fn test_device_class(
+    env: &TestEnv,
+    name: &str,
+    spec: Value,
+) -> (DeviceClass, DeleteOnDrop) {
+    let cleanup = DeleteOnDrop(vec![format!("deviceclass/{name}")]);
+    let class: DeviceClass = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": { "name": name },
+        "spec": spec
+    }))
+    .unwrap();
+    let stored = Api::<DeviceClass>::all(env.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .unwrap_or_else(|e| panic!("creating DeviceClass {name}: {e}"));
+    (stored, cleanup)
 }
 
 /// Creates ResourceClaimTemplate `name` with one device request (`request` is a `DeviceRequest`).
