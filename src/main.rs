@@ -1,4 +1,4 @@
-//! Entry point: parse the command line, set up logging, dispatch. Nothing else lives here.
+//! Entry point: parse the command line, set up logging, pick the runtime, dispatch. Nothing else lives here.
 
 use std::process::ExitCode;
 
@@ -9,8 +9,7 @@ use gpu_inventory_operator::publish::crd::crd_yaml;
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     // Run as `kubectl-gpu_inventory` (on PATH, or installed by krew): the kubectl plugin.
     if std::env::args()
         .next()
@@ -20,7 +19,7 @@ async fn main() -> ExitCode {
         if std::env::var_os("RUST_LOG").is_some() {
             logging::init_logging(args.global.log_format);
         }
-        return plugin::run(args).await;
+        return one_shot().block_on(plugin::run(args));
     }
     let cli = Cli::parse();
     logging::init_logging(cli.global.log_format);
@@ -29,13 +28,34 @@ async fn main() -> ExitCode {
             print!("{}", crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Scan(args) => scan::run(&cli.global, &args).await,
-        Command::Run(args) => match run::run(&cli.global, *args, Shutdown::on_signals()).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                tracing::error!(reason = e.metric_label(), "{e}");
-                ExitCode::FAILURE
+        Command::Scan(args) => one_shot().block_on(scan::run(&cli.global, &args)),
+        Command::Run(args) => {
+            let operator = run::run(&cli.global, *args, Shutdown::on_signals());
+            match service().block_on(operator) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(reason = e.metric_label(), "{e}");
+                    ExitCode::FAILURE
+                }
             }
-        },
+        }
     }
+}
+
+/// The operator: watches, publishers and the HTTP server run side by side on every core.
+fn service() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
+}
+
+/// `scan` and the plugin: one request at a time, then one computation. On one thread the response body
+/// reaches the decoder without a wake-up of another thread per chunk read (on two worker threads a
+/// 5,000-node scan made ~160,000 futex calls and ~236,000 context switches).
+fn one_shot() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
 }

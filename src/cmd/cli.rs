@@ -202,7 +202,20 @@ pub struct ScanArgs {
     /// its pods hold and what its pending pods wait for). `json`/`yaml` always print the whole status.
     #[arg(long, env = "GPUINV_SCAN_GROUP_BY", value_enum, default_value_t = GroupBy::Node)]
     pub group_by: GroupBy,
+    /// Objects per LIST request of a live scan, as kubectl's `--chunk-size`: each page is decoded and
+    /// stripped before the next is asked for, so a larger one holds more at once and makes fewer requests.
+    /// 0 lists each kind in one request.
+    #[arg(
+        long,
+        env = "GPUINV_SCAN_CHUNK_SIZE",
+        value_name = "N",
+        default_value_t = DEFAULT_CHUNK_SIZE
+    )]
+    pub chunk_size: u32,
 }
+
+/// `scan --chunk-size`'s default (the kubectl plugin's too).
+pub const DEFAULT_CHUNK_SIZE: u32 = 500;
 
 /// Rows of the `scan` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use kube::core::Selector;
 
-use super::cli::{GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
 use super::scan::{EXIT_ERROR, exit_code, format_status, scan_status, status_of};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
@@ -103,6 +103,7 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         output: args.output,
         selector: args.selector.clone(),
         group_by: args.group_by,
+        chunk_size: DEFAULT_CHUNK_SIZE,
     };
     let status = scan_status(&args.global, &scan_args).await?;
     print!("{}", shown(&status, args, color));

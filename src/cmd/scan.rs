@@ -78,7 +78,7 @@ pub(crate) async fn scan_status(
     let drivers: Arc<[String]> = global.dra_drivers().into();
     let snapshot = match args.from_file.as_deref() {
         Some(path) => dump_snapshot(read_dump(path)?, drivers),
-        None => list_cluster(global, args.selector.as_deref(), drivers).await?,
+        None => list_cluster(global, args, drivers).await?,
     };
     let snapshot = Snapshot {
         health: global.health_table(),
@@ -160,22 +160,23 @@ fn read_dump(path: &str) -> Result<Dump> {
     Ok(dump)
 }
 
-/// Objects per LIST page: each page is decoded whole, then stripped before the next one is asked for.
-const PAGE: u32 = 500;
-
 /// The nodes (stripped as the operator's cache strips them), the GPU pods and, where the server serves
 /// `resource.k8s.io/v1`, the DRA objects, listed page by page so a large cluster is never held whole as
 /// full objects.
 async fn list_cluster(
     global: &GlobalArgs,
-    selector: Option<&str>,
+    args: &ScanArgs,
     drivers: Arc<[String]>,
 ) -> Result<Snapshot> {
     let connection = connect(&global.client_config()).await?;
     let client = connection.client;
     let url = &connection.cluster_url;
-    let mut params = ListParams::default().limit(PAGE);
-    if let Some(selector) = selector {
+    let paged = || match args.chunk_size {
+        0 => ListParams::default(),
+        n => ListParams::default().limit(n),
+    };
+    let mut params = paged();
+    if let Some(selector) = args.selector.as_deref() {
         params = params.labels(selector);
     }
     // Decoded slim and stripped page by page, as the operator's own caches are.
@@ -187,7 +188,7 @@ async fn list_cluster(
     .await
     .map_err(Error::kube(format!("listing nodes on {url}")))?;
     let pods: Api<SlimPod> = Api::all(client.clone());
-    let params = ListParams::default().limit(PAGE).fields(UNFINISHED_PODS);
+    let params = paged().fields(UNFINISHED_PODS);
     let pods = list_paged(&pods, params, |slim| {
         GpuPod::from_pod(&Pod::from(slim)).map(Arc::new)
     })
@@ -209,7 +210,7 @@ async fn list_cluster(
             "listing {what} on {url} (scan needs list on resource.k8s.io {what}; `--dra-driver=` skips DRA)"
         ))
     };
-    let params = ListParams::default().limit(PAGE);
+    let params = paged();
     snapshot.slices = list_paged(
         &Api::<ResourceSlice>::all(client.clone()),
         params.clone(),
