@@ -30,7 +30,8 @@ fn main() -> ExitCode {
         }
         Command::Scan(args) => one_shot().block_on(scan::run(&cli.global, &args)),
         Command::Run(args) => {
-            let operator = run::run(&cli.global, *args, Shutdown::on_signals());
+            // The signal handlers are tasks: they are set up inside the runtime.
+            let operator = async { run::run(&cli.global, *args, Shutdown::on_signals()).await };
             match service().block_on(operator) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
