@@ -8,7 +8,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/target/local-cluster/kubeconfig
 # Kubernetes versions `make test-compat` runs the integration suite on (`make test` runs the default, v1.34.4).
 COMPAT_VERSIONS ?= v1.32.13 v1.37.2
 
-.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench soak crd-manifest chart-files install-plugin release-local
+.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench memory-model soak crd-manifest chart-files install-plugin release-local
 
 # `make install-plugin` installs into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
@@ -104,6 +104,9 @@ demo-ci: ## The demo, non-interactive: exits after showing the result
 
 bench: ## Benchmarks at 1,000 and 5,000 nodes against an article-style baseline
 	hack/bench.sh
+
+memory-model: ## Heap bytes per node, pod and GPU node entry (dhat, glibc), and the formula for the scale fleets
+	$(CARGO) bench --locked --bench memory-model
 
 soak: ## Chaos soak: SOAK_SECS (1800) of churn on 5,000 nodes with API-server kills, etcd pauses, leader kills; report in target/soak
 	hack/soak.sh

@@ -86,8 +86,8 @@ pub(crate) fn cached_node(slim: SlimNode) -> Node {
     cached_node_with(slim, HealthTable::defaults())
 }
 
-/// [`cached_node`], keeping the health conditions `table` names.
-pub(crate) fn cached_node_with(slim: SlimNode, table: &HealthTable) -> Node {
+/// A slim-decoded node as the cache keeps it, keeping the health conditions `table` names.
+pub fn cached_node_with(slim: SlimNode, table: &HealthTable) -> Node {
     let mut node = Node::from(slim);
     strip_node_with(&mut node, table);
     node

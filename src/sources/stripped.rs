@@ -35,7 +35,7 @@ impl<T> Clone for StrippedStore<T> {
 
 impl<T> StrippedStore<T> {
     /// Every cached object, in no particular order.
-    pub(crate) fn state(&self) -> Vec<Arc<T>> {
+    pub fn state(&self) -> Vec<Arc<T>> {
         let objects = self.objects.read().unwrap_or_else(|e| e.into_inner());
         objects.values().cloned().collect()
     }
@@ -61,7 +61,7 @@ impl<T> StrippedStore<T> {
 }
 
 /// Write side: applies watch events through `strip` (which returns `None` for objects the core ignores).
-pub(crate) struct StrippedWriter<K, T> {
+pub struct StrippedWriter<K, T> {
     objects: Arc<RwLock<HashMap<ObjectKey, Arc<T>>>>,
     /// The new set being listed during a (re)list; swapped in at `InitDone`.
     relist: Option<HashMap<ObjectKey, Arc<T>>>,
@@ -73,7 +73,7 @@ pub(crate) struct StrippedWriter<K, T> {
 type Strip<K, T> = dyn Fn(&K) -> Option<T> + Send + Sync;
 
 /// An empty store and the writer that fills it.
-pub(crate) fn stripped_store<K, T>(
+pub fn stripped_store<K, T>(
     strip: impl Fn(&K) -> Option<T> + Send + Sync + 'static,
 ) -> (StrippedStore<T>, StrippedWriter<K, T>) {
     let objects = Arc::new(RwLock::new(HashMap::new()));
@@ -94,7 +94,7 @@ pub(crate) fn stripped_store<K, T>(
 
 impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
     /// Applies one event; says whether the stripped view changed.
-    pub(crate) fn apply(&mut self, event: watcher::Event<K>) -> bool {
+    pub fn apply(&mut self, event: watcher::Event<K>) -> bool {
         let mut objects = self.objects.write().unwrap_or_else(|e| e.into_inner());
         match event {
             watcher::Event::Init => {

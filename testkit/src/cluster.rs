@@ -56,7 +56,7 @@ pub fn load_templates(dir: &Path) -> Res<Templates> {
 
 /// Node `i` of N: every fifth a GPU node (fixture label sets, incl. NotReady ones), else a CPU node (every
 /// tenth of those NotReady). Each carries `images` container images, as kubelets report them.
-fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
+pub fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
     let gpu = i.is_multiple_of(5);
     let (mut node, name) = if gpu {
         (
