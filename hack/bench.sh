@@ -23,12 +23,24 @@
 #                 ResourceSlice each and BENCH_DRA_CLAIMS claims allocated through the status subresource;
 #                 the DRA accounting of each program of BENCH_DRA_PROGRAMS in turn (side by side; every
 #                 node's detail in its GpuNode) and a one-shot `scan`;
+#      scale:     (not in the default list: hours at its default sizes) target/bench-scale-cluster, etcd +
+#                 kube-apiserver only, a fresh cluster for each node count of BENCH_SCALE_NODES: a 65,000-node
+#                 cluster's make-up scaled to the count (issue #26; docs/benchmarks.md "Scale scenario": GPU
+#                 nodes of five kinds, MIG and time-sliced ones, DRA nodes with slices and claims, 10 % tainted
+#                 or cordoned, pods bound with their status, pending GPU pods), the set-up timed, then
+#                 BENCH_SCALE_RUNS runs of the operator: convergence, peak RSS per phase, quiet writes and
+#                 LISTs, latency under churn, CPU per change, a forced relist of every watch (kube-apiserver
+#                 restarted with etcd compacted: hack/local-cluster.sh compact-etcd), `scan` against
+#                 kubectl-view-allocations; medians per count, and target/bench/scale.png. The cluster gets
+#                 LOCAL_CLUSTER_ETCD_QUOTA_BYTES, LOCAL_CLUSTER_REQUEST_TIMEOUT and LOCAL_CLUSTER_READY_TIMEOUT
+#                 from the BENCH_SCALE_ knobs below (the other scenarios' clusters keep the defaults);
 #      the cluster is stopped and deleted after its scenario, also on failure or Ctrl-C,
 #   3. writes target/bench/results.json (one section per scenario) and prints the table
 #      (target/bench/results.txt).
 #
 # Knobs (environment):
-#   BENCH_SCENARIOS      which scenarios                      (default "steady heartbeat allocation dra flood")
+#   BENCH_SCENARIOS      which scenarios                      (default "steady heartbeat allocation dra flood";
+#                        scale only when named, e.g. BENCH_SCENARIOS=scale)
 #   BENCH_NODES          node counts (steady)                 (default "1000 5000")
 #   BENCH_QUIET_SECS     quiet period per run, seconds        (default 300)
 #   BENCH_CHURN_SECS     churn period per run, seconds        (default 60)
@@ -65,6 +77,19 @@
 #   BENCH_FLOOD_TASKS          flooding loops in flight        (default 64)
 #   BENCH_FLOOD_CHANGES        changes timed per phase         (default 40)
 #   BENCH_FLOOD_APF_MODES      APF on (1) / off (0) runs       (default "1 0")
+#   BENCH_SCALE_NODES          node counts (scale), a fresh cluster each (default "1000 5000 20000 65000")
+#   BENCH_SCALE_RUNS           runs of the operator per count, for medians (default 2)
+#   BENCH_SCALE_QUIET_SECS     quiet window per run: writes and LISTs, 0 and 0 expected (default 60)
+#   BENCH_SCALE_CHURN_RATE     pod changes per second in churn (default 50)
+#   BENCH_SCALE_CHURN_SECS     churn period, seconds; longer while the timed changes last (default 600)
+#   BENCH_SCALE_CHANGES        single GPU-pod changes timed while the churn runs (default 200)
+#   BENCH_SCALE_PEER_RUNS      runs of scan and of kubectl-view-allocations after each run (default 1)
+#   BENCH_SCALE_CREATE_CONCURRENCY  creates in flight during set-up (default 48)
+#   BENCH_SCALE_SETTLE_SECS    longest wait for convergence and for the relists (default 900)
+#   BENCH_SCALE_ETCD_QUOTA_BYTES    LOCAL_CLUSTER_ETCD_QUOTA_BYTES of the scale cluster (default 8589934592, 8 GiB)
+#   BENCH_SCALE_REQUEST_TIMEOUT     LOCAL_CLUSTER_REQUEST_TIMEOUT of the scale cluster (default 5m)
+#   BENCH_SCALE_READY_TIMEOUT       LOCAL_CLUSTER_READY_TIMEOUT of the scale cluster, for its API server's
+#                                   restart with a full etcd (default 600)
 #   BENCH_PROGRAMS       which programs (steady, heartbeat)   (default "operator baseline")
 #   BENCH_PREVIOUS_REV   a git revision (e.g. 6ee9942) whose operator is built (release) from a git worktree in
 #                        target/bench/previous-src, with the same CARGO_TARGET_DIR, and copied to
@@ -84,6 +109,9 @@
 # Side by side with an earlier main (the previous program), e.g.:
 #   BENCH_SCENARIOS="allocation dra" BENCH_PREVIOUS_REV=6ee9942 BENCH_ALLOC_PROGRAMS="previous operator" \
 #   BENCH_DRA_PROGRAMS="previous operator" hack/bench.sh
+# The scale scenario, quick form (a few minutes once built):
+#   BENCH_SCENARIOS=scale BENCH_SCALE_NODES=1000 BENCH_SCALE_RUNS=1 BENCH_SCALE_CHURN_SECS=20 \
+#   BENCH_SCALE_QUIET_SECS=10 BENCH_SCALE_CHANGES=40 hack/bench.sh
 # Quick run: BENCH_NODES=200 BENCH_QUIET_SECS=20 BENCH_CHURN_SECS=10 BENCH_CHANGES=40 BENCH_BURST_CHANGES=100 \
 #   BENCH_HEARTBEAT_NODES=500 BENCH_HEARTBEAT_SECS=60 BENCH_ALLOC_NODES=500 BENCH_ALLOC_PODS=5000 \
 #   BENCH_ALLOC_GPU_PODS=1000 BENCH_ALLOC_PENDING=40 BENCH_ALLOC_CHANGES=40 BENCH_ALLOC_CHURN_SECS=10 \
@@ -96,10 +124,23 @@ cd "${ROOT_DIR}"
 CARGO="${CARGO:-cargo}"
 SCENARIOS="${BENCH_SCENARIOS:-steady heartbeat allocation dra flood}"
 FLOOD_APF_MODES="${BENCH_FLOOD_APF_MODES:-1 0}"
+SCALE_NODES="${BENCH_SCALE_NODES:-1000 5000 20000 65000}"
+for size in ${SCALE_NODES}; do
+  [[ "${size}" =~ ^[1-9][0-9]*$ ]] || { printf '[bench] BENCH_SCALE_NODES: %s is no node count\n' "${size}" >&2; exit 1; }
+done
+# The scale cluster's control plane at up to 65,000 nodes and 100,000 pods (docs/benchmarks.md): etcd's quota
+# (nodes with their images and pods with their status are more than etcd's 2 GiB with history), the API
+# server's time for an unpaginated LIST of every node or pod (kubectl-view-allocations), its readiness after a
+# restart that refills its watch cache from a full etcd.
+SCALE_CLUSTER_ENV=(
+  "LOCAL_CLUSTER_ETCD_QUOTA_BYTES=${BENCH_SCALE_ETCD_QUOTA_BYTES:-8589934592}"
+  "LOCAL_CLUSTER_REQUEST_TIMEOUT=${BENCH_SCALE_REQUEST_TIMEOUT:-5m}"
+  "LOCAL_CLUSTER_READY_TIMEOUT=${BENCH_SCALE_READY_TIMEOUT:-600}"
+)
 for scenario in ${SCENARIOS}; do
   case "${scenario}" in
-    steady | heartbeat | allocation | dra | flood) ;;
-    *) printf '[bench] BENCH_SCENARIOS: unknown scenario %s (steady, heartbeat, allocation, dra, flood)\n' "${scenario}" >&2; exit 1 ;;
+    steady | heartbeat | allocation | dra | flood | scale) ;;
+    *) printf '[bench] BENCH_SCENARIOS: unknown scenario %s (steady, heartbeat, allocation, dra, flood, scale)\n' "${scenario}" >&2; exit 1 ;;
   esac
 done
 # The steady scenario's cluster: etcd + kube-apiserver only, as the recorded baselines were measured: with the
@@ -164,7 +205,7 @@ executable() { cargo_executable "${artifacts}" "$1"; }
 # installed one is missing or another version. GNU time measures the peers' peak RSS.
 VIEW_ALLOCATIONS_VERSION="${BENCH_VIEW_ALLOCATIONS_VERSION:-3.1.0}"
 TOOLS_DIR="${BENCH_TOOLS_DIR:-${HOME}/.cache/gpu-inventory-operator/tools}"
-if [[ " ${SCENARIOS} " == *" allocation "* ]]; then
+if [[ " ${SCENARIOS} " == *" allocation "* || " ${SCENARIOS} " == *" scale "* ]]; then
   view_allocations="${TOOLS_DIR}/bin/kubectl-view-allocations"
   if [[ "$("${view_allocations}" --version 2>/dev/null)" != "kubectl-view-allocations ${VIEW_ALLOCATIONS_VERSION}" ]]; then
     log "installing kubectl-view-allocations ${VIEW_ALLOCATIONS_VERSION} into ${TOOLS_DIR} (first use only; a few minutes)"
@@ -172,10 +213,10 @@ if [[ " ${SCENARIOS} " == *" allocation "* ]]; then
   fi
   export BENCH_VIEW_ALLOCATIONS_BIN="${view_allocations}"
 fi
-# The allocation and dra scenarios time one-shot runs (scan, the peer) with GNU time, for their peak RSS.
-if [[ " ${SCENARIOS} " == *" allocation "* || " ${SCENARIOS} " == *" dra "* ]]; then
+# The allocation, dra and scale scenarios time one-shot runs (scan, the peer) with GNU time, for their peak RSS.
+if [[ " ${SCENARIOS} " == *" allocation "* || " ${SCENARIOS} " == *" dra "* || " ${SCENARIOS} " == *" scale "* ]]; then
   if [[ ! -x /usr/bin/time ]] || ! /usr/bin/time -v true 2>/dev/null; then
-    log "the allocation and dra scenarios need GNU time at /usr/bin/time (apt-get install time)"
+    log "the allocation, dra and scale scenarios need GNU time at /usr/bin/time (apt-get install time)"
     exit 1
   fi
 fi
@@ -225,15 +266,20 @@ export BENCH_FIXTURES="${BENCH_FIXTURES:-${ROOT_DIR}/tests/fixtures}"
 export BENCH_OUT="${OUT_DIR}/results.json"
 export BENCH_TABLE="${OUT_DIR}/results.txt"
 export BENCH_LOG_DIR="${OUT_DIR}/logs"
+# The scale scenario's relist restarts its cluster's API server (LOCAL_CLUSTER_STATE_DIR names the cluster).
+export BENCH_SCALE_CLUSTER_SCRIPT="${ROOT_DIR}/hack/local-cluster.sh"
 # Each scenario's driver run adds its section to BENCH_OUT.
 rm -f "${BENCH_OUT}" "${BENCH_TABLE}"
 
 status=0
-# One run per scenario; the flood scenario once per APF mode (flood:1, flood:0).
+# One run per scenario; the flood scenario once per APF mode (flood:1, flood:0), the scale scenario once per node
+# count (scale:1000, ...).
 runs=""
 for scenario in ${SCENARIOS}; do
   if [[ "${scenario}" == flood ]]; then
     for mode in ${FLOOD_APF_MODES}; do runs="${runs} flood:${mode}"; done
+  elif [[ "${scenario}" == scale ]]; then
+    for size in ${SCALE_NODES}; do runs="${runs} scale:${size}"; done
   else
     runs="${runs} ${scenario}"
   fi
@@ -241,6 +287,8 @@ done
 for run in ${runs}; do
   scenario="${run%%:*}"
   unset LOCAL_CLUSTER_APF
+  # The scale cluster's own control-plane settings; none for the others.
+  cluster_env=()
   if [[ "${scenario}" == steady ]]; then
     LOCAL_CLUSTER_STATE_DIR="target/bench-cluster"
     export LOCAL_CLUSTER_COMPONENTS="${STEADY_COMPONENTS}"
@@ -258,6 +306,13 @@ for run in ${runs}; do
     export LOCAL_CLUSTER_APF="${run#flood:}"
     export BENCH_FLOOD_APF="${LOCAL_CLUSTER_APF}"
     suffix="-flood-apf${LOCAL_CLUSTER_APF}"
+  elif [[ "${scenario}" == scale ]]; then
+    # Like the allocation scenario's, at one node count, with room for it.
+    LOCAL_CLUSTER_STATE_DIR="target/bench-scale-cluster"
+    export LOCAL_CLUSTER_COMPONENTS="apiserver"
+    export BENCH_SCALE_NODES="${run#scale:}"
+    cluster_env=("${SCALE_CLUSTER_ENV[@]}")
+    suffix="-scale-${BENCH_SCALE_NODES}"
   elif [[ "${scenario}" == dra ]]; then
     # Claims allocated by the driver through the status subresource: with no scheduler or resourceclaim
     # controller, nothing allocates, clears or deletes them but the driver.
@@ -270,14 +325,14 @@ for run in ${runs}; do
     export LOCAL_CLUSTER_COMPONENTS="all"
     suffix="-heartbeat"
   fi
-  log "scenario ${scenario}: cluster ${LOCAL_CLUSTER_STATE_DIR} (LOCAL_CLUSTER_COMPONENTS=${LOCAL_CLUSTER_COMPONENTS}${LOCAL_CLUSTER_APF:+, LOCAL_CLUSTER_APF=${LOCAL_CLUSTER_APF}})"
+  log "scenario ${scenario}: cluster ${LOCAL_CLUSTER_STATE_DIR} (LOCAL_CLUSTER_COMPONENTS=${LOCAL_CLUSTER_COMPONENTS}${LOCAL_CLUSTER_APF:+, LOCAL_CLUSTER_APF=${LOCAL_CLUSTER_APF}}${cluster_env[*]:+, ${cluster_env[*]}})"
   # A fresh cluster per scenario: etcd and the audit log start empty.
   hack/local-cluster.sh down
-  hack/local-cluster.sh up
+  env "${cluster_env[@]}" hack/local-cluster.sh up
   export BENCH_CLUSTER_DIR="${ROOT_DIR}/${LOCAL_CLUSTER_STATE_DIR}"
   export BENCH_KUBECONFIG="${BENCH_CLUSTER_DIR}/kubeconfig"
   export BENCH_AUDIT_LOG="${BENCH_CLUSTER_DIR}/audit.log"
-  BENCH_SCENARIOS="${scenario}" "${OUT_DIR}/bin/bench-driver" || status=$?
+  env "${cluster_env[@]}" BENCH_SCENARIOS="${scenario}" "${OUT_DIR}/bin/bench-driver" || status=$?
   stop_cluster
 done
 

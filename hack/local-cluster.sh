@@ -23,6 +23,10 @@
 #                    (and restart a controller-manager/scheduler that gave up during a long outage)
 #   pause-etcd       fault injection: freeze etcd (SIGSTOP); kube-apiserver's requests hang until
 #   resume-etcd      it is thawed again (SIGCONT); `down` also thaws it before stopping it
+#   compact-etcd     write a key outside the API's prefix and compact etcd's history up to it: between
+#                    stop-apiserver and start-apiserver, every watch that resumes from an earlier
+#                    resourceVersion (from the restarted API server's watch cache, filled at the new
+#                    revision, or from etcd) is told 410 Gone and must relist (the bench's scale scenario)
 #   build            only build/find the binaries
 #   kubeconfig       print the kubeconfig path
 #
@@ -51,7 +55,12 @@
 #                                kubelet's nodeStatusUpdateFrequency; KWOK's own stage waits 10-20 minutes)
 #   LOCAL_CLUSTER_READY_TIMEOUT  seconds to wait for readiness (default 90)
 #   LOCAL_CLUSTER_ETCD_QUOTA_BYTES
-#                                etcd's --quota-backend-bytes (default: etcd's, 2 GiB); `make soak` raises it
+#                                etcd's --quota-backend-bytes (default: etcd's, 2 GiB); `make soak` and the
+#                                bench's scale scenario raise it
+#   LOCAL_CLUSTER_REQUEST_TIMEOUT
+#                                kube-apiserver's --request-timeout, e.g. 5m (default: the release's, 1m): the
+#                                longest a request other than a watch may take; the bench's scale scenario raises
+#                                it for unpaginated LISTs of 65,000 nodes. Read at `up` (the args are stored).
 #   LOCAL_CLUSTER_FEATURE_GATES  extra --feature-gates for kube-apiserver, kube-controller-manager and kube-scheduler
 #                                (e.g. DRAPartitionableDevicesType=true), added to the script's own: DRADeviceTaints
 #                                on 1.33-1.36, DRAResourcePoolStatus on 1.36-1.37 (see feature_gates)
@@ -384,6 +393,24 @@ EOF
   fi
 }
 
+# compact-etcd: a revision no watch has seen (a key of its own, outside /registry), then etcd's history
+# compacted up to it, through etcd's JSON gateway (no etcdctl needed). Physical: the call returns when done.
+cmd_compact_etcd() {
+  take_lock
+  [[ -d "${STATE_DIR}" ]] || die "local cluster is not set up; run 'hack/local-cluster.sh up'"
+  component_running etcd || die "etcd is not running"
+  local url answer revision
+  url="http://127.0.0.1:$(cat "${STATE_DIR}/etcd.port")/v3/kv"
+  answer="$(curl -fsS --max-time 30 -X POST "${url}/put" \
+    -d "{\"key\":\"$(printf 'local-cluster/compact-etcd' | base64)\",\"value\":\"$(date +%s | base64)\"}")" ||
+    die "etcd refused the put before the compaction"
+  revision="$(printf '%s' "${answer}" | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')"
+  [[ -n "${revision}" ]] || die "no revision in etcd's answer: ${answer}"
+  curl -fsS --max-time 600 -X POST "${url}/compaction" -d "{\"revision\":\"${revision}\",\"physical\":true}" >/dev/null ||
+    die "etcd refused the compaction to revision ${revision}"
+  log "etcd compacted up to revision ${revision}: a watch resuming from an earlier one is told 410 Gone"
+}
+
 etcd_healthy() { curl -fsS --max-time 2 "http://127.0.0.1:$(cat "${STATE_DIR}/etcd.port")/health" 2>/dev/null | grep -q '"health":"true"'; }
 
 # -------------------------------------------------------- kube-apiserver --
@@ -427,6 +454,7 @@ write_apiserver_args() {
 --token-auth-file=${PKI_DIR}/tokens.csv
 EOF
     [[ -z "${admission}" ]] || printf '%s\n' "${admission}"
+    [[ -z "${LOCAL_CLUSTER_REQUEST_TIMEOUT:-}" ]] || printf '%s\n' "--request-timeout=${LOCAL_CLUSTER_REQUEST_TIMEOUT}"
     apiserver_version_flags
     feature_gate_flags
     runtime_config_flags
@@ -955,6 +983,7 @@ main() {
     start-apiserver) cmd_start_apiserver ;;
     pause-etcd) cmd_signal_etcd STOP ;;
     resume-etcd) cmd_signal_etcd CONT ;;
+    compact-etcd) cmd_compact_etcd ;;
     build) cmd_build ;;
     kubeconfig) printf '%s\n' "${KUBECONFIG_PATH}" ;;
     -h | --help | help | "")

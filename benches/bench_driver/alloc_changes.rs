@@ -1,5 +1,8 @@
 //! The pod changes of the allocation scenario: single GPU-pod changes timed for latency (a bind of a
-//! pending pod, a delete of a running one, in turn), and churn: pod lifecycles at a steady rate.
+//! pending pod, a delete of a running one, in turn), and churn: pod lifecycles at a steady rate. The scale
+//! scenario runs both at once: its timed changes go to the GPU nodes `AllocObs::reserved` names, which churn
+//! leaves alone, and a bind turn with no pending pod left creates a GPU pod bound there instead. Both work on
+//! any observation that holds an `AllocObs` (`AsRef`/`AsMut`: the allocation scenario's, the scale scenario's).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -8,7 +11,8 @@ use kube::Client;
 use testkit::pods::{self, Phase, PodRec, namespace_of};
 
 use crate::Res;
-use crate::alloc_observe::{AllocObs, AllocObserver, Change, Timing};
+use crate::alloc_observe::{AllocObs, Change, Timing};
+use crate::observe::Watched;
 
 /// The driver's pods, and which of them the timed changes can take.
 pub struct Pods {
@@ -20,6 +24,8 @@ pub struct Pods {
     next_holding: usize,
     /// Where the search for a node with room starts next.
     next_node: usize,
+    /// GPU pods the timed changes created (no pending pod was left to bind), for unique names.
+    created: usize,
 }
 
 impl Pods {
@@ -36,17 +42,20 @@ impl Pods {
             holding,
             next_holding: 0,
             next_node: 0,
+            created: 0,
         }
     }
 }
 
-/// A GPU node with room for `gpus` more, searched round robin from `*cursor`.
-fn node_with_room(obs: &AllocObs, gpus: u64, cursor: &mut usize) -> Option<String> {
+/// A GPU node with room for `gpus` more, searched round robin from `*cursor`: one of the nodes reserved for
+/// the timed changes (`reserved`) or one of the others; any node when none is reserved.
+fn node_with_room(obs: &AllocObs, gpus: u64, cursor: &mut usize, reserved: bool) -> Option<String> {
     let names: Vec<&String> = obs.expected.nodes.keys().collect();
     for _ in 0..names.len() {
         let name = names[*cursor % names.len()];
         *cursor += 1;
-        if obs.expected.free(name) >= gpus {
+        let allowed = obs.reserved.is_empty() || obs.reserved.contains(name) == reserved;
+        if allowed && obs.expected.free(name) >= gpus {
             return Some(name.clone());
         }
     }
@@ -56,15 +65,37 @@ fn node_with_room(obs: &AllocObs, gpus: u64, cursor: &mut usize) -> Option<Strin
 /// What a timed change sends.
 enum Send {
     Bind(PodRec, String),
+    Create(PodRec),
     Delete(PodRec),
 }
 
-/// Picks the next change (a bind on even turns while unbound pods and room last, else a delete), applies
-/// it to the expectation and registers it as the change in flight, before anything is sent.
+/// Picks the next change (a bind on even turns while unbound pods and room last, a create of a GPU pod bound
+/// to a node with room when no unbound pod is left; else a delete), applies it to the expectation and
+/// registers it as the change in flight, before anything is sent. With nodes reserved for the timed changes,
+/// only they take or give up GPUs.
 fn prepare(pods: &mut Pods, obs: &mut AllocObs, bind: bool) -> Option<(&'static str, Send)> {
+    if bind
+        && pods.unbound.is_empty()
+        && let Some(node) = node_with_room(obs, 1, &mut pods.next_node, true)
+    {
+        let k = pods.created;
+        pods.created += 1;
+        let rec = PodRec {
+            namespace: namespace_of(k),
+            name: format!("timed-{k:05}"),
+            node: Some(node.clone()),
+            gpus: 1,
+            phase: Phase::Pending,
+        };
+        obs.expected.add(&rec);
+        obs.change = Some(Change::on(node));
+        pods.holding.push(pods.recs.len());
+        pods.recs.push(rec.clone());
+        return Some(("create", Send::Create(rec)));
+    }
     if bind && let Some(&u) = pods.unbound.last() {
         let gpus = pods.recs[u].gpus;
-        if let Some(node) = node_with_room(obs, gpus, &mut pods.next_node) {
+        if let Some(node) = node_with_room(obs, gpus, &mut pods.next_node, true) {
             pods.unbound.pop();
             obs.expected.remove(&pods.recs[u]);
             let rec = &mut pods.recs[u];
@@ -76,14 +107,17 @@ fn prepare(pods: &mut Pods, obs: &mut AllocObs, bind: bool) -> Option<(&'static 
             return Some(("bind", Send::Bind(rec.clone(), node)));
         }
     }
-    while !pods.holding.is_empty() {
+    for _ in 0..pods.holding.len() {
         let at = pods.next_holding % pods.holding.len();
         pods.next_holding += 1;
-        let d = pods.holding.swap_remove(at);
-        let rec = pods.recs[d].clone();
+        let rec = pods.recs[pods.holding[at]].clone();
         let Some(node) = rec.node.clone() else {
             continue;
         };
+        if !obs.reserved.is_empty() && !obs.reserved.contains(&node) {
+            continue;
+        }
+        let d = pods.holding.swap_remove(at);
         obs.expected.remove(&rec);
         pods.recs[d].phase = Phase::Succeeded; // gone: holds nothing any more
         obs.change = Some(Change::on(node));
@@ -93,50 +127,57 @@ fn prepare(pods: &mut Pods, obs: &mut AllocObs, bind: bool) -> Option<(&'static 
 }
 
 /// The latencies of `count` changes, and how many were never seen within `wait`.
+#[derive(Default)]
 pub struct LatencyRun {
     pub timings: Vec<Timing>,
     pub binds: usize,
+    pub creates: usize,
     pub deletes: usize,
     pub lost: usize,
 }
 
-/// `count` single GPU-pod changes, one at a time: each waits until both outputs show it (at most `wait`),
+/// `count` single GPU-pod changes, one at a time: each waits until every output shows it (at most `wait`),
 /// then 20 ms.
-pub async fn latency_run(
+pub async fn latency_run<O: AsRef<AllocObs> + AsMut<AllocObs>>(
     client: &Client,
     pods: &mut Pods,
-    observer: &mut AllocObserver,
+    observer: &mut Watched<O>,
     count: usize,
     wait: Duration,
 ) -> Res<LatencyRun> {
-    let mut run = LatencyRun {
-        timings: Vec::new(),
-        binds: 0,
-        deletes: 0,
-        lost: 0,
-    };
-    observer.obs.lock().unwrap().timings.clear();
+    let mut run = LatencyRun::default();
+    observer.obs.lock().unwrap().as_mut().timings.clear();
     for i in 0..count {
-        let prepared = prepare(pods, &mut observer.obs.lock().unwrap(), i % 2 == 0);
+        let prepared = prepare(pods, observer.obs.lock().unwrap().as_mut(), i % 2 == 0);
         let Some((kind, send)) = prepared else {
             return Err("no GPU pod left to bind or delete".into());
         };
         match send {
             Send::Bind(rec, node) => pods::bind(client, &rec, &node).await?,
+            Send::Create(rec) => pods::create_bound(client, &rec).await?,
             Send::Delete(rec) => pods::force_delete(client, &rec).await?,
         }
-        observer.obs.lock().unwrap().written(Instant::now());
+        observer
+            .obs
+            .lock()
+            .unwrap()
+            .as_mut()
+            .written(Instant::now());
         match kind {
             "bind" => run.binds += 1,
+            "create" => run.creates += 1,
             _ => run.deletes += 1,
         }
-        if !observer.wait_for(wait, |o| o.change.is_none()).await {
+        if !observer
+            .wait_for(wait, |o| o.as_ref().change.is_none())
+            .await
+        {
             run.lost += 1;
-            observer.obs.lock().unwrap().change = None;
+            observer.obs.lock().unwrap().as_mut().change = None;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    run.timings = std::mem::take(&mut observer.obs.lock().unwrap().timings);
+    run.timings = std::mem::take(&mut observer.obs.lock().unwrap().as_mut().timings);
     Ok(run)
 }
 
@@ -181,13 +222,24 @@ type Due = Arc<Mutex<std::collections::VecDeque<(Instant, Step, PodRec)>>>;
 /// sent).
 ///
 /// The pods are called `churn-<tag>-gpu|cpu-<n>`: each program's churn (`tag`, its name) makes pods of its
-/// own, whatever an earlier program's churn left.
-pub async fn churn(
+/// own, whatever an earlier program's churn left. GPU pods go to nodes not reserved for timed changes.
+pub async fn churn<O: AsMut<AllocObs>>(
     client: &Client,
-    obs: &Arc<Mutex<AllocObs>>,
+    obs: &Arc<Mutex<O>>,
     rate: u64,
     secs: u64,
     tag: &str,
+) -> Res<ChurnRun> {
+    churn_while(client, obs, rate, tag, |ticks| ticks < rate * secs).await
+}
+
+/// [`churn`] for as long as `more(ticks so far)` says (a tick is one change or a skipped one).
+pub async fn churn_while<O: AsMut<AllocObs>>(
+    client: &Client,
+    obs: &Arc<Mutex<O>>,
+    rate: u64,
+    tag: &str,
+    mut more: impl FnMut(u64) -> bool,
 ) -> Res<ChurnRun> {
     let due: Due = Default::default();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
@@ -196,7 +248,9 @@ pub async fn churn(
     let t0 = Instant::now();
     let (mut cursor, mut started) = (0usize, 0usize);
     let mut run = ChurnRun::default();
-    for _ in 0..rate * secs {
+    let mut ticks = 0;
+    while more(ticks) {
+        ticks += 1;
         tick.tick().await;
         let next = {
             let mut q = due.lock().unwrap();
@@ -222,9 +276,10 @@ pub async fn churn(
             }
         };
         {
-            let mut o = obs.lock().unwrap();
+            let mut guard = obs.lock().unwrap();
+            let o = guard.as_mut();
             match step {
-                Step::Create if rec.gpus > 0 => rec.node = node_with_room(&o, 1, &mut cursor),
+                Step::Create if rec.gpus > 0 => rec.node = node_with_room(o, 1, &mut cursor, false),
                 Step::Create => {
                     let n = o.expected.nodes.len().max(1);
                     rec.node = o.expected.nodes.keys().nth(started % n).cloned();

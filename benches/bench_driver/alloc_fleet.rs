@@ -2,6 +2,8 @@
 //! BENCH_ALLOC_GPUS_PER_NODE `nvidia.com/gpu`, some tainted `nvidia.com/gpu=present:NoSchedule`), and pods
 //! created already bound (`spec.nodeName`) with their status written through the status subresource, as a
 //! kubelet would have: nothing schedules, runs or deletes them (the cluster is etcd + kube-apiserver).
+//! The GPU nodes are of kinds (`GpuKind`: a fixture node and the labels that make it, e.g., an A100); the
+//! scale scenario (scale_fleet.rs) plans its fleet of more kinds, cordoned nodes and DRA slots with `plan_with`.
 //!
 //! The pods, for P pods of which Q request GPUs and U of those are pending:
 //! - U GPU pods with no node, `PodScheduled=False` (`Unschedulable`), 1 GPU (2 for every 4th);
@@ -40,9 +42,95 @@ pub struct GpuNodeSpec {
     pub allocatable: u64,
     pub product: String,
     pub tainted: bool,
+    /// `spec.unschedulable` (cordoned).
+    pub cordoned: bool,
     /// GFD says `nvidia.com/mig.strategy=single` (with `mig.config=all-disabled`: MIG is off, each
     /// `nvidia.com/gpu` a whole GPU), as on the H100 template; the A100 nodes say `none`.
     pub mig_single: bool,
+}
+
+/// A kind of GPU node: the fixture node it is cloned from (its labels; the clone gets a Ready status, cpu,
+/// memory, pods and container images as the other bench nodes do), and what makes it this kind.
+#[derive(Clone, Debug)]
+pub struct GpuKind {
+    pub template: Node,
+    /// GFD's `nvidia.com/gpu.product` on it.
+    pub product: String,
+    /// Labels set on the clone, over the template's (`nvidia.com/gpu.count` is `allocatable` unless set here).
+    pub labels: Vec<(&'static str, String)>,
+    /// Labels taken off the clone.
+    pub remove: Vec<&'static str>,
+    /// The `nvidia.com/gpu` the device plugin advertises (capacity and allocatable).
+    pub allocatable: u64,
+    /// It is labelled `nvidia.com/mig.strategy=single`.
+    pub mig_single: bool,
+}
+
+impl GpuKind {
+    /// The fixture node `name` of the GPU templates (gfd-nodes.yaml, homelab-nodes.yaml), as it is.
+    pub fn fixture(
+        templates: &Templates,
+        name: &str,
+        product: &str,
+        allocatable: u64,
+    ) -> Res<Self> {
+        let template = templates
+            .gpu
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .cloned()
+            .ok_or(format!("no {name} in the fixtures"))?;
+        Ok(GpuKind {
+            template,
+            product: product.into(),
+            labels: Vec::new(),
+            remove: Vec::new(),
+            allocatable,
+            mig_single: false,
+        })
+    }
+
+    /// The DGX H100 of gfd-nodes.yaml (`mig.strategy=single`, MIG disabled) with `gpus` nvidia.com/gpu.
+    pub fn h100(templates: &Templates, gpus: u64) -> Res<Self> {
+        let mut kind = Self::fixture(templates, GPU_TEMPLATE, H100, gpus)?;
+        kind.mig_single = true;
+        Ok(kind)
+    }
+
+    /// The DGX H100 relabelled as another model (`product` and the GFD labels that go with it), MIG
+    /// strategy `none`.
+    pub fn relabelled(
+        templates: &Templates,
+        gpus: u64,
+        product: &str,
+        labels: &[(&'static str, &str)],
+    ) -> Res<Self> {
+        let mut kind = Self::fixture(templates, GPU_TEMPLATE, product, gpus)?;
+        kind.labels = labels.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        kind.labels.push(("nvidia.com/gpu.product", product.into()));
+        kind.labels.push(("nvidia.com/mig.strategy", "none".into()));
+        kind.remove = vec!["nvidia.com/mig.config", "nvidia.com/mig.config.state"];
+        Ok(kind)
+    }
+
+    /// The allocation scenario's A100 (every 4th GPU node).
+    pub fn a100(templates: &Templates, gpus: u64) -> Res<Self> {
+        let labels = [
+            ("nvidia.com/gpu.memory", "81920"),
+            ("nvidia.com/gpu.family", "ampere"),
+            ("nvidia.com/gpu.compute.major", "8"),
+            ("nvidia.com/gpu.machine", "DGXA100"),
+        ];
+        Self::relabelled(templates, gpus, A100, &labels)
+    }
+}
+
+/// What a GPU slot of the fleet (every `gpu_every`-th node) holds: a GPU node of `kind`, tainted
+/// `nvidia.com/gpu=present:NoSchedule` or cordoned or neither.
+pub struct Slot<'k> {
+    pub kind: &'k GpuKind,
+    pub tainted: bool,
+    pub cordoned: bool,
 }
 
 /// The nodes and pods of the fleet, as planned (nothing is sent).
@@ -52,78 +140,91 @@ pub struct Plan {
     pub pods: Vec<PodRec>,
 }
 
+/// The allocation scenario's fleet: H100 GPU nodes, every 4th an A100, every `taint_every`-th tainted.
 pub fn plan(a: &AllocSettings, templates: &Templates, images: usize) -> Res<Plan> {
-    let template = templates
-        .gpu
-        .iter()
-        .find(|n| n.metadata.name.as_deref() == Some(GPU_TEMPLATE))
-        .cloned()
-        .ok_or(format!("no {GPU_TEMPLATE} in the fixtures"))?;
+    let h100 = GpuKind::h100(templates, a.gpus_per_node)?;
+    let a100 = GpuKind::a100(templates, a.gpus_per_node)?;
+    Ok(plan_with(a, templates, images, |j| {
+        Some(Slot {
+            kind: if j % 4 == 3 { &a100 } else { &h100 },
+            tainted: a.taint_every > 0 && j % a.taint_every == a.taint_every / 2,
+            cordoned: false,
+        })
+    }))
+}
+
+/// The fleet of `a.nodes` nodes, every `a.gpu_every`-th a GPU slot: GPU slot `j` holds what `slot(j)` says,
+/// or no node at all (None: the slot is another fleet's, e.g. the scale scenario's DRA nodes); the rest are
+/// CPU nodes. Then the pods over them (`plan_pods`).
+pub fn plan_with<'k>(
+    a: &AllocSettings,
+    templates: &Templates,
+    images: usize,
+    slot: impl Fn(usize) -> Option<Slot<'k>>,
+) -> Plan {
     let mut nodes = Vec::with_capacity(a.nodes);
     let mut gpu_nodes = Vec::new();
     for i in 0..a.nodes {
-        let mut node = cluster::make_kwok_node(
-            std::slice::from_ref(&template),
-            templates,
-            i,
-            a.gpu_every,
-            images,
-        );
+        let gpu = i.is_multiple_of(a.gpu_every);
+        let slot = if gpu { slot(i / a.gpu_every) } else { None };
+        if gpu && slot.is_none() {
+            continue;
+        }
+        let template = slot
+            .as_ref()
+            .map(|s| std::slice::from_ref(&s.kind.template));
+        let mut node =
+            cluster::make_kwok_node(template.unwrap_or(&[]), templates, i, a.gpu_every, images);
         // No KWOK in this cluster; the node keeps the status it was created with.
         node.metadata.annotations = None;
-        if i.is_multiple_of(a.gpu_every) {
-            let j = gpu_nodes.len();
+        if let Some(slot) = slot {
             let spec = GpuNodeSpec {
                 name: cluster::kwok_node_name(i, a.gpu_every),
-                allocatable: a.gpus_per_node,
-                product: if j % 4 == 3 { A100 } else { H100 }.into(),
-                tainted: a.taint_every > 0 && j % a.taint_every == a.taint_every / 2,
-                mig_single: j % 4 != 3,
+                allocatable: slot.kind.allocatable,
+                product: slot.kind.product.clone(),
+                tainted: slot.tainted,
+                cordoned: slot.cordoned,
+                mig_single: slot.kind.mig_single,
             };
-            shape_gpu_node(&mut node, &spec);
+            shape_gpu_node(&mut node, &spec, slot.kind);
             gpu_nodes.push(spec);
         }
         nodes.push(node);
     }
     let pods = plan_pods(a, &nodes, &gpu_nodes);
-    Ok(Plan {
+    Plan {
         nodes,
         gpu_nodes,
         pods,
-    })
+    }
 }
 
-/// The GPU count, product and taint of a GPU node.
-fn shape_gpu_node(node: &mut Node, spec: &GpuNodeSpec) {
+/// The GPU count, the kind's labels, the taint or the cordon of a GPU node.
+fn shape_gpu_node(node: &mut Node, spec: &GpuNodeSpec, kind: &GpuKind) {
     let labels = node.metadata.labels.get_or_insert_with(Default::default);
     labels.insert("nvidia.com/gpu.count".into(), spec.allocatable.to_string());
-    if spec.product == A100 {
-        for (k, v) in [
-            ("nvidia.com/gpu.product", A100),
-            ("nvidia.com/gpu.memory", "81920"),
-            ("nvidia.com/gpu.family", "ampere"),
-            ("nvidia.com/gpu.compute.major", "8"),
-            ("nvidia.com/gpu.machine", "DGXA100"),
-            ("nvidia.com/mig.strategy", "none"),
-        ] {
-            labels.insert(k.into(), v.into());
-        }
-        for k in ["nvidia.com/mig.config", "nvidia.com/mig.config.state"] {
-            labels.remove(k);
-        }
+    for (k, v) in &kind.labels {
+        labels.insert((*k).into(), v.clone());
+    }
+    for k in &kind.remove {
+        labels.remove(*k);
     }
     let status = node.status.get_or_insert_with(Default::default);
     for r in [&mut status.capacity, &mut status.allocatable] {
         r.get_or_insert_with(Default::default)
             .insert(GPU.into(), Quantity(spec.allocatable.to_string()));
     }
+    let node_spec = node.spec.get_or_insert_with(Default::default);
     if spec.tainted {
-        node.spec.get_or_insert_with(Default::default).taints = Some(vec![Taint {
+        node_spec.taints = Some(vec![Taint {
             key: GPU.into(),
             value: Some("present".into()),
             effect: "NoSchedule".into(),
             time_added: None,
         }]);
+    }
+    if spec.cordoned {
+        node_spec.unschedulable = Some(true);
     }
 }
 
@@ -210,13 +311,18 @@ pub async fn clean(client: &Client) -> Res<()> {
 }
 
 /// Creates the planned nodes and pods (pods `concurrency` in flight: create, then status); returns the
-/// seconds each took.
-pub async fn create(client: &Client, plan: &Plan, concurrency: usize) -> Res<(f64, f64)> {
+/// seconds each took. `scenario` names the scenario in the log.
+pub async fn create(
+    client: &Client,
+    plan: &Plan,
+    concurrency: usize,
+    scenario: &str,
+) -> Res<(f64, f64)> {
     let nodes = cluster::create_nodes_with(client, plan.nodes.len(), |i| plan.nodes[i].clone())
         .await?
         .as_secs_f64();
     log(format!(
-        "allocation: created {} nodes ({} GPU nodes) in {nodes:.1}s; creating {} pods, {concurrency} in flight",
+        "{scenario}: created {} nodes ({} GPU nodes) in {nodes:.1}s; creating {} pods, {concurrency} in flight",
         plan.nodes.len(),
         plan.gpu_nodes.len(),
         plan.pods.len()
@@ -228,7 +334,7 @@ pub async fn create(client: &Client, plan: &Plan, concurrency: usize) -> Res<(f6
             tokio::time::sleep(Duration::from_secs(30)).await;
             let n = done.load(std::sync::atomic::Ordering::Relaxed);
             log(format!(
-                "allocation: {n} pods after {:.0}s ({:.0}/s)",
+                "{scenario}: {n} pods after {:.0}s ({:.0}/s)",
                 t0.elapsed().as_secs_f64(),
                 n as f64 / t0.elapsed().as_secs_f64()
             ));

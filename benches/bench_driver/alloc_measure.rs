@@ -18,28 +18,27 @@ use crate::measure::percentile;
 pub fn ms_stats(mut ms: Vec<f64>) -> Value {
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
     json!({
-        "n": ms.len(), "p50": percentile(&ms, 50.0), "p90": percentile(&ms, 90.0), "p99": percentile(&ms, 99.0),
+        "n": ms.len(), "p50": percentile(&ms, 50.0), "p90": percentile(&ms, 90.0), "p95": percentile(&ms, 95.0),
+        "p99": percentile(&ms, 99.0),
         "max": ms.last().copied().unwrap_or(f64::NAN),
     })
 }
 
 /// Percentiles of the latencies to each output; to the GpuNode "n/a" unless the program writes `gpunodes`.
+/// `both` is the later of the status and the ConfigMap (the status alone where the ConfigMap is not watched).
 pub fn latency_json(timings: &[Timing], gpunodes: bool) -> Value {
-    let ms = |f: fn(&Timing) -> Duration| -> Vec<f64> {
+    let ms = |f: fn(&Timing) -> Option<Duration>| -> Vec<f64> {
         timings
             .iter()
-            .map(|t| f(t).as_secs_f64() * 1000.0)
+            .filter_map(f)
+            .map(|d| d.as_secs_f64() * 1000.0)
             .collect()
     };
-    let gpunode: Vec<f64> = timings
-        .iter()
-        .filter_map(|t| t.gpunode)
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .collect();
+    let gpunode = ms(|t| t.gpunode);
     json!({
-        "status": ms_stats(ms(|t| t.status)),
+        "status": ms_stats(ms(|t| Some(t.status))),
         "configmap": ms_stats(ms(|t| t.cm)),
-        "both": ms_stats(ms(|t| t.status.max(t.cm))),
+        "both": ms_stats(ms(|t| Some(t.cm.map_or(t.status, |cm| t.status.max(cm))))),
         // "n/a": the program writes no GpuNodes.
         "gpunode": if gpunodes { ms_stats(gpunode) } else { json!("n/a") },
     })

@@ -4,7 +4,7 @@
 //! `freeGpus`, `products[]`, the `GpusAvailable` condition; per-node `allocated|free` in the ConfigMap and,
 //! for a program that writes them, in each node's GpuNode `status`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -158,8 +158,12 @@ pub fn status_mismatch(exp: &Expected, seen: &SeenStatus) -> Option<String> {
 }
 
 /// Whether the status shows the fleet's totals (the `nvidia.com/gpu` row and the pending pods) and, when it
-/// lists `node`, that node's numbers: a change to a node the status does not list shows in its totals.
-fn status_shows(exp: &Expected, seen: &SeenStatus, node: &str) -> bool {
+/// lists `node`, that node's numbers: a change to a node the status does not list shows in its totals. Under
+/// `load` (churn elsewhere moves the totals all the time) a listed node's entry alone decides.
+fn status_shows(exp: &Expected, seen: &SeenStatus, node: &str, load: bool) -> bool {
+    if load && seen.nodes.contains_key(node) {
+        return node_mismatch(exp, node, seen.nodes.get(node)).is_none();
+    }
     let (allocatable, allocated, free) = exp.totals();
     seen.resource == Some((Some(allocatable), Some(allocated), Some(free)))
         && seen.pending == Some(exp.pending)
@@ -197,12 +201,12 @@ impl Change {
     }
 }
 
-/// Latencies of one change, from the write's response: to the status, to the ConfigMap, to the node's
-/// GpuNode (None: the program writes none).
+/// Latencies of one change, from the write's response: to the status, to the ConfigMap (None: not watched),
+/// to the node's GpuNode (None: the program writes none).
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
     pub status: Duration,
-    pub cm: Duration,
+    pub cm: Option<Duration>,
     pub gpunode: Option<Duration>,
 }
 
@@ -215,6 +219,14 @@ pub struct AllocObs {
     pub gpunodes: Option<HashMap<String, SeenNode>>,
     pub change: Option<Change>,
     pub timings: Vec<Timing>,
+    /// The ConfigMap is not watched (the scale scenario): neither convergence nor a change waits for it.
+    pub skip_configmap: bool,
+    /// Churn runs beside the timed changes: the status shows a change to a node it lists by that node's entry
+    /// (the totals move with the churn).
+    pub load: bool,
+    /// GPU nodes kept for the timed changes (empty: none kept): only they take the timed changes' pods, and
+    /// churn leaves them alone.
+    pub reserved: HashSet<String>,
 }
 
 impl AllocObs {
@@ -237,9 +249,10 @@ impl AllocObs {
             .is_none_or(|g| cm_mismatch(&self.expected, g).is_none())
     }
 
-    /// The status, the ConfigMap and the GpuNodes (when the program writes them) show the expected allocation.
+    /// The status, the ConfigMap (when watched) and the GpuNodes (when the program writes them) show the
+    /// expected allocation.
     pub fn converged(&self) -> bool {
-        self.status_ok() && self.cm_ok() && self.gpunodes_ok()
+        self.status_ok() && (self.skip_configmap || self.cm_ok()) && self.gpunodes_ok()
     }
 
     /// Why not converged, in words.
@@ -249,6 +262,7 @@ impl AllocObs {
             Some(s) => status_mismatch(&self.expected, s),
         };
         let cm = match &self.cm {
+            _ if self.skip_configmap => Some("not watched".to_owned()),
             None => Some("no ConfigMap yet".to_owned()),
             Some(c) => cm_mismatch(&self.expected, c),
         };
@@ -265,15 +279,15 @@ impl AllocObs {
         )
     }
 
-    /// Marks, at `now`, what the outputs show of the change in flight; finishes it when both show it.
-    fn settle(&mut self, now: Instant) {
+    /// Marks, at `now`, what the outputs show of the change in flight; finishes it when all show it.
+    pub fn settle(&mut self, now: Instant) {
         let Some(c) = self.change.as_mut() else {
             return;
         };
         let exp = &self.expected;
         if c.status_at.is_none()
             && let Some(s) = &self.status
-            && status_shows(exp, s, &c.node)
+            && status_shows(exp, s, &c.node, self.load)
         {
             c.status_at = Some(now);
         }
@@ -290,10 +304,11 @@ impl AllocObs {
             c.gpunode_at = Some(now);
         }
         let gpunode_seen = self.gpunodes.is_none() || c.gpunode_at.is_some();
-        if let (Some(w), Some(s), Some(m), true) = (c.written, c.status_at, c.cm_at, gpunode_seen) {
+        let cm_seen = self.skip_configmap || c.cm_at.is_some();
+        if let (Some(w), Some(s), true, true) = (c.written, c.status_at, cm_seen, gpunode_seen) {
             self.timings.push(Timing {
                 status: s.saturating_duration_since(w),
-                cm: m.saturating_duration_since(w),
+                cm: c.cm_at.map(|m| m.saturating_duration_since(w)),
                 gpunode: c.gpunode_at.map(|g| g.saturating_duration_since(w)),
             });
             self.change = None;
@@ -375,18 +390,45 @@ where
     let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
     tokio::spawn(async move {
         let mut events = watcher(api, cfg).boxed();
+        let mut errors = ErrorLog::default();
         while let Some(event) = events.next().await {
             let now = Instant::now();
             match event {
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => on(o, now),
                 Ok(_) => {}
                 Err(e) => {
-                    log(format!("{what} watch: {e}"));
+                    errors.log(what, &e);
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
         }
     })
+}
+
+/// A watch's errors in the log: the first, then at most one every 10 s with how many came in between (an API
+/// server restarted on purpose, e.g. the scale scenario's relist, would fill the log at 5 a second).
+#[derive(Default)]
+pub struct ErrorLog {
+    last: Option<Instant>,
+    since: u64,
+}
+
+impl ErrorLog {
+    pub fn log(&mut self, what: &str, e: &dyn std::fmt::Display) {
+        self.since += 1;
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return;
+        }
+        let more = match self.since {
+            1 => String::new(),
+            n => format!(" ({} more since the last one logged)", n - 1),
+        };
+        log(format!("{what} watch: {e}{more}"));
+        (self.last, self.since) = (Some(Instant::now()), 0);
+    }
 }
 
 /// The per-node entries of the ConfigMap (keys starting with `_` are summaries).
@@ -411,6 +453,18 @@ impl gpunode_watch::GpuNodeViews for AllocObs {
 
     fn settle(&mut self, now: Instant) {
         AllocObs::settle(self, now);
+    }
+}
+
+impl AsRef<AllocObs> for AllocObs {
+    fn as_ref(&self) -> &AllocObs {
+        self
+    }
+}
+
+impl AsMut<AllocObs> for AllocObs {
+    fn as_mut(&mut self) -> &mut AllocObs {
+        self
     }
 }
 

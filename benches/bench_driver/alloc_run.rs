@@ -19,10 +19,10 @@ use testkit::settings::bench::Settings;
 
 use crate::alloc_changes::{Pods, churn, latency_run};
 use crate::alloc_measure::{latency_json, rate_json, server_ms, summary_check, writes};
-use crate::alloc_observe::{AllocObs, AllocObserver};
+use crate::alloc_observe::AllocObserver;
 use crate::alloc_truth::Expected;
 use crate::audit_writes::{program_writes, writes_json};
-use crate::measure::{cpu_secs, peak_rss_mib};
+use crate::measure::{cpu_secs, peak_rss_mib, rss_mib};
 use crate::program::{spawn_program, stop_program};
 use crate::{Res, log};
 
@@ -36,34 +36,73 @@ fn num(v: &Value) -> f64 {
 }
 
 /// The program's peak RSS: the largest VmHWM read, every 100 ms and on demand. (VmHWM alone can read lower
-/// later: the kernel folds the current RSS into the high-water mark lazily.)
+/// later: the kernel folds the current RSS into the high-water mark lazily.) And the peak of each phase
+/// ([`RssSampler::next_phase`]): at a phase's start VmHWM is reset to the RSS of the moment (`5` written to
+/// /proc/<pid>/clear_refs), so what it reads after is that phase's peak; where the reset is refused, the
+/// phase's peak is the largest VmRSS sampled in it.
 pub struct RssSampler {
     pid: u32,
-    max: std::sync::Arc<std::sync::Mutex<f64>>,
+    peaks: std::sync::Arc<std::sync::Mutex<Peaks>>,
     pub task: tokio::task::JoinHandle<()>,
+}
+
+/// The peaks so far: of the whole run, and of the phase under way.
+struct Peaks {
+    max: f64,
+    phase: f64,
+    /// VmHWM was reset at the phase's start (or the phase began with the process).
+    hwm_is_phase: bool,
+}
+
+impl Peaks {
+    fn sample(&mut self, pid: u32) {
+        let hwm = peak_rss_mib(pid);
+        self.max = self.max.max(hwm);
+        let now = if self.hwm_is_phase { hwm } else { rss_mib(pid) };
+        self.phase = self.phase.max(now);
+    }
 }
 
 impl RssSampler {
     pub fn start(pid: u32) -> Self {
-        let max = std::sync::Arc::new(std::sync::Mutex::new(0.0f64));
-        let m = max.clone();
+        let peaks = std::sync::Arc::new(std::sync::Mutex::new(Peaks {
+            max: 0.0,
+            phase: 0.0,
+            hwm_is_phase: true,
+        }));
+        let p = peaks.clone();
         let task = tokio::spawn(async move {
             loop {
-                let now = peak_rss_mib(pid);
-                {
-                    let mut m = m.lock().unwrap();
-                    *m = m.max(now);
-                }
+                p.lock().unwrap().sample(pid);
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
-        RssSampler { pid, max, task }
+        RssSampler { pid, peaks, task }
     }
 
     pub fn peak(&self) -> f64 {
-        let mut m = self.max.lock().unwrap();
-        *m = m.max(peak_rss_mib(self.pid));
-        *m
+        let mut p = self.peaks.lock().unwrap();
+        p.sample(self.pid);
+        p.max
+    }
+
+    /// Ends the phase under way (the first began with the process): returns its peak, and starts the next.
+    pub fn next_phase(&self) -> f64 {
+        let mut p = self.peaks.lock().unwrap();
+        p.sample(self.pid);
+        let ended = p.phase;
+        p.hwm_is_phase = std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5").is_ok();
+        p.phase = 0.0;
+        p.sample(self.pid);
+        ended
+    }
+
+    /// How the phases' peaks are read.
+    pub fn phase_method(&self) -> &'static str {
+        match self.peaks.lock().unwrap().hwm_is_phase {
+            true => "VmHWM, reset at each phase's start",
+            false => "VmRSS sampled every 100 ms (VmHWM could not be reset)",
+        }
     }
 }
 
@@ -108,13 +147,12 @@ impl Run<'_> {
     /// Start-up: convergence, RSS, the requests until 3 s later, the status's summary fields.
     async fn startup(&mut self, t0: Instant, t0_wall: Timestamp, audit: AuditPos) -> Res<Value> {
         let s = self.s;
-        let converged = self.observer.wait_for(s.settle, AllocObs::converged).await;
+        let log_path = &self.log_path;
+        let converged = self
+            .observer
+            .converge_or_fail(s.settle, Duration::ZERO, log_path);
+        converged.await?;
         let converge_secs = t0.elapsed().as_secs_f64();
-        if !converged {
-            let (settle, log_path) = (s.settle.as_secs(), self.log_path.display());
-            let why = self.observer.why_not();
-            return Err(format!("not converged after {settle}s: {why} (see {log_path})").into());
-        }
         let rss = self.rss.peak();
         log(format!(
             "allocation: {} converged in {converge_secs:.2}s, peak RSS {rss:.1} MiB",
@@ -184,7 +222,9 @@ impl Run<'_> {
         Ok(json!({
             "latency_ms": latency,
             "latency_server_ms": server_ms(&status_w, &cm_w),
-            "latency_changes": { "binds": lat.binds, "deletes": lat.deletes, "lost": lat.lost },
+            "latency_changes": {
+                "binds": lat.binds, "creates": lat.creates, "deletes": lat.deletes, "lost": lat.lost,
+            },
         }))
     }
 

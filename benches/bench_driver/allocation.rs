@@ -50,7 +50,8 @@ pub async fn bench(
     let programs = s.operator_programs(&a.programs)?;
     alloc_fleet::clean(client).await?;
     let plan = alloc_fleet::plan(a, templates, s.node_images)?;
-    let (node_secs, pod_secs) = alloc_fleet::create(client, &plan, a.create_concurrency).await?;
+    let (node_secs, pod_secs) =
+        alloc_fleet::create(client, &plan, a.create_concurrency, "allocation").await?;
     let expected = Expected::new(&plan.gpu_nodes, &plan.pods);
     let (allocatable, allocated, free) = expected.totals();
     log(format!(
@@ -61,7 +62,7 @@ pub async fn bench(
     ));
     let mut failures = Vec::new();
     let peers = match &a.view_allocations_bin {
-        Some(bin) => match peers::compare(s, bin, &expected).await {
+        Some(bin) => match peers::compare(s, bin, &expected, a.peer_runs).await {
             Ok(v) => v,
             Err(e) => {
                 log(format!("FAILED peers: {e}"));

@@ -23,7 +23,8 @@ use crate::observe::Watched;
 /// Three numbers as the operator wrote them (absent: None): allocatable, allocated, free.
 pub type SeenNumbers = (Option<u64>, Option<u64>, Option<u64>);
 
-fn seen(entry: &Value) -> SeenNumbers {
+/// A node entry's `gpu.nvidia.com/gpu` numbers (a status `nodes[]` entry, a GpuNode's status).
+pub fn seen(entry: &Value) -> SeenNumbers {
     (
         int(&entry["allocatable"][WHOLE_GPU]),
         int(&entry["allocated"][WHOLE_GPU]),

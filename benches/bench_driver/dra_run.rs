@@ -21,7 +21,7 @@ use crate::alloc_observe::int;
 use crate::alloc_run::{RssSampler, quiet_window};
 use crate::audit_writes::{program_writes, writes_json};
 use crate::dra_changes::{churn, latency_run};
-use crate::dra_observe::{DraObs, DraObserver};
+use crate::dra_observe::DraObserver;
 use crate::dra_truth::DraTruth;
 use crate::gpunode_watch;
 use crate::measure::cpu_secs;
@@ -57,16 +57,12 @@ impl Run<'_> {
 
     /// Start-up: convergence, RSS, the requests until 3 s later.
     async fn startup(&mut self, t0: Instant, t0_wall: Timestamp, audit: AuditPos) -> Res<Value> {
+        let (settle, log_path) = (self.s.settle, &self.log_path);
         let converged = self
             .observer
-            .wait_for(self.s.settle, DraObs::converged)
-            .await;
+            .converge_or_fail(settle, Duration::ZERO, log_path);
+        converged.await?;
         let converge_secs = t0.elapsed().as_secs_f64();
-        if !converged {
-            let (settle, log_path) = (self.s.settle.as_secs(), self.log_path.display());
-            let why = self.observer.why_not();
-            return Err(format!("not converged after {settle}s: {why} (see {log_path})").into());
-        }
         let rss = self.rss.peak();
         let (listed, omitted, updates) = {
             let obs = self.observer.obs.lock().unwrap();

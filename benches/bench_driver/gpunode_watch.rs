@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use testkit::lib_api::GpuNode;
 use tokio::sync::watch;
 
-use crate::{Res, log};
+use crate::Res;
+use crate::alloc_observe::ErrorLog;
 
 pub fn api(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::erase::<GpuNode>(&()))
@@ -28,6 +29,7 @@ pub fn spawn_watch(
     let api = api(client);
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default()).boxed();
+        let mut errors = ErrorLog::default();
         while let Some(event) = events.next().await {
             let now = Instant::now();
             match event {
@@ -37,7 +39,7 @@ pub fn spawn_watch(
                 Ok(watcher::Event::Delete(o)) => on(o.name_any(), None, now),
                 Ok(_) => {}
                 Err(e) => {
-                    log(format!("gpunode watch: {e}"));
+                    errors.log("gpunode", &e);
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
@@ -81,20 +83,20 @@ where
     })
 }
 
-/// Deletes every GpuNode and waits (up to 60 s) until none is left, so the next program starts without
-/// what the previous one wrote.
+/// Deletes every GpuNode and waits (up to 5 minutes: the scale scenario's 13,000 go one by one) until none
+/// is left, so the next program starts without what the previous one wrote.
 pub async fn delete_all(client: &Client) -> Res<()> {
     let api = api(client);
     api.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await?;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let left = api.list_metadata(&ListParams::default().limit(1)).await?;
         if left.items.is_empty() {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err("GpuNodes still there 60 s after deleting them all".into());
+            return Err("GpuNodes still there 5 minutes after deleting them all".into());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

@@ -41,8 +41,13 @@
 //! with kubectl-view-allocations; `dra` (dra.rs) puts BENCH_DRA_NODES (5000) nodes, each with a ResourceSlice
 //! of BENCH_DRA_GPUS_PER_NODE (8) whole GPUs, and BENCH_DRA_CLAIMS (10000) allocated ResourceClaims on the
 //! etcd + kube-apiserver cluster and measures the operator's DRA accounting (convergence, RSS, claim change
-//! -> status latency, churn writes and CPU) and a one-shot `scan`. BENCH_OUT keeps the sections of earlier
-//! driver runs.
+//! -> status latency, churn writes and CPU) and a one-shot `scan`; `scale` (scale.rs, issue #26) puts a
+//! 65,000-node cluster's make-up, scaled to each count of BENCH_SCALE_NODES (1000 5000 20000 65000), on the
+//! etcd + kube-apiserver cluster (device-plugin GPU nodes of five kinds, tainted and cordoned ones, DRA nodes,
+//! bound pods, pending GPU pods) and runs the operator BENCH_SCALE_RUNS (2) times on it: convergence, peak RSS
+//! per phase, a quiet window, latency under churn, a forced relist of every watch, `scan` against
+//! kubectl-view-allocations; medians per count in a table column each and target/bench/scale.png. BENCH_OUT
+//! keeps the sections of earlier driver runs.
 //!
 //! The allocation and dra scenarios run each program of BENCH_ALLOC_PROGRAMS / BENCH_DRA_PROGRAMS (default
 //! "operator"; "previous operator" adds BENCH_PREVIOUS_BIN, an earlier revision's operator hack/bench.sh
@@ -60,7 +65,10 @@
 //! run), `alloc_measure` (its figures), `alloc_report` (its table); for the DRA scenario `dra_fleet`
 //! (nodes, slices, claims), `dra_truth` (which claim holds which device), `dra_observe` (the status and
 //! GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn), `dra_run` (one
-//! program's run), `dra_report` (its table).
+//! program's run), `dra_report` (its table); for the scale scenario `scale_fleet` (its fleet's kinds and
+//! slots, on the allocation and DRA fleets' code), `scale_observe` (both truths' watches at once),
+//! `scale_run` (one run's phases), `scale_relist` (the forced relist), `scale` (its sizes and runs),
+//! `scale_report` (medians and its table), `scale_plot` (the PNG).
 //!
 //! From the test kit (`testkit/`, shared with the soak and the integration tests): `cluster` (nodes,
 //! namespace, inventory), `nodes` (the Ready condition), `pods` (pod objects and writes), `dra_objects` (the
@@ -93,6 +101,13 @@ mod observe;
 mod peers;
 mod program;
 mod report;
+mod scale;
+mod scale_fleet;
+mod scale_observe;
+mod scale_plot;
+mod scale_relist;
+mod scale_report;
+mod scale_run;
 mod scenario;
 mod table;
 
@@ -231,6 +246,9 @@ async fn main() -> Res<()> {
             }
         }
     }
+    if s.scenarios.contains(&Scenario::Scale) {
+        failed += scale::bench(&client, &s, &templates, ticks, &mut doc).await;
+    }
     report::set_machine(&mut doc);
     if let Some(dir) = s.out.parent() {
         std::fs::create_dir_all(dir)?;
@@ -240,6 +258,7 @@ async fn main() -> Res<()> {
     alloc_report::append(&mut table, &doc);
     dra_report::append(&mut table, &doc);
     flood::append_table(&mut table, &doc);
+    scale_report::append(&mut table, &doc);
     std::fs::write(&s.table, table)?;
     log(format!(
         "results: {}, table: {}",

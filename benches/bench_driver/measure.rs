@@ -34,15 +34,14 @@ pub fn cpu_secs(pid: u32, ticks: f64) -> f64 {
     (get(11) + get(12)) / ticks
 }
 
-/// VmHWM (peak RSS) of `pid`, in MiB.
+/// VmHWM (peak RSS) of `pid`, in MiB (NaN when it is gone).
 pub fn peak_rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
+    testkit::rss::proc_status_mib(pid, "VmHWM").unwrap_or(f64::NAN)
+}
+
+/// VmRSS (the RSS now) of `pid`, in MiB (NaN when it is gone).
+pub fn rss_mib(pid: u32) -> f64 {
+    testkit::rss::proc_status_mib(pid, "VmRSS").unwrap_or(f64::NAN)
 }
 
 /// Nearest-rank percentile `p` of `sorted`; NaN when empty.
@@ -52,6 +51,15 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The median of `sorted`: its middle value, or the mean of the two middle ones; NaN when empty.
+pub fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }
 
 /// The User-Agent of KWOK's requests ("kwok/v0.8.0 (linux/amd64)").

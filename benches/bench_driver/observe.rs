@@ -124,6 +124,18 @@ impl<O> Watched<O> {
 
     /// Waits until `cond` holds (checked after every watch event); returns false on timeout.
     pub async fn wait_for(&mut self, timeout: Duration, cond: impl Fn(&O) -> bool) -> bool {
+        self.wait_for_every(timeout, Duration::ZERO, cond).await
+    }
+
+    /// [`Watched::wait_for`], `cond` checked at most once every `gap`: a check that reads every node of a large
+    /// fleet, made after each of thousands of events, would take the CPU the program under test needs. What it
+    /// waits for is seen up to `gap` late.
+    pub async fn wait_for_every(
+        &mut self,
+        timeout: Duration,
+        gap: Duration,
+        cond: impl Fn(&O) -> bool,
+    ) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if cond(&self.obs.lock().unwrap()) {
@@ -132,6 +144,9 @@ impl<O> Watched<O> {
             match tokio::time::timeout_at(deadline, self.changed.changed()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) | Err(_) => return cond(&self.obs.lock().unwrap()),
+            }
+            if !gap.is_zero() {
+                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + gap)).await;
             }
         }
     }
@@ -266,7 +281,35 @@ impl<O: Converging> Watched<O> {
         program: &str,
         after: &str,
     ) -> bool {
-        let ok = self.wait_for(timeout, O::converged).await;
+        self.settle_every(timeout, Duration::ZERO, scenario, program, after)
+            .await
+    }
+
+    /// Waits up to `timeout` for a program's start-up to converge (checked at most once every `gap`); an error
+    /// saying what does not show the truth, and where the program's log is, when it does not.
+    pub async fn converge_or_fail(
+        &mut self,
+        timeout: Duration,
+        gap: Duration,
+        log_path: &std::path::Path,
+    ) -> crate::Res<()> {
+        if self.wait_for_every(timeout, gap, O::converged).await {
+            return Ok(());
+        }
+        let (secs, why, log) = (timeout.as_secs(), self.why_not(), log_path.display());
+        Err(format!("not converged after {secs}s: {why} (see {log})").into())
+    }
+
+    /// [`Watched::settle`], convergence checked at most once every `gap` ([`Watched::wait_for_every`]).
+    pub async fn settle_every(
+        &mut self,
+        timeout: Duration,
+        gap: Duration,
+        scenario: &str,
+        program: &str,
+        after: &str,
+    ) -> bool {
+        let ok = self.wait_for_every(timeout, gap, O::converged).await;
         if !ok {
             crate::log(format!(
                 "{scenario}: WARNING {program} not converged after {after}: {}",

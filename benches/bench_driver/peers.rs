@@ -59,7 +59,8 @@ pub fn measured(time_bin: &Path, bin: &Path, args: &[&str]) -> Res<Measured> {
     })
 }
 
-/// The per-node numbers of `scan -o json` (the status object).
+/// The per-node nvidia.com/gpu numbers of `scan -o json` (the status object), of the nodes that have any (a
+/// node whose GPUs are DRA devices has none: kubectl-view-allocations does not list it under nvidia.com/gpu).
 fn scan_nodes(stdout: &[u8]) -> Res<BTreeMap<String, SeenNode>> {
     let status: Value = serde_json::from_slice(stdout)?;
     let nodes = status["nodes"].as_array().ok_or("scan: no nodes[]")?;
@@ -71,7 +72,8 @@ fn scan_nodes(stdout: &[u8]) -> Res<BTreeMap<String, SeenNode>> {
                 allocated: int(&n["allocated"][GPU]),
                 free: int(&n["free"][GPU]),
             };
-            Some((n["name"].as_str()?.to_owned(), node))
+            let name = n["name"].as_str()?.to_owned();
+            node.allocatable.is_some().then_some((name, node))
         })
         .collect())
 }
@@ -177,7 +179,7 @@ pub fn medians(runs: &[Measured]) -> Value {
 
 /// Both tools `runs` times each, alternating (scan first); their medians and the node-by-node comparison
 /// of their last outputs.
-pub async fn compare(s: &Settings, kva: &Path, exp: &Expected) -> Res<Value> {
+pub async fn compare(s: &Settings, kva: &Path, exp: &Expected, runs: usize) -> Res<Value> {
     let kubeconfig = s.kubeconfig.to_string_lossy().into_owned();
     let scan_args = ["scan", "-o", "json", "--kubeconfig", &kubeconfig];
     // Every node, tainted or not (--ignore-taints with no value), zero rows too, one row per node.
@@ -194,7 +196,7 @@ pub async fn compare(s: &Settings, kva: &Path, exp: &Expected) -> Res<Value> {
         "--ignore-taints",
     ];
     let (mut scans, mut kvas) = (Vec::new(), Vec::new());
-    for run in 0..s.alloc.peer_runs.max(1) {
+    for run in 0..runs.max(1) {
         let scan = tokio::task::block_in_place(|| {
             measured(&s.alloc.time_bin, &s.operator_bin, &scan_args)
         })?;

@@ -19,6 +19,19 @@ pub fn spawn_program(
     inventory: &str,
     log_path: &Path,
 ) -> Res<Child> {
+    spawn_program_with(s, program, namespace, inventory, log_path, "")
+}
+
+/// [`spawn_program`], an operator's metrics endpoint on `metrics_addr` (`127.0.0.1:0`: a free port, which its
+/// log names; "": none, so the bench never collides with a test's operator on 8080).
+pub fn spawn_program_with(
+    s: &Settings,
+    program: Program,
+    namespace: &str,
+    inventory: &str,
+    log_path: &Path,
+    metrics_addr: &str,
+) -> Res<Child> {
     let log_file = std::fs::File::create(log_path)?;
     let mut cmd = match program {
         Program::Operator | Program::Previous => {
@@ -42,8 +55,7 @@ pub fn spawn_program(
                 None => Command::new(bin),
             };
             c.arg("run");
-            // The metrics endpoint is off so the bench never collides with a test's operator on 8080.
-            c.env("GPUINV_METRICS_ADDR", "");
+            c.env("GPUINV_METRICS_ADDR", metrics_addr);
             c
         }
         Program::Baseline => Command::new(&s.baseline_bin),
@@ -86,12 +98,31 @@ pub async fn each_program<S>(
     s: &Settings,
     scenario: &str,
     programs: &[Program],
-    mut state: S,
+    state: S,
     failures: &mut Vec<serde_json::Value>,
     mut run: impl AsyncFnMut(Program, S) -> (Res<serde_json::Value>, S),
 ) -> serde_json::Map<String, serde_json::Value> {
+    let runs: Vec<(String, Program)> = programs.iter().map(|p| (p.name().to_owned(), *p)).collect();
+    let each = async |_: usize, program: Program, state: S| run(program, state).await;
+    each_run(client, s, scenario, &runs, state, failures, each)
+        .await
+        .0
+}
+
+/// [`each_program`] over labelled runs (the same program may run more than once: the scale scenario's runs
+/// `run1`, `run2`, ...), `run` told the run's number (from 1); returns each run's figures by label, and the
+/// fleet's state after the last.
+pub async fn each_run<S>(
+    client: &kube::Client,
+    s: &Settings,
+    scenario: &str,
+    runs: &[(String, Program)],
+    mut state: S,
+    failures: &mut Vec<serde_json::Value>,
+    mut run: impl AsyncFnMut(usize, Program, S) -> (Res<serde_json::Value>, S),
+) -> (serde_json::Map<String, serde_json::Value>, S) {
     let mut out = serde_json::Map::new();
-    for &program in programs {
+    for (k, (label, program)) in runs.iter().enumerate() {
         let prepared = async {
             crate::gpunode_watch::delete_all(client).await?;
             testkit::lib_api::install_crd(client, Duration::from_secs(60)).await?;
@@ -101,18 +132,18 @@ pub async fn each_program<S>(
         .await;
         let result = match prepared {
             Ok(()) => {
-                let (result, after) = run(program, state).await;
+                let (result, after) = run(k + 1, *program, state).await;
                 state = after;
                 result
             }
             Err(e) => Err(format!("preparing the cluster: {e}").into()),
         };
         let value = result.unwrap_or_else(|e| {
-            crate::log(format!("FAILED {scenario} {}: {e}", program.name()));
-            failures.push(serde_json::json!({ "part": program.name(), "error": e.to_string() }));
+            crate::log(format!("FAILED {scenario} {label}: {e}"));
+            failures.push(serde_json::json!({ "part": label, "error": e.to_string() }));
             serde_json::Value::Null
         });
-        out.insert(program.name().to_owned(), value);
+        out.insert(label.clone(), value);
     }
-    out
+    (out, state)
 }

@@ -152,7 +152,7 @@ impl Operators {
         let addr = self
             .http_addr(slot)
             .ok_or_else(|| format!("{} logged no HTTP address yet", self.identity(slot)))?;
-        http_get(&addr, "/metrics").await
+        http::get_ok(&addr, "/metrics", Duration::from_secs(10)).await
     }
 
     /// SIGTERM both, up to 10 s each, then SIGKILL.
@@ -183,26 +183,5 @@ impl Drop for Operators {
 
 /// VmRSS of `pid`, in MiB (None when it is gone).
 pub fn rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
-
-/// GET of the operator's plain-HTTP endpoint on loopback (`testkit::http`), up to 10 s; the body on 200.
-async fn http_get(addr: &str, path: &str) -> Res<String> {
-    let (code, body) = tokio::time::timeout(Duration::from_secs(10), http::get(addr, path))
-        .await
-        .map_err(|_| format!("GET http://{addr}{path}: no answer in 10 s"))??;
-    match code {
-        200 => Ok(body),
-        0 => Err(format!("GET http://{addr}{path}: no HTTP response").into()),
-        code => Err(format!("GET http://{addr}{path}: status {code}").into()),
-    }
+    testkit::rss::proc_status_mib(pid, "VmRSS")
 }

@@ -1,35 +1,17 @@
 //! target/soak/rss.png (plotters, bitmap backend): the leader's RSS (blue) and the standby's (grey) over the
 //! window, the ±tolerance band around the base sample (red), and a tick per fault at the bottom (orange: API
-//! server, purple: etcd, green: leader). Text needs a font: the one `fc-match sans-serif` names, if any;
-//! without one the plot has no text and light grid lines every 5 minutes and every 10 MiB instead.
+//! server, purple: etcd, green: leader). The font and the frame are the test kit's (`testkit::plot`): without a
+//! font the plot has no text and light grid lines every 5 minutes and every 10 MiB instead.
 
 use std::path::Path;
-use std::process::Command;
 
 use plotters::prelude::*;
-use plotters::style::{FontStyle, register_font};
+use testkit::plot::{Labels, chart, register_system_font};
 use testkit::rss::{Leak, RssSample};
 use testkit::settings::soak::FaultKind;
 
 use crate::Res;
 use crate::faults::Injected;
-
-/// Registers the system's sans-serif font with plotters; false when there is none.
-fn register_system_font() -> bool {
-    let Ok(out) = Command::new("fc-match")
-        .args(["-f", "%{file}", "sans-serif"])
-        .output()
-    else {
-        return false;
-    };
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let Ok(bytes) = std::fs::read(&path) else {
-        return false;
-    };
-    // plotters keeps the font for the life of the process.
-    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
-}
 
 fn fault_colour(kind: FaultKind) -> RGBColor {
     match kind {
@@ -58,30 +40,20 @@ pub fn rss_png(
         * 1.25;
     let root = BitMapBackend::new(path, (1200, 600)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut builder = ChartBuilder::on(&root);
-    builder.margin(20);
-    if text {
-        builder
-            .caption("operator RSS (MiB) over the soak (s)", ("sans-serif", 22))
-            .x_label_area_size(40)
-            .y_label_area_size(60);
-    }
-    let mut chart = builder.build_cartesian_2d(0f64..window.max(1.0), 0f64..top)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc("seconds into the soak")
-            .y_desc("VmRSS (MiB)")
-            .draw()?;
-    } else {
-        let grey = RGBColor(225, 225, 225);
-        for x in (0..=(window as u64)).step_by(300) {
-            chart.draw_series(LineSeries::new([(x as f64, 0.0), (x as f64, top)], grey))?;
-        }
-        for y in (0..=(top as u64)).step_by(10) {
-            chart.draw_series(LineSeries::new([(0.0, y as f64), (window, y as f64)], grey))?;
-        }
-    }
+    let labels = Labels {
+        caption: "operator RSS (MiB) over the soak (s)",
+        x: "seconds into the soak",
+        y: "VmRSS (MiB)",
+    };
+    // Without a font: grid lines every 5 minutes and every 10 MiB.
+    let mut chart = chart(
+        &root,
+        text,
+        &labels,
+        0f64..window.max(1.0),
+        0f64..top,
+        (300.0, 10.0),
+    )?;
     let line = |pick: fn(&RssSample) -> Option<f64>| -> Vec<(f64, f64)> {
         samples
             .iter()

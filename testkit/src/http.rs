@@ -23,6 +23,31 @@ pub async fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     Ok(status_and_body(&response))
 }
 
+/// [`get`] of `path` at `addr`, answered within `timeout`: the body of a 200, else an error saying what came.
+pub async fn get_ok(addr: &str, path: &str, timeout: std::time::Duration) -> crate::Res<String> {
+    let (code, body) = tokio::time::timeout(timeout, get(addr, path))
+        .await
+        .map_err(|_| format!("GET http://{addr}{path}: no answer in {timeout:?}"))??;
+    match code {
+        200 => Ok(body),
+        0 => Err(format!("GET http://{addr}{path}: no HTTP response").into()),
+        code => Err(format!("GET http://{addr}{path}: status {code}").into()),
+    }
+}
+
+/// The operator's relists per source watch in its /metrics text: every `gpu_inventory_watch_relists_total`
+/// series (a watch has one from its first complete list on, 0 until it relists), by its `watch` label.
+pub fn watch_relists(metrics: &str) -> std::collections::BTreeMap<String, f64> {
+    const SERIES: &str = "gpu_inventory_watch_relists_total{watch=\"";
+    metrics
+        .lines()
+        .filter_map(|l| {
+            let (watch, value) = l.strip_prefix(SERIES)?.split_once("\"}")?;
+            Some((watch.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
 /// The status code (0: none) and the body (empty: none) of an HTTP response.
 fn status_and_body(response: &str) -> (u16, String) {
     let Some((head, body)) = response.split_once("\r\n\r\n") else {
@@ -54,6 +79,17 @@ mod tests {
             (503, "no".to_owned())
         );
         assert_eq!(status_and_body("garbage"), (0, String::new()));
+    }
+
+    #[test]
+    fn relists_are_read_per_watch() {
+        let text = "# TYPE gpu_inventory_watch_relists counter\n\
+            gpu_inventory_watch_relists_total{watch=\"nodes\"} 1\n\
+            gpu_inventory_watch_relists_total{watch=\"pods\"} 0\n\
+            gpu_inventory_watch_restarts_total{watch=\"pods\"} 3\n";
+        let r = watch_relists(text);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r["nodes"], r["pods"]), (1.0, 0.0));
     }
 
     #[tokio::test]

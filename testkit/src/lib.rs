@@ -10,7 +10,8 @@
 //! - [`pods`]: pod objects and statuses as a kubelet or the scheduler writes them, and the pod writes;
 //! - [`dra_objects`]: DRA objects shaped like NVIDIA's DRA driver and kube-scheduler write them;
 //! - [`audit`]: reading kube-apiserver's audit log (across rotations): requests and writes per verb and resource;
-//! - [`rss`]: the soak's RSS samples and its leak check;
+//! - [`rss`]: the soak's RSS samples and its leak check, and a process's RSS from /proc;
+//! - [`plot`]: the bench's and the soak's PNGs: the system's font, a chart's frame;
 //! - [`http`]: the minimal HTTP/1.0 GET of the operator's plain-HTTP endpoint, and its address in the log;
 //! - [`settings`]: the bench driver's and the soak's knobs, typed (`clap`: a variable and an option each);
 //! - [`waits`]: the tests' deadlines, derived from the periods of the operator and the cluster they wait on;
@@ -24,6 +25,7 @@ pub mod dra_objects;
 pub mod http;
 pub mod lib_api;
 pub mod nodes;
+pub mod plot;
 pub mod pods;
 pub mod rss;
 pub mod settings;

@@ -12,6 +12,20 @@
 
 use serde::Serialize;
 
+/// A size field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`: kB there), in MiB; None when the process is gone.
+pub fn proc_status_mib(pid: u32, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
 /// One sample: seconds into the window, each replica's VmRSS and pid.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
