@@ -1,0 +1,121 @@
+//! `make scan-cost` (`cargo bench --bench scan-cost`): the CPU of one scan of a whole fleet, in process, the
+//! pass every change costs the operator (sources/mod.rs `Snapshot::scan`: the scope, every node, the pods'
+//! holdings, the totals; entries shared through the interner as the operator shares them).
+//!
+//! The fleet is the bench's (testkit::cluster::make_node from tests/fixtures: 1 node in 5 a GPU node) with
+//! 1.54 pods a node of which one in five asks for GPUs, bound round-robin to the GPU nodes, as in `make bench`'s
+//! scale scenario. Each size is scanned SCAN_COST_RUNS times (default 15) after one warm-up, and the median,
+//! minimum and maximum are printed with the cost per node; `ScanScope::of` is timed alone too.
+//!
+//! Usage: `cargo bench --bench scan-cost -- [NODES ...]` (default 5000 65000).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpu_inventory_operator::inventory::allocation::GpuPod;
+use gpu_inventory_operator::inventory::interner::NodeInterner;
+use gpu_inventory_operator::inventory::scanner::ScanScope;
+use gpu_inventory_operator::inventory::{ScanInput, scan};
+use gpu_inventory_operator::sources::nodes::cached_node_with;
+use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use testkit::cluster::{load_templates, make_node};
+use testkit::pods::{Phase, PodRec, namespace_of, pod_object};
+
+/// The fleet of `n` nodes as the operator caches it, and its GPU pods.
+fn fleet(n: usize) -> (Vec<Arc<Node>>, Vec<Arc<GpuPod>>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let templates = load_templates(&dir).expect("the fixtures load");
+    let table = gpu_inventory_operator::inventory::health::HealthTable::defaults();
+    let nodes: Vec<Arc<Node>> = (0..n)
+        .map(|i| {
+            let bytes = serde_json::to_vec(&make_node(&templates, i, 0)).expect("serializes");
+            let slim: SlimNode = serde_json::from_slice(&bytes).expect("decodes slim");
+            Arc::new(cached_node_with(slim, table))
+        })
+        .collect();
+    let gpu_nodes: Vec<&str> = (0..n)
+        .step_by(5)
+        .map(|i| nodes[i].metadata.name.as_deref().unwrap_or_default())
+        .collect();
+    let gpu_pods = n * 20_000 / 65_000;
+    let pods = (0..gpu_pods)
+        .filter_map(|i| {
+            let rec = PodRec {
+                namespace: namespace_of(i),
+                name: format!("bench-pod-{i:06}"),
+                node: Some(gpu_nodes[i % gpu_nodes.len()].to_owned()),
+                gpus: 1,
+                phase: Phase::Running,
+            };
+            let bytes = serde_json::to_vec(&pod_object(&rec).ok()?).ok()?;
+            let slim: SlimPod = serde_json::from_slice(&bytes).ok()?;
+            GpuPod::from_pod(&Pod::from(slim)).map(Arc::new)
+        })
+        .collect();
+    (nodes, pods)
+}
+
+/// Median, minimum and maximum of `runs` timings of `f` (after one warm-up).
+fn timed(runs: usize, mut f: impl FnMut()) -> (Duration, Duration, Duration) {
+    f();
+    let mut took: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    took.sort();
+    (took[runs / 2], took[0], took[runs - 1])
+}
+
+fn main() {
+    let runs: usize = std::env::var("SCAN_COST_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|r| *r > 0)
+        .unwrap_or(15);
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![5_000, 65_000]
+    } else {
+        sizes
+    };
+    println!("scan cost: median (min..max) of {runs} scans, one thread");
+    for n in sizes {
+        let (nodes, pods) = fleet(n);
+        let interner = NodeInterner::default();
+        let mut held = None;
+        let (median, min, max) = timed(runs, || {
+            // The previous scan is held while the next is made, as a publisher holds its last one.
+            held = Some(scan(
+                ScanInput::nodes(nodes.iter().map(|n| n.as_ref()))
+                    .pods(pods.iter().map(|p| p.as_ref()))
+                    .interner(&interner),
+            ));
+        });
+        let (scope, _, _) = timed(runs, || {
+            std::hint::black_box(ScanScope::of(nodes.iter().map(|n| n.as_ref())));
+        });
+        let gpu_nodes = held.as_ref().map_or(0, |i| i.total_gpu_nodes);
+        println!(
+            "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods): scan {:.1} ms ({:.1}..{:.1}), {:.2} us a node; \
+             of which ScanScope::of {:.1} ms",
+            pods.len(),
+            ms(median),
+            ms(min),
+            ms(max),
+            median.as_secs_f64() * 1e6 / n as f64,
+            ms(scope)
+        );
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
