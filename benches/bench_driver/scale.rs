@@ -114,6 +114,7 @@ async fn size(
         .map(|k| (format!("run{k}"), Program::Operator))
         .collect();
     let fleet = Fleet {
+        nodes: n,
         pods: Pods::new(plan.pods),
         expected,
         truth,

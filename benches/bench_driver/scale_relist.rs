@@ -20,12 +20,16 @@ use testkit::settings::bench::Settings;
 
 use crate::{Res, gpunode_watch, log};
 
-/// The operator's /metrics, its address read from its log (it listens on a free port).
-pub async fn metrics(log_path: &std::path::Path) -> Res<String> {
+/// The operator's metrics endpoint, as its log names it (it listens on a free port).
+pub fn metrics_addr(log_path: &std::path::Path) -> Res<String> {
     let log = std::fs::read_to_string(log_path)?;
-    let addr = testkit::http::addr_in_log(&log)
-        .ok_or(format!("no metrics address in {}", log_path.display()))?;
-    testkit::http::get_ok(&addr, "/metrics", Duration::from_secs(10)).await
+    testkit::http::addr_in_log(&log)
+        .ok_or_else(|| format!("no metrics address in {}", log_path.display()).into())
+}
+
+/// The operator's /metrics at `addr`.
+pub async fn metrics(addr: &str) -> Res<String> {
+    testkit::http::get_ok(addr, "/metrics", Duration::from_secs(10)).await
 }
 
 /// Runs the cluster script with `verb`, its output going to the driver's stderr.
@@ -112,14 +116,14 @@ pub fn changed(before: &BTreeMap<String, String>, after: &BTreeMap<String, Strin
 /// Polls the operator's relist counts until every watch of `before` counts one more (or `timeout` passes):
 /// the counts then (the last read on a timeout), and when the last watch got there.
 pub async fn wait_relisted(
-    log_path: &std::path::Path,
+    addr: &str,
     before: &BTreeMap<String, f64>,
     timeout: Duration,
 ) -> (BTreeMap<String, f64>, Option<Instant>) {
     let deadline = Instant::now() + timeout;
     let mut last = BTreeMap::new();
     loop {
-        match metrics(log_path).await {
+        match metrics(addr).await {
             Ok(text) => last = testkit::http::watch_relists(&text),
             Err(e) if Instant::now() > deadline => log(format!("scale: relist: {e}")),
             Err(_) => {}

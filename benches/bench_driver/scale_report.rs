@@ -121,7 +121,7 @@ const ROWS: &[Row] = &[
     Num("churn: CPU per change (ms)", "m.load.cpu_ms_per_change", 2, ""),
     Num("churn: CPU % of one core", "m.load.cpu_pct_of_core", 1, ""),
     Cell("relist: watches relisted / watches", relisted, "all"),
-    Each("  relists: ", "m.relist.relisted", "", 1, ">= 1"),
+    Each("  relists: ", "m.relist.relisted", "", 0, ">= 1"),
     Num("relist: API server away (s)", "m.relist.apiserver_away_secs", 1, ""),
     Num("relist: all relisted, after ready (s)", "m.relist.relisted_secs", 1, ""),
     Num("relist: equal to the truth after (s)", "m.relist.converge_secs", 1, ""),

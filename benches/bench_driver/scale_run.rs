@@ -36,7 +36,9 @@ use crate::dra_truth::DraTruth;
 use crate::measure::cpu_secs;
 use crate::program::{spawn_program_with, stop_program};
 use crate::scale_observe::{self, ScaleObserver};
-use crate::scale_relist::{changed, metrics, restart_apiserver, versions, wait_relisted};
+use crate::scale_relist::{
+    changed, metrics, metrics_addr, restart_apiserver, versions, wait_relisted,
+};
 use crate::{Res, log, peers};
 use testkit::http::watch_relists as relists;
 
@@ -51,6 +53,8 @@ const RESERVED_NODES: usize = 16;
 
 /// The fleet as the driver knows it, handed from one run to the next.
 pub struct Fleet {
+    /// Its node count (in the logs' names).
+    pub nodes: usize,
     pub pods: Pods,
     pub expected: Expected,
     pub truth: DraTruth,
@@ -243,7 +247,8 @@ impl Run<'_> {
     /// The forced relist of every watch, and what the operator wrote meanwhile.
     async fn relist(&mut self) -> Res<Value> {
         let s = self.s;
-        let before = relists(&metrics(&self.operator.log_path).await?);
+        let addr = metrics_addr(&self.operator.log_path)?;
+        let before = relists(&metrics(&addr).await?);
         if before.is_empty() {
             return Err(
                 "no gpu_inventory_watch_relists_total series in the operator's /metrics".into(),
@@ -260,7 +265,7 @@ impl Run<'_> {
         let t0 = Instant::now();
         let down_secs = restart_apiserver(s).await?;
         let ready = Instant::now();
-        let (after, all_at) = wait_relisted(&self.operator.log_path, &before, s.scale.settle).await;
+        let (after, all_at) = wait_relisted(&addr, &before, s.scale.settle).await;
         let converged = self.converge("the relist").await;
         let converge_secs = ready.elapsed().as_secs_f64();
         // Writes that come late still count.
@@ -322,7 +327,9 @@ async fn measure(
     cluster::fresh_namespace(client, &namespace, INVENTORY).await?;
     let (expected, truth) = (fleet.expected.clone(), fleet.truth.clone());
     let observer = scale_observe::start(client, INVENTORY, expected, truth);
-    let log_path = s.log_dir.join(format!("scale-run{run}.log"));
+    let log_path = s
+        .log_dir
+        .join(format!("scale-{}-run{run}.log", fleet.nodes));
     let audit = audit_offset(&s.audit_log);
     let (t0_wall, t0) = (Timestamp::now(), Instant::now());
     let metrics_addr = "127.0.0.1:0";
