@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 pub mod bench;
+pub mod scale;
 pub mod soak;
 
 /// Parses `S` from the command line and the environment, as [`clap::Parser::parse`] does (`--help` lists every
