@@ -20,16 +20,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
-use gpu_inventory_operator::inventory::health::HealthTable;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
-use gpu_inventory_operator::sources::nodes::cached_node_with;
-use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
 use gpu_inventory_operator::sources::stripped::stripped_store;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::{reflector, watcher};
+use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
-use testkit::pods::{Phase, PodRec, namespace_of, pod_object};
+use testkit::pods::{Phase, PodRec, namespace_of};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -66,30 +64,21 @@ fn per(before: Heap, after: Heap, n: usize) -> (f64, f64, f64) {
     )
 }
 
-/// A node as the API server lists it: with a UID and a resourceVersion.
-fn served(mut node: Node, i: usize) -> Vec<u8> {
-    node.metadata.uid = Some(format!("{i:08x}-5b1e-4c0f-9a51-7d2c3e4f5a6b"));
-    node.metadata.resource_version = Some(format!("{}", 1_000_000 + i));
-    serde_json::to_vec(&node).expect("a node serializes")
-}
-
 /// The node cache's cost per node of one kind (`gpu`: every 5th index is a GPU node, as in the bench).
 fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<Node>>) {
     let templates = load_templates(dir).expect("the fixtures load");
-    let table = HealthTable::defaults();
     let indexes: Vec<usize> = (0..SAMPLE * 5)
         .filter(|i| i.is_multiple_of(5) == gpu)
         .take(SAMPLE)
         .collect();
     let wire: Vec<Vec<u8>> = indexes
         .iter()
-        .map(|&i| served(make_node(&templates, i, 20), i))
+        .map(|&i| listed_node(make_node(&templates, i, 20), i))
         .collect();
     let (store, mut writer) = reflector::store::<Node>();
     let before = heap();
     for bytes in &wire {
-        let slim: SlimNode = serde_json::from_slice(bytes).expect("a node decodes slim");
-        writer.apply_watcher_event(&watcher::Event::Apply(cached_node_with(slim, table)));
+        writer.apply_watcher_event(&watcher::Event::Apply(cached_node(bytes)));
     }
     let after = heap();
     (per(before, after, SAMPLE), store.state())
@@ -106,17 +95,13 @@ fn pods_in_cache(gpu: bool, nodes: &[Arc<Node>]) -> ((f64, f64, f64), Vec<Arc<Gp
                 gpus: if gpu { 1 + (i % 2) as u64 } else { 0 },
                 phase: Phase::Running,
             };
-            let mut pod = pod_object(&rec).expect("a pod builds");
-            pod.metadata.uid = Some(format!("{i:08x}-7c1e-4c0f-9a51-7d2c3e4f5a6b"));
-            pod.metadata.resource_version = Some(format!("{}", 2_000_000 + i));
-            serde_json::to_vec(&pod).expect("a pod serializes")
+            listed_pod(&rec, i).expect("a pod builds")
         })
         .collect();
     let (store, mut writer) = stripped_store(GpuPod::from_pod);
     let before = heap();
     for bytes in &wire {
-        let slim: SlimPod = serde_json::from_slice(bytes).expect("a pod decodes slim");
-        writer.apply(watcher::Event::Apply(Pod::from(slim)));
+        writer.apply(watcher::Event::Apply(decoded_pod(bytes)));
     }
     let after = heap();
     let kept = black_box(store.state());

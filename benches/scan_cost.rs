@@ -17,23 +17,17 @@ use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::scanner::ScanScope;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
-use gpu_inventory_operator::sources::nodes::cached_node_with;
-use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
+use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
-use testkit::pods::{Phase, PodRec, namespace_of, pod_object};
+use testkit::pods::{Phase, PodRec, namespace_of};
 
 /// The fleet of `n` nodes as the operator caches it, and its GPU pods.
 fn fleet(n: usize) -> (Vec<Arc<Node>>, Vec<Arc<GpuPod>>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let templates = load_templates(&dir).expect("the fixtures load");
-    let table = gpu_inventory_operator::inventory::health::HealthTable::defaults();
     let nodes: Vec<Arc<Node>> = (0..n)
-        .map(|i| {
-            let bytes = serde_json::to_vec(&make_node(&templates, i, 0)).expect("serializes");
-            let slim: SlimNode = serde_json::from_slice(&bytes).expect("decodes slim");
-            Arc::new(cached_node_with(slim, table))
-        })
+        .map(|i| Arc::new(cached_node(&listed_node(make_node(&templates, i, 0), i))))
         .collect();
     let gpu_nodes: Vec<&str> = (0..n)
         .step_by(5)
@@ -49,9 +43,7 @@ fn fleet(n: usize) -> (Vec<Arc<Node>>, Vec<Arc<GpuPod>>) {
                 gpus: 1,
                 phase: Phase::Running,
             };
-            let bytes = serde_json::to_vec(&pod_object(&rec).ok()?).ok()?;
-            let slim: SlimPod = serde_json::from_slice(&bytes).ok()?;
-            GpuPod::from_pod(&Pod::from(slim)).map(Arc::new)
+            GpuPod::from_pod(&decoded_pod(&listed_pod(&rec, i).ok()?)).map(Arc::new)
         })
         .collect();
     (nodes, pods)

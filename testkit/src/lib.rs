@@ -4,6 +4,7 @@
 //!
 //! One module per role:
 //!
+//! - [`cached`]: objects as the API server lists them and as the operator's caches hold them (in-process benches);
 //! - [`cluster`]: the bench fleet: node templates from the fixtures, the steady and KWOK nodes, their writes, the
 //!   namespace and inventory around a run, and what the scanner says about the nodes as stored;
 //! - [`nodes`]: a node's Ready condition (read and set) and the KWOK annotation;
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod cached;
 pub mod cluster;
 pub mod dra_objects;
 pub mod http;

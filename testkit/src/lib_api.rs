@@ -5,7 +5,10 @@ pub use gpu_inventory_operator::cmd::cli::{
     Cli as OperatorCli, Command as OperatorCommand, RunArgs,
 };
 pub use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
+pub use gpu_inventory_operator::inventory::health::HealthTable;
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
+pub use gpu_inventory_operator::sources::nodes::cached_node_with;
+pub use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
 
 use gpu_inventory_operator::inventory::allocation::allocate_node;
 use gpu_inventory_operator::inventory::scanner::scan_node_in;
