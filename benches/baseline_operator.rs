@@ -31,6 +31,7 @@ use futures::StreamExt;
 // Imports from the operator library, with their paths after its reorganization in the comment above each.
 use gpu_inventory_operator::cmd::cli::parse_duration;
 use gpu_inventory_operator::crd::{GpuInventory, GpuInventorySpec, GpuInventoryStatus};
+use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use gpu_inventory_operator::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use gpu_inventory_operator::publish::content::status::{NodeList, desired_status};
@@ -177,7 +178,8 @@ async fn reconcile(inventory: Arc<GpuInventory>, ctx: Arc<Ctx>) -> Result<Action
         params = params.labels(selector);
     }
     let list = nodes.list(&params).await?;
-    let scanned = scan(ScanInput::nodes(list.items.iter()));
+    let read: Vec<ClusterNode> = list.items.iter().map(ClusterNode::of).collect();
+    let scanned = scan(ScanInput::nodes(&read));
     let mut status = desired_status(
         &scanned,
         inventory.metadata.generation,
@@ -248,7 +250,8 @@ async fn write_configmap(
     store: &Store<Node>,
 ) -> Result<(), kube::Error> {
     let nodes = store.state();
-    let inventory = scan(ScanInput::nodes(nodes.iter().map(AsRef::as_ref)));
+    let read: Vec<ClusterNode> = nodes.iter().map(|n| ClusterNode::of(n)).collect();
+    let inventory = scan(ScanInput::nodes(&read));
     let (data, _summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     let body = json!({
         "apiVersion": "v1",

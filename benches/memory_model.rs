@@ -5,8 +5,9 @@
 //!
 //! Each kind is built the way the operator builds it, from the bench's own node templates
 //! (tests/fixtures, testkit::cluster::make_node, 20 container images) and pods (testkit::pods):
-//! - a node in the node cache: JSON decoded slim, stripped (`cached_node_with`), put in a kube reflector store
-//!   through `apply_watcher_event`, as `sources/nodes.rs` does; GPU and other nodes apart;
+//! - a node in the node cache: JSON decoded slim, turned into the core's `ClusterNode` (`cached_node_with`:
+//!   labels and resources interned) in the stripped store, as `sources/nodes.rs` does; GPU and other nodes
+//!   apart;
 //! - a pod in the pod cache: decoded, reduced to a `GpuPod` (`None` for a pod asking for no GPU) in the
 //!   stripped store, as `sources/pods.rs` does;
 //! - a GPU node's entry in the model: what a scan holds once its interner shares it, per GPU node, and the
@@ -23,10 +24,10 @@ use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use gpu_inventory_operator::sources::stripped::stripped_store;
-use k8s_openapi::api::core::v1::Node;
-use kube::runtime::{reflector, watcher};
-use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
+use kube::runtime::watcher;
+use testkit::cached::{decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
+use testkit::lib_api::{ClusterNode, HealthTable, SlimNode, cached_node_with};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
 #[global_allocator]
@@ -65,7 +66,7 @@ fn per(before: Heap, after: Heap, n: usize) -> (f64, f64, f64) {
 }
 
 /// The node cache's cost per node of one kind (`gpu`: every 5th index is a GPU node, as in the bench).
-fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<Node>>) {
+fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<ClusterNode>>) {
     let templates = load_templates(dir).expect("the fixtures load");
     let indexes: Vec<usize> = (0..SAMPLE * 5)
         .filter(|i| i.is_multiple_of(5) == gpu)
@@ -75,23 +76,25 @@ fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<Node>>) {
         .iter()
         .map(|&i| listed_node(make_node(&templates, i, 20), i))
         .collect();
-    let (store, mut writer) = reflector::store::<Node>();
+    let (store, mut writer) =
+        stripped_store(|slim: &SlimNode| Some(cached_node_with(slim, HealthTable::defaults())));
     let before = heap();
     for bytes in &wire {
-        writer.apply_watcher_event(&watcher::Event::Apply(cached_node(bytes)));
+        let slim: SlimNode = serde_json::from_slice(bytes).expect("a listed node decodes slim");
+        writer.apply(watcher::Event::Apply(slim));
     }
     let after = heap();
     (per(before, after, SAMPLE), store.state())
 }
 
 /// The pod cache's cost per pod: GPU pods (bound, running) or CPU pods (dropped by the strip).
-fn pods_in_cache(gpu: bool, nodes: &[Arc<Node>]) -> ((f64, f64, f64), Vec<Arc<GpuPod>>) {
+fn pods_in_cache(gpu: bool, nodes: &[Arc<ClusterNode>]) -> ((f64, f64, f64), Vec<Arc<GpuPod>>) {
     let wire: Vec<Vec<u8>> = (0..SAMPLE)
         .map(|i| {
             let rec = PodRec {
                 namespace: namespace_of(i),
                 name: format!("bench-pod-{i:06}"),
-                node: nodes[i % nodes.len()].metadata.name.clone(),
+                node: Some(nodes[i % nodes.len()].name.to_string()),
                 gpus: if gpu { 1 + (i % 2) as u64 } else { 0 },
                 phase: Phase::Running,
             };

@@ -14,25 +14,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
+use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::scanner::ScanScope;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
-use k8s_openapi::api::core::v1::Node;
 use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
 /// The fleet of `n` nodes as the operator caches it, and its GPU pods.
-fn fleet(n: usize) -> (Vec<Arc<Node>>, Vec<Arc<GpuPod>>) {
+fn fleet(n: usize) -> (Vec<Arc<ClusterNode>>, Vec<Arc<GpuPod>>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let templates = load_templates(&dir).expect("the fixtures load");
-    let nodes: Vec<Arc<Node>> = (0..n)
+    let nodes: Vec<Arc<ClusterNode>> = (0..n)
         .map(|i| Arc::new(cached_node(&listed_node(make_node(&templates, i, 0), i))))
         .collect();
-    let gpu_nodes: Vec<&str> = (0..n)
-        .step_by(5)
-        .map(|i| nodes[i].metadata.name.as_deref().unwrap_or_default())
-        .collect();
+    let gpu_nodes: Vec<&str> = (0..n).step_by(5).map(|i| &*nodes[i].name).collect();
     let gpu_pods = n * 20_000 / 65_000;
     let pods = (0..gpu_pods)
         .filter_map(|i| {

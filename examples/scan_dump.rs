@@ -10,6 +10,7 @@
 //! ```
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
+use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::conditions::inventory_conditions;
 use gpu_inventory_operator::inventory::selector::parse_selector;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
@@ -26,7 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dump = parse_dump(&bytes, &path)?;
     // The operator's pod source keeps the same stripped view: only pods asking for nvidia.com/* resources.
     let pods: Vec<GpuPod> = dump.pods.iter().filter_map(GpuPod::from_pod).collect();
-    let nodes = dump.nodes;
+    // And its node watch keeps each node as the core reads it.
+    let nodes: Vec<ClusterNode> = dump.nodes.iter().map(ClusterNode::of).collect();
 
     let inventory = scan(ScanInput::nodes(&nodes).pods(&pods).selector(&selector));
     println!(

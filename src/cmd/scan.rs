@@ -17,7 +17,9 @@ use super::render;
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
 use crate::inventory::allocation::GpuPod;
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
+use crate::inventory::health::HealthTable;
 use crate::inventory::selector::parse_selector;
 use crate::inventory::{Inventory, NodeUniverse};
 use crate::publish::content::plan::plan_status;
@@ -77,7 +79,7 @@ pub(crate) async fn scan_status(
     };
     let drivers: Arc<[String]> = global.dra_drivers().into();
     let snapshot = match args.from_file.as_deref() {
-        Some(path) => dump_snapshot(read_dump(path)?, drivers),
+        Some(path) => dump_snapshot(read_dump(path)?, drivers, global.health_table()),
         None => list_cluster(global, args, drivers).await?,
     };
     let snapshot = Snapshot {
@@ -91,9 +93,13 @@ pub(crate) async fn scan_status(
 }
 
 /// The objects of a dump, stripped as the operator's sources strip them.
-fn dump_snapshot(dump: Dump, drivers: Arc<[String]>) -> Snapshot {
+fn dump_snapshot(dump: Dump, drivers: Arc<[String]>, table: &'static HealthTable) -> Snapshot {
     Snapshot {
-        nodes: dump.nodes.into_iter().map(Arc::new).collect(),
+        nodes: dump
+            .nodes
+            .iter()
+            .map(|node| Arc::new(ClusterNode::from_node(node, table)))
+            .collect(),
         pods: dump
             .pods
             .iter()
@@ -123,7 +129,7 @@ fn dump_snapshot(dump: Dump, drivers: Arc<[String]>) -> Snapshot {
             .map(Arc::new)
             .collect(),
         drivers,
-        health: crate::inventory::health::HealthTable::defaults(),
+        health: table,
         version: 0,
     }
 }
@@ -183,7 +189,7 @@ async fn list_cluster(
     let nodes: Api<SlimNode> = Api::all(client.clone());
     let table = global.health_table();
     let nodes = list_paged(&nodes, params, |slim| {
-        Some(Arc::new(cached_node_with(slim, table)))
+        Some(Arc::new(cached_node_with(&slim, table)))
     })
     .await
     .map_err(Error::kube(format!("listing nodes on {url}")))?;

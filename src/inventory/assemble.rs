@@ -5,16 +5,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
-use kube::ResourceExt;
-use kube::core::{Selector, SelectorExt};
+use kube::core::Selector;
 
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{self, DraInput};
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
+use crate::inventory::selector::LabelMatcher;
 use crate::inventory::totals;
 
 /// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
@@ -31,7 +31,7 @@ pub enum NodeUniverse {
 /// What a scan reads: nodes, and optionally pods, DRA objects, a selector and what the nodes are.
 #[derive(Clone, Debug, Default)]
 pub struct ScanInput<'a> {
-    nodes: Vec<&'a Node>,
+    nodes: Vec<&'a ClusterNode>,
     pods: Vec<&'a GpuPod>,
     dra: DraInput<'a>,
     selector: Option<&'a Selector>,
@@ -43,7 +43,7 @@ pub struct ScanInput<'a> {
 impl<'a> ScanInput<'a> {
     /// These nodes (all of the cluster's, unless [`ScanInput::universe`] says otherwise), no pods, no DRA
     /// objects, every node selected.
-    pub fn nodes(nodes: impl IntoIterator<Item = &'a Node>) -> ScanInput<'a> {
+    pub fn nodes(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanInput<'a> {
         ScanInput {
             nodes: nodes.into_iter().collect(),
             ..Default::default()
@@ -94,18 +94,19 @@ impl<'a> ScanInput<'a> {
 /// holdings put on it at once. Then the totals and the demand are summed.
 pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut dra = dra::resolve(&input.dra);
-    let mut selected: Vec<&Node> = input
+    let matcher = input.selector.map(LabelMatcher::new);
+    let mut selected: Vec<&ClusterNode> = input
         .nodes
         .into_iter()
-        .filter(|node| input.selector.is_none_or(|s| s.matches(node.labels())))
+        .filter(|node| matcher.as_ref().is_none_or(|m| m.matches(&node.labels)))
         .collect();
     let scope = ScanScope::of(selected.iter().copied()).with_health(input.health);
     let facts: HashMap<&str, NodeFacts<'_>> = selected
         .iter()
         .map(|n| {
             let facts = NodeFacts {
-                labels: n.metadata.labels.as_ref(),
-                allocatable_known: n.status.as_ref().is_some_and(|s| s.allocatable.is_some()),
+                labels: Some(&n.labels),
+                allocatable_known: n.allocatable.is_some(),
             };
             (name_of(n), facts)
         })
@@ -145,8 +146,8 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     inventory
 }
 
-fn name_of(node: &Node) -> &str {
-    node.metadata.name.as_deref().unwrap_or_default()
+fn name_of(node: &ClusterNode) -> &str {
+    &node.name
 }
 
 /// The inventory of scanned GPU nodes (sorted by name, their DRA devices in them): the pods' and claims'

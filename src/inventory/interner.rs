@@ -58,6 +58,7 @@ impl NodeInterner {
 
 #[cfg(test)]
 mod tests {
+    use crate::inventory::test_support::read;
     use k8s_openapi::api::core::v1::Node;
 
     use super::*;
@@ -109,7 +110,7 @@ mod tests {
         );
         let mut nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
         let interner = NodeInterner::default();
-        let before = scan(ScanInput::nodes(&nodes).interner(&interner));
+        let before = scan(ScanInput::nodes(&read(&nodes)).interner(&interner));
         assert!(before.nodes.len() >= 2, "the fixture has several GPU nodes");
 
         let changed = before.nodes[0].name.clone();
@@ -118,11 +119,11 @@ mod tests {
             .find(|n| n.metadata.name.as_deref() == Some(changed.as_str()))
             .unwrap();
         node.spec.get_or_insert_default().unschedulable = Some(true);
-        let after = scan(ScanInput::nodes(&nodes).interner(&interner));
+        let after = scan(ScanInput::nodes(&read(&nodes)).interner(&interner));
 
         assert_eq!(
             after,
-            scan(ScanInput::nodes(&nodes)),
+            scan(ScanInput::nodes(&read(&nodes))),
             "interning changes no result"
         );
         for (old, new) in before.nodes.iter().zip(&after.nodes) {

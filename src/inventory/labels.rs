@@ -1,8 +1,7 @@
 //! Reading node labels: number-valued ones record an `InvalidLabel` issue when they do not parse, odd but
 //! usable values are read and explained in notes. Every vendor module reads its labels through this.
 
-use std::collections::BTreeMap;
-
+use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::{Issue, IssueReason};
 
 /// One MiB in bytes; also the largest plausible GPU memory in MiB (1 TiB), above which a memory label is bytes.
@@ -12,7 +11,7 @@ pub(crate) const MIB: u64 = 1_048_576;
 /// values (surrounding spaces, empty values, memory in bytes) are read and explained in notes.
 #[derive(Debug, Default)]
 pub(crate) struct LabelReader<'a> {
-    labels: Option<&'a BTreeMap<String, String>>,
+    labels: Option<&'a TextMap>,
     invalid: Vec<Issue>,
     notes: Vec<String>,
 }
@@ -28,7 +27,7 @@ pub(crate) struct MemoryMib {
 
 impl<'a> LabelReader<'a> {
     /// Wraps a node's labels (absent labels read as empty).
-    pub(crate) fn new(labels: Option<&'a BTreeMap<String, String>>) -> Self {
+    pub(crate) fn new(labels: Option<&'a TextMap>) -> Self {
         Self {
             labels,
             invalid: Vec::new(),
@@ -38,15 +37,12 @@ impl<'a> LabelReader<'a> {
 
     /// The raw value of a label.
     pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
-        self.labels?.get(key).map(String::as_str)
+        self.labels?.get(key)
     }
 
     /// All labels, for prefix scans.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a> {
-        self.labels
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
+        self.labels.into_iter().flat_map(TextMap::iter)
     }
 
     /// A text label, trimmed. Absent or empty = `None` (an empty value is noted, never an issue).

@@ -4,13 +4,15 @@
 //! and ConfigMap shapes (`publish::content`), so every rule is unit-tested without an API server, and the
 //! operator and the one-shot `scan` agree by construction.
 //!
-//! Layers, each importing only those below it: [`model`], `text` and [`resources`]; the leaves
+//! Layers, each importing only those below it: [`model`], [`cluster_node`] (a node as the core reads it), `text`
+//! and [`resources`]; the leaves
 //! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), `vendors` (one module per vendor, below the scanner: it reads labels
 //! through `labels`); `totals`;
 //! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and `events`.
 
 pub mod allocation;
 pub mod assemble;
+pub mod cluster_node;
 pub mod conditions;
 pub mod dra;
 pub(crate) mod events;

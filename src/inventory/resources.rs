@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
+use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::Amount;
 use crate::inventory::vendors::{Unit, is_read_resource, unit_of};
 
@@ -19,13 +18,11 @@ pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
 /// The accelerator entries of a resource list (every vendor's, as `vendors::is_read_resource` says), as the
 /// API server printed them, each read once.
-pub fn accelerator_resources(
-    list: Option<&BTreeMap<String, Quantity>>,
-) -> BTreeMap<String, Amount> {
+pub fn accelerator_resources(list: Option<&TextMap>) -> BTreeMap<String, Amount> {
     list.into_iter()
-        .flatten()
+        .flat_map(TextMap::iter)
         .filter(|(name, _)| is_read_resource(name))
-        .map(|(name, q)| (name.clone(), Amount::parse(q.0.as_str())))
+        .map(|(name, q)| (name.to_owned(), Amount::parse(q)))
         .collect()
 }
 

@@ -1,8 +1,35 @@
-//! Parsing label selector strings (`kubectl -l` syntax) for flags and offline scans.
+//! Parsing label selector strings (`kubectl -l` syntax) for flags and offline scans, and matching a
+//! selector against a node's interned labels.
 
 use std::collections::BTreeSet;
 
 use kube::core::{Expression, Selector};
+
+use crate::inventory::cluster_node::TextMap;
+
+/// A selector's terms, matched against [`TextMap`] labels as `kube`'s `SelectorExt` matches a `BTreeMap`
+/// (the terms are read out of the selector once per scan, not once per node).
+#[derive(Clone, Debug)]
+pub struct LabelMatcher(Vec<Expression>);
+
+impl LabelMatcher {
+    /// The terms of `selector`.
+    pub fn new(selector: &Selector) -> LabelMatcher {
+        LabelMatcher(selector.clone().into_iter().collect())
+    }
+
+    /// Whether `labels` satisfy every term.
+    pub fn matches(&self, labels: &TextMap) -> bool {
+        self.0.iter().all(|term| match term {
+            Expression::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
+            Expression::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
+            Expression::Exists(key) => labels.contains_key(key),
+            Expression::DoesNotExist(key) => !labels.contains_key(key),
+            Expression::Equal(key, value) => labels.get(key) == Some(value.as_str()),
+            Expression::NotEqual(key, value) => labels.get(key) != Some(value.as_str()),
+        })
+    }
+}
 
 /// Parses `a=b,c!=d,e,!f,g in (h,i),j notin (k)` into a selector. Empty text selects everything.
 pub fn parse_selector(text: &str) -> Result<Selector, String> {
@@ -155,6 +182,27 @@ mod tests {
         ])));
         assert!(!s.matches(&labels(&[("pool", "gpu"), ("tier", "c"), ("gpu", "")])));
         assert!(parse_selector("").unwrap().selects_all());
+        // The interned labels' matcher agrees with kube's, term by term.
+        let matcher = LabelMatcher::new(&s);
+        for set in [
+            &[("pool", "gpu"), ("tier", "b"), ("zone", "y"), ("gpu", "")][..],
+            &[("pool", "gpu"), ("tier", "c"), ("gpu", "")],
+            &[
+                ("pool", "gpu"),
+                ("tier", "a"),
+                ("gpu", "1"),
+                ("cordoned", ""),
+            ],
+            &[("pool", "gpu"), ("tier", "a"), ("gpu", "1"), ("zone", "x")],
+            &[("pool", "gpu"), ("tier", "a"), ("gpu", "1")],
+        ] {
+            let interned: TextMap = set.iter().copied().collect();
+            assert_eq!(
+                matcher.matches(&interned),
+                s.matches(&labels(set)),
+                "{set:?}"
+            );
+        }
         assert!(parse_selector("a in (b").is_err());
         assert!(parse_selector("bad key=1").is_err());
     }

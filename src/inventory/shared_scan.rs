@@ -61,6 +61,7 @@ impl SharedScans {
 
 #[cfg(test)]
 mod tests {
+    use crate::inventory::test_support::read;
     use k8s_openapi::api::core::v1::Node;
 
     use super::*;
@@ -76,7 +77,7 @@ mod tests {
         );
         let nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
         scan(
-            ScanInput::nodes(&nodes)
+            ScanInput::nodes(&read(&nodes))
                 .selector(selector)
                 .interner(interner),
         )

@@ -1,6 +1,15 @@
 //! Hand-made models for the unit tests (compiled for tests only).
 
+use k8s_openapi::api::core::v1::Node;
+
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::model::{Inventory, Issue, IssueReason, NodeInventory};
+
+/// API nodes as the core reads them (the built-in health table): what the node watch and the dumps hand
+/// the scan.
+pub(crate) fn read<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Vec<ClusterNode> {
+    nodes.into_iter().map(ClusterNode::of).collect()
+}
 
 /// A GPU node with `count` GPUs and one issue per reason (message `"<reason> details"`).
 pub(crate) fn entry(name: &str, ready: bool, count: u64, reasons: &[IssueReason]) -> NodeInventory {

@@ -18,10 +18,8 @@ pub mod taint_rules;
 use std::future::Future;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::core::Selector;
-use kube::runtime::reflector::Store;
 
 pub use changes::{COALESCE_WINDOW, ChangeSignal, Changes};
 pub use pods::PodStore;
@@ -29,6 +27,7 @@ pub use pods::PodStore;
 pub use dra::DraStores;
 
 use crate::inventory::allocation::GpuPod;
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule};
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
@@ -49,7 +48,7 @@ pub struct SourcesConfig {
 /// Read handles on every source's cache, and the change signal they feed.
 #[derive(Clone)]
 pub struct Sources {
-    nodes: Store<Node>,
+    nodes: stripped::StrippedStore<ClusterNode>,
     pods: PodStore,
     dra: DraStores,
     taint_rules: taint_rules::TaintRuleStore,
@@ -65,8 +64,8 @@ pub struct Sources {
 pub struct Snapshot {
     /// The [`ChangeSignal`] version read before the caches.
     pub version: u64,
-    /// Every cached (stripped) node.
-    pub nodes: Vec<Arc<Node>>,
+    /// Every cached node.
+    pub nodes: Vec<Arc<ClusterNode>>,
     /// Every cached GPU pod (pods asking for no `nvidia.com/*` resource and naming no claim are not kept).
     pub pods: Vec<Arc<GpuPod>>,
     /// ResourceSlices of the DRA GPU drivers.
@@ -167,8 +166,7 @@ impl Sources {
 
     /// Resolves once every source has its first full list.
     pub async fn wait_until_ready(&self) {
-        // The writer lives as long as the feed task; if it is gone the process is shutting down anyway.
-        let _ = self.nodes.wait_until_ready().await;
+        self.nodes.wait_until_ready().await;
         self.pods.wait_until_ready().await;
         if !self.drivers.is_empty() {
             self.dra.wait_until_ready().await;
@@ -202,10 +200,9 @@ impl Sources {
         }
     }
 
-    /// The cached (stripped) node `name`, if the node watch holds it.
-    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes
-            .get(&kube::runtime::reflector::ObjectRef::new(name))
+    /// The cached node `name`, if the node watch holds it.
+    pub fn node(&self, name: &str) -> Option<Arc<ClusterNode>> {
+        self.nodes.get(&(String::new(), name.to_owned()))
     }
 
     /// Follows the change stream from now on.
@@ -215,18 +212,21 @@ impl Sources {
 }
 
 #[cfg(test)]
+use k8s_openapi::api::core::v1::Node;
+
+#[cfg(test)]
 impl Sources {
     /// Sources holding these objects and nothing else, with no watch behind them: the fast tier's
     /// (`publish::fixtures`) view of a cluster. DRA is off.
     pub(crate) fn fixed(nodes: Vec<Node>, pods: Vec<k8s_openapi::api::core::v1::Pod>) -> Sources {
         use kube::runtime::watcher::Event;
-        let (node_store, mut node_writer) = kube::runtime::reflector::store::<Node>();
-        node_writer.apply_watcher_event(&Event::Init);
-        for mut node in nodes {
-            nodes::strip_node(&mut node);
-            node_writer.apply_watcher_event(&Event::InitApply(node));
+        let (node_store, mut node_writer) =
+            stripped::stripped_store(|node: &Node| Some(ClusterNode::of(node)));
+        node_writer.apply(Event::Init);
+        for node in nodes {
+            node_writer.apply(Event::InitApply(node));
         }
-        node_writer.apply_watcher_event(&Event::InitDone);
+        node_writer.apply(Event::InitDone);
         let (pods_store, mut pod_writer) = stripped::stripped_store(GpuPod::from_pod);
         pod_writer.apply(Event::Init);
         for pod in pods {

@@ -4,21 +4,25 @@
 //! A kubelet heartbeat is a whole Node on the watch (images, addresses, node info, managed fields); a pod
 //! relist is every pod of the cluster. Decoding them into full `k8s_openapi` objects only to strip them was most
 //! of the operator's CPU under heartbeats (~0.4 ms per node update at 1,000 KWOK nodes). These types are
-//! what the watches decode instead; each converts into the `k8s_openapi` object the core takes, holding only
-//! the kept fields. They are read-only views: the operator never sends them back.
+//! what the watches decode instead: a node becomes the core's [`ClusterNode`], a pod the `k8s_openapi` Pod
+//! (holding only the kept fields) that `GpuPod::from_pod` reads. They are read-only views: the operator never
+//! sends them back.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition,
-    PodExtendedResourceClaimStatus, PodResourceClaim, PodResourceClaimStatus, PodSpec, PodStatus,
-    ResourceRequirements, ResourceStatus, Taint,
+    Container, ContainerStatus, NodeCondition, Pod, PodCondition, PodExtendedResourceClaimStatus,
+    PodResourceClaim, PodResourceClaimStatus, PodSpec, PodStatus, ResourceRequirements,
+    ResourceStatus, Taint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher;
 use serde::{Deserialize, Deserializer};
+
+use crate::inventory::cluster_node::{ClusterNode, NodeParts};
+use crate::inventory::health::HealthTable;
 
 /// The metadata the core and the watcher read: identity, version (for resuming watches) and labels.
 #[derive(Deserialize, Default)]
@@ -98,22 +102,22 @@ struct SlimNodeStatus {
 
 slim_resource!(SlimNode, "Node", "nodes", k8s_openapi::ClusterResourceScope);
 
-impl From<SlimNode> for Node {
-    fn from(slim: SlimNode) -> Node {
-        Node {
-            metadata: slim.metadata,
-            spec: slim.spec.map(|s| NodeSpec {
-                unschedulable: s.unschedulable,
-                taints: s.taints,
-                ..Default::default()
-            }),
-            status: slim.status.map(|s| NodeStatus {
-                capacity: s.capacity,
-                allocatable: s.allocatable,
-                conditions: s.conditions,
-                ..Default::default()
-            }),
-        }
+impl SlimNode {
+    /// The core's view of this node, keeping the health conditions `table` names.
+    pub fn to_cluster_node(&self, table: &HealthTable) -> ClusterNode {
+        let spec = self.spec.as_ref();
+        let status = self.status.as_ref();
+        ClusterNode::from_parts(
+            NodeParts {
+                meta: &self.metadata,
+                unschedulable: spec.and_then(|s| s.unschedulable),
+                taints: spec.and_then(|s| s.taints.as_deref()),
+                capacity: status.and_then(|s| s.capacity.as_ref()),
+                allocatable: status.and_then(|s| s.allocatable.as_ref()),
+                conditions: status.and_then(|s| s.conditions.as_deref()),
+            },
+            table,
+        )
     }
 }
 
@@ -242,10 +246,12 @@ pub fn map_event<A, B>(event: watcher::Event<A>, f: impl Fn(A) -> B) -> watcher:
 mod tests {
     use super::*;
     use crate::inventory::allocation::GpuPod;
+    use crate::inventory::test_support::read;
 
+    use crate::inventory::cluster_node::ClusterNode;
     use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_dump;
-    use crate::sources::nodes::{cached_node, strip_node};
+    use crate::sources::nodes::cached_node_with;
 
     #[test]
     fn slim_decoding_reads_what_full_decoding_reads() {
@@ -257,13 +263,13 @@ mod tests {
         ] {
             let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
             let dump = parse_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-            let mut full: Vec<Node> = dump.nodes.clone();
-            full.iter_mut().for_each(strip_node);
-            let slim: Vec<Node> = dump
+            let full: Vec<ClusterNode> = read(&dump.nodes);
+            let slim: Vec<ClusterNode> = dump
                 .nodes
                 .iter()
                 .map(|n| {
-                    cached_node(serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap())
+                    let slim = serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap();
+                    cached_node_with(&slim, HealthTable::defaults())
                 })
                 .collect();
             assert!(
@@ -271,7 +277,7 @@ mod tests {
                 "{fixture}: the slim nodes differ from the stripped full ones"
             );
             assert_eq!(
-                scan(ScanInput::nodes(&dump.nodes)),
+                scan(ScanInput::nodes(&read(&dump.nodes))),
                 scan(ScanInput::nodes(&slim)),
                 "{fixture}"
             );

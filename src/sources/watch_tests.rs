@@ -60,11 +60,7 @@ async fn a_watch_ended_by_410_gone_is_relisted_and_nothing_is_lost() {
     })
     .await
     .expect("the relisted node reached the cache");
-    let mut names: Vec<String> = store
-        .state()
-        .iter()
-        .map(|n| n.metadata.name.clone().unwrap())
-        .collect();
+    let mut names: Vec<String> = store.state().iter().map(|n| n.name.to_string()).collect();
     names.sort();
     assert_eq!(names, ["a", "b"]);
     let text = metrics.encode();

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::Res;
 use crate::lib_api::{
-    GpuInventory, GpuNodeEntry, ScanScope, idle_entry, parse_node_dump, scan_node,
+    ClusterNode, GpuInventory, GpuNodeEntry, ScanScope, idle_entry, parse_node_dump, scan_node,
 };
 use crate::nodes::{KWOK_ANNOTATION, is_ready, set_ready};
 
@@ -41,7 +41,7 @@ pub fn load_templates(dir: &Path) -> Res<Templates> {
         let path = dir.join(file);
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         for node in parse_node_dump(&bytes, &path.to_string_lossy())? {
-            if scan_node(&node).is_some() {
+            if scan_node(&ClusterNode::of(&node)).is_some() {
                 gpu.push(node);
             } else {
                 cpu.push(node);
@@ -344,7 +344,8 @@ pub struct GpuNodes {
 pub async fn list_gpu_nodes(client: &Client) -> Res<GpuNodes> {
     let api: Api<Node> = Api::all(client.clone());
     let listed = api.list(&bench_nodes()).await?;
-    let scope = ScanScope::of(&listed.items);
+    let read: Vec<ClusterNode> = listed.items.iter().map(ClusterNode::of).collect();
+    let scope = ScanScope::of(&read);
     let mut nodes = BTreeMap::new();
     let mut truth = HashMap::new();
     for node in listed.items {

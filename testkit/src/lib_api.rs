@@ -5,6 +5,7 @@ pub use gpu_inventory_operator::cmd::cli::{
     Cli as OperatorCli, Command as OperatorCommand, RunArgs,
 };
 pub use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
+pub use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 pub use gpu_inventory_operator::inventory::health::HealthTable;
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
 pub use gpu_inventory_operator::sources::nodes::cached_node_with;
@@ -19,7 +20,7 @@ use k8s_openapi::api::core::v1::Node;
 /// allocation accounted (nothing allocated, every allocatable resource free), as the status lists it. The
 /// bench's nodes run no pods (the allocation scenario has its own truth).
 pub fn idle_entry(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
-    let mut entry = scan_node_in(node, scope, None)?;
+    let mut entry = scan_node_in(&ClusterNode::of(node), scope, None)?;
     allocate_node(&entry, &[], true).apply(&mut entry);
     Some(node_entry(&entry, Detail::Counts))
 }

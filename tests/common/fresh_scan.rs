@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 use gpu_inventory_operator::inventory::allocation::GpuPod;
+use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::{NodeUniverse, ScanInput, scan};
 use gpu_inventory_operator::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use gpu_inventory_operator::sources::pods::UNFINISHED_PODS;
@@ -44,7 +45,10 @@ pub async fn scan_configmap(env: &TestEnv) -> BTreeMap<String, String> {
         .list(&ListParams::default().labels(&selector))
         .await
         .expect("list nodes")
-        .items;
+        .items
+        .iter()
+        .map(ClusterNode::of)
+        .collect::<Vec<_>>();
     let pods: Vec<GpuPod> = Api::<Pod>::all(env.client.clone())
         .list(&ListParams::default().fields(UNFINISHED_PODS))
         .await

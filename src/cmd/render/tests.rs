@@ -1,6 +1,7 @@
 //! The tables on real nodes and hand-made statuses.
 
 use super::*;
+use crate::inventory::test_support::read;
 
 use crate::inventory::{ScanInput, scan};
 use crate::publish::content::status::{NodeList, desired_status};
@@ -14,7 +15,7 @@ fn real_nodes_status() -> GpuInventoryStatus {
     );
     let nodes = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
     desired_status(
-        &scan(ScanInput::nodes(&nodes)),
+        &scan(ScanInput::nodes(&read(&nodes))),
         None,
         NodeList::All(Detail::Devices),
     )
@@ -83,7 +84,7 @@ fn dump_status() -> GpuInventoryStatus {
         .iter()
         .filter_map(crate::inventory::allocation::GpuPod::from_pod)
         .collect();
-    let inventory = scan(ScanInput::nodes(&dump.nodes).pods(&pods));
+    let inventory = scan(ScanInput::nodes(&read(&dump.nodes)).pods(&pods));
     desired_status(&inventory, None, NodeList::All(Detail::Devices))
 }
 

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::inventory::cluster_node::TextMap;
 use crate::inventory::dra::DraView;
 use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
 use crate::inventory::resources::GPU_RESOURCE;
@@ -29,7 +30,7 @@ pub const NO_PODS: [&GpuPod; 0] = [];
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NodeFacts<'n> {
     /// The node's labels (a pending pod's `nodeSelector` is matched against them).
-    pub labels: Option<&'n BTreeMap<String, String>>,
+    pub labels: Option<&'n TextMap>,
     /// The node object has `status.allocatable` (false for a partial dump: holdings are shown, but no
     /// `Overcommitted` is claimed).
     pub allocatable_known: bool,

@@ -1,6 +1,7 @@
 //! A pod as the accounting reads it: who it is, where it runs, whether the scheduler gave up on it, and the
 //! scheduler's effective request of each `nvidia.com/*` resource. The pod source keeps only this.
 
+use crate::inventory::cluster_node::TextMap;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
@@ -104,10 +105,10 @@ impl GpuPod {
 
     /// Whether a node with these labels is one this pod asks for (`spec.nodeSelector`; node affinity is not
     /// evaluated).
-    pub fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+    pub fn selects(&self, labels: Option<&TextMap>) -> bool {
         self.node_selector
             .iter()
-            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v.as_str()))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The DRA fixtures (tests/fixtures/dra/, shapes from NVIDIA's driver and claims the real scheduler wrote; see
 //! SOURCES.md there) read the way a DRA-driver expert reads them.
 
+use crate::inventory::test_support::read;
 use std::collections::BTreeMap;
 
 use super::{DEFAULT_DRIVER, DraClaim, DraClass, DraInput, DraSlice};
@@ -38,7 +39,7 @@ fn fixtures() -> Inventory {
         taint_rules: Vec::new(),
     };
     let pods: [&GpuPod; 0] = [];
-    scan(ScanInput::nodes(&nodes.nodes).pods(pods).dra(input))
+    scan(ScanInput::nodes(&read(&nodes.nodes)).pods(pods).dra(input))
 }
 
 fn node<'a>(inv: &'a Inventory, name: &str) -> &'a NodeInventory {

@@ -1,6 +1,7 @@
 //! DRA as 1.37 runs it, through the whole scan: DRA-backed extended resources (KEP-5004) counted once by
 //! the claim, DeviceTaintRules, and `None` taints shown but not counted.
 
+use crate::inventory::test_support::read;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use serde_json::{Value, json};
@@ -97,7 +98,7 @@ fn scan_with(
         classes: classes.iter().collect(),
         taint_rules: rules.iter().collect(),
     };
-    scan(ScanInput::nodes(nodes).pods(pods).dra(input))
+    scan(ScanInput::nodes(&read(nodes)).pods(pods).dra(input))
 }
 
 #[test]
@@ -203,7 +204,7 @@ fn a_pending_nvidia_gpu_pod_waits_for_dra_nodes_the_class_serves_it_on() {
     // An inventory of a subset of the cluster answers for a pending pod only when one of its nodes offers
     // what the pod asks for: the DRA node offers nvidia.com/gpu through the class.
     let inv = scan(
-        ScanInput::nodes(&nodes)
+        ScanInput::nodes(&read(&nodes))
             .pods([&pending])
             .dra(input)
             .selector(&selector)

@@ -1,5 +1,6 @@
 //! DRA nodes through the whole scan: entries, issues that must not fire, products, free GPUs and demand.
 
+use crate::inventory::test_support::read;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 
@@ -34,7 +35,7 @@ fn scan_all(
         classes: Vec::new(),
         taint_rules: Vec::new(),
     };
-    scan(ScanInput::nodes(nodes).pods(pods).dra(input))
+    scan(ScanInput::nodes(&read(nodes)).pods(pods).dra(input))
 }
 
 fn four_gpus(node: &str) -> DraSlice {

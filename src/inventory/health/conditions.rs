@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use k8s_openapi::api::core::v1::NodeCondition;
+use crate::inventory::cluster_node::Condition;
 
 use crate::inventory::model::{Issue, IssueReason, Vendor};
 
@@ -146,7 +146,7 @@ pub(super) fn family_of<'t>(
 
 /// `GpuHealthCheckFailed` for a named condition that is `True`; nothing for one that is `False`, `Unknown`
 /// or unnamed.
-pub(super) fn issue(condition: &NodeCondition, family: &ConditionFamily) -> Option<Issue> {
+pub(super) fn issue(condition: &Condition, family: &ConditionFamily) -> Option<Issue> {
     if condition.status != "True" {
         return None;
     }
@@ -172,7 +172,7 @@ pub(super) fn issue(condition: &NodeCondition, family: &ConditionFamily) -> Opti
     let since = condition
         .last_transition_time
         .as_ref()
-        .map(|t| t.0.to_string());
+        .map(|t| t.to_string());
     Some(Issue::new(IssueReason::GpuHealthCheckFailed, message).since(since))
 }
 

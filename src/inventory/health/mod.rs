@@ -11,7 +11,7 @@ mod remediation;
 
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::NodeCondition;
+use crate::inventory::cluster_node::Condition;
 
 pub use conditions::{ConditionFamily, TypePattern};
 
@@ -100,7 +100,7 @@ pub(crate) struct HealthReading {
 /// The node's published health.
 pub(crate) fn read(
     labels: &mut LabelReader<'_>,
-    node_conditions: &[NodeCondition],
+    node_conditions: &[Condition],
     taints: &[(String, String, String)],
     cordoned: bool,
     table: &HealthTable,
@@ -131,7 +131,7 @@ pub(crate) fn read(
 /// thousands of nodes that need none).
 pub(crate) fn evidence(
     labels: &LabelReader<'_>,
-    node_conditions: &[NodeCondition],
+    node_conditions: &[Condition],
     table: &HealthTable,
 ) -> Vec<String> {
     let conditions = node_conditions.iter().filter_map(|c| {

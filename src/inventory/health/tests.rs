@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::NodeCondition;
 
 use super::*;
+use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::IssueReason;
 
 fn condition(type_: &str, status: &str, message: &str) -> NodeCondition {
@@ -28,15 +29,17 @@ fn reading(
     taints: &[(&str, &str, &str)],
     cordoned: bool,
 ) -> HealthReading {
-    let map = labels(pairs);
+    let map: TextMap = labels(pairs).iter().collect();
     let mut reader = LabelReader::new(Some(&map));
+    // As the node cache holds them.
+    let conditions: Vec<Condition> = conditions.iter().map(Condition::from).collect();
     let taints: Vec<(String, String, String)> = taints
         .iter()
         .map(|(k, v, e)| ((*k).to_owned(), (*v).to_owned(), (*e).to_owned()))
         .collect();
     read(
         &mut reader,
-        conditions,
+        &conditions,
         &taints,
         cordoned,
         HealthTable::defaults(),

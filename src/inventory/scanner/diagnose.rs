@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::NodeCondition;
+use crate::inventory::cluster_node::Condition;
 
 use super::labels::{self, LabelReader};
 use crate::inventory::health::{self, HealthTable};
@@ -18,7 +18,7 @@ pub(super) fn issue(reason: IssueReason, message: String) -> Issue {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Facts<'a> {
     /// The node's Ready condition, if it reports one.
-    pub(crate) ready_condition: Option<&'a NodeCondition>,
+    pub(crate) ready_condition: Option<&'a Condition>,
     /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
     pub(crate) allocatable_known: bool,
     /// The object shows conditions. Without any (a trimmed dump, or a kubelet that never posted status, which
@@ -44,7 +44,7 @@ pub(super) struct Facts<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Evidence<'a> {
     pub(super) labels: &'a LabelReader<'a>,
-    pub(super) conditions: &'a [NodeCondition],
+    pub(super) conditions: &'a [Condition],
     pub(super) table: &'a HealthTable,
 }
 
@@ -77,7 +77,7 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
         let since = facts
             .ready_condition
             .and_then(|c| c.last_transition_time.as_ref())
-            .map(|t| t.0.to_string());
+            .map(|t| t.to_string());
         issues.push(
             issue(
                 IssueReason::NotReady,
@@ -232,7 +232,7 @@ pub(super) fn unschedulable(what: &str) -> Issue {
     )
 }
 
-pub(super) fn not_ready_message(ready: Option<&NodeCondition>) -> String {
+pub(super) fn not_ready_message(ready: Option<&Condition>) -> String {
     let Some(ready) = ready else {
         return "the node reports no Ready condition (kubelet never posted status?)".to_owned();
     };
@@ -245,7 +245,7 @@ pub(super) fn not_ready_message(ready: Option<&NodeCondition>) -> String {
         message.push_str(&format!(": {text}"));
     }
     if let Some(since) = &ready.last_transition_time {
-        message.push_str(&format!(", since {}", since.0));
+        message.push_str(&format!(", since {since}"));
     }
     message
 }

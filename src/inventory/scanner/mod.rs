@@ -14,9 +14,7 @@ use crate::inventory::vendors::nvidia::{cloud, features, labels, vm_gpus};
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use kube::ResourceExt;
-
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::DraNode;
 use crate::inventory::health::{self, HealthTable};
 use crate::inventory::model::Vendor;
@@ -56,10 +54,10 @@ impl ScanScope {
 
 impl ScanScope {
     /// The scope of these nodes: the first of the scan's two passes.
-    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> ScanScope {
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
         let mut scope = ScanScope::default();
         for node in nodes {
-            let labels = node.labels();
+            let labels = &node.labels;
             scope.gfd_installed =
                 scope.gfd_installed || labels.iter().any(|(k, v)| labels::is_gfd_label(k, v));
             let reader = LabelReader::new(Some(labels));
@@ -81,17 +79,20 @@ impl ScanScope {
 /// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
 /// counts as installed only when this node carries its labels). [`crate::inventory::scan`] scans a set of
 /// nodes.
-pub fn scan_node(node: &Node) -> Option<NodeInventory> {
+pub fn scan_node(node: &ClusterNode) -> Option<NodeInventory> {
     scan_node_in(node, ScanScope::of([node]), None)
 }
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
 /// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
-pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Option<NodeInventory> {
-    let mut labels = LabelReader::new(node.metadata.labels.as_ref());
-    let status = node.status.as_ref();
-    let capacity = accelerator_resources(status.and_then(|s| s.capacity.as_ref()));
-    let allocatable_block = status.and_then(|s| s.allocatable.as_ref());
+pub fn scan_node_in(
+    node: &ClusterNode,
+    scope: ScanScope,
+    dra: Option<DraNode>,
+) -> Option<NodeInventory> {
+    let mut labels = LabelReader::new(Some(&node.labels));
+    let capacity = accelerator_resources(node.capacity.as_ref());
+    let allocatable_block = node.allocatable.as_ref();
     let allocatable = accelerator_resources(allocatable_block);
     let taints = taints(node);
     let resources = NodeResources {
@@ -103,9 +104,9 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
     let cloud = cloud::read(&mut labels);
     let published = health::read(
         &mut labels,
-        conditions(node),
+        node.conditions(),
         &taints,
-        is_cordoned(node),
+        node.unschedulable,
         scope.health,
     );
     let nvidia_says = is_gpu_node(&labels, &capacity)
@@ -140,9 +141,9 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         let facts = vendor_node::Facts {
             vendor,
             also: identified.also,
-            ready_condition: ready_condition(node),
+            ready_condition: node.ready_condition(),
             allocatable_known: allocatable_block.is_some(),
-            status_known: status.is_some_and(|s| s.conditions.is_some()),
+            status_known: node.conditions.is_some(),
             labeller_in_scope: scope.labelled(vendor),
             table: scope.health,
         };
@@ -150,7 +151,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
             node, labels, reading, &resources, facts, dra, published,
         ));
     }
-    let ready_condition = ready_condition(node);
+    let ready_condition = node.ready_condition();
     let mut derived_from = BTreeMap::new();
     let vm = vm_gpus::read(&capacity, &allocatable);
     for note in &vm.notes {
@@ -173,7 +174,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
     {
         mig = Some(gke_partitions(size, count));
     }
-    if status.is_none_or(|s| s.conditions.is_none()) {
+    if node.conditions.is_none() {
         labels.note(NO_CONDITIONS_NOTE.to_owned());
     }
     if allocatable_block.is_none() {
@@ -184,7 +185,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
     }
     let sources = fields::sources(&labels, cloud.present, &capacity, &allocatable);
     let mut entry = NodeInventory {
-        name: node.name_any(),
+        name: node.name.to_string(),
         vendor: Some(identified.vendor),
         device_resources: vm.device_resources,
         product_from_dra: false,
@@ -200,7 +201,7 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         allocated: BTreeMap::new(),
         free: BTreeMap::new(),
         holdings: Vec::new(),
-        unschedulable: is_cordoned(node),
+        unschedulable: node.unschedulable,
         sources,
         derived_from,
         notes: Vec::new(),
@@ -218,13 +219,13 @@ pub fn scan_node_in(node: &Node, scope: ScanScope, dra: Option<DraNode>) -> Opti
         ready_condition,
         cloud_says_gpu: cloud.present,
         allocatable_known: allocatable_block.is_some(),
-        status_known: status.is_some_and(|s| s.conditions.is_some()),
+        status_known: node.conditions.is_some(),
         gfd_in_scope: scope.gfd_installed,
         served_by_dra,
         cordon_explained: published.cordon_explained,
         evidence: Some(diagnose::Evidence {
             labels: &labels,
-            conditions: conditions(node),
+            conditions: node.conditions(),
             table: scope.health,
         }),
     };
@@ -349,45 +350,12 @@ fn hand_made_gpu_label(labels: &mut LabelReader<'_>) -> bool {
 const NO_CONDITIONS_NOTE: &str = "the object shows no conditions (a trimmed dump, or a kubelet that never \
      posted status): whether the node is Ready is unknown";
 
-/// Whether the node is cordoned (`spec.unschedulable`).
-fn is_cordoned(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false)
-}
-
 /// The node's taints as (key, value, effect).
-fn taints(node: &Node) -> Vec<(String, String, String)> {
-    node.spec
+fn taints(node: &ClusterNode) -> Vec<(String, String, String)> {
+    node.taints
         .iter()
-        .flat_map(|s| s.taints.iter().flatten())
-        .map(|t| {
-            (
-                t.key.clone(),
-                t.value.clone().unwrap_or_default(),
-                t.effect.clone(),
-            )
-        })
+        .map(|t| (t.key.to_string(), t.value.to_string(), t.effect.to_string()))
         .collect()
-}
-
-/// The node's conditions (none when it shows none).
-fn conditions(node: &Node) -> &[NodeCondition] {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default()
-}
-
-/// The node's `Ready` condition, if it reports one.
-pub(crate) fn ready_condition(node: &Node) -> Option<&NodeCondition> {
-    node.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready")
 }
 
 /// Whether a label is there with a value (an empty label counts as absent).

@@ -1,6 +1,8 @@
 //! Hostile input: arbitrary labels, quantities and conditions never panic the scanner, and its output is
 //! sorted and deterministic. Also the limits Kubernetes allows (253-character names, 63-character values).
 
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::test_support::read;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
@@ -140,24 +142,24 @@ proptest! {
         mut nodes in proptest::collection::vec((node(), "[ab]"), 0..8)
             .prop_map(|v| v.into_iter().map(|(mut n, name)| { n.metadata.name = Some(name); n }).collect::<Vec<_>>())
     ) {
-        let inventory = scan(ScanInput::nodes(&nodes));
+        let inventory = scan(ScanInput::nodes(&read(&nodes)));
         prop_assert!(inventory.nodes.len() <= 2);
         nodes.reverse();
-        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes)));
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes))));
     }
 
     #[test]
     fn scan_never_panics_and_is_sorted_and_deterministic(mut nodes in proptest::collection::vec(node(), 0..16)) {
-        let inventory = scan(ScanInput::nodes(&nodes));
+        let inventory = scan(ScanInput::nodes(&read(&nodes)));
         let names: Vec<&String> = inventory.nodes.iter().map(|n| &n.name).collect();
         prop_assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted and unique: {names:?}");
         prop_assert_eq!(inventory.total_gpu_nodes as usize, inventory.nodes.len());
         prop_assert!(inventory.ready_gpu_nodes <= inventory.total_gpu_nodes);
         prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).fold(0u64, u64::saturating_add));
         nodes.reverse();
-        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes)));
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes))));
         let interner = crate::inventory::interner::NodeInterner::default();
-        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&nodes).interner(&interner)), "interning changes no result");
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes)).interner(&interner)), "interning changes no result");
         for entry in &inventory.nodes {
             prop_assert!(serde_json::to_string(&wire::node_entry(entry, Detail::Devices)).is_ok());
             prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);
@@ -182,7 +184,7 @@ proptest! {
 
     #[test]
     fn a_node_is_counted_under_one_vendor_only(nodes in proptest::collection::vec(node(), 0..16)) {
-        let inventory = scan(ScanInput::nodes(&nodes));
+        let inventory = scan(ScanInput::nodes(&read(&nodes)));
         // Each node is in one product at most, under its own vendor: the products' nodes add up to the nodes
         // with a product, and the free devices per vendor add up to the total.
         let with_product = inventory.nodes.iter().filter(|n| n.product.is_some()).count();
@@ -229,7 +231,7 @@ fn limits_kubernetes_allows() {
     let mut node = Node::default();
     node.metadata.name = Some(long_name.clone());
     node.metadata.labels = Some(labels.into_iter().collect());
-    let entry = scan_node(&node).expect("a GPU node");
+    let entry = scan_node(&ClusterNode::of(&node)).expect("a GPU node");
     assert_eq!(entry.name, long_name);
     assert_eq!(entry.product.as_deref().map(str::len), Some(63));
     assert_eq!(
@@ -288,7 +290,7 @@ proptest! {
             });
             node
         };
-        let before = scan_node(&base()).expect("a GPU node");
+        let before = scan_node(&ClusterNode::of(&base())).expect("a GPU node");
         let mut node = base();
         node.metadata.labels.as_mut().unwrap().extend(labels);
         let conditions = node.status.as_mut().unwrap().conditions.as_mut().unwrap();
@@ -300,7 +302,7 @@ proptest! {
                 ..Default::default()
             });
         }
-        let after = scan_node(&node).expect("still a GPU node");
+        let after = scan_node(&ClusterNode::of(&node)).expect("still a GPU node");
         let table = crate::inventory::health::HealthTable::defaults();
         let named_true = extra
             .iter()

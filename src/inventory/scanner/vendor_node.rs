@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use kube::ResourceExt;
+use crate::inventory::cluster_node::{ClusterNode, Condition};
 
 use super::diagnose::{
     Evidence, gpu_sum, issue, not_ready_message, nothing_advertised, resources_missing,
@@ -24,7 +23,7 @@ pub(super) struct Facts<'a> {
     /// Other vendors whose resources the node also advertises.
     pub(super) also: Vec<Vendor>,
     /// The node's Ready condition.
-    pub(super) ready_condition: Option<&'a NodeCondition>,
+    pub(super) ready_condition: Option<&'a Condition>,
     /// The object has a `status.allocatable` block (a partial dump may not).
     pub(super) allocatable_known: bool,
     /// The object shows conditions (a trimmed dump may not: readiness unknown, not NotReady).
@@ -37,7 +36,7 @@ pub(super) struct Facts<'a> {
 
 /// The node's entry.
 pub(super) fn entry(
-    node: &Node,
+    node: &ClusterNode,
     mut labels: LabelReader<'_>,
     reading: Reading,
     resources: &NodeResources<'_>,
@@ -80,7 +79,7 @@ pub(super) fn entry(
         sources.push(Source::Labels);
     }
     let mut entry = NodeInventory {
-        name: node.name_any(),
+        name: node.name.to_string(),
         vendor: Some(facts.vendor),
         device_resources: reading.device_resources,
         ready: facts.ready_condition.is_some_and(|c| c.status == "True"),
@@ -91,7 +90,7 @@ pub(super) fn entry(
         mig: reading.partitions,
         capacity: resources.capacity.clone(),
         allocatable: resources.allocatable.clone(),
-        unschedulable: super::is_cordoned(node),
+        unschedulable: node.unschedulable,
         sources,
         derived_from,
         ..Default::default()
@@ -111,14 +110,10 @@ pub(super) fn entry(
         issues.extend(dra.issues.iter().cloned());
         dra_devices::merge(&mut entry, dra);
     }
-    let node_labels = LabelReader::new(node.metadata.labels.as_ref());
+    let node_labels = LabelReader::new(Some(&node.labels));
     let evidence = Evidence {
         labels: &node_labels,
-        conditions: node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or_default(),
+        conditions: node.conditions(),
         table: facts.table,
     };
     let mut own = diagnose(
@@ -152,7 +147,7 @@ fn diagnose(
         let since = facts
             .ready_condition
             .and_then(|c| c.last_transition_time.as_ref())
-            .map(|t| t.0.to_string());
+            .map(|t| t.to_string());
         issues.push(
             issue(
                 IssueReason::NotReady,

@@ -308,7 +308,10 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect();
-            let reading = read(&mut LabelReader::new(Some(&map)), &resources);
+            let reading = read(
+                &mut LabelReader::new(Some(&map.iter().collect())),
+                &resources,
+            );
             let state = reading.partitions.and_then(|p| p.config_state);
             let reasons: Vec<IssueReason> = reading.issues.iter().map(|i| i.reason).collect();
             (reasons, state)

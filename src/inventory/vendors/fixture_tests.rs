@@ -1,6 +1,7 @@
 //! The vendors' real objects (tests/fixtures/vendors/, copied from AMD's, Intel's, NVIDIA's, AWS's and
 //! Kubernetes' documentation with their sources) read as the expert notes in its README read them.
 
+use crate::inventory::test_support::read;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use serde_json::Value;
@@ -56,7 +57,7 @@ fn inventory(nodes: &[Node], slices: &[ResourceSlice], claims: &[ResourceClaim])
         taint_rules: Vec::new(),
     };
     let pods: [&GpuPod; 0] = [];
-    scan(ScanInput::nodes(nodes).pods(pods).dra(input))
+    scan(ScanInput::nodes(&read(nodes)).pods(pods).dra(input))
 }
 
 fn only(inv: &Inventory) -> &NodeInventory {

@@ -266,11 +266,10 @@ fn plan_node(
     now: Timestamp,
 ) -> Option<Op> {
     let node = ctx.sources.node(&entry.name);
-    let node_meta = node.as_ref().map(|n| &n.metadata);
     let desired = plan::desired(
         entry,
-        node_meta.and_then(|m| m.uid.as_deref()),
-        node_meta.and_then(|m| m.labels.as_ref()),
+        node.as_ref().and_then(|n| n.uid.as_deref()),
+        node.as_ref().map(|n| &n.labels),
         &scope.keys,
     );
     let cached_object = store.get(&key(&entry.name));

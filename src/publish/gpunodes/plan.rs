@@ -16,6 +16,7 @@ use crate::crd::{
     LABEL_VENDOR, label_value,
 };
 use crate::inventory::allocation::free_whole_gpus;
+use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::NodeInventory;
 use crate::inventory::vendors::vendor_of;
 use crate::publish::content::digest::Digest;
@@ -38,13 +39,13 @@ pub(crate) struct GpuNodeContent {
 pub(crate) fn desired(
     entry: &NodeInventory,
     node_uid: Option<&str>,
-    node_labels: Option<&BTreeMap<String, String>>,
+    node_labels: Option<&TextMap>,
     scope_keys: &[String],
 ) -> GpuNodeContent {
     let vendor = vendor_of(entry);
     let mut labels: BTreeMap<String, String> = scope_keys
         .iter()
-        .filter_map(|key| Some((key.clone(), node_labels?.get(key)?.clone())))
+        .filter_map(|key| Some((key.clone(), node_labels?.get(key)?.to_owned())))
         .collect();
     labels.insert(
         LABEL_VENDOR.to_owned(),

@@ -4,12 +4,14 @@
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 
 use super::{node, reasons, with_resources};
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::health::HealthTable;
 use crate::inventory::model::{IssueReason, Vendor};
 use crate::inventory::scanner::{ScanScope, scan_node_in};
 
 fn scan(node: &Node) -> Option<crate::inventory::model::NodeInventory> {
-    scan_node_in(node, ScanScope::of([node]), None)
+    let node = ClusterNode::of(node);
+    scan_node_in(&node, ScanScope::of([&node]), None)
 }
 
 fn ready(name: &str, labels: &[(&str, &str)]) -> Node {
@@ -145,6 +147,7 @@ fn a_cluster_own_condition_counts_only_when_the_flag_names_it() {
     let table = HealthTable::with_conditions(&["Acme*Failed".into()])
         .unwrap()
         .leak();
+    let gpu = ClusterNode::from_node(&gpu, table);
     let entry = scan_node_in(&gpu, ScanScope::of([&gpu]).with_health(table), None).unwrap();
     assert_eq!(reasons(&entry), ["GpuHealthCheckFailed"]);
     assert!(entry.issues[0].message.contains("--health-condition"));

@@ -1,5 +1,7 @@
 //! Scanner tests on the fixtures in `tests/fixtures/` and on hand-made nodes.
 
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::test_support::read;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
@@ -33,7 +35,7 @@ fn entry<'a>(inv: &'a Inventory, name: &str) -> &'a NodeInventory {
 
 #[test]
 fn homelab_matches_the_article() {
-    let inv = scan(ScanInput::nodes(&fixture("homelab-nodes.yaml")).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&fixture("homelab-nodes.yaml"))).selector(&all()));
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (4, 0, 1)
@@ -69,7 +71,7 @@ fn homelab_matches_the_article() {
 
 #[test]
 fn gfd_fixture_matches_its_readme() {
-    let inv = scan(ScanInput::nodes(&fixture("gfd-nodes.yaml")).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&fixture("gfd-nodes.yaml"))).selector(&all()));
     // 8 + 1 + the KubeVirt node's 4 passthrough A100s (counted since issue #24: before, 9).
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
@@ -127,9 +129,12 @@ fn scan_is_deterministic_whatever_the_input_order() {
     let mut nodes = fixture("gfd-nodes.yaml");
     nodes.extend(fixture("homelab-nodes.yaml"));
     nodes.extend(fixture("real-nodes.yaml"));
-    let forward = scan(ScanInput::nodes(&nodes).selector(&all()));
+    let forward = scan(ScanInput::nodes(&read(&nodes)).selector(&all()));
     nodes.reverse();
-    assert_eq!(forward, scan(ScanInput::nodes(&nodes).selector(&all())));
+    assert_eq!(
+        forward,
+        scan(ScanInput::nodes(&read(&nodes)).selector(&all()))
+    );
 }
 
 #[test]
@@ -138,7 +143,7 @@ fn selector_picks_nodes() {
     let only_container: Selector = [("nvidia.com/gpu.workload.config", "container")]
         .into_iter()
         .collect();
-    let inv = scan(ScanInput::nodes(&nodes).selector(&only_container));
+    let inv = scan(ScanInput::nodes(&read(&nodes)).selector(&only_container));
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["omen2"]);
 }
@@ -186,7 +191,7 @@ pub(crate) fn with_resources(
 /// Scans one node as part of a cluster where GPU Feature Discovery runs (the first edition's assumption).
 fn scan_one(node: Node) -> Option<NodeInventory> {
     scan_node_in(
-        &node,
+        &ClusterNode::of(&node),
         ScanScope {
             gfd_installed: true,
             ..Default::default()
@@ -287,7 +292,7 @@ fn malformed_numbers_become_invalid_label_issues() {
 #[test]
 fn not_ready_message_says_why_and_since_when() {
     let nodes = fixture("homelab-nodes.yaml");
-    let inv = scan(ScanInput::nodes(&nodes).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&nodes)).selector(&all()));
     let msg = &entry(&inv, "nuc1").issues[0].message;
     assert!(msg.starts_with("Ready condition is False"), "{msg}");
     assert!(msg.contains("since 20"), "{msg}");

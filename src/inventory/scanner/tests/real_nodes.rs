@@ -1,6 +1,9 @@
 //! Every node of `tests/fixtures/real-nodes.yaml` (published by vendors and users) read as an expert reads it.
 
 use super::*;
+use crate::inventory::health::HealthTable;
+use crate::inventory::test_support::read;
+use kube::ResourceExt;
 
 /// The short names of `real-nodes.yaml` (the file's names are long and descriptive).
 const S4124_DISABLED: &str = "nvidia-docs-gpu-operator-mig-h100-s4124-0073-mig-disabled";
@@ -20,7 +23,7 @@ const K8S_NODE1: &str = "k8s-device-plugin-issue-165-k8s-node1";
 /// Every node of `tests/fixtures/real-nodes.yaml` against `tests/fixtures/README.md`.
 #[test]
 fn real_nodes_read_as_an_expert_reads_them() {
-    let inv = scan(ScanInput::nodes(&fixture("real-nodes.yaml")).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&fixture("real-nodes.yaml"))).selector(&all()));
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names.len(), 11, "{names:?}");
     assert!(
@@ -228,7 +231,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .filter(|n| [GKE_K80, K8S_NODE1, NO_PLUGIN].contains(&n.name_any().as_str()))
         .collect();
     assert_eq!(nodes.len(), 3);
-    let inv = scan(ScanInput::nodes(&nodes).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&nodes)).selector(&all()));
     assert_eq!(
         (inv.total_gpu_nodes, inv.ready_gpu_nodes, inv.total_gpus),
         (2, 1, 1)
@@ -246,7 +249,7 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
         .into_iter()
         .filter(|n| !n.labels().iter().any(|(k, v)| labels::is_gfd_label(k, v)))
         .collect();
-    let inv = scan(ScanInput::nodes(&gfd_less).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&gfd_less)).selector(&all()));
     assert!(inv.total_gpu_nodes >= 4, "{}", inv.total_gpu_nodes);
     for e in &inv.nodes {
         assert!(
@@ -258,16 +261,20 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
     }
 }
 
-/// What the operator's node watch keeps (it strips nodes on arrival) scans the same as the full objects.
+/// What the operator's node watch keeps (it decodes nodes slim and keeps the core's view) scans the same as
+/// the full objects.
 #[test]
 fn real_nodes_scan_the_same_after_the_watch_strips_them() {
     let nodes = fixture("real-nodes.yaml");
-    let mut stripped = nodes.clone();
-    stripped
-        .iter_mut()
-        .for_each(crate::sources::nodes::strip_node);
+    let cached: Vec<crate::inventory::cluster_node::ClusterNode> = nodes
+        .iter()
+        .map(|n| {
+            let slim = serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap();
+            crate::sources::nodes::cached_node_with(&slim, HealthTable::defaults())
+        })
+        .collect();
     assert_eq!(
-        scan(ScanInput::nodes(&nodes).selector(&all())),
-        scan(ScanInput::nodes(&stripped).selector(&all()))
+        scan(ScanInput::nodes(&read(&nodes)).selector(&all())),
+        scan(ScanInput::nodes(&cached).selector(&all()))
     );
 }

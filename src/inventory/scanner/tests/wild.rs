@@ -1,6 +1,7 @@
 //! Clouds without GPU Feature Discovery, and label values as they are found in the wild.
 
 use super::*;
+use crate::inventory::test_support::read;
 
 #[test]
 fn cloud_labels_describe_gpu_nodes_without_gfd() {
@@ -32,7 +33,7 @@ fn cloud_labels_describe_gpu_nodes_without_gfd() {
         &[("k8s.amazonaws.com/accelerator", "nvidia-tesla-t4")],
         "True",
     );
-    let inv = scan(ScanInput::nodes(&[karpenter, aks, eks]).selector(&all()));
+    let inv = scan(ScanInput::nodes(&read(&[karpenter, aks, eks])).selector(&all()));
     assert_eq!(
         reading(entry(&inv, "eks")),
         (

@@ -152,6 +152,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
+        let map: crate::inventory::cluster_node::TextMap = map.iter().collect();
         let mut reader = LabelReader::new(Some(&map));
         let cloud = read(&mut reader);
         (cloud, reader.finish().1)

@@ -187,6 +187,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
             .collect();
+        let labels: crate::inventory::cluster_node::TextMap = labels.iter().collect();
         let mut reader = LabelReader::new(Some(&labels));
         mig_devices(&mut reader, &capacity)
             .into_iter()
