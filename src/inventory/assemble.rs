@@ -95,7 +95,7 @@ impl<'a> ScanInput<'a> {
 pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut dra = dra::resolve(&input.dra);
     let matcher = input.selector.map(LabelMatcher::new);
-    let mut selected: Vec<&ClusterNode> = input
+    let selected: Vec<&ClusterNode> = input
         .nodes
         .into_iter()
         .filter(|node| matcher.as_ref().is_none_or(|m| m.matches(&node.labels)))
@@ -112,28 +112,27 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         })
         .collect();
     let facts = |name: &str| facts.get(name).copied().unwrap_or_default();
-    // By name (stable: repeated names keep their input order, and the first gets the node's DRA devices).
-    selected.sort_by_key(|n| name_of(n));
+    // Each node in input order (the first of a repeated name gets the node's DRA devices); only GPU nodes
+    // give an entry, and only those are sorted by name.
+    let mut scanned: Vec<NodeInventory> = selected
+        .iter()
+        .filter_map(|node| {
+            scanner::scan_node_remembered(node, scope, dra.nodes.remove(name_of(node)))
+        })
+        .collect();
+    scanned.sort_by(|a, b| a.name.cmp(&b.name));
     let mut holders = Holders::of(&input.pods);
-    let mut nodes = Vec::with_capacity(selected.len());
-    for same_name in selected.chunk_by(|a, b| name_of(a) == name_of(b)) {
+    let mut nodes = Vec::with_capacity(scanned.len());
+    let mut scanned = scanned.into_iter().peekable();
+    while let Some(mut kept) = scanned.next() {
         // Names are unique in a real cluster; a hand-made dump may repeat one. The entry kept is the least
         // by content, so it does not depend on the input order.
-        let mut entries = same_name
-            .iter()
-            .filter_map(|node| scanner::scan_node_in(node, scope, dra.nodes.remove(name_of(node))));
-        let entry = entries.next().map(|first| {
-            entries.fold(first, |kept, other| {
-                if format!("{other:?}") < format!("{kept:?}") {
-                    other
-                } else {
-                    kept
-                }
-            })
-        });
-        if let Some(entry) = entry {
-            nodes.push(holders.place(entry, &facts, &dra, input.interner));
+        while let Some(other) = scanned.next_if(|e| e.name == kept.name) {
+            if format!("{other:?}") < format!("{kept:?}") {
+                kept = other;
+            }
         }
+        nodes.push(holders.place(kept, &facts, &dra, input.interner));
     }
     let scope = DemandScope {
         all_nodes: input.universe == NodeUniverse::Cluster

@@ -6,6 +6,7 @@
 //! what a stripped `Node` took (docs/scale.md has the bytes). Two reads of one node that the scan would
 //! report alike are equal: heartbeats, the text of conditions nobody reports and cpu or memory do not show.
 
+mod derived;
 mod text_map;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::inventory::health::HealthTable;
 use crate::inventory::vendors::is_read_resource;
+pub use derived::Derived;
 pub use text_map::{Text, TextMap};
 
 /// A node as the scan reads it.
@@ -37,6 +39,11 @@ pub struct ClusterNode {
     pub allocatable: Option<TextMap>,
     /// `Ready` and the GPU health conditions the table names; `None`: the object shows no conditions.
     pub conditions: Option<Box<[Condition]>>,
+    /// What the node's labels add to a scan's scope (the scanner's encoding), once read.
+    pub scope_signals: Derived<u64>,
+    /// A scope (the scanner's encoding, and its health table) in which the node, without DRA devices, was
+    /// found to be no GPU node.
+    pub no_gpu_in: Derived<(u64, usize)>,
 }
 
 /// The parts of a Node object the core reads, borrowed from whichever decoding holds them.
@@ -124,6 +131,8 @@ impl ClusterNode {
                     .map(Condition::from)
                     .collect()
             }),
+            scope_signals: Derived::default(),
+            no_gpu_in: Derived::default(),
         }
     }
 

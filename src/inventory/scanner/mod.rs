@@ -53,20 +53,53 @@ impl ScanScope {
 }
 
 impl ScanScope {
-    /// The scope of these nodes: the first of the scan's two passes.
+    /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
+    /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
     pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
-        let mut scope = ScanScope::default();
-        for node in nodes {
-            let labels = &node.labels;
-            scope.gfd_installed =
-                scope.gfd_installed || labels.iter().any(|(k, v)| labels::is_gfd_label(k, v));
-            let reader = LabelReader::new(Some(labels));
-            for (i, vendor) in Vendor::ALL.iter().enumerate() {
-                scope.vendor_labels[i] =
-                    scope.vendor_labels[i] || vendors::labelled(*vendor, &reader);
-            }
+        let signals = nodes
+            .into_iter()
+            .fold(0, |signals, node| signals | Self::signals_of(node));
+        ScanScope::default().with_signals(signals)
+    }
+
+    /// What `node`'s labels add to a scope, as [`ScanScope::signals`] encodes it.
+    fn signals_of(node: &ClusterNode) -> u64 {
+        if let Some(signals) = node.scope_signals.get() {
+            return signals;
         }
-        scope
+        let labels = &node.labels;
+        let mut own = ScanScope {
+            gfd_installed: labels.iter().any(|(k, v)| labels::is_gfd_label(k, v)),
+            ..ScanScope::default()
+        };
+        let reader = LabelReader::new(Some(labels));
+        for (i, vendor) in Vendor::ALL.iter().enumerate() {
+            own.vendor_labels[i] = vendors::labelled(*vendor, &reader);
+        }
+        let signals = own.signals();
+        node.scope_signals.set(signals);
+        signals
+    }
+
+    /// The scope's label signals as bits: GPU Feature Discovery, then each vendor in `Vendor::ALL` order.
+    fn signals(&self) -> u64 {
+        let vendors = self
+            .vendor_labels
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (i, labelled)| {
+                bits | (u64::from(*labelled) << (i + 1))
+            });
+        u64::from(self.gfd_installed) | vendors
+    }
+
+    /// The scope with these [`ScanScope::signals`] added.
+    fn with_signals(mut self, signals: u64) -> ScanScope {
+        self.gfd_installed |= signals & 1 != 0;
+        for (i, labelled) in self.vendor_labels.iter_mut().enumerate() {
+            *labelled |= signals & (1 << (i + 1)) != 0;
+        }
+        self
     }
 
     /// The scope, reading health conditions with `table` (the defaults otherwise).
@@ -81,6 +114,26 @@ impl ScanScope {
 /// nodes.
 pub fn scan_node(node: &ClusterNode) -> Option<NodeInventory> {
     scan_node_in(node, ScanScope::of([node]), None)
+}
+
+/// [`scan_node_in`], remembering on the node (for as long as this version of it lives) that it is no GPU
+/// node in this scope when it has no DRA devices: the next scan of an unchanged CPU node costs a lookup. The
+/// result is the same.
+pub fn scan_node_remembered(
+    node: &ClusterNode,
+    scope: ScanScope,
+    dra: Option<DraNode>,
+) -> Option<NodeInventory> {
+    let key = (scope.signals(), std::ptr::from_ref(scope.health) as usize);
+    if dra.is_none() && node.no_gpu_in.get() == Some(key) {
+        return None;
+    }
+    let without_dra = dra.is_none();
+    let entry = scan_node_in(node, scope, dra);
+    if entry.is_none() && without_dra {
+        node.no_gpu_in.set(key);
+    }
+    entry
 }
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
