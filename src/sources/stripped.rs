@@ -105,23 +105,31 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
                 if let (Some(relist), Some(stripped)) =
                     (self.relist.as_mut(), (self.strip)(&object))
                 {
-                    relist.insert(key(&object), Arc::new(stripped));
+                    let key = key(&object);
+                    // An object that did not change keeps its `Arc`: the relist holds no second copy, and
+                    // what the scan derived from it stays (inventory::cluster_node::Derived).
+                    let kept = kept_or_new(objects.get(&key), stripped);
+                    relist.insert(key, kept);
                 }
                 false
             }
             watcher::Event::InitDone => {
                 let listed = self.relist.take().unwrap_or_default();
-                let changed = *objects != listed || !*self.ready.borrow();
+                // Unchanged objects kept their `Arc`s, so comparing pointers finds every change.
+                let changed = !same_arcs(&objects, &listed) || !*self.ready.borrow();
                 *objects = listed;
                 self.ready.send_replace(true);
                 changed
             }
             watcher::Event::Apply(object) => match (self.strip)(&object) {
                 Some(stripped) => {
-                    let stripped = Arc::new(stripped);
-                    objects
-                        .insert(key(&object), stripped.clone())
-                        .is_none_or(|old| old != stripped)
+                    let key = key(&object);
+                    let kept = kept_or_new(objects.get(&key), stripped);
+                    // A heartbeat leaves the stripped view as it was: the cached `Arc` stays.
+                    match objects.insert(key, kept.clone()) {
+                        Some(old) => !Arc::ptr_eq(&old, &kept),
+                        None => true,
+                    }
                 }
                 None => objects.remove(&key(&object)).is_some(),
             },
@@ -164,6 +172,79 @@ pub(crate) async fn feed<K: ResourceExt, T: PartialEq>(
     }
 }
 
+/// Whether both maps hold the same `Arc`s under the same keys.
+fn same_arcs<T>(a: &HashMap<ObjectKey, Arc<T>>, b: &HashMap<ObjectKey, Arc<T>>) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .all(|(key, x)| b.get(key).is_some_and(|y| Arc::ptr_eq(x, y)))
+}
+
+/// The cached `Arc` when it holds what `stripped` holds, else a new one.
+fn kept_or_new<T: PartialEq>(cached: Option<&Arc<T>>, stripped: T) -> Arc<T> {
+    match cached {
+        Some(cached) if **cached == stripped => cached.clone(),
+        _ => Arc::new(stripped),
+    }
+}
+
 fn key<K: ResourceExt>(object: &K) -> ObjectKey {
     (object.namespace().unwrap_or_default(), object.name_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use watcher::Event;
+
+    use super::*;
+
+    fn object(name: &str, value: &str, version: &str) -> ConfigMap {
+        let mut object = ConfigMap::default();
+        object.metadata.name = Some(name.into());
+        object.metadata.resource_version = Some(version.into());
+        object.data = Some(BTreeMap::from([("k".to_owned(), value.to_owned())]));
+        object
+    }
+
+    #[test]
+    fn an_unchanged_object_keeps_its_arc_through_updates_and_relists() {
+        let (store, mut writer) = stripped_store(|c: &ConfigMap| c.data.clone());
+        let key = (String::new(), "a".to_owned());
+        writer.apply(Event::Init);
+        writer.apply(Event::InitApply(object("a", "1", "1")));
+        assert!(writer.apply(Event::InitDone), "the first list is a change");
+        let first = store.get(&key).unwrap();
+        assert!(
+            !writer.apply(Event::Apply(object("a", "1", "2"))),
+            "a new version with the same view is no change"
+        );
+        assert!(Arc::ptr_eq(&first, &store.get(&key).unwrap()));
+        writer.apply(Event::Init);
+        writer.apply(Event::InitApply(object("a", "1", "3")));
+        assert!(
+            !writer.apply(Event::InitDone),
+            "a relist of the same view is no change"
+        );
+        assert!(Arc::ptr_eq(&first, &store.get(&key).unwrap()));
+        assert!(writer.apply(Event::Apply(object("a", "2", "4"))));
+        assert!(!Arc::ptr_eq(&first, &store.get(&key).unwrap()));
+        writer.apply(Event::Init);
+        writer.apply(Event::InitApply(object("a", "2", "5")));
+        writer.apply(Event::InitApply(object("b", "1", "5")));
+        assert!(
+            writer.apply(Event::InitDone),
+            "a relist that finds a new object is a change"
+        );
+        writer.apply(Event::Init);
+        writer.apply(Event::InitApply(object("a", "3", "6")));
+        writer.apply(Event::InitApply(object("b", "1", "6")));
+        assert!(
+            writer.apply(Event::InitDone),
+            "a relist that finds a changed object is a change"
+        );
+        assert!(writer.apply(Event::Delete(object("b", "1", "7"))));
+        assert_eq!(store.keys().len(), 1);
+    }
 }
