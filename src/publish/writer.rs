@@ -128,6 +128,11 @@ impl<T> GuardedWriter<T> {
         (write, rest)
     }
 
+    /// Counts a write skipped without a plan (the caller knows it would find nothing to write).
+    pub(crate) fn count_skipped(&self) {
+        self.skipped.inc();
+    }
+
     /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
     pub(crate) fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
         self.record_write_after(key, vec![cache_version], content);

@@ -10,6 +10,7 @@
 //! operators watching different nodes never touch each other's GpuNodes.
 
 pub(crate) mod plan;
+mod unchanged;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use crate::runtime::shutdown::Shutdown;
 use crate::sources::ChangeSignal;
 use crate::sources::stripped::{ObjectKey, StrippedStore, StrippedWriter, feed, stripped_store};
 use plan::{GpuNodeContent, GpuNodeDigest, GpuNodeWrite};
+use unchanged::{Read, Unchanged};
 
 /// How many GpuNode requests are in flight at once: enough to write thousands at start-up in seconds,
 /// few enough not to crowd out other clients of the API server (its default is 400 mutating in flight).
@@ -111,11 +113,12 @@ pub(crate) async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdo
         _ = store.wait_until_ready() => {}
         _ = shutdown.clone().wait() => { watch_task.abort(); return; }
     }
+    let mut unchanged = Unchanged::default();
     loop {
         let delay = match ctx.retry_wait(RETRY_KEY) {
             // The last write was refused (403): a change does not make the next one pass.
             Some(wait) => wait,
-            None => pass(&ctx, &api, &store, &scope).await,
+            None => pass(&ctx, &api, &store, &scope, &mut unchanged).await,
         };
         tokio::select! {
             alive = changes.next() => if !alive { break },
@@ -135,8 +138,9 @@ async fn pass(
     api: &Api<GpuNode>,
     store: &StrippedStore<CachedGpuNode>,
     scope: &GpuNodeScope,
+    unchanged: &mut Unchanged,
 ) -> Duration {
-    match reconcile_all(ctx, api, store, scope).await {
+    match reconcile_all(ctx, api, store, scope, unchanged).await {
         Ok(retry) => {
             ctx.reset_backoff(RETRY_KEY);
             let next = ctx.next_pass();
@@ -155,13 +159,15 @@ async fn pass(
     }
 }
 
-/// One pass: every GPU node's GpuNode planned against the cache, the writes sent, stale GpuNodes deleted.
-/// Returns when to look again for nodes still within their write gap.
+/// One pass: every GPU node's GpuNode planned against the cache (but those `unchanged` holds as current on
+/// the same objects), the writes sent, stale GpuNodes deleted. Returns when to look again for nodes still
+/// within their write gap; `unchanged` becomes what this pass found current.
 async fn reconcile_all(
     ctx: &Context,
     api: &Api<GpuNode>,
     store: &StrippedStore<CachedGpuNode>,
     scope: &GpuNodeScope,
+    unchanged: &mut Unchanged,
 ) -> Result<Option<Duration>> {
     let started = std::time::Instant::now();
     let inventory = ctx.inventory(&Selector::default());
@@ -183,6 +189,8 @@ async fn reconcile_all(
         now,
         retry: None,
         planned: 0,
+        last: unchanged,
+        current: Unchanged::default(),
     };
     let ops = plans
         .by_ref()
@@ -198,6 +206,7 @@ async fn reconcile_all(
         .collect()
         .await;
     let (planned, retry) = (plans.planned, plans.retry);
+    *unchanged = std::mem::take(&mut plans.current);
     if planned + deletes > 0 {
         debug!(
             written = planned,
@@ -236,6 +245,10 @@ struct Plans<'a> {
     retry: Option<Duration>,
     /// How many writes were planned.
     planned: usize,
+    /// What the last pass found current.
+    last: &'a Unchanged,
+    /// What this pass finds current.
+    current: Unchanged,
 }
 
 impl Iterator for Plans<'_> {
@@ -247,9 +260,22 @@ impl Iterator for Plans<'_> {
                 self.retry = Some(self.retry.map_or(wait, |r| r.min(wait)));
                 continue;
             }
-            if let Some(op) = plan_node(self.ctx, self.store, self.scope, entry, self.now) {
-                self.planned += 1;
-                return Some(op);
+            let read = Read {
+                entry: entry.clone(),
+                node: self.ctx.sources.node(&entry.name),
+                cached: self.store.get(&key(&entry.name)),
+            };
+            if self.last.holds(&entry.name, &read) {
+                self.ctx.gpunode_writer.count_skipped();
+                self.current.remember(entry.name.clone(), read);
+                continue;
+            }
+            match plan_node(self.ctx, self.scope, &read, self.now) {
+                Some(op) => {
+                    self.planned += 1;
+                    return Some(op);
+                }
+                None => self.current.remember(entry.name.clone(), read),
             }
         }
         None
@@ -258,21 +284,14 @@ impl Iterator for Plans<'_> {
 
 /// Plans one GPU node's GpuNode against the watch's cache and the writer's own recent writes; `None`: it is
 /// as planned already.
-fn plan_node(
-    ctx: &Context,
-    store: &StrippedStore<CachedGpuNode>,
-    scope: &GpuNodeScope,
-    entry: &NodeInventory,
-    now: Timestamp,
-) -> Option<Op> {
-    let node = ctx.sources.node(&entry.name);
+fn plan_node(ctx: &Context, scope: &GpuNodeScope, read: &Read, now: Timestamp) -> Option<Op> {
+    let (entry, node, cached_object) = (&read.entry, &read.node, &read.cached);
     let desired = plan::desired(
         entry,
         node.as_ref().and_then(|n| n.uid.as_deref()),
         node.as_ref().map(|n| &n.labels),
         &scope.keys,
     );
-    let cached_object = store.get(&key(&entry.name));
     let cached = Cached {
         version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
         content: cached_object.as_ref().map(|c| &c.content),

@@ -43,7 +43,10 @@ async fn each_gpu_node_gets_its_object_then_its_status_and_a_cpu_node_nothing() 
     let (store, _writer) = gpunode_store(&scope);
     let pass = {
         let (ctx, store, scope) = (ctx.clone(), store.clone(), scope.clone());
-        tokio::spawn(async move { reconcile_all(&ctx, &api(&ctx), &store, &scope).await })
+        tokio::spawn(async move {
+            let mut unchanged = Unchanged::default();
+            reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged).await
+        })
     };
     let (object, status) = answer_write(&mut server, "a", 5).await;
     assert_eq!(object["apiVersion"], "homelab.youngju.dev/v1");
@@ -76,10 +79,20 @@ async fn a_second_pass_over_unchanged_nodes_writes_nothing() {
     let (store, mut writer) = gpunode_store(&scope);
     let pass = {
         let (ctx, store, scope) = (ctx.clone(), store.clone(), scope.clone());
-        tokio::spawn(async move { reconcile_all(&ctx, &api(&ctx), &store, &scope).await })
+        tokio::spawn(async move {
+            let mut unchanged = Unchanged::default();
+            let result = reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged).await;
+            (result, unchanged)
+        })
     };
     let (object, status) = answer_write(&mut server, "a", 5).await;
-    pass.await.unwrap().expect("the pass succeeded");
+    let (result, mut unchanged) = pass.await.unwrap();
+    result.expect("the pass succeeded");
+    assert_eq!(
+        unchanged.len(),
+        0,
+        "a node just written is planned again next time"
+    );
     // The watch brings our write into the cache.
     let mut served = object;
     served["status"] = status["status"].clone();
@@ -88,11 +101,23 @@ async fn a_second_pass_over_unchanged_nodes_writes_nothing() {
     tokio::time::sleep(ctx.gpunode_writer.min_gap() + std::time::Duration::from_millis(50)).await;
     let again = tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        reconcile_all(&ctx, &api(&ctx), &store, &scope),
+        reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged),
     )
     .await
     .expect("the pass sent a request: an unchanged GpuNode was written");
     assert_eq!(again.expect("the pass succeeded"), None);
+    assert_eq!(unchanged.len(), 1, "found current on the cached objects");
+    // A third pass on the same objects skips the node without planning it, and counts the skip.
+    let skipped = ctx.gpunode_writer.skipped();
+    let gpunodes = api(&ctx);
+    let third = reconcile_all(&ctx, &gpunodes, &store, &scope, &mut unchanged);
+    let third = tokio::time::timeout(std::time::Duration::from_secs(5), third).await;
+    assert_eq!(
+        third.expect("no request").expect("the pass succeeded"),
+        None
+    );
+    assert_eq!(ctx.gpunode_writer.skipped(), skipped + 1);
+    assert_eq!(unchanged.len(), 1);
     server.assert_idle();
 }
 
@@ -108,7 +133,10 @@ async fn a_gpunode_without_its_gpu_node_is_deleted_and_one_already_gone_is_fine(
     writer.apply(Event::Apply(stale));
     let pass = {
         let (ctx, store, scope) = (ctx.clone(), store.clone(), scope.clone());
-        tokio::spawn(async move { reconcile_all(&ctx, &api(&ctx), &store, &scope).await })
+        tokio::spawn(async move {
+            let mut unchanged = Unchanged::default();
+            reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged).await
+        })
     };
     let delete = server
         .expect(Method::DELETE, &format!("{GPUNODES}/gone"))
@@ -131,7 +159,10 @@ async fn a_forbidden_status_write_fails_the_pass_and_is_planned_again() {
     let (store, _writer) = gpunode_store(&scope);
     let pass = {
         let (ctx, store, scope) = (ctx.clone(), store.clone(), scope.clone());
-        tokio::spawn(async move { reconcile_all(&ctx, &api(&ctx), &store, &scope).await })
+        tokio::spawn(async move {
+            let mut unchanged = Unchanged::default();
+            reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged).await
+        })
     };
     let object = server.expect(Method::PATCH, &format!("{GPUNODES}/a")).await;
     let mut answer = object.body.clone();
@@ -151,7 +182,10 @@ async fn a_forbidden_status_write_fails_the_pass_and_is_planned_again() {
     assert_eq!(ctx.gpunode_writer.written(), 0);
     let retry = {
         let (ctx, store, scope) = (ctx.clone(), store.clone(), scope.clone());
-        tokio::spawn(async move { reconcile_all(&ctx, &api(&ctx), &store, &scope).await })
+        tokio::spawn(async move {
+            let mut unchanged = Unchanged::default();
+            reconcile_all(&ctx, &api(&ctx), &store, &scope, &mut unchanged).await
+        })
     };
     answer_write(&mut server, "a", 7).await;
     retry.await.unwrap().expect("the retry succeeded");
