@@ -5,9 +5,9 @@
 //!
 //! Each kind is built the way the operator builds it, from the bench's own node templates
 //! (tests/fixtures, testkit::cluster::make_node, 20 container images) and pods (testkit::pods):
-//! - a node in the node cache: JSON decoded slim, turned into the core's `ClusterNode` (`cached_node_with`:
-//!   labels and resources interned) in the stripped store, as `sources/nodes.rs` does; GPU and other nodes
-//!   apart;
+//! - a node in the node cache: JSON decoded slim, turned into the core's `ClusterNode`
+//!   (`SlimNode::to_cluster_node`: labels and resources interned) in the stripped store, as `sources/nodes.rs`
+//!   does; GPU and other nodes apart;
 //! - a pod in the pod cache: decoded, reduced to a `GpuPod` (`None` for a pod asking for no GPU) in the
 //!   stripped store, as `sources/pods.rs` does;
 //! - a GPU node's entry in the model: what a scan holds once its interner shares it, per GPU node, and the
@@ -28,7 +28,7 @@ use gpu_inventory_operator::sources::stripped::stripped_store;
 use kube::runtime::watcher;
 use testkit::cached::{decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
-use testkit::lib_api::{ClusterNode, HealthTable, SlimNode, cached_node_with};
+use testkit::lib_api::{ClusterNode, HealthTable, SlimNode};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
 #[global_allocator]
@@ -78,7 +78,7 @@ fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<ClusterNod
         .map(|&i| listed_node(make_node(&templates, i, 20), i))
         .collect();
     let (store, mut writer) =
-        stripped_store(|slim: &SlimNode| Some(cached_node_with(slim, HealthTable::defaults())));
+        stripped_store(|slim: &SlimNode| Some(slim.to_cluster_node(HealthTable::defaults())));
     let before = heap();
     for bytes in &wire {
         let slim: SlimNode = serde_json::from_slice(bytes).expect("a listed node decodes slim");

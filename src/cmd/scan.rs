@@ -29,7 +29,6 @@ use crate::runtime::client::connect;
 use crate::sources::Snapshot;
 use crate::sources::dra::dra_api_served;
 use crate::sources::dump::{Dump, parse_dump};
-use crate::sources::nodes::cached_node_with;
 use crate::sources::pods::UNFINISHED_PODS;
 use crate::sources::slim::{SlimNode, SlimPod};
 use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
@@ -189,7 +188,7 @@ async fn list_cluster(
     let nodes: Api<SlimNode> = Api::all(client.clone());
     let table = global.health_table();
     let nodes = list_paged(&nodes, params, |slim| {
-        Some(Arc::new(cached_node_with(&slim, table)))
+        Some(Arc::new(slim.to_cluster_node(table)))
     })
     .await
     .map_err(Error::kube(format!("listing nodes on {url}")))?;

@@ -30,7 +30,7 @@ pub(crate) fn watch_nodes(
     impl Future<Output = ()> + Send + 'static,
 ) {
     let (store, mut writer) =
-        stripped_store(move |slim: &SlimNode| Some(cached_node_with(slim, table)));
+        stripped_store(move |slim: &SlimNode| Some(slim.to_cluster_node(table)));
     // Pages are read whole before decoding: 100 nodes (~1.5 MiB of JSON) instead of the default 500 keeps the
     // start-up peak low at the cost of a few more LIST pages.
     let mut config = watcher::Config::default().page_size(100);
@@ -44,10 +44,4 @@ pub(crate) fn watch_nodes(
         feed("nodes", events, &mut writer, &health, &changes).await;
     };
     (store, task)
-}
-
-/// A slim-decoded node as the cache keeps it (and as the one-shot `scan` reads it), keeping the health
-/// conditions `table` names.
-pub fn cached_node_with(slim: &SlimNode, table: &HealthTable) -> ClusterNode {
-    slim.to_cluster_node(table)
 }

@@ -251,7 +251,6 @@ mod tests {
     use crate::inventory::cluster_node::ClusterNode;
     use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_dump;
-    use crate::sources::nodes::cached_node_with;
 
     #[test]
     fn slim_decoding_reads_what_full_decoding_reads() {
@@ -269,7 +268,7 @@ mod tests {
                 .iter()
                 .map(|n| {
                     let slim = serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap();
-                    cached_node_with(&slim, HealthTable::defaults())
+                    SlimNode::to_cluster_node(&slim, HealthTable::defaults())
                 })
                 .collect();
             assert!(

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::lib_api::ClusterNode;
 
 use crate::Res;
-use crate::lib_api::{HealthTable, SlimNode, SlimPod, cached_node_with};
+use crate::lib_api::{HealthTable, SlimNode, SlimPod};
 use crate::pods::{PodRec, pod_object};
 
 /// `node` as the API server lists it, with a UID and a resourceVersion (`i` makes them unique).
@@ -20,7 +20,7 @@ pub fn listed_node(mut node: Node, i: usize) -> Vec<u8> {
 /// A listed node as the node cache holds it: decoded slim, stripped, the default health conditions kept.
 pub fn cached_node(listed: &[u8]) -> ClusterNode {
     let slim: SlimNode = serde_json::from_slice(listed).expect("a listed node decodes slim");
-    cached_node_with(&slim, HealthTable::defaults())
+    slim.to_cluster_node(HealthTable::defaults())
 }
 
 /// The pod `rec` describes as the API server lists it, with a UID and a resourceVersion (`i` makes them

@@ -8,7 +8,6 @@ pub use gpu_inventory_operator::crd::{GpuInventory, GpuNodeEntry};
 pub use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 pub use gpu_inventory_operator::inventory::health::HealthTable;
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
-pub use gpu_inventory_operator::sources::nodes::cached_node_with;
 pub use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
 
 use gpu_inventory_operator::inventory::allocation::allocate_node;

@@ -44,13 +44,6 @@ impl TextMap {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
-    /// The entries as owned strings (for the wire types that hold a `BTreeMap`).
-    pub fn to_btree(&self) -> std::collections::BTreeMap<String, String> {
-        self.iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-    }
 }
 
 /// Keeps the last value of a repeated key, as a JSON object decoded into a map does.
@@ -99,7 +92,6 @@ mod tests {
             b.get("gpu").unwrap().as_ptr()
         ));
         assert_eq!(format!("{b:?}"), r#"{"gpu": "H100"}"#);
-        assert_eq!(a.to_btree().len(), 2);
         assert!(TextMap::default().is_empty());
     }
 }

@@ -269,8 +269,9 @@ fn real_nodes_scan_the_same_after_the_watch_strips_them() {
     let cached: Vec<crate::inventory::cluster_node::ClusterNode> = nodes
         .iter()
         .map(|n| {
-            let slim = serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap();
-            crate::sources::nodes::cached_node_with(&slim, HealthTable::defaults())
+            let slim: crate::sources::slim::SlimNode =
+                serde_json::from_value(serde_json::to_value(n).unwrap()).unwrap();
+            slim.to_cluster_node(HealthTable::defaults())
         })
         .collect();
     assert_eq!(
