@@ -5,7 +5,12 @@
 //! The fleet is the bench's (testkit::cluster::make_node from tests/fixtures: 1 node in 5 a GPU node) with
 //! 1.54 pods a node of which one in five asks for GPUs, bound round-robin to the GPU nodes, as in `make bench`'s
 //! scale scenario. Each size is scanned SCAN_COST_RUNS times (default 15) after one warm-up, and the median,
-//! minimum and maximum are printed with the cost per node; `ScanScope::of` is timed alone too.
+//! minimum and maximum are printed with the cost per node; `ScanScope::of` is timed alone too. Two passes
+//! are timed side by side:
+//! - every entry built: the scan without the caches' `Arc`s, as before a GPU node's entry could be reused;
+//! - a pass after 50 pod changes: the operator's scan (`ScanInput::shared`), with 50 GPU pods replaced by new
+//!   `Arc`s before each scan, as the pod cache replaces a changed pod (50 changes a pass is the scale
+//!   scenario's churn of 50 changes/s at about one pass a second). Only their nodes are built again.
 //!
 //! Usage: `cargo bench --bench scan-cost -- [NODES ...]` (default 5000 65000).
 
@@ -78,9 +83,10 @@ fn main() {
     println!("scan cost: median (min..max) of {runs} scans, one thread");
     for n in sizes {
         let (nodes, pods) = fleet(n);
+        let mut pods = pods;
         let interner = NodeInterner::default();
         let mut held = None;
-        let (median, min, max) = timed(runs, || {
+        let built = timed(runs, || {
             // The previous scan is held while the next is made, as a publisher holds its last one.
             held = Some(scan(
                 ScanInput::nodes(nodes.iter().map(|n| n.as_ref()))
@@ -88,20 +94,36 @@ fn main() {
                     .interner(&interner),
             ));
         });
+        let interner = NodeInterner::default();
+        let mut next = 0;
+        let changed = timed(runs, || {
+            for _ in 0..50.min(pods.len()) {
+                pods[next] = Arc::new((*pods[next]).clone());
+                next = (next + 1) % pods.len();
+            }
+            held = Some(scan(ScanInput::shared(&nodes, &pods).interner(&interner)));
+        });
         let (scope, _, _) = timed(runs, || {
             std::hint::black_box(ScanScope::of(nodes.iter().map(|n| n.as_ref())));
         });
         let gpu_nodes = held.as_ref().map_or(0, |i| i.total_gpu_nodes);
         println!(
-            "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods): scan {:.1} ms ({:.1}..{:.1}), {:.2} us a node; \
-             of which ScanScope::of {:.1} ms",
+            "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods); ScanScope::of {:.1} ms",
             pods.len(),
-            ms(median),
-            ms(min),
-            ms(max),
-            median.as_secs_f64() * 1e6 / n as f64,
             ms(scope)
         );
+        for (pass, (median, min, max)) in [
+            ("every entry built", built),
+            ("after 50 pod changes", changed),
+        ] {
+            println!(
+                "    {pass:<22} {:>7.1} ms ({:.1}..{:.1}), {:.2} us a node",
+                ms(median),
+                ms(min),
+                ms(max),
+                median.as_secs_f64() * 1e6 / n as f64,
+            );
+        }
     }
 }
 

@@ -90,6 +90,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         configmap_skipped = ctx.configmap_writer.skipped(),
         gpunode_writes = ctx.gpunode_writer.written(),
         scans = ctx.scans.computed(),
+        entries_reused = ctx.scans.entries_reused(),
         "stopped"
     );
     result

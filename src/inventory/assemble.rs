@@ -11,7 +11,7 @@ use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{self, DraInput};
 use crate::inventory::health::HealthTable;
-use crate::inventory::interner::NodeInterner;
+use crate::inventory::interner::{MadeFrom, NodeInterner};
 use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
@@ -33,6 +33,8 @@ pub enum NodeUniverse {
 pub struct ScanInput<'a> {
     nodes: Vec<&'a ClusterNode>,
     pods: Vec<&'a GpuPod>,
+    /// The caches' `Arc`s of `nodes` and `pods`, in the same order, when the scan was given them.
+    shared: Option<Shared<'a>>,
     dra: DraInput<'a>,
     selector: Option<&'a Selector>,
     universe: NodeUniverse,
@@ -50,9 +52,22 @@ impl<'a> ScanInput<'a> {
         }
     }
 
+    /// These nodes and pods as the caches hold them. Their identity lets a scan with an interner reuse a
+    /// node's entry made from the very same node and pods (see [`crate::inventory::interner`]); the result
+    /// is the same as [`ScanInput::nodes`] with [`ScanInput::pods`].
+    pub fn shared(nodes: &'a [Arc<ClusterNode>], pods: &'a [Arc<GpuPod>]) -> ScanInput<'a> {
+        ScanInput {
+            nodes: nodes.iter().map(AsRef::as_ref).collect(),
+            pods: pods.iter().map(AsRef::as_ref).collect(),
+            shared: Some(Shared { nodes, pods }),
+            ..Default::default()
+        }
+    }
+
     /// The pods whose holdings and demand are accounted.
     pub fn pods(mut self, pods: impl IntoIterator<Item = &'a GpuPod>) -> ScanInput<'a> {
         self.pods = pods.into_iter().collect();
+        self.shared = None;
         self
     }
 
@@ -91,48 +106,94 @@ impl<'a> ScanInput<'a> {
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
 /// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
-/// holdings put on it at once. Then the totals and the demand are summed.
+/// holdings put on it at once. Then the totals and the demand are summed. With an interner and the caches'
+/// `Arc`s ([`ScanInput::shared`]), a GPU node whose entry was made from the very same node, pods and scope is
+/// not scanned again: the interner hands out that entry.
 pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut dra = dra::resolve(&input.dra);
     let matcher = input.selector.map(LabelMatcher::new);
-    let selected: Vec<&ClusterNode> = input
+    let selected: Vec<Selected<'_>> = input
         .nodes
-        .into_iter()
-        .filter(|node| matcher.as_ref().is_none_or(|m| m.matches(&node.labels)))
-        .collect();
-    let scope = ScanScope::of(selected.iter().copied()).with_health(input.health);
-    let facts: HashMap<&str, NodeFacts<'_>> = selected
         .iter()
-        .map(|n| {
+        .enumerate()
+        .filter(|(_, node)| matcher.as_ref().is_none_or(|m| m.matches(&node.labels)))
+        .map(|(i, node)| Selected {
+            node,
+            arc: input.shared.map(|shared| &shared.nodes[i]),
+        })
+        .collect();
+    let scope = ScanScope::of(selected.iter().map(|s| s.node)).with_health(input.health);
+    let key = scope.key();
+    let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
+    // Each node in input order (the first of a repeated name gets the node's DRA devices); only GPU nodes
+    // give an entry, and only those are sorted by name.
+    let mut scanned: Vec<Scanned<'_>> = Vec::new();
+    for at in &selected {
+        let name = name_of(at.node);
+        let devices = dra.nodes.remove(name);
+        if devices.is_none() && scanner::known_no_gpu(at.node, scope) {
+            continue;
+        }
+        // Only an entry that nothing but its node and its pods shaped can be reused.
+        let holding = devices
+            .is_none()
+            .then(|| holders.identity(name, &dra))
+            .flatten();
+        let kept = input
+            .interner
+            .zip(at.arc)
+            .zip(holding.as_deref())
+            .and_then(|((interner, arc), holding)| interner.made_from(name, arc, key, holding));
+        let entry = match kept {
+            Some(kept) => Entry::Kept(kept),
+            None => match scanner::scan_node_remembered(at.node, scope, devices) {
+                Some(fresh) => Entry::Fresh(fresh),
+                None => continue,
+            },
+        };
+        scanned.push(Scanned {
+            at: *at,
+            holding,
+            entry,
+        });
+    }
+    // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
+    let facts: HashMap<&str, NodeFacts<'_>> = scanned
+        .iter()
+        .map(|s| {
             let facts = NodeFacts {
-                labels: Some(&n.labels),
-                allocatable_known: n.allocatable.is_some(),
+                labels: Some(&s.at.node.labels),
+                allocatable_known: s.at.node.allocatable.is_some(),
             };
-            (name_of(n), facts)
+            (name_of(s.at.node), facts)
         })
         .collect();
     let facts = |name: &str| facts.get(name).copied().unwrap_or_default();
-    // Each node in input order (the first of a repeated name gets the node's DRA devices); only GPU nodes
-    // give an entry, and only those are sorted by name.
-    let mut scanned: Vec<NodeInventory> = selected
-        .iter()
-        .filter_map(|node| {
-            scanner::scan_node_remembered(node, scope, dra.nodes.remove(name_of(node)))
-        })
-        .collect();
-    scanned.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut holders = Holders::of(&input.pods);
+    scanned.sort_by(|a, b| a.name().cmp(b.name()));
     let mut nodes = Vec::with_capacity(scanned.len());
     let mut scanned = scanned.into_iter().peekable();
     while let Some(mut kept) = scanned.next() {
         // Names are unique in a real cluster; a hand-made dump may repeat one. The entry kept is the least
-        // by content, so it does not depend on the input order.
-        while let Some(other) = scanned.next_if(|e| e.name == kept.name) {
-            if format!("{other:?}") < format!("{kept:?}") {
-                kept = other;
-            }
+        // by content (before holdings), so it does not depend on the input order.
+        while let Some(other) = scanned.next_if(|e| e.name() == kept.name()) {
+            let (a, b) = (kept.fresh(scope), other.fresh(scope));
+            kept = if format!("{:?}", b.entry) < format!("{:?}", a.entry) {
+                b
+            } else {
+                a
+            };
         }
-        nodes.push(holders.place(kept, &facts, &dra, input.interner));
+        nodes.push(match kept.entry {
+            Entry::Kept(entry) => entry,
+            Entry::Fresh(entry) => {
+                let made_from = kept.at.arc.zip(kept.holding).map(|(node, pods)| MadeFrom {
+                    node: node.clone(),
+                    holders: pods.into_iter().cloned().collect(),
+                    scope: key,
+                });
+                holders.place(entry, &facts, &dra, input.interner, made_from)
+            }
+        });
     }
     let scope = DemandScope {
         all_nodes: input.universe == NodeUniverse::Cluster
@@ -149,6 +210,63 @@ fn name_of(node: &ClusterNode) -> &str {
     &node.name
 }
 
+/// The caches' `Arc`s of a scan's nodes and pods ([`ScanInput::shared`]).
+#[derive(Clone, Copy, Debug)]
+struct Shared<'a> {
+    nodes: &'a [Arc<ClusterNode>],
+    pods: &'a [Arc<GpuPod>],
+}
+
+/// A node the selector picked, and its cache's `Arc` when the scan has them.
+#[derive(Clone, Copy)]
+struct Selected<'a> {
+    node: &'a ClusterNode,
+    arc: Option<&'a Arc<ClusterNode>>,
+}
+
+/// A GPU node's entry: built by this scan (holdings still to place), or an earlier scan's, complete.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a fresh entry is moved into its Arc once; boxing it first would allocate twice"
+)]
+enum Entry {
+    Fresh(NodeInventory),
+    Kept(Arc<NodeInventory>),
+}
+
+/// A scanned GPU node: where it came from, the pods holding on it when only they and the node shape its
+/// entry (see [`Holders::identity`]), and its entry.
+struct Scanned<'a> {
+    at: Selected<'a>,
+    holding: Option<Vec<&'a Arc<GpuPod>>>,
+    entry: Entry,
+}
+
+impl Scanned<'_> {
+    fn name(&self) -> &str {
+        match &self.entry {
+            Entry::Fresh(entry) => &entry.name,
+            Entry::Kept(entry) => &entry.name,
+        }
+    }
+
+    /// The same node with an entry built by this scan, to compare with another of its name. A kept entry
+    /// came from a node without DRA devices, so it is scanned again without them.
+    fn fresh(self, scope: ScanScope) -> Self {
+        if matches!(self.entry, Entry::Fresh(_)) {
+            return self;
+        }
+        match scanner::scan_node_remembered(self.at.node, scope, None) {
+            Some(entry) => Scanned {
+                entry: Entry::Fresh(entry),
+                ..self
+            },
+            None => self,
+        }
+    }
+}
+
 /// The inventory of scanned GPU nodes (sorted by name, their DRA devices in them): the pods' and claims'
 /// holdings go on the nodes, then the totals and the demand are summed. `facts(node)` tells what the entries
 /// do not (see [`NodeFacts`]).
@@ -159,44 +277,72 @@ pub fn assemble<'n>(
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
-    let mut holders = Holders::of(pods);
+    let mut holders = Holders::of(pods, None);
     let nodes = nodes
         .into_iter()
-        .map(|node| holders.place(node, &facts, dra, None))
+        .map(|node| holders.place(node, &facts, dra, None, None))
         .collect();
     sum_up(nodes, pods, scope, dra, facts)
 }
 
-/// The pods that hold something on each node, by node name, until their node's entry takes them.
-struct Holders<'p>(HashMap<&'p str, Vec<&'p GpuPod>>);
+/// The pods that hold something on each node (by index in `pods`, by node name), until their node's entry
+/// takes them.
+struct Holders<'p> {
+    pods: &'p [&'p GpuPod],
+    arcs: Option<&'p [Arc<GpuPod>]>,
+    on_node: HashMap<&'p str, Vec<usize>>,
+}
 
 impl<'p> Holders<'p> {
-    fn of(pods: &[&'p GpuPod]) -> Self {
-        let mut on_node: HashMap<&str, Vec<&GpuPod>> = HashMap::new();
-        for pod in pods {
+    /// `arcs`: the caches' `Arc`s of `pods`, in the same order, if the scan has them.
+    fn of(pods: &'p [&'p GpuPod], arcs: Option<&'p [Arc<GpuPod>]>) -> Self {
+        let mut on_node: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, pod) in pods.iter().enumerate() {
             if let Some(node) = pod.node.as_deref()
                 && pod.holds_on(node)
             {
-                on_node.entry(node).or_default().push(pod);
+                on_node.entry(node).or_default().push(i);
             }
         }
-        Holders(on_node)
+        Holders {
+            pods,
+            arcs,
+            on_node,
+        }
+    }
+
+    /// The `Arc`s of the pods holding on `node`, when the scan has them and no DRA claim meets any of their
+    /// requests (then the node's allocation depends on the node and these pods alone).
+    fn identity(&self, node: &str, dra: &dra::DraView) -> Option<Vec<&'p Arc<GpuPod>>> {
+        let arcs = self.arcs?;
+        let on_node = self
+            .on_node
+            .get(node)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        on_node
+            .iter()
+            .map(|&i| (!allocation::requests_met_by_claims(self.pods[i], dra)).then_some(&arcs[i]))
+            .collect()
     }
 
     /// Puts the holdings of `node`'s pods on it; the entry is interned as soon as it is complete (when an
-    /// interner is given), so the fresh copy of an unchanged node is dropped before the next one is made.
+    /// interner is given, with what it was made from when known), so the fresh copy of an unchanged node is
+    /// dropped before the next one is made.
     fn place<'n>(
         &mut self,
         mut node: NodeInventory,
         facts: &impl Fn(&str) -> NodeFacts<'n>,
         dra: &dra::DraView,
         interner: Option<&NodeInterner>,
+        made_from: Option<MadeFrom>,
     ) -> Arc<NodeInventory> {
-        let holders = self.0.remove(node.name.as_str()).unwrap_or_default();
+        let on_node = self.on_node.remove(node.name.as_str()).unwrap_or_default();
+        let holders: Vec<&GpuPod> = on_node.iter().map(|&i| self.pods[i]).collect();
         let known = facts(&node.name).allocatable_known;
         allocation::allocate_node_with(&node, &holders, known, dra).apply(&mut node);
         match interner {
-            Some(interner) => interner.intern(node),
+            Some(interner) => interner.intern_made_from(node, made_from),
             None => Arc::new(node),
         }
     }
@@ -227,3 +373,6 @@ fn sum_up<'n>(
         nodes,
     }
 }
+
+#[cfg(test)]
+mod reuse_tests;

@@ -53,6 +53,12 @@ impl SharedScans {
         inventory
     }
 
+    /// How many GPU node entries scans took from earlier ones without building them (see
+    /// [`NodeInterner`]).
+    pub(crate) fn entries_reused(&self) -> u64 {
+        self.interner.reused()
+    }
+
     /// How many scans were computed (not served from the memo) so far.
     pub(crate) fn computed(&self) -> u64 {
         self.computed.load(std::sync::atomic::Ordering::Relaxed)

@@ -99,8 +99,7 @@ impl Snapshot {
             classes: self.classes.iter().map(AsRef::as_ref).collect(),
             taint_rules: self.taint_rules.iter().map(AsRef::as_ref).collect(),
         };
-        let input = ScanInput::nodes(self.nodes.iter().map(AsRef::as_ref))
-            .pods(self.pods.iter().map(AsRef::as_ref))
+        let input = ScanInput::shared(&self.nodes, &self.pods)
             .dra(dra)
             .selector(selector)
             .universe(universe)

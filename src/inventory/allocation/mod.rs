@@ -194,17 +194,28 @@ pub fn allocate_node_with(
     }
 }
 
+/// Whether a DRA claim meets any of `pod`'s requests (KEP-5004): then the DRA objects shape its node's
+/// allocation, not the pod and the node alone.
+pub fn requests_met_by_claims(pod: &GpuPod, dra: &DraView) -> bool {
+    pod.requests
+        .keys()
+        .any(|resource| met_by_claim(pod, dra, resource))
+}
+
+/// Whether a DRA claim meets `pod`'s request for `resource`.
+fn met_by_claim(pod: &GpuPod, dra: &DraView, resource: &str) -> bool {
+    dra.claim_serves(
+        &pod.namespace,
+        &pod.name,
+        pod.extended_claim.as_deref(),
+        resource,
+    )
+}
+
 /// The pod's requests the device plugin meets: all of them, but those a DRA claim meets (KEP-5004).
 fn plugin_requests_of<'p>(pod: &'p GpuPod, dra: &DraView) -> Cow<'p, BTreeMap<String, u64>> {
-    let met_by_claim = |resource: &str| {
-        dra.claim_serves(
-            &pod.namespace,
-            &pod.name,
-            pod.extended_claim.as_deref(),
-            resource,
-        )
-    };
-    if !pod.requests.keys().any(|r| met_by_claim(r)) {
+    let met_by_claim = |resource: &str| met_by_claim(pod, dra, resource);
+    if !requests_met_by_claims(pod, dra) {
         return Cow::Borrowed(&pod.requests);
     }
     Cow::Owned(

@@ -102,6 +102,12 @@ impl ScanScope {
         self
     }
 
+    /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
+    /// signals and which health table (by address: tables are `'static` and never freed).
+    pub(crate) fn key(&self) -> (u64, usize) {
+        (self.signals(), std::ptr::from_ref(self.health) as usize)
+    }
+
     /// The scope, reading health conditions with `table` (the defaults otherwise).
     pub fn with_health(mut self, table: &'static HealthTable) -> ScanScope {
         self.health = table;
@@ -124,16 +130,21 @@ pub fn scan_node_remembered(
     scope: ScanScope,
     dra: Option<DraNode>,
 ) -> Option<NodeInventory> {
-    let key = (scope.signals(), std::ptr::from_ref(scope.health) as usize);
-    if dra.is_none() && node.no_gpu_in.get() == Some(key) {
+    if dra.is_none() && known_no_gpu(node, scope) {
         return None;
     }
+    let key = scope.key();
     let without_dra = dra.is_none();
     let entry = scan_node_in(node, scope, dra);
     if entry.is_none() && without_dra {
         node.no_gpu_in.set(key);
     }
     entry
+}
+
+/// Whether an earlier scan found `node` (this version of it, without DRA devices) no GPU node in `scope`.
+pub fn known_no_gpu(node: &ClusterNode, scope: ScanScope) -> bool {
+    node.no_gpu_in.get() == Some(scope.key())
 }
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
