@@ -9,8 +9,11 @@
 //! `nodesMessage` says where they are.
 
 use std::io;
+use std::sync::Arc;
 
+use super::wire::{self, Detail};
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
+use crate::inventory::model::NodeInventory;
 
 /// Default room for `nodes[]` (`--status-nodes-budget`): 64 KiB, about 100-200 node entries.
 #[cfg(test)]
@@ -43,10 +46,25 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     counter.0
 }
 
-/// Which of `entries` fit `budget` bytes of JSON (plus a separator each): see [`select_within`].
-pub(crate) fn keep_within(entries: &[GpuNodeEntry], budget: usize) -> Vec<usize> {
-    let sizes: Vec<usize> = entries.iter().map(|e| json_size(e) + 1).collect();
-    select_within(&sizes, |i| !entries[i].issues.is_empty(), budget)
+/// The entries `nodes[]` lists within `budget` bytes of JSON (plus a separator each), chosen as
+/// [`select_within`] does, in name order, and how many GPU nodes were left out. Each node's entry is built and
+/// sized one at a time, and only the kept ones are built to be held: at 20,000 nodes, holding every entry at
+/// once to keep the ~115 the default budget lists was 13 MB of each status pass's heap (benches/RESULTS.md).
+pub(crate) fn node_entries_within(
+    nodes: &[Arc<NodeInventory>],
+    budget: usize,
+) -> (Vec<GpuNodeEntry>, usize) {
+    let sizes: Vec<usize> = nodes
+        .iter()
+        .map(|node| json_size(&wire::node_entry(node, Detail::Counts)) + 1)
+        .collect();
+    let kept = select_within(&sizes, |i| nodes[i].has_issues(), budget);
+    let omitted = nodes.len() - kept.len();
+    let entries = kept
+        .into_iter()
+        .map(|i| wire::node_entry(&nodes[i], Detail::Counts))
+        .collect();
+    (entries, omitted)
 }
 
 /// Which items of these `sizes` fit `budget`: those with `has_issues` first, then the others, each group in
@@ -74,23 +92,8 @@ pub(crate) fn select_within(
     kept
 }
 
-/// Cuts `nodes[]` to `budget` bytes (see [`keep_within`]); sets `omittedNodes` and `nodesMessage`.
-/// Returns how many were left out.
-pub(crate) fn fit_nodes(status: &mut GpuInventoryStatus, budget: usize) -> usize {
-    let kept = keep_within(&status.nodes, budget);
-    let omitted = status.nodes.len() - kept.len();
-    if omitted > 0 {
-        let mut keep = kept.into_iter().peekable();
-        let mut index = 0usize;
-        status.nodes.retain(|_| {
-            let here = keep.peek() == Some(&index);
-            if here {
-                keep.next();
-            }
-            index += 1;
-            here
-        });
-    }
+/// Sets `omittedNodes` and `nodesMessage` when `omitted` GPU nodes were left out of `nodes[]` by `budget`.
+pub(crate) fn note_omitted(status: &mut GpuInventoryStatus, omitted: usize, budget: usize) {
     status.omitted_nodes = (omitted > 0).then(|| u32::try_from(omitted).unwrap_or(u32::MAX));
     status.nodes_message = (omitted > 0).then(|| {
         format!(
@@ -100,54 +103,56 @@ pub(crate) fn fit_nodes(status: &mut GpuInventoryStatus, budget: usize) -> usize
             status.total_gpu_nodes
         )
     });
-    omitted
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::NodeIssue;
+    use crate::inventory::model::{Inventory, IssueReason};
+    use crate::inventory::test_support::entry;
+    use crate::publish::content::status::{NodeList, desired_status};
 
-    fn status(n: usize) -> GpuInventoryStatus {
-        GpuInventoryStatus {
+    fn inventory(n: usize) -> Inventory {
+        Inventory {
             total_gpu_nodes: n as u32,
             nodes: (0..n)
-                .map(|i| GpuNodeEntry {
-                    name: format!("gpu-{i:04}"),
-                    ready: true,
-                    count: 8,
-                    product: Some("NVIDIA-H100-80GB-HBM3".into()),
-                    ..Default::default()
+                .map(|i| {
+                    let mut node = entry(&format!("gpu-{i:04}"), true, 8, &[]);
+                    node.product = Some("NVIDIA-H100-80GB-HBM3".into());
+                    Arc::new(node)
                 })
                 .collect(),
             ..Default::default()
         }
     }
 
-    fn issue(reason: &str) -> Vec<NodeIssue> {
-        vec![NodeIssue {
-            reason: reason.into(),
-            message: format!("{reason} details"),
-            severity: "Degraded".into(),
-            since: None,
-        }]
+    fn with_issue(inventory: &mut Inventory, i: usize, reason: IssueReason) {
+        let name = inventory.nodes[i].name.clone();
+        Arc::make_mut(&mut inventory.nodes[i]).issues = entry(&name, true, 8, &[reason]).issues;
+    }
+
+    fn within(inventory: &Inventory, budget: usize) -> GpuInventoryStatus {
+        desired_status(inventory, None, NodeList::Within(budget))
     }
 
     #[test]
     fn small_statuses_are_untouched() {
-        let mut s = status(10);
-        assert_eq!(fit_nodes(&mut s, STATUS_NODES_BUDGET_BYTES), 0);
+        let inventory = inventory(10);
+        let s = within(&inventory, STATUS_NODES_BUDGET_BYTES);
         assert_eq!((s.nodes.len(), s.omitted_nodes), (10, None));
         assert_eq!(s.nodes_message, None);
+        assert_eq!(
+            s.nodes[3],
+            wire::node_entry(&inventory.nodes[3], Detail::Counts)
+        );
     }
 
     #[test]
     fn large_statuses_keep_what_fits_and_say_where_the_rest_is() {
-        let mut s = status(100);
-        let omitted = fit_nodes(&mut s, 1000);
+        let s = within(&inventory(100), 1000);
+        let omitted = s.omitted_nodes.expect("some are left out") as usize;
         assert!(omitted > 0 && !s.nodes.is_empty());
         assert_eq!(s.nodes.len() + omitted, 100);
-        assert_eq!(s.omitted_nodes, Some(omitted as u32));
         assert_eq!(s.total_gpu_nodes, 100, "totals still cover every node");
         assert!(serde_json::to_vec(&s.nodes).unwrap().len() <= 1000);
         let message = s.nodes_message.unwrap();
@@ -160,12 +165,12 @@ mod tests {
 
     #[test]
     fn nodes_with_issues_are_kept_first_and_the_list_stays_sorted() {
-        let mut s = status(100);
+        let mut inventory = inventory(100);
         // Two problem nodes at the end of the name order: a cut by position would drop them.
-        s.nodes[98].issues = issue("NotReady");
-        s.nodes[99].issues = issue("Overcommitted");
-        let per_entry = json_size(&s.nodes[0]) + 1;
-        fit_nodes(&mut s, per_entry * 5);
+        with_issue(&mut inventory, 98, IssueReason::NotReady);
+        with_issue(&mut inventory, 99, IssueReason::Overcommitted);
+        let per_entry = json_size(&wire::node_entry(&inventory.nodes[0], Detail::Counts)) + 1;
+        let s = within(&inventory, per_entry * 5);
         let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
         assert!(
             names.contains(&"gpu-0098") && names.contains(&"gpu-0099"),
@@ -179,5 +184,6 @@ mod tests {
             (3..100).contains(&names.len()),
             "healthy nodes fill the rest of the budget: {names:?}"
         );
+        assert_eq!(s.omitted_nodes, Some(100 - names.len() as u32));
     }
 }

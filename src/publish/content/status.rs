@@ -1,6 +1,6 @@
 //! The status a GpuInventory should have, made from the model (pure; the plan stamps the times).
 
-use super::size_budget::{PROBLEM_NODES_LIMIT, fit_nodes};
+use super::size_budget::{PROBLEM_NODES_LIMIT, node_entries_within, note_omitted};
 use super::wire::{self, Detail};
 use crate::crd::GpuInventoryStatus;
 use crate::inventory::model::Inventory;
@@ -22,9 +22,13 @@ pub fn desired_status(
     generation: Option<i64>,
     list: NodeList,
 ) -> GpuInventoryStatus {
-    let detail = match list {
-        NodeList::Within(_) => Detail::Counts,
-        NodeList::All(detail) => detail,
+    // Within a budget only the entries kept are built to be held (see `node_entries_within`).
+    let (nodes, omitted) = match list {
+        NodeList::Within(budget) => node_entries_within(&inventory.nodes, budget),
+        NodeList::All(detail) => {
+            let all = inventory.nodes.iter().map(|n| wire::node_entry(n, detail));
+            (all.collect(), 0)
+        }
     };
     let mut status = GpuInventoryStatus {
         observed_time: None,
@@ -38,11 +42,7 @@ pub fn desired_status(
         resources: inventory.resources.iter().map(wire::resource).collect(),
         products: inventory.products.iter().map(wire::product).collect(),
         namespaces: inventory.namespaces.iter().map(wire::namespace).collect(),
-        nodes: inventory
-            .nodes
-            .iter()
-            .map(|n| wire::node_entry(n, detail))
-            .collect(),
+        nodes,
         problem_nodes: inventory
             .problem_nodes()
             .take(PROBLEM_NODES_LIMIT)
@@ -54,7 +54,7 @@ pub fn desired_status(
         conditions: wire::conditions(inventory, generation),
     };
     if let NodeList::Within(budget) = list {
-        fit_nodes(&mut status, budget);
+        note_omitted(&mut status, omitted, budget);
     }
     status
 }
