@@ -7,7 +7,6 @@
 //! report alike are equal: heartbeats, the text of conditions nobody reports and cpu or memory do not show.
 
 mod derived;
-mod text_map;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::inventory::health::HealthTable;
 use crate::inventory::vendors::is_read_resource;
 pub use derived::Derived;
-pub use text_map::{Text, TextMap};
+
+use crate::inventory::text_map::{Text, TextMap};
 
 /// A node as the scan reads it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,0 +1,97 @@
+//! What the scan of one node needs to know about the other nodes in scope: which labellers run there, and
+//! which health table reads the conditions.
+
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::health::HealthTable;
+use crate::inventory::label_reader::LabelReader;
+use crate::inventory::model::Vendor;
+use crate::inventory::vendors::{self, nvidia::gfd_labels};
+
+/// What the scan of one node needs to know about the others in scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanScope {
+    /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
+    /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
+    pub(crate) gfd_installed: bool,
+    /// Per vendor (in `Vendor::ALL` order but NVIDIA, which is `gfd_installed`): some node in scope carries
+    /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
+    pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
+    /// Which node conditions are GPU health, and who sets them.
+    pub(crate) health: &'static HealthTable,
+}
+
+impl ScanScope {
+    /// Whether some node in scope carries `vendor`'s labels.
+    pub(crate) fn labelled(&self, vendor: Vendor) -> bool {
+        match vendor {
+            Vendor::Nvidia => self.gfd_installed,
+            other => Vendor::ALL
+                .iter()
+                .position(|v| *v == other)
+                .is_some_and(|i| self.vendor_labels[i]),
+        }
+    }
+}
+
+impl ScanScope {
+    /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
+    /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
+        let signals = nodes
+            .into_iter()
+            .fold(0, |signals, node| signals | Self::signals_of(node));
+        ScanScope::default().with_signals(signals)
+    }
+
+    /// What `node`'s labels add to a scope, as [`ScanScope::signals`] encodes it.
+    fn signals_of(node: &ClusterNode) -> u64 {
+        if let Some(signals) = node.scope_signals.get() {
+            return signals;
+        }
+        let labels = &node.labels;
+        let mut own = ScanScope {
+            gfd_installed: labels.iter().any(|(k, v)| gfd_labels::is_gfd_label(k, v)),
+            ..ScanScope::default()
+        };
+        let reader = LabelReader::new(Some(labels));
+        for (i, vendor) in Vendor::ALL.iter().enumerate() {
+            own.vendor_labels[i] = vendors::labelled(*vendor, &reader);
+        }
+        let signals = own.signals();
+        node.scope_signals.set(signals);
+        signals
+    }
+
+    /// The scope's label signals as bits: GPU Feature Discovery, then each vendor in `Vendor::ALL` order.
+    fn signals(&self) -> u64 {
+        let vendors = self
+            .vendor_labels
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (i, labelled)| {
+                bits | (u64::from(*labelled) << (i + 1))
+            });
+        u64::from(self.gfd_installed) | vendors
+    }
+
+    /// The scope with these [`ScanScope::signals`] added.
+    fn with_signals(mut self, signals: u64) -> ScanScope {
+        self.gfd_installed |= signals & 1 != 0;
+        for (i, labelled) in self.vendor_labels.iter_mut().enumerate() {
+            *labelled |= signals & (1 << (i + 1)) != 0;
+        }
+        self
+    }
+
+    /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
+    /// signals and which health table (by address: tables are `'static` and never freed).
+    pub(crate) fn key(&self) -> (u64, usize) {
+        (self.signals(), std::ptr::from_ref(self.health) as usize)
+    }
+
+    /// The scope, reading health conditions with `table` (the defaults otherwise).
+    pub fn with_health(mut self, table: &'static HealthTable) -> ScanScope {
+        self.health = table;
+        self
+    }
+}
