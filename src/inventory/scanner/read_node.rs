@@ -12,8 +12,8 @@ use crate::inventory::health;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Amount, IssueReason, NodeInventory, Source, Vendor};
 use crate::inventory::resources::accelerator_resources;
+use crate::inventory::vendors;
 use crate::inventory::vendors::vendor_table::{NodeResources, Sensed, Unit};
-use crate::inventory::vendors::{self, TABLES};
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
 /// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
@@ -33,7 +33,8 @@ pub fn scan_node_in(
         taints: &taints,
     };
     // What each table finds before attribution is read first (its notes come before the health signals').
-    let mut sensed: Vec<Option<Sensed>> = TABLES
+    let tables = scope.vendors;
+    let mut sensed: Vec<Option<Sensed>> = tables
         .iter()
         .map(|table| table.sense(&mut labels, &resources))
         .collect();
@@ -45,7 +46,7 @@ pub fn scan_node_in(
         scope.health,
     );
     // A table that senses its vendor's devices also counts a health signal naming that vendor.
-    let sensed_vendor = TABLES
+    let sensed_vendor = tables
         .iter()
         .zip(&sensed)
         .find(|(table, found)| {
@@ -58,7 +59,7 @@ pub fn scan_node_in(
         .iter()
         .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
         .collect();
-    let mut identified = vendors::identify(&labels, &resources, &drivers, sensed_vendor);
+    let mut identified = vendors::identify(tables, &labels, &resources, &drivers, sensed_vendor);
     if identified.by_dra_only && dra.is_none() && published.known {
         // Known only by a health monitor's condition or an operator's labels: that vendor's node (or, when
         // the signal names no vendor, an accelerator node of unknown make).
@@ -66,7 +67,7 @@ pub fn scan_node_in(
         identified.by_dra_only = false;
     }
     let neutral_devices = resources
-        .with_units(vendors::unit_of)
+        .with_units(|name| vendors::unit_in(tables, name))
         .iter()
         .any(|(_, unit, _)| *unit == Unit::Device);
     if identified.by_dra_only && !neutral_devices && dra.is_none() {
@@ -77,11 +78,11 @@ pub fn scan_node_in(
     // read by the first table, NVIDIA's, as the first editions read it.
     let only_neutral = identified.vendor == Vendor::Unknown && neutral_devices;
     let table = if !identified.by_dra_only || only_neutral {
-        vendors::table_of(identified.vendor)
+        vendors::table_of(tables, identified.vendor)
     } else {
-        vendors::default_table()
+        vendors::default_table(tables)
     };
-    let own_sensed = TABLES
+    let own_sensed = tables
         .iter()
         .position(|t| t.vendor() == table.vendor())
         .and_then(|i| sensed[i].take());

@@ -1,10 +1,11 @@
-//! What the scan of one node needs to know about the other nodes in scope: which labellers run there, and
-//! which health table reads the conditions.
+//! What the scan of one node needs to know about the other nodes in scope (which labellers run there), and
+//! the tables it reads with: the health table and the vendor tables, handed in by the scan's caller.
 
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::health::HealthTable;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::Vendor;
+use crate::inventory::vendors::vendor_table::VendorTables;
 use crate::inventory::vendors::{self, nvidia::gfd_labels};
 
 /// What the scan of one node needs to know about the others in scope.
@@ -18,6 +19,8 @@ pub struct ScanScope {
     pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
     /// Which node conditions are GPU health, and who sets them.
     pub(crate) health: &'static HealthTable,
+    /// The vendor tables that read the nodes.
+    pub(crate) vendors: VendorTables,
 }
 
 impl ScanScope {
@@ -36,16 +39,34 @@ impl ScanScope {
 impl ScanScope {
     /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
     /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
+    /// The built-in health and vendor tables read them.
     pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
-        let signals = nodes
-            .into_iter()
-            .fold(0, |signals, node| signals | Self::signals_of(node));
-        ScanScope::default().with_signals(signals)
+        ScanScope::of_nodes(nodes, ScanScope::default())
     }
 
-    /// What `node`'s labels add to a scope, as [`ScanScope::signals`] encodes it.
-    fn signals_of(node: &ClusterNode) -> u64 {
-        if let Some(signals) = node.scope_signals.get() {
+    /// The scope of these nodes, read with the tables of `tables` (its health and vendor tables).
+    pub(crate) fn of_nodes<'a>(
+        nodes: impl IntoIterator<Item = &'a ClusterNode>,
+        tables: ScanScope,
+    ) -> ScanScope {
+        let empty = ScanScope {
+            health: tables.health,
+            vendors: tables.vendors,
+            ..ScanScope::default()
+        };
+        let signals = nodes
+            .into_iter()
+            .fold(0, |signals, node| signals | empty.signals_of(node));
+        empty.with_signals(signals)
+    }
+
+    /// What `node`'s labels add to a scope read with these vendor tables, as [`ScanScope::signals`] encodes
+    /// it.
+    fn signals_of(&self, node: &ClusterNode) -> u64 {
+        let tables = self.vendors.address();
+        if let Some((read_with, signals)) = node.scope_signals.get()
+            && read_with == tables
+        {
             return signals;
         }
         let labels = &node.labels;
@@ -55,10 +76,10 @@ impl ScanScope {
         };
         let reader = LabelReader::new(Some(labels));
         for (i, vendor) in Vendor::ALL.iter().enumerate() {
-            own.vendor_labels[i] = vendors::labelled(*vendor, &reader);
+            own.vendor_labels[i] = vendors::labelled(self.vendors, *vendor, &reader);
         }
         let signals = own.signals();
-        node.scope_signals.set(signals);
+        node.scope_signals.set((tables, signals));
         signals
     }
 
@@ -84,9 +105,13 @@ impl ScanScope {
     }
 
     /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
-    /// signals and which health table (by address: tables are `'static` and never freed).
-    pub(crate) fn key(&self) -> (u64, usize) {
-        (self.signals(), std::ptr::from_ref(self.health) as usize)
+    /// signals, which health table and which vendor tables (by address: tables are `'static` and never freed).
+    pub(crate) fn key(&self) -> (u64, usize, usize) {
+        (
+            self.signals(),
+            std::ptr::from_ref(self.health) as usize,
+            self.vendors.address(),
+        )
     }
 
     /// The scope, reading health conditions with `table` (the defaults otherwise).

@@ -19,13 +19,13 @@ use std::collections::BTreeMap;
 
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{NodeInventory, Vendor};
-use vendor_table::{NodeResources, Unit, VendorTable};
+use vendor_table::{NodeResources, Unit, VendorTable, VendorTables};
 
 pub(crate) mod vendor_table;
 
 /// Every vendor's table, in the order ties are broken. NVIDIA's comes first: it also reads the nodes only
 /// DRA describes (see `scanner::read_node`), as the first editions did.
-pub(crate) const TABLES: [&dyn VendorTable; 6] = [
+static TABLES: [&dyn VendorTable; 6] = [
     &nvidia::NVIDIA,
     &amd::RULES,
     &intel::RULES,
@@ -34,33 +34,46 @@ pub(crate) const TABLES: [&dyn VendorTable; 6] = [
     &accelerators::GOOGLE,
 ];
 
-fn all_tables() -> impl Iterator<Item = &'static dyn VendorTable> {
-    TABLES.into_iter()
+/// Every vendor this version knows: the tables a scan reads with unless it is handed others.
+pub(crate) static BUILT_IN: VendorTables = VendorTables::new(&TABLES);
+
+impl Default for VendorTables {
+    fn default() -> Self {
+        BUILT_IN
+    }
 }
 
-/// The table that reads a node attributed to `vendor`: its own, else (a node only vendor-neutral resources
-/// describe) the vendor-neutral one.
-pub(crate) fn table_of(vendor: Vendor) -> &'static dyn VendorTable {
-    all_tables()
+/// The table of `tables` that reads a node attributed to `vendor`: its own, else (a node only
+/// vendor-neutral resources describe) the vendor-neutral one.
+pub(crate) fn table_of(tables: VendorTables, vendor: Vendor) -> &'static dyn VendorTable {
+    tables
+        .iter()
         .find(|table| table.vendor() == vendor)
         .unwrap_or(&accelerators::NEUTRAL)
 }
 
-/// The table that reads a node nothing but DRA describes (NVIDIA's, the first in [`TABLES`]).
-pub(crate) fn default_table() -> &'static dyn VendorTable {
-    TABLES[0]
+/// The table of `tables` that reads a node nothing but DRA describes: the first (NVIDIA's, in [`BUILT_IN`]).
+pub(crate) fn default_table(tables: VendorTables) -> &'static dyn VendorTable {
+    tables.iter().next().unwrap_or(&accelerators::NEUTRAL)
 }
 
-/// Whether a node resource is one the inventory reads: any vendor's device, partition, share or core
+/// Whether a node resource is one the inventory reads (by the built-in tables: the node watch keeps these
+/// resources for every scan): any vendor's device, partition, share or core
 /// resource, every `nvidia.com/*` resource (as the first editions did), and vendor-neutral device resources
 /// (`microsoft.com/directx`). Monitoring and accounting resources (`gpu.intel.com/millicores`) are not.
 pub(crate) fn is_read_resource(name: &str) -> bool {
     name.starts_with(nvidia::resource_names::NVIDIA_RESOURCE_PREFIX) || unit_of(name).is_some()
 }
 
-/// What one unit of a resource is, whoever makes it; `None` when no rule names it.
+/// What one unit of a resource is, whoever of the built-in tables makes it; `None` when no rule names it.
 pub(crate) fn unit_of(name: &str) -> Option<Unit> {
-    all_tables()
+    unit_in(BUILT_IN, name)
+}
+
+/// What one unit of a resource is, whoever of `tables` makes it; `None` when no rule names it.
+pub(crate) fn unit_in(tables: VendorTables, name: &str) -> Option<Unit> {
+    tables
+        .iter()
         .find_map(|table| table.unit_of(name))
         .or_else(|| accelerators::neutral_unit(name))
 }
@@ -82,13 +95,14 @@ pub(crate) struct Identified {
 /// Discovery's and the clouds' labels, [`VendorTable::sense`]), else the vendor whose labels describe it,
 /// else its DRA drivers' vendor (the most devices), else [`Vendor::Unknown`].
 pub(crate) fn identify(
+    tables: VendorTables,
     labels: &LabelReader<'_>,
     resources: &NodeResources<'_>,
     drivers: &[&str],
     sensed: Option<Vendor>,
 ) -> Identified {
     let mut units: BTreeMap<Vendor, u64> = BTreeMap::new();
-    for table in all_tables() {
+    for table in tables.iter() {
         let n: u64 = resources
             .with_units(|name| table.unit_of(name))
             .iter()
@@ -104,7 +118,8 @@ pub(crate) fn identify(
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|(v, _)| *v);
     let by_labels = by_resources.or(sensed).or_else(|| {
-        all_tables()
+        tables
+            .iter()
             .find(|table| table.labelled(labels))
             .map(|table| table.vendor())
     });
@@ -119,8 +134,9 @@ pub(crate) fn identify(
 }
 
 /// Whether `vendor`'s labels describe a node (NVIDIA's: never here; its table senses, see [`identify`]).
-pub(crate) fn labelled(vendor: Vendor, labels: &LabelReader<'_>) -> bool {
-    all_tables()
+pub(crate) fn labelled(tables: VendorTables, vendor: Vendor, labels: &LabelReader<'_>) -> bool {
+    tables
+        .iter()
         .find(|table| table.vendor() == vendor)
         .is_some_and(|table| table.labelled(labels))
 }

@@ -4,6 +4,7 @@
 //! sources do).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Amount, Issue, Mig, NodeInventory, Sharing, Vendor};
@@ -230,5 +231,44 @@ impl VendorTable for VendorRules {
         _sensed: Option<Sensed>,
     ) -> Reading {
         (self.read)(labels, resources)
+    }
+}
+
+/// The vendor tables a scan reads nodes with, in the order ties are broken (the first also reads the nodes
+/// only DRA describes). A value handed to each scan (`ScanInput::vendors`, the scan's `ScanScope`), as the
+/// health table is; `vendors::BUILT_IN` is every vendor this version knows, and the default.
+#[derive(Clone, Copy)]
+pub struct VendorTables(&'static [&'static dyn VendorTable]);
+
+impl VendorTables {
+    /// These tables, in this order.
+    pub(crate) const fn new(tables: &'static [&'static dyn VendorTable]) -> VendorTables {
+        VendorTables(tables)
+    }
+
+    /// The tables, in order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = &'static dyn VendorTable> {
+        self.0.iter().copied()
+    }
+
+    /// Which tables these are, as a value to compare (tables are `'static` and never freed).
+    pub(crate) fn address(self) -> usize {
+        self.0.as_ptr().cast::<()>() as usize
+    }
+}
+
+impl PartialEq for VendorTables {
+    fn eq(&self, other: &Self) -> bool {
+        self.address() == other.address() && self.0.len() == other.0.len()
+    }
+}
+
+impl Eq for VendorTables {}
+
+impl fmt::Debug for VendorTables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(|t| t.vendor()))
+            .finish()
     }
 }
