@@ -6,7 +6,6 @@ use crate::inventory::health::HealthTable;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::Vendor;
 use crate::inventory::vendors::vendor_table::VendorTables;
-use crate::inventory::vendors::{self, nvidia::gfd_labels};
 
 /// What the scan of one node needs to know about the others in scope.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,14 +68,18 @@ impl ScanScope {
         {
             return signals;
         }
-        let labels = &node.labels;
-        let mut own = ScanScope {
-            gfd_installed: labels.iter().any(|(k, v)| gfd_labels::is_gfd_label(k, v)),
-            ..ScanScope::default()
-        };
-        let reader = LabelReader::new(Some(labels));
-        for (i, vendor) in Vendor::ALL.iter().enumerate() {
-            own.vendor_labels[i] = vendors::labelled(self.vendors, *vendor, &reader);
+        let reader = LabelReader::new(Some(&node.labels));
+        let mut own = ScanScope::default();
+        for table in self.vendors.iter() {
+            let seen = table.labeller_seen(&reader);
+            match table.vendor() {
+                Vendor::Nvidia => own.gfd_installed = seen,
+                vendor => {
+                    if let Some(i) = Vendor::ALL.iter().position(|v| *v == vendor) {
+                        own.vendor_labels[i] = seen;
+                    }
+                }
+            }
         }
         let signals = own.signals();
         node.scope_signals.set((tables, signals));

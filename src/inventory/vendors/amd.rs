@@ -10,7 +10,7 @@ pub(super) const RULES: VendorRules = VendorRules {
     vendor: Vendor::Amd,
     unit_of,
     labelled,
-    read: read,
+    read,
 };
 
 const PREFIX: &str = "amd.com/";

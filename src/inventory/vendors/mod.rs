@@ -133,14 +133,6 @@ pub(crate) fn identify(
     }
 }
 
-/// Whether `vendor`'s labels describe a node (NVIDIA's: never here; its table senses, see [`identify`]).
-pub(crate) fn labelled(tables: VendorTables, vendor: Vendor, labels: &LabelReader<'_>) -> bool {
-    tables
-        .iter()
-        .find(|table| table.vendor() == vendor)
-        .is_some_and(|table| table.labelled(labels))
-}
-
 /// The vendor of a node's accelerators as the API names it: the scanner's attribution, else (an entry no
 /// scanner made) NVIDIA, or its DRA devices' driver's vendor where DRA alone describes it.
 pub(crate) fn vendor_of(entry: &NodeInventory) -> Option<&'static str> {

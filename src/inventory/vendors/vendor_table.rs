@@ -113,6 +113,11 @@ pub(crate) trait VendorTable: Sync {
     /// Whether its labels say a node has its devices (no resource needed); its labeller runs in a scope
     /// where some node says so.
     fn labelled(&self, labels: &LabelReader<'_>) -> bool;
+    /// Whether a node's labels show that the vendor's labeller runs in the cluster (so a node of its that it
+    /// has not labelled is `GpuLabelsMissing`); by default, whether its labels describe the node.
+    fn labeller_seen(&self, labels: &LabelReader<'_>) -> bool {
+        self.labelled(labels)
+    }
     /// What it finds on any node before attribution, read once per node before the health signals; `None`
     /// (the default): nothing beyond [`VendorTable::labelled`].
     fn sense(

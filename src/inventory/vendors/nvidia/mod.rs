@@ -35,6 +35,11 @@ impl VendorTable for Nvidia {
         labelled(labels)
     }
 
+    /// GPU Feature Discovery runs: some node carries one of its labels.
+    fn labeller_seen(&self, labels: &LabelReader<'_>) -> bool {
+        labels.iter().any(|(k, v)| gfd_labels::is_gfd_label(k, v))
+    }
+
     fn sense(&self, labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Option<Sensed> {
         Some(gpu_reading::sense(labels, resources))
     }
