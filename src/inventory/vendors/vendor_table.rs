@@ -240,8 +240,9 @@ impl VendorTable for VendorRules {
 }
 
 /// The vendor tables a scan reads nodes with, in the order ties are broken (the first also reads the nodes
-/// only DRA describes). A value handed to each scan (`ScanInput::vendors`, the scan's `ScanScope`), as the
-/// health table is; `vendors::BUILT_IN` is every vendor this version knows, and the default.
+/// only DRA describes). A value handed to each scan (a `ScanInput` holds it and hands it to the scanner in
+/// its `ScanScope`), as the health table is; `vendors::BUILT_IN` is every vendor this version knows, and
+/// the default.
 #[derive(Clone, Copy)]
 pub struct VendorTables(&'static [&'static dyn VendorTable]);
 
