@@ -313,7 +313,7 @@ mod tests {
             drivers
         };
         // Every driver the vendor tables know, and the constant clap reads is the tables' list.
-        let known: Vec<&str> = crate::inventory::vendors::default_drivers().collect();
+        let known: Vec<&str> = crate::inventory::vendors::dra_drivers::default_drivers().collect();
         assert_eq!(parse(&[]), known);
         assert_eq!(known[..2], ["gpu.nvidia.com", "gpu.amd.com"]);
         assert_eq!(

@@ -16,6 +16,7 @@ use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
 use crate::inventory::totals;
+use crate::inventory::vendors::vendor_table::VendorTables;
 
 /// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
 /// `--node-label-selector` nodes). Only an inventory of the whole cluster answers for every pending GPU pod.
@@ -40,6 +41,8 @@ pub struct ScanInput<'a> {
     universe: NodeUniverse,
     interner: Option<&'a NodeInterner>,
     health: &'static HealthTable,
+    /// The vendor tables the scan reads with (the built-in ones), handed to the scanner in its scope.
+    vendors: VendorTables,
 }
 
 impl<'a> ScanInput<'a> {
@@ -122,7 +125,12 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             arc: input.shared.map(|shared| &shared.nodes[i]),
         })
         .collect();
-    let scope = ScanScope::of(selected.iter().map(|s| s.node)).with_health(input.health);
+    let tables = ScanScope {
+        health: input.health,
+        vendors: input.vendors,
+        ..ScanScope::default()
+    };
+    let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
     let key = scope.key();
     let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
     // Each node in input order (the first of a repeated name gets the node's DRA devices); only GPU nodes

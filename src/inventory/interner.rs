@@ -34,11 +34,16 @@ pub(crate) struct MadeFrom {
     /// The pods holding on it, in the scan's order.
     pub(crate) holders: Vec<Arc<GpuPod>>,
     /// The scan's scope (`ScanScope::key`).
-    pub(crate) scope: (u64, usize),
+    pub(crate) scope: (u64, usize, usize),
 }
 
 impl MadeFrom {
-    fn is(&self, node: &Arc<ClusterNode>, scope: (u64, usize), holders: &[&Arc<GpuPod>]) -> bool {
+    fn is(
+        &self,
+        node: &Arc<ClusterNode>,
+        scope: (u64, usize, usize),
+        holders: &[&Arc<GpuPod>],
+    ) -> bool {
         Arc::ptr_eq(&self.node, node)
             && self.scope == scope
             && self.holders.len() == holders.len()
@@ -100,7 +105,7 @@ impl NodeInterner {
         &self,
         name: &str,
         node: &Arc<ClusterNode>,
-        scope: (u64, usize),
+        scope: (u64, usize, usize),
         holders: &[&Arc<GpuPod>],
     ) -> Option<Arc<NodeInventory>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());

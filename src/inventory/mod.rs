@@ -4,11 +4,12 @@
 //! and ConfigMap shapes (`publish::content`), so every rule is unit-tested without an API server, and the
 //! operator and the one-shot `scan` agree by construction.
 //!
-//! Layers, each importing only those below it: [`model`], [`cluster_node`] (a node as the core reads it), `text`
-//! and [`resources`]; the leaves
-//! [`scanner`] (one node), [`dra`] (devices), [`allocation`] (holdings, demand), `vendors` (one module per vendor, below the scanner: it reads labels
-//! through `labels`); `totals`;
-//! [`assemble`] (the one scan of a set of nodes); and on the model, [`conditions`] and `events`.
+//! Layers, each importing only those below it: [`text_map`] (interned text) and `text`; [`model`] and
+//! [`cluster_node`] (a node as the core reads it); `label_reader` (every label is read through it); the
+//! vendors' tables (`vendors`: one module per vendor, each a `VendorTable` registered in `vendors::TABLES`)
+//! and [`health`]; [`resources`]; the leaves [`scanner`] (one node, through its vendor's table), [`dra`]
+//! (devices), [`allocation`] (holdings, demand); `totals`; [`assemble`] (the one scan of a set of nodes);
+//! and on the model, [`conditions`] and `events`.
 
 pub mod allocation;
 pub mod assemble;
@@ -19,13 +20,14 @@ pub(crate) mod events;
 pub(crate) mod grace;
 pub mod health;
 pub mod interner;
-pub(crate) mod labels;
+pub(crate) mod label_reader;
 pub mod model;
 pub mod resources;
 pub mod scanner;
 pub mod selector;
 pub(crate) mod shared_scan;
 pub(crate) mod text;
+pub mod text_map;
 pub(crate) mod totals;
 pub(crate) mod vendors;
 

@@ -3,18 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::Amount;
-use crate::inventory::vendors::{Unit, is_read_resource, unit_of};
+use crate::inventory::text_map::TextMap;
+use crate::inventory::vendors::vendor_table::Unit;
+use crate::inventory::vendors::{is_read_resource, unit_of};
 
-/// Prefix of every resource the NVIDIA device plugins advertise.
-pub const NVIDIA_RESOURCE_PREFIX: &str = "nvidia.com/";
-/// The plain GPU resource.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-/// The GPU resource renamed by time-slicing/MPS with `renameByDefault: true`.
-pub const SHARED_GPU_RESOURCE: &str = "nvidia.com/gpu.shared";
-/// Prefix of MIG resources under MIG strategy `mixed` (`nvidia.com/mig-1g.10gb`).
-pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+pub use crate::inventory::vendors::nvidia::resource_names::{
+    GPU_RESOURCE, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE,
+};
 
 /// The accelerator entries of a resource list (every vendor's, as `vendors::is_read_resource` says), as the
 /// API server printed them, each read once.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use kube::core::{Expression, Selector};
 
-use crate::inventory::cluster_node::TextMap;
+use crate::inventory::text_map::TextMap;
 
 /// A selector's terms, matched against [`TextMap`] labels as `kube`'s `SelectorExt` matches a `BTreeMap`
 /// (the terms are read out of the selector once per scan, not once per node).

@@ -13,11 +13,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::inventory::cluster_node::TextMap;
 use crate::inventory::dra::DraView;
 use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
 use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
+use crate::inventory::text_map::TextMap;
 use crate::inventory::vendors::is_read_resource;
 use device_health::{unhealthy_issue, unknown_issue};
 pub use pod::GpuPod;

@@ -1,7 +1,7 @@
 //! A pod as the accounting reads it: who it is, where it runs, whether the scheduler gave up on it, and the
 //! scheduler's effective request of each `nvidia.com/*` resource. The pod source keeps only this.
 
-use crate::inventory::cluster_node::TextMap;
+use crate::inventory::text_map::TextMap;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};

@@ -326,7 +326,7 @@ fn a_pool_answers_for_pending_pods_whose_node_selector_it_matches() {
     let mut elsewhere = for_pool.clone();
     elsewhere.name = "elsewhere".into();
     elsewhere.node_selector = [("pool".to_owned(), "a10".to_owned())].into();
-    let labels: crate::inventory::cluster_node::TextMap = [("pool", "h100")].into_iter().collect();
+    let labels: crate::inventory::text_map::TextMap = [("pool", "h100")].into_iter().collect();
     let facts = NodeFacts {
         labels: Some(&labels),
         allocatable_known: true,

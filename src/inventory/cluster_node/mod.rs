@@ -7,7 +7,6 @@
 //! report alike are equal: heartbeats, the text of conditions nobody reports and cpu or memory do not show.
 
 mod derived;
-mod text_map;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::inventory::health::HealthTable;
 use crate::inventory::vendors::is_read_resource;
 pub use derived::Derived;
-pub use text_map::{Text, TextMap};
+
+use crate::inventory::text_map::{Text, TextMap};
 
 /// A node as the scan reads it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -40,10 +40,10 @@ pub struct ClusterNode {
     /// `Ready` and the GPU health conditions the table names; `None`: the object shows no conditions.
     pub conditions: Option<Box<[Condition]>>,
     /// What the node's labels add to a scan's scope (the scanner's encoding), once read.
-    pub scope_signals: Derived<u64>,
+    pub scope_signals: Derived<(usize, u64)>,
     /// A scope (the scanner's encoding, and its health table) in which the node, without DRA devices, was
     /// found to be no GPU node.
-    pub no_gpu_in: Derived<(u64, usize)>,
+    pub no_gpu_in: Derived<(u64, usize, usize)>,
 }
 
 /// The parts of a Node object the core reads, borrowed from whichever decoding holds them.

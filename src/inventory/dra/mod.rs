@@ -17,7 +17,7 @@ pub mod taint_rules;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
-use crate::inventory::vendors::driver_rules;
+use crate::inventory::vendors::dra_drivers::driver_rules;
 use counters::Counters;
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
 pub use node::DraNode;
@@ -95,7 +95,7 @@ impl DraView {
     }
 }
 
-/// What a device is, by its driver's rules (`vendors::dra`): a whole device (`gpu` for NVIDIA, `amdgpu`
+/// What a device is, by its driver's rules (`vendors::dra_drivers`): a whole device (`gpu` for NVIDIA, `amdgpu`
 /// for AMD, any device of a driver that publishes no `type`), a partition of its `profile` (`mig`,
 /// `amdgpu-partition`), or any other type its own kind.
 pub fn device_kind(driver: &str, device: &DraDevice) -> DeviceKind {

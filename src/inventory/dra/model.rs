@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{
 };
 
 use crate::inventory::model::quantity_value;
-use crate::inventory::vendors::driver_rules;
+use crate::inventory::vendors::dra_drivers::driver_rules;
 
 /// A device taint as its slice writes it (any effect; only `NoSchedule`/`NoExecute` make the device
 /// unavailable).

@@ -15,7 +15,7 @@ use crate::inventory::cluster_node::Condition;
 
 pub use conditions::{ConditionFamily, TypePattern};
 
-use crate::inventory::labels::LabelReader;
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, Vendor};
 
 /// Which node conditions are GPU health, and who sets them. Built once per process (defaults plus the

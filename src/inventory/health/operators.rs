@@ -1,7 +1,7 @@
 //! The GPU operators' own states on a node: driver upgrades and paused operands (NVIDIA's and AMD's), as
 //! tables of label values. A value no table lists is noted, never judged.
 
-use crate::inventory::labels::LabelReader;
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, IssueReason, Vendor};
 
 /// Where an upgrade stands.

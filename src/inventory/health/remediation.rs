@@ -1,7 +1,7 @@
 //! What health controllers do to a node they judge broken (remediation taints, cordons they label with who
 //! and why), what they count (GPUs present against expected), and maintenance a cloud announces, as tables.
 
-use crate::inventory::labels::LabelReader;
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, IssueReason};
 
 /// A taint a health controller puts on a node it takes out of service.

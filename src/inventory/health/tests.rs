@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::NodeCondition;
 
 use super::*;
-use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::IssueReason;
+use crate::inventory::text_map::TextMap;
 
 fn condition(type_: &str, status: &str, message: &str) -> NodeCondition {
     serde_json::from_value(serde_json::json!({

@@ -1,6 +1,6 @@
 //! Holdings: what is allocated on a node, by whom.
 
-use super::ClaimRef;
+use super::device::ClaimRef;
 
 /// Who holds a resource.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,7 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{Amount, Device, Holding, Issue, IssueReason, Vendor};
+use super::amount::Amount;
+use super::device::Device;
+use super::holding::Holding;
+use super::issue::{Issue, IssueReason};
+use super::vendor::Vendor;
 
 /// What described a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

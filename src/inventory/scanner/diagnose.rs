@@ -1,42 +1,51 @@
-//! Per-node issues: what is wrong with a GPU node, and what an on-call engineer should look at.
+//! Per-node issues: what is wrong with an accelerator node, and what an on-call engineer should look at;
+//! one diagnosis for every vendor, worded by the vendor's table.
 
 use std::collections::BTreeMap;
 
 use crate::inventory::cluster_node::Condition;
 
-use super::labels::{self, LabelReader};
 use crate::inventory::health::{self, HealthTable};
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
+use crate::inventory::vendors::nvidia::gfd_labels as labels;
 
 use crate::inventory::resources::is_gpu_resource;
+use crate::inventory::vendors::vendor_table::VendorTable;
 
-pub(super) fn issue(reason: IssueReason, message: String) -> Issue {
+/// The note of a node object that shows no conditions: readiness unknown, not NotReady (both paths).
+pub(super) const NO_CONDITIONS_NOTE: &str = "the object shows no conditions (a trimmed dump, or a kubelet that never \
+     posted status): whether the node is Ready is unknown";
+
+fn issue(reason: IssueReason, message: String) -> Issue {
     Issue::new(reason, message)
 }
 
 /// What the diagnosis needs beyond the entry.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Facts<'a> {
     /// The node's Ready condition, if it reports one.
-    pub(crate) ready_condition: Option<&'a Condition>,
+    pub(super) ready_condition: Option<&'a Condition>,
     /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
-    pub(crate) allocatable_known: bool,
+    pub(super) allocatable_known: bool,
     /// The object shows conditions. Without any (a trimmed dump, or a kubelet that never posted status, which
     /// the node lifecycle controller turns into Ready=Unknown within its grace period) readiness is unknown,
     /// not NotReady.
-    pub(crate) status_known: bool,
-    /// GPU Feature Discovery runs somewhere in the scanned scope (some selected node carries its labels).
-    pub(crate) gfd_in_scope: bool,
-    /// A cloud provider's label says the node has an NVIDIA GPU (even when it gives no count).
-    pub(crate) cloud_says_gpu: bool,
-    /// DRA publishes the node's GPUs: labels and extended resources are not how they are served, so their
+    pub(super) status_known: bool,
+    /// The vendor's labeller runs somewhere in the scanned scope (some selected node carries its labels).
+    pub(super) labeller_in_scope: bool,
+    /// A cloud provider's label says the node has the vendor's devices (even when it gives no count).
+    pub(super) cloud_says_devices: bool,
+    /// DRA publishes the node's devices: labels and extended resources are not how they are served, so their
     /// absence (no product label, capacity left at allocatable 0 by a migration) is no fault.
-    pub(crate) served_by_dra: bool,
+    pub(super) served_by_dra: bool,
     /// A health controller's labels or a driver upgrade explain the node's cordon: it is reported as theirs,
     /// not as a plain `Unschedulable`.
-    pub(crate) cordon_explained: bool,
-    /// What says the node has GPUs besides its GPU resources (labels, health signals).
-    pub(crate) evidence: Option<Evidence<'a>>,
+    pub(super) cordon_explained: bool,
+    /// Devices a vendor component labels unhealthy, in words.
+    pub(super) unhealthy: Vec<String>,
+    /// What says the node has devices besides its resources (labels, health signals).
+    pub(super) evidence: Evidence<'a>,
 }
 
 /// What says a node has GPUs besides its resources, put in words only when an issue needs them (most scans
@@ -70,8 +79,13 @@ impl Evidence<'_> {
     }
 }
 
-/// The issues of one GPU node, in a fixed order (`InvalidLabel` issues are appended by the caller).
-pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
+/// The issues of one accelerator node, in a fixed order (`InvalidLabel` issues are appended by the caller),
+/// worded by the vendor's `table`.
+pub(super) fn diagnose(
+    entry: &NodeInventory,
+    table: &dyn VendorTable,
+    facts: Facts<'_>,
+) -> Vec<Issue> {
     let mut issues = Vec::new();
     if !entry.ready && facts.status_known {
         let since = facts
@@ -90,108 +104,57 @@ pub(super) fn diagnose(entry: &NodeInventory, facts: Facts<'_>) -> Vec<Issue> {
         .workload_config
         .as_deref()
         .is_some_and(|w| w != "container");
-    // Without GFD anywhere in scope, a missing product label is how the cluster is built, not a fault.
-    if entry.product.is_none() && !vm_workload && facts.gfd_in_scope && !facts.served_by_dra {
-        issues.push(issue(
-            IssueReason::GpuLabelsMissing,
-            "GPU node without an nvidia.com/gpu.product label, and no cloud-provider label names its GPU: \
-             GPU Feature Discovery runs in this inventory's scope (other nodes carry its labels) but has not \
-             labelled this node (check the gpu-feature-discovery and nvidia-driver pods on this node)"
-                .to_owned(),
-        ));
+    // Without the vendor's labeller anywhere in scope, a missing product label is how the cluster is built,
+    // not a fault.
+    if entry.product.is_none() && !vm_workload && facts.labeller_in_scope && !facts.served_by_dra {
+        issues.push(issue(IssueReason::GpuLabelsMissing, table.labels_missing()));
     }
-    if entry
-        .product
-        .as_deref()
-        .is_some_and(|p| p.ends_with("-MIG-INVALID"))
-    {
-        issues.push(issue(
-            IssueReason::MigInvalid,
-            "GPU Feature Discovery reports an invalid MIG configuration (product ends in -MIG-INVALID): \
-             the GPUs' MIG layout does not fit the MIG strategy; fix nvidia.com/mig.config"
-                .to_owned(),
-        ));
-    }
-    let config = entry
+    issues.extend(table.own_issues(entry));
+    let repartitioning = entry
         .mig
         .as_ref()
-        .and_then(|m| m.config.as_deref())
-        .unwrap_or("<unset>");
-    let state = entry.mig.as_ref().and_then(|m| m.config_state.as_deref());
-    if state == Some("failed") {
-        issues.push(issue(
-            IssueReason::MigConfigFailed,
-            format!(
-                "the MIG manager failed to apply nvidia.com/mig.config={config} \
-                 (nvidia.com/mig.config.state=failed); see the nvidia-mig-manager pod's log"
-            ),
-        ));
-    }
-    let repartitioning = matches!(state, Some("pending" | "rebooting"));
-    if let Some(state) = state.filter(|_| repartitioning) {
-        issues.push(issue(
-            IssueReason::MigConfigPending,
-            format!(
-                "the GPUs are being re-partitioned: the MIG manager is applying nvidia.com/mig.config={config} \
-                 (nvidia.com/mig.config.state={state}); GPU pods are evicted and allocatable GPUs may read 0 \
-                 until the state is success"
-            ),
-        ));
-    }
-    // Allocation is judged only when the object shows it, and not while MIG is being re-partitioned (the
-    // device plugin is stopped on purpose then).
+        .and_then(|m| m.config_state.as_deref())
+        .is_some_and(|state| matches!(state, "pending" | "rebooting"));
+    // Allocation is judged only when the object shows it, and not while devices are being re-partitioned
+    // (the device plugin is stopped on purpose then).
     if facts.allocatable_known && !repartitioning && !facts.served_by_dra {
         let capacity = gpu_sum(&entry.capacity);
         let allocatable = gpu_sum(&entry.allocatable);
-        let has_gpus = entry.count > 0 || capacity > 0.0 || facts.cloud_says_gpu;
-        if entry.ready && has_gpus && allocatable == 0.0 {
-            // Nothing allocatable at all on a Ready node: the device plugin is not serving (or the node moved
-            // to DRA and kept its old capacity). One issue, not also GpusUnhealthy for every resource.
+        let has_devices = table.has_devices(entry, capacity, facts.cloud_says_devices);
+        if entry.ready && has_devices && allocatable == 0.0 {
             issues.push(issue(
                 IssueReason::GpusNotAllocatable,
-                format!(
-                    "{} but nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-* allocatable sum to 0: \
-                     the NVIDIA device plugin is not advertising them (not running or not registered, every \
-                     device unhealthy, or the node moved to DRA and kept its old capacity)",
-                    if entry.count > 0 {
-                        format!("the node has {} GPU(s)", entry.count)
-                    } else if capacity > 0.0 {
-                        format!("capacity shows {capacity} GPU resource(s)")
-                    } else {
-                        "a cloud-provider label says the node has an NVIDIA GPU".to_owned()
-                    }
-                ),
+                table.not_allocatable(entry, capacity),
             ));
-        } else if entry.ready && !has_gpus && nothing_advertised(entry) {
-            issues.push(resources_missing(entry, "nvidia.com/gpu", facts.evidence));
+        } else if entry.ready && !has_devices && nothing_advertised(entry) {
+            let resource = table.missing_resource(entry);
+            issues.push(resources_missing(entry, &resource, Some(facts.evidence)));
         } else {
-            let withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
+            let mut withdrawn = withdrawn_resources(&entry.capacity, &entry.allocatable);
+            withdrawn.extend(facts.unhealthy);
             if !withdrawn.is_empty() {
                 issues.push(issue(
                     IssueReason::GpusUnhealthy,
-                    format!(
-                        "{}: the device plugin withdrew unhealthy devices (check dmesg for Xid errors and DCGM health)",
-                        withdrawn.join(", ")
-                    ),
+                    table.unhealthy(&withdrawn.join(", ")),
                 ));
             }
         }
     }
     if entry.unschedulable && !facts.cordon_explained {
-        issues.push(unschedulable("GPUs"));
+        issues.push(unschedulable(table.devices_word()));
     }
     issues
 }
 
 /// No accelerator resource above 0 in capacity or allocatable, and no DRA device.
-pub(super) fn nothing_advertised(entry: &NodeInventory) -> bool {
+fn nothing_advertised(entry: &NodeInventory) -> bool {
     let positive = |list: &BTreeMap<String, Amount>| list.values().any(Amount::is_positive);
     !positive(&entry.capacity) && !positive(&entry.allocatable) && entry.devices.is_empty()
 }
 
 /// `GpuResourcesMissing`: what says the node has GPUs, and what is missing (the resource, and the product
 /// and count labels when they are missing too). The operator holds it back for a grace period.
-pub(super) fn resources_missing(
+fn resources_missing(
     entry: &NodeInventory,
     resource: &str,
     evidence: Option<Evidence<'_>>,
@@ -222,7 +185,7 @@ pub(super) fn resources_missing(
 }
 
 /// `Unschedulable`, worded for what the node offers (`GPUs`, `devices`): every vendor's path raises it alike.
-pub(super) fn unschedulable(what: &str) -> Issue {
+fn unschedulable(what: &str) -> Issue {
     issue(
         IssueReason::Unschedulable,
         format!(
@@ -232,7 +195,7 @@ pub(super) fn unschedulable(what: &str) -> Issue {
     )
 }
 
-pub(super) fn not_ready_message(ready: Option<&Condition>) -> String {
+fn not_ready_message(ready: Option<&Condition>) -> String {
     let Some(ready) = ready else {
         return "the node reports no Ready condition (kubelet never posted status?)".to_owned();
     };
@@ -251,7 +214,7 @@ pub(super) fn not_ready_message(ready: Option<&Condition>) -> String {
 }
 
 /// The sum of the GPU-scheduling resources (whole, shared, MIG) of a resource list.
-pub(super) fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
+fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
     resources
         .iter()
         .filter(|(name, _)| is_gpu_resource(name))
@@ -260,7 +223,7 @@ pub(super) fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
 }
 
 /// `name capacity C, allocatable A` for every `nvidia.com/*` resource whose allocatable is below capacity.
-pub(super) fn withdrawn_resources(
+fn withdrawn_resources(
     capacity: &BTreeMap<String, Amount>,
     allocatable: &BTreeMap<String, Amount>,
 ) -> Vec<String> {

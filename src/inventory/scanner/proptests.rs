@@ -173,7 +173,7 @@ proptest! {
         }
         // Without any GFD label among the nodes, no NVIDIA node is GpuLabelsMissing (another vendor's labeller
         // speaks for its own nodes only).
-        if !nodes.iter().any(|n| n.metadata.labels.iter().flatten().any(|(k, v)| super::labels::is_gfd_label(k, v))) {
+        if !nodes.iter().any(|n| n.metadata.labels.iter().flatten().any(|(k, v)| crate::inventory::vendors::nvidia::gfd_labels::is_gfd_label(k, v))) {
             prop_assert!(inventory
                 .nodes
                 .iter()

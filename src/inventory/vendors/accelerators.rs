@@ -2,29 +2,37 @@
 //! resources that name no vendor (`microsoft.com/directx`). Each is a device count, a product where a
 //! label names one, and nothing more the node says.
 
-use super::{NodeResources, Reading, Unit, VendorRules};
-use crate::inventory::labels::LabelReader;
+use super::vendor_table::{NodeResources, Reading, Unit, VendorRules};
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::Vendor;
 
 pub(super) const HABANA: VendorRules = VendorRules {
     vendor: Vendor::Habana,
     unit_of: habana_unit,
     labelled: habana_labelled,
-    read: Some(read_habana),
+    read: read_habana,
 };
 
 pub(super) const AWS: VendorRules = VendorRules {
     vendor: Vendor::Aws,
     unit_of: aws_unit,
     labelled: aws_labelled,
-    read: Some(read_aws),
+    read: read_aws,
+};
+
+/// Resources that name no vendor (`microsoft.com/directx`) on a node no vendor's table claims.
+pub(super) const NEUTRAL: VendorRules = VendorRules {
+    vendor: Vendor::Unknown,
+    unit_of: neutral_unit,
+    labelled: no_labels,
+    read: read_neutral_node,
 };
 
 pub(super) const GOOGLE: VendorRules = VendorRules {
     vendor: Vendor::Google,
     unit_of: google_unit,
     labelled: google_labelled,
-    read: Some(read_google),
+    read: read_google,
 };
 
 /// Habana's device plugin: `habana.ai/gaudi` (and `habana.ai/gaudi2`, ... in some releases).
@@ -119,6 +127,16 @@ fn read_google(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> R
 /// Resources that are one device of a vendor other labels name.
 pub(super) fn neutral_unit(name: &str) -> Option<Unit> {
     (name == DIRECTX).then_some(Unit::Device)
+}
+
+/// No label names vendor-neutral devices.
+fn no_labels(_labels: &LabelReader<'_>) -> bool {
+    false
+}
+
+/// [`read_neutral`], as a table's reading.
+fn read_neutral_node(_labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading {
+    read_neutral(resources)
 }
 
 /// A node no vendor's rules claim: what its vendor-neutral resources count.

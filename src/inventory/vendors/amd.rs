@@ -2,15 +2,15 @@
 //! counted), and the AMD GPU operator's labels and taints. DRA (`gpu.amd.com`) is in `dra.rs`.
 
 use super::counted::CountedLabels;
-use super::{NodeResources, Reading, Unit, VendorRules};
-use crate::inventory::labels::LabelReader;
+use super::vendor_table::{NodeResources, Reading, Unit, VendorRules};
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, IssueReason, Mig, MigProfile, Vendor};
 
 pub(super) const RULES: VendorRules = VendorRules {
     vendor: Vendor::Amd,
     unit_of,
     labelled,
-    read: Some(read),
+    read,
 };
 
 const PREFIX: &str = "amd.com/";

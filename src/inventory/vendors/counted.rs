@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::inventory::labels::LabelReader;
+use crate::inventory::label_reader::LabelReader;
 
 /// A node's labels of one family, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ mod tests {
             ("amd.com/gpu.compute-memory-partition", "cpx_nps4"),
             ("amd.com/gpu.unknown-kind.x", "3"),
         ]);
-        let map: crate::inventory::cluster_node::TextMap = map.iter().collect();
+        let map: crate::inventory::text_map::TextMap = map.iter().collect();
         let mut reader = LabelReader::new(Some(&map));
         let read = CountedLabels::read(
             &mut reader,
@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn a_count_that_is_not_a_number_is_an_issue_not_a_device() {
         let map = labels(&[("beta.amd.com/gpu.family.AI", "yes")]);
-        let map: crate::inventory::cluster_node::TextMap = map.iter().collect();
+        let map: crate::inventory::text_map::TextMap = map.iter().collect();
         let mut reader = LabelReader::new(Some(&map));
         let read = CountedLabels::read(&mut reader, &["beta.amd.com/gpu."], &["family"]);
         assert_eq!(read.devices("family"), None);

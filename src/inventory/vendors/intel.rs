@@ -2,15 +2,15 @@
 //! NFD's Intel GPU rules and the plugin (`gpu.intel.com/product`, `family`, `device.count`,
 //! `device-id.<class>-<id>.count`, `memory.max`). DRA (`gpu.intel.com`, `gaudi.intel.com`) is in `dra.rs`.
 
-use super::{NodeResources, Reading, Unit, VendorRules};
-use crate::inventory::labels::LabelReader;
+use super::vendor_table::{NodeResources, Reading, Unit, VendorRules};
+use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Sharing, Vendor};
 
 pub(super) const RULES: VendorRules = VendorRules {
     vendor: Vendor::Intel,
     unit_of,
     labelled,
-    read: Some(read),
+    read,
 };
 
 const PREFIX: &str = "gpu.intel.com/";
@@ -86,7 +86,7 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
         && total > 0
     {
         reading.memory_mib = Some((
-            total / count / crate::inventory::labels::MIB,
+            total / count / crate::inventory::label_reader::MIB,
             format!("{MEMORY_MAX} (bytes, every GPU) / count"),
         ));
     }

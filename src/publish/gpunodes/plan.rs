@@ -16,8 +16,8 @@ use crate::crd::{
     LABEL_VENDOR, label_value,
 };
 use crate::inventory::allocation::free_whole_gpus;
-use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::NodeInventory;
+use crate::inventory::text_map::TextMap;
 use crate::inventory::vendors::vendor_of;
 use crate::publish::content::digest::Digest;
 use crate::publish::content::wire::{self, Detail};

@@ -247,7 +247,11 @@ fn real_nodes_without_gfd_anywhere_have_no_labels_missing() {
     // The same holds for every node without GFD labels, taken together.
     let gfd_less: Vec<Node> = fixture("real-nodes.yaml")
         .into_iter()
-        .filter(|n| !n.labels().iter().any(|(k, v)| labels::is_gfd_label(k, v)))
+        .filter(|n| {
+            !n.labels()
+                .iter()
+                .any(|(k, v)| crate::inventory::vendors::nvidia::gfd_labels::is_gfd_label(k, v))
+        })
         .collect();
     let inv = scan(ScanInput::nodes(&read(&gfd_less)).selector(&all()));
     assert!(inv.total_gpu_nodes >= 4, "{}", inv.total_gpu_nodes);

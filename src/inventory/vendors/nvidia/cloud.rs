@@ -1,7 +1,7 @@
 //! Cloud providers' node labels that describe GPUs: GKE, EKS (managed node groups, Karpenter, Auto Mode)
 //! and AKS. Clusters there often run no GPU Feature Discovery; these labels are what names their GPUs.
 
-use super::labels::{LabelReader, MemoryMib};
+use crate::inventory::label_reader::{LabelReader, MemoryMib};
 
 /// GKE: the accelerator type of the node pool, e.g. `nvidia-tesla-t4`, `nvidia-l4`, `nvidia-h100-80gb`.
 pub(crate) const GKE_ACCELERATOR: &str = "cloud.google.com/gke-accelerator";
@@ -152,7 +152,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        let map: crate::inventory::cluster_node::TextMap = map.iter().collect();
+        let map: crate::inventory::text_map::TextMap = map.iter().collect();
         let mut reader = LabelReader::new(Some(&map));
         let cloud = read(&mut reader);
         (cloud, reader.finish().1)

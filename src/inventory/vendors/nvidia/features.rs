@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use crate::inventory::model::{Amount, Mig, MigProfile, Sharing};
 
-use super::labels::{self, LabelReader};
-use crate::inventory::resources::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
+use super::gfd_labels;
+use super::resource_names::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
+use crate::inventory::label_reader::LabelReader;
 
 /// Sharing as GFD labels it, else as GKE labels it (`cloud`: strategy, clients per GPU); `None` when the node
 /// does not share its GPUs.
@@ -16,14 +17,14 @@ pub(crate) fn sharing(
 ) -> Option<Sharing> {
     let (cloud_strategy, cloud_replicas) = cloud.cloned().unwrap_or_default();
     let strategy = labels
-        .text(labels::GPU_SHARING_STRATEGY)
+        .text(gfd_labels::GPU_SHARING_STRATEGY)
         .filter(|s| *s != "none")
         .map(str::to_owned)
         .or(cloud_strategy);
     let renamed_resource = capacity.contains_key(SHARED_GPU_RESOURCE);
     // GFD writes `gpu.replicas: 1` on every node; only more than one replica means sharing.
     let replicas = labels
-        .count(labels::GPU_REPLICAS)
+        .count(gfd_labels::GPU_REPLICAS)
         .filter(|r| *r > 1)
         .or(cloud_replicas);
     if strategy.is_none() && replicas.is_none() && !renamed_resource {
@@ -44,11 +45,11 @@ pub(crate) fn mig(
     capacity: &BTreeMap<String, Amount>,
 ) -> Option<Mig> {
     let strategy = labels
-        .text(labels::MIG_STRATEGY)
+        .text(gfd_labels::MIG_STRATEGY)
         .filter(|s| *s != "none")
         .map(str::to_owned);
-    let config = labels.text(labels::MIG_CONFIG).map(str::to_owned);
-    let config_state = labels.text(labels::MIG_CONFIG_STATE).map(str::to_owned);
+    let config = labels.text(gfd_labels::MIG_CONFIG).map(str::to_owned);
+    let config_state = labels.text(gfd_labels::MIG_CONFIG_STATE).map(str::to_owned);
     let devices = mig_devices(labels, capacity);
     if strategy.is_none() && config_state.is_none() && devices.is_empty() {
         return None;
@@ -89,7 +90,7 @@ fn mig_devices(
     let profiles: Vec<String> = labels
         .iter()
         .filter_map(|(key, _)| {
-            key.strip_prefix(labels::MIG_PROFILE_PREFIX)?
+            key.strip_prefix(gfd_labels::MIG_PROFILE_PREFIX)?
                 .strip_suffix(".count")
                 .filter(|p| !p.is_empty())
                 .map(str::to_owned)
@@ -100,10 +101,16 @@ fn mig_devices(
         .into_iter()
         .map(|profile| {
             let count = labels
-                .count(&format!("{}{profile}.count", labels::MIG_PROFILE_PREFIX))
+                .count(&format!(
+                    "{}{profile}.count",
+                    gfd_labels::MIG_PROFILE_PREFIX
+                ))
                 .unwrap_or(0);
             let memory_mib = labels
-                .memory_mib(&format!("{}{profile}.memory", labels::MIG_PROFILE_PREFIX))
+                .memory_mib(&format!(
+                    "{}{profile}.memory",
+                    gfd_labels::MIG_PROFILE_PREFIX
+                ))
                 .map(|m| m.mib);
             MigProfile {
                 profile,
@@ -187,7 +194,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
             .collect();
-        let labels: crate::inventory::cluster_node::TextMap = labels.iter().collect();
+        let labels: crate::inventory::text_map::TextMap = labels.iter().collect();
         let mut reader = LabelReader::new(Some(&labels));
         mig_devices(&mut reader, &capacity)
             .into_iter()

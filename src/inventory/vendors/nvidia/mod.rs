@@ -1,26 +1,170 @@
-//! NVIDIA: the device plugin's `nvidia.com/*` resources, GPU Feature Discovery's labels ([`labels`]), sharing
+//! NVIDIA: the device plugin's `nvidia.com/*` resources, GPU Feature Discovery's labels ([`gfd_labels`]), sharing
 //! and MIG ([`features`]), the clouds' NVIDIA labels ([`cloud`]), and GPUs handed to VMs and Windows
-//! ([`vm_gpus`]). The scanner's NVIDIA path (`scanner::scan_node_in`, `scanner::fields`, `scanner::diagnose`)
-//! puts them together, as it did before other vendors came; its results are unchanged.
+//! ([`vm_gpus`]), read into the scanner's [`Reading`] by `gpu_reading` behind [`VendorTable`], as every
+//! vendor's table is. Its findings are worded as the first editions worded them.
 
 pub(crate) mod cloud;
 pub(crate) mod features;
-pub(crate) mod labels;
+pub(crate) mod gfd_labels;
+mod gpu_reading;
+pub(crate) mod resource_names;
 pub(crate) mod vm_gpus;
 
-use super::{Unit, VendorRules};
-use crate::inventory::labels::LabelReader;
-use crate::inventory::model::Vendor;
+use super::vendor_table::{NodeResources, Reading, Sensed, Unit, VendorTable};
+use crate::inventory::label_reader::LabelReader;
+use crate::inventory::model::{Issue, IssueReason, NodeInventory, Vendor};
+use resource_names::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX as RESOURCE_PREFIX};
+use vm_gpus::{passthrough_product, vgpu_type};
 
-/// Prefix of every resource NVIDIA's device plugins advertise.
-pub(crate) const RESOURCE_PREFIX: &str = "nvidia.com/";
+/// NVIDIA's table.
+pub(crate) struct Nvidia;
 
-pub(super) const RULES: VendorRules = VendorRules {
-    vendor: Vendor::Nvidia,
-    unit_of,
-    labelled,
-    read: None,
-};
+/// NVIDIA's table, as `vendors::TABLES` lists it.
+pub(crate) const NVIDIA: Nvidia = Nvidia;
+
+impl VendorTable for Nvidia {
+    fn vendor(&self) -> Vendor {
+        Vendor::Nvidia
+    }
+
+    fn unit_of(&self, resource: &str) -> Option<Unit> {
+        unit_of(resource)
+    }
+
+    fn labelled(&self, labels: &LabelReader<'_>) -> bool {
+        labelled(labels)
+    }
+
+    /// GPU Feature Discovery runs: some node carries one of its labels.
+    fn labeller_seen(&self, labels: &LabelReader<'_>) -> bool {
+        labels.iter().any(|(k, v)| gfd_labels::is_gfd_label(k, v))
+    }
+
+    fn sense(&self, labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Option<Sensed> {
+        Some(gpu_reading::sense(labels, resources))
+    }
+
+    fn read(
+        &self,
+        labels: &mut LabelReader<'_>,
+        resources: &NodeResources<'_>,
+        sensed: Option<Sensed>,
+    ) -> Reading {
+        gpu_reading::read(labels, resources, sensed)
+    }
+
+    fn own_label(&self, field: &str) -> Option<&'static str> {
+        match field {
+            "count" => Some(gfd_labels::GPU_COUNT),
+            "memoryMiB" => Some(gfd_labels::GPU_MEMORY),
+            _ => None,
+        }
+    }
+
+    fn workload_label(&self) -> Option<&'static str> {
+        Some(gfd_labels::GPU_WORKLOAD_CONFIG)
+    }
+
+    fn devices_word(&self) -> &'static str {
+        "GPUs"
+    }
+
+    fn has_devices(&self, entry: &NodeInventory, capacity_gpus: f64, cloud: bool) -> bool {
+        entry.count > 0 || capacity_gpus > 0.0 || cloud
+    }
+
+    fn labels_missing(&self) -> String {
+        "GPU node without an nvidia.com/gpu.product label, and no cloud-provider label names its GPU: \
+         GPU Feature Discovery runs in this inventory's scope (other nodes carry its labels) but has not \
+         labelled this node (check the gpu-feature-discovery and nvidia-driver pods on this node)"
+            .to_owned()
+    }
+
+    fn own_issues(&self, entry: &NodeInventory) -> Vec<Issue> {
+        mig_issues(entry)
+    }
+
+    fn not_allocatable(&self, entry: &NodeInventory, capacity_gpus: f64) -> String {
+        // Nothing allocatable at all on a Ready node: the device plugin is not serving (or the node moved
+        // to DRA and kept its old capacity). One issue, not also GpusUnhealthy for every resource.
+        format!(
+            "{} but nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-* allocatable sum to 0: \
+             the NVIDIA device plugin is not advertising them (not running or not registered, every \
+             device unhealthy, or the node moved to DRA and kept its old capacity)",
+            if entry.count > 0 {
+                format!("the node has {} GPU(s)", entry.count)
+            } else if capacity_gpus > 0.0 {
+                format!("capacity shows {capacity_gpus} GPU resource(s)")
+            } else {
+                "a cloud-provider label says the node has an NVIDIA GPU".to_owned()
+            }
+        )
+    }
+
+    fn missing_resource(&self, _entry: &NodeInventory) -> String {
+        GPU_RESOURCE.to_owned()
+    }
+
+    fn unhealthy(&self, listed: &str) -> String {
+        format!(
+            "{listed}: the device plugin withdrew unhealthy devices (check dmesg for Xid errors and DCGM health)"
+        )
+    }
+
+    /// As the first editions did: an NVIDIA node's entry says nothing of other vendors' resources.
+    fn notes_other_vendors(&self) -> bool {
+        false
+    }
+
+    /// As the first editions did: the issues in the order the diagnosis finds them.
+    fn orders_issues_by_reason(&self) -> bool {
+        false
+    }
+}
+
+/// What GPU Feature Discovery and the MIG manager say of MIG: an invalid layout, a failed or a running
+/// re-partitioning.
+fn mig_issues(entry: &NodeInventory) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    if entry
+        .product
+        .as_deref()
+        .is_some_and(|p| p.ends_with("-MIG-INVALID"))
+    {
+        issues.push(Issue::new(
+            IssueReason::MigInvalid,
+            "GPU Feature Discovery reports an invalid MIG configuration (product ends in -MIG-INVALID): \
+             the GPUs' MIG layout does not fit the MIG strategy; fix nvidia.com/mig.config"
+                .to_owned(),
+        ));
+    }
+    let config = entry
+        .mig
+        .as_ref()
+        .and_then(|m| m.config.as_deref())
+        .unwrap_or("<unset>");
+    let state = entry.mig.as_ref().and_then(|m| m.config_state.as_deref());
+    if state == Some("failed") {
+        issues.push(Issue::new(
+            IssueReason::MigConfigFailed,
+            format!(
+                "the MIG manager failed to apply nvidia.com/mig.config={config} \
+                 (nvidia.com/mig.config.state=failed); see the nvidia-mig-manager pod's log"
+            ),
+        ));
+    }
+    if let Some(state) = state.filter(|s| matches!(*s, "pending" | "rebooting")) {
+        issues.push(Issue::new(
+            IssueReason::MigConfigPending,
+            format!(
+                "the GPUs are being re-partitioned: the MIG manager is applying nvidia.com/mig.config={config} \
+                 (nvidia.com/mig.config.state={state}); GPU pods are evicted and allocatable GPUs may read 0 \
+                 until the state is success"
+            ),
+        ));
+    }
+    issues
+}
 
 /// `nvidia.com/gpu` is a device (a share under time-slicing, which the scanner's NVIDIA path works out),
 /// `gpu.shared` a share, `mig-*` a partition; KubeVirt's `nvidia.com/<PCI device name>` a passthrough device
@@ -38,73 +182,10 @@ fn unit_of(name: &str) -> Option<Unit> {
     }
 }
 
-/// Labels GPU Feature Discovery and the GPU Operator write are the scanner's NVIDIA path's to judge (it
-/// reports the node as NVIDIA's when they say so); no extra rule here.
+/// Labels GPU Feature Discovery and the GPU Operator write are judged by [`VendorTable::sense`], on every
+/// node; no extra rule here.
 fn labelled(_labels: &LabelReader<'_>) -> bool {
     false
-}
-
-/// The NVIDIA chip codes that start a PCI device name (GA102GL, TU104GL, GH100, AD102, GB202, GV100 ...):
-/// `G` and a family letter, or Turing's `TU`, then three digits.
-fn is_chip_code(code: &str) -> bool {
-    let b = code.as_bytes();
-    let family = matches!(b, [b'G', f, ..] if f.is_ascii_uppercase()) || code.starts_with("TU");
-    family && b.len() >= 5 && b[2..5].iter().all(u8::is_ascii_digit)
-}
-
-/// A passthrough GPU of KubeVirt's sandbox device plugin, `nvidia.com/<chip>_<board>` (`GA102GL_A10`,
-/// `TU104GL_TESLA_T4`): the product named from the board part, spelled as GPU Feature Discovery spells
-/// products (`NVIDIA-A10`, `NVIDIA-TESLA-T4`).
-pub(crate) fn passthrough_product(name: &str) -> Option<String> {
-    let rest = name.strip_prefix(RESOURCE_PREFIX)?;
-    let (chip, board) = rest.split_once('_')?;
-    let plain = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
-    (is_chip_code(chip) && !board.is_empty() && board.chars().all(plain))
-        .then(|| format!("NVIDIA-{}", board.replace('_', "-")))
-}
-
-/// A vGPU type of KubeVirt's sandbox device plugin, `nvidia.com/NVIDIA_A10-4Q` or `nvidia.com/GRID_T4-16Q`:
-/// the physical GPU's product (`NVIDIA-A10`) and the vGPU's frame buffer in GB (`4`).
-pub(crate) fn vgpu_type(name: &str) -> Option<(String, u64)> {
-    let rest = name.strip_prefix(RESOURCE_PREFIX)?;
-    let board = rest
-        .strip_prefix("NVIDIA_")
-        .or_else(|| rest.strip_prefix("GRID_"))?;
-    let (gpu, profile) = board.rsplit_once('-')?;
-    // `4Q`, `16Q`, `8C`, `2B`, `1A`: frame buffer in GB, then the vGPU series letter.
-    let series = profile.chars().last()?;
-    let gb: u64 = profile[..profile.len() - 1].parse().ok()?;
-    let plain = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
-    (series.is_ascii_uppercase() && gb > 0 && !gpu.is_empty() && gpu.chars().all(plain))
-        .then(|| (format!("NVIDIA-{}", gpu.replace('_', "-")), gb))
-}
-
-/// Frame buffer per GPU in GB of the boards vGPU runs on, to count physical GPUs from vGPUs (NVIDIA's vGPU
-/// user guide lists the frame buffer per board; a board of several GPUs, such as the A16, per GPU).
-const VGPU_BOARD_GB: [(&str, u64); 14] = [
-    ("NVIDIA-A10", 24),
-    ("NVIDIA-A16", 16),
-    ("NVIDIA-A2", 16),
-    ("NVIDIA-A30", 24),
-    ("NVIDIA-A40", 48),
-    ("NVIDIA-A100", 40),
-    ("NVIDIA-A100D", 80),
-    ("NVIDIA-H100", 80),
-    ("NVIDIA-L4", 24),
-    ("NVIDIA-L40", 48),
-    ("NVIDIA-L40S", 48),
-    ("NVIDIA-T4", 16),
-    ("NVIDIA-V100", 16),
-    ("NVIDIA-V100DX", 32),
-];
-
-/// Physical GPUs under `vgpus` vGPUs of `product` with `gb` each, when the board's frame buffer is known and
-/// divides evenly: 12 x A10-4Q on 24 GB A10s are 2 GPUs (6 per GPU).
-pub(crate) fn gpus_under_vgpus(product: &str, gb: u64, vgpus: u64) -> Option<(u64, u64)> {
-    let (_, board_gb) = VGPU_BOARD_GB.iter().find(|(p, _)| *p == product)?;
-    let per_gpu = board_gb / gb;
-    (per_gpu > 0 && board_gb.is_multiple_of(gb) && vgpus.is_multiple_of(per_gpu))
-        .then(|| (vgpus / per_gpu, per_gpu))
 }
 
 #[cfg(test)]
@@ -143,13 +224,5 @@ mod tests {
         assert_eq!(unit_of("nvidia.com/mig-1g.10gb"), Some(Unit::Partition));
         assert_eq!(unit_of("nvidia.com/NVIDIA_A10-4Q"), Some(Unit::Share));
         assert_eq!(unit_of("nvidia.com/GA102GL_A10"), Some(Unit::Device));
-    }
-
-    #[test]
-    fn vgpus_count_physical_gpus_only_when_the_board_is_known() {
-        assert_eq!(gpus_under_vgpus("NVIDIA-A10", 4, 12), Some((2, 6)));
-        assert_eq!(gpus_under_vgpus("NVIDIA-A10", 5, 12), None);
-        assert_eq!(gpus_under_vgpus("NVIDIA-A10", 4, 13), None);
-        assert_eq!(gpus_under_vgpus("NVIDIA-RTX-PRO-6000", 4, 12), None);
     }
 }

@@ -163,7 +163,7 @@ fn a_hand_edited_gpu_node_is_restored() {
 fn scope_labels_are_copied_from_the_node_so_the_same_selector_finds_the_gpu_node() {
     let node_labels = labels(&[("pool", "a100"), ("zone", "z1")]);
     let scope = vec!["pool".to_owned(), "absent".to_owned()];
-    let node_labels: crate::inventory::cluster_node::TextMap = node_labels.iter().collect();
+    let node_labels: crate::inventory::text_map::TextMap = node_labels.iter().collect();
     let content = desired(&h100("a", true), None, Some(&node_labels), &scope);
     assert_eq!(content.labels.get("pool").map(String::as_str), Some("a100"));
     assert!(

@@ -1,8 +1,8 @@
 //! Reading node labels: number-valued ones record an `InvalidLabel` issue when they do not parse, odd but
 //! usable values are read and explained in notes. Every vendor module reads its labels through this.
 
-use crate::inventory::cluster_node::TextMap;
 use crate::inventory::model::{Issue, IssueReason};
+use crate::inventory::text_map::TextMap;
 
 /// One MiB in bytes; also the largest plausible GPU memory in MiB (1 TiB), above which a memory label is bytes.
 pub(crate) const MIB: u64 = 1_048_576;

@@ -1,9 +1,7 @@
-//! The node labels the scanner reads, and how their values are parsed.
+//! The label keys of NVIDIA's components the scanner reads, and what they say.
 //!
 //! Label formats follow NVIDIA GPU Feature Discovery (GFD) and the GPU Operator, plus the PCI labels of
 //! Node Feature Discovery (NFD).
-
-pub(crate) use crate::inventory::labels::{LabelReader, MemoryMib};
 
 /// `"true"` when GFD or the GPU Operator found an NVIDIA GPU.
 pub(crate) const GPU_PRESENT: &str = "nvidia.com/gpu.present";

@@ -1,0 +1,201 @@
+//! The one path that reads a node: the vendor tables sense it, identify its vendor, and that vendor's table
+//! reads it; the entry is made, its DRA devices merged and its issues found alike for every vendor.
+
+use std::collections::BTreeMap;
+
+use super::diagnose::{self, Evidence, Facts};
+use super::dra_devices;
+use super::scan_scope::ScanScope;
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::dra::DraNode;
+use crate::inventory::health;
+use crate::inventory::label_reader::LabelReader;
+use crate::inventory::model::{Amount, IssueReason, NodeInventory, Source, Vendor};
+use crate::inventory::resources::accelerator_resources;
+use crate::inventory::vendors;
+use crate::inventory::vendors::vendor_table::{NodeResources, Sensed, Unit};
+
+/// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
+/// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
+pub fn scan_node_in(
+    node: &ClusterNode,
+    scope: ScanScope,
+    dra: Option<DraNode>,
+) -> Option<NodeInventory> {
+    let mut labels = LabelReader::new(Some(&node.labels));
+    let capacity = accelerator_resources(node.capacity.as_ref());
+    let allocatable_block = node.allocatable.as_ref();
+    let allocatable = accelerator_resources(allocatable_block);
+    let taints = taints(node);
+    let resources = NodeResources {
+        capacity: &capacity,
+        allocatable: &allocatable,
+        taints: &taints,
+    };
+    // What each table finds before attribution is read first (its notes come before the health signals').
+    let tables = scope.vendors;
+    let mut sensed: Vec<Option<Sensed>> = tables
+        .iter()
+        .map(|table| table.sense(&mut labels, &resources))
+        .collect();
+    let published = health::read(
+        &mut labels,
+        node.conditions(),
+        &taints,
+        node.unschedulable,
+        scope.health,
+    );
+    // A table that senses its vendor's devices also counts a health signal naming that vendor.
+    let sensed_vendor = tables
+        .iter()
+        .zip(&sensed)
+        .find(|(table, found)| {
+            found
+                .as_ref()
+                .is_some_and(|found| found.present || published.vendor == Some(table.vendor()))
+        })
+        .map(|(table, _)| table.vendor());
+    let drivers: Vec<&str> = dra
+        .iter()
+        .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
+        .collect();
+    let mut identified = vendors::identify(tables, &labels, &resources, &drivers, sensed_vendor);
+    if identified.by_dra_only && dra.is_none() && published.known {
+        // Known only by a health monitor's condition or an operator's labels: that vendor's node (or, when
+        // the signal names no vendor, an accelerator node of unknown make).
+        identified.vendor = published.vendor.unwrap_or(Vendor::Unknown);
+        identified.by_dra_only = false;
+    }
+    let neutral_devices = resources
+        .with_units(|name| vendors::unit_in(tables, name))
+        .iter()
+        .any(|(_, unit, _)| *unit == Unit::Device);
+    if identified.by_dra_only && !neutral_devices && dra.is_none() {
+        return None;
+    }
+    // A vendor's resources or labels describe the node, or only a vendor-neutral resource does: that
+    // vendor's table reads it. A node only DRA describes (whose devices say everything the entry holds) is
+    // read by the first table, NVIDIA's, as the first editions read it.
+    let only_neutral = identified.vendor == Vendor::Unknown && neutral_devices;
+    let table = if !identified.by_dra_only || only_neutral {
+        vendors::table_of(tables, identified.vendor)
+    } else {
+        vendors::default_table(tables)
+    };
+    let own_sensed = tables
+        .iter()
+        .position(|t| t.vendor() == table.vendor())
+        .and_then(|i| sensed[i].take());
+    let reading = table.read(&mut labels, &resources, own_sensed);
+
+    let mut derived_from = BTreeMap::new();
+    let mut derive = |field: &str, from: Option<String>| {
+        if let Some(from) = from.filter(|from| Some(from.as_str()) != table.own_label(field)) {
+            derived_from.insert(field.to_owned(), from);
+        }
+    };
+    let product = reading.product.map(|(product, from)| {
+        derive("product", from);
+        product
+    });
+    let count = reading.count.map_or(0, |(count, from)| {
+        derive("count", Some(from));
+        count
+    });
+    let memory_mib = reading.memory_mib.map(|(mib, from)| {
+        derive("memoryMiB", Some(from));
+        mib
+    });
+    if table.notes_other_vendors() {
+        for other in &identified.also {
+            labels.note(format!(
+                "the node also advertises {other} resources: they are listed and allocated, but its devices \
+                 are counted as {}'s only (one vendor per node)",
+                identified.vendor
+            ));
+        }
+    }
+    let positive = |list: &BTreeMap<String, Amount>| list.values().any(Amount::is_positive);
+    let mut sources = Vec::new();
+    if reading.cloud {
+        sources.push(Source::Cloud);
+    }
+    if positive(&capacity) || positive(&allocatable) {
+        sources.push(Source::DevicePlugin);
+    }
+    if reading.labelled {
+        sources.push(Source::Labels);
+    }
+    let ready_condition = node.ready_condition();
+    let mut entry = NodeInventory {
+        name: node.name.to_string(),
+        vendor: Some(identified.vendor),
+        device_resources: reading.device_resources,
+        ready: ready_condition.is_some_and(|c| c.status == "True"),
+        product,
+        count,
+        memory_mib,
+        sharing: reading.sharing,
+        mig: reading.partitions,
+        capacity,
+        allocatable,
+        unschedulable: node.unschedulable,
+        sources,
+        derived_from,
+        ..Default::default()
+    };
+    if node.conditions.is_none() {
+        labels.note(diagnose::NO_CONDITIONS_NOTE.to_owned());
+    }
+    if allocatable_block.is_none() {
+        labels.note(format!(
+            "the object has no status.allocatable (a partial dump?): whether its {} are allocatable is unknown",
+            table.devices_word()
+        ));
+    }
+    entry.workload_config = table
+        .workload_label()
+        .and_then(|key| labels.text(key))
+        .map(str::to_owned);
+    let served_by_dra = dra.as_ref().is_some_and(DraNode::serves_gpus);
+    let dra_issues = dra.as_ref().map(|d| d.issues.clone()).unwrap_or_default();
+    if let Some(dra) = dra {
+        dra_devices::merge(&mut entry, dra);
+    }
+    let facts = Facts {
+        ready_condition,
+        allocatable_known: allocatable_block.is_some(),
+        status_known: node.conditions.is_some(),
+        labeller_in_scope: scope.labelled(table.vendor()),
+        cloud_says_devices: reading.cloud,
+        served_by_dra,
+        cordon_explained: published.cordon_explained,
+        unhealthy: reading.unhealthy,
+        evidence: Evidence {
+            labels: &labels,
+            conditions: node.conditions(),
+            table: scope.health,
+        },
+    };
+    let mut issues = diagnose::diagnose(&entry, table, facts);
+    issues.extend(reading.issues);
+    issues.extend(published.issues);
+    issues.extend(dra_issues);
+    let (invalid, notes) = labels.finish();
+    issues.extend(invalid);
+    if table.orders_issues_by_reason() {
+        let rank = |r: IssueReason| IssueReason::ALL.iter().position(|x| *x == r);
+        issues.sort_by_key(|i| rank(i.reason));
+    }
+    entry.issues = issues;
+    entry.notes = notes;
+    Some(entry)
+}
+
+/// The node's taints as (key, value, effect).
+fn taints(node: &ClusterNode) -> Vec<(String, String, String)> {
+    node.taints
+        .iter()
+        .map(|t| (t.key.to_string(), t.value.to_string(), t.effect.to_string()))
+        .collect()
+}

@@ -1,0 +1,125 @@
+//! What the scan of one node needs to know about the other nodes in scope (which labellers run there), and
+//! the tables it reads with: the health table and the vendor tables, handed in by the scan's caller.
+
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::health::HealthTable;
+use crate::inventory::label_reader::LabelReader;
+use crate::inventory::model::Vendor;
+use crate::inventory::vendors::vendor_table::VendorTables;
+
+/// What the scan of one node needs to know about the others in scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanScope {
+    /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
+    /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
+    pub(crate) gfd_installed: bool,
+    /// Per vendor (in `Vendor::ALL` order but NVIDIA, which is `gfd_installed`): some node in scope carries
+    /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
+    pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
+    /// Which node conditions are GPU health, and who sets them.
+    pub(crate) health: &'static HealthTable,
+    /// The vendor tables that read the nodes.
+    pub(crate) vendors: VendorTables,
+}
+
+impl ScanScope {
+    /// Whether some node in scope carries `vendor`'s labels.
+    pub(crate) fn labelled(&self, vendor: Vendor) -> bool {
+        match vendor {
+            Vendor::Nvidia => self.gfd_installed,
+            other => Vendor::ALL
+                .iter()
+                .position(|v| *v == other)
+                .is_some_and(|i| self.vendor_labels[i]),
+        }
+    }
+}
+
+impl ScanScope {
+    /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
+    /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
+    /// The built-in health and vendor tables read them.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
+        ScanScope::of_nodes(nodes, ScanScope::default())
+    }
+
+    /// The scope of these nodes, read with the tables of `tables` (its health and vendor tables).
+    pub(crate) fn of_nodes<'a>(
+        nodes: impl IntoIterator<Item = &'a ClusterNode>,
+        tables: ScanScope,
+    ) -> ScanScope {
+        let empty = ScanScope {
+            health: tables.health,
+            vendors: tables.vendors,
+            ..ScanScope::default()
+        };
+        let signals = nodes
+            .into_iter()
+            .fold(0, |signals, node| signals | empty.signals_of(node));
+        empty.with_signals(signals)
+    }
+
+    /// What `node`'s labels add to a scope read with these vendor tables, as [`ScanScope::signals`] encodes
+    /// it.
+    fn signals_of(&self, node: &ClusterNode) -> u64 {
+        let tables = self.vendors.address();
+        if let Some((read_with, signals)) = node.scope_signals.get()
+            && read_with == tables
+        {
+            return signals;
+        }
+        let reader = LabelReader::new(Some(&node.labels));
+        let mut own = ScanScope::default();
+        for table in self.vendors.iter() {
+            let seen = table.labeller_seen(&reader);
+            match table.vendor() {
+                Vendor::Nvidia => own.gfd_installed = seen,
+                vendor => {
+                    if let Some(i) = Vendor::ALL.iter().position(|v| *v == vendor) {
+                        own.vendor_labels[i] = seen;
+                    }
+                }
+            }
+        }
+        let signals = own.signals();
+        node.scope_signals.set((tables, signals));
+        signals
+    }
+
+    /// The scope's label signals as bits: GPU Feature Discovery, then each vendor in `Vendor::ALL` order.
+    fn signals(&self) -> u64 {
+        let vendors = self
+            .vendor_labels
+            .iter()
+            .enumerate()
+            .fold(0, |bits, (i, labelled)| {
+                bits | (u64::from(*labelled) << (i + 1))
+            });
+        u64::from(self.gfd_installed) | vendors
+    }
+
+    /// The scope with these [`ScanScope::signals`] added.
+    fn with_signals(mut self, signals: u64) -> ScanScope {
+        self.gfd_installed |= signals & 1 != 0;
+        for (i, labelled) in self.vendor_labels.iter_mut().enumerate() {
+            *labelled |= signals & (1 << (i + 1)) != 0;
+        }
+        self
+    }
+
+    /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
+    /// signals, which health table and which vendor tables (by address: tables are `'static` and never freed).
+    pub(crate) fn key(&self) -> (u64, usize, usize) {
+        (
+            self.signals(),
+            std::ptr::from_ref(self.health) as usize,
+            self.vendors.address(),
+        )
+    }
+
+    /// The scope, reading health conditions with `table` (the defaults otherwise).
+    pub fn with_health(mut self, table: &'static HealthTable) -> ScanScope {
+        self.health = table;
+        self
+    }
+}
