@@ -124,8 +124,14 @@ impl ConfigMaps {
         // Not kept through the write: see the GpuNode publisher.
         drop(inventory);
         let current = self.cache.get(&target.namespace, &target.name);
+        let absent = current
+            .is_none()
+            .then(|| self.cache.absent_version(&target.namespace, &target.name))
+            .flatten();
         let cached = Cached {
-            version: current.as_ref().and_then(|c| c.version.as_deref()),
+            version: current
+                .as_ref()
+                .map_or(absent.as_deref(), |c| c.version.as_deref()),
             content: current.as_ref().map(|c| &c.data),
         };
         let (write, ()) = self.writer.plan(&target.name, cached, |current| {

@@ -2,7 +2,12 @@
 //! publisher compares (with their `resourceVersion`, the version its guarded writer checks) into a
 //! `StrippedStore`, signalling a `ChangeSignal` on each visible change, as the sources do.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use futures::TryStreamExt;
+use kube::ResourceExt;
 
 use kube::Resource;
 use kube::api::Api;
@@ -20,6 +25,8 @@ use crate::sources::{ChangeSignal, Changes};
 pub(crate) struct OwnObjects<T> {
     /// What the watch holds of each object.
     pub(crate) store: StrippedStore<T>,
+    /// How many times the watch saw each object go (a deletion, or a relist without it).
+    deletions: Arc<Mutex<HashMap<ObjectKey, u64>>>,
     /// The watch task (none: fed by hand, in tests).
     task: Option<JoinHandle<()>>,
 }
@@ -42,6 +49,51 @@ impl<T> OwnObjects<T> {
     pub(crate) fn keys(&self) -> Vec<ObjectKey> {
         self.store.keys()
     }
+
+    /// The cache's version of an object it does not hold (read after [`Self::get`] found none): `None` while
+    /// the watch never saw it go, then one version per time it went. A guarded writer that wrote the object
+    /// when the cache had never held it must not take a deletion since for the cache still lagging.
+    pub(crate) fn absent_version(&self, namespace: &str, name: &str) -> Option<String> {
+        let deletions = self.deletions.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (namespace.to_owned(), name.to_owned());
+        deletions.get(&key).map(|n| format!("deleted:{n}"))
+    }
+}
+
+/// Counts each object's goings in `deletions` as the events pass, before the store applies them (so a reader
+/// that finds an object absent reads a count that already includes its going).
+fn count_deletions<K: ResourceExt, T>(
+    store: StrippedStore<T>,
+    deletions: Arc<Mutex<HashMap<ObjectKey, u64>>>,
+) -> impl FnMut(watcher::Event<K>) -> watcher::Event<K> {
+    let mut listed: HashSet<ObjectKey> = HashSet::new();
+    move |event| {
+        let key = |object: &K| (object.namespace().unwrap_or_default(), object.name_any());
+        let mut gone = Vec::new();
+        match &event {
+            watcher::Event::Delete(object) => gone.push(key(object)),
+            watcher::Event::Init => listed.clear(),
+            watcher::Event::InitApply(object) => {
+                listed.insert(key(object));
+            }
+            watcher::Event::InitDone => {
+                gone = store
+                    .keys()
+                    .into_iter()
+                    .filter(|k| !listed.contains(k))
+                    .collect();
+                listed.clear();
+            }
+            watcher::Event::Apply(_) => {}
+        }
+        if !gone.is_empty() {
+            let mut deletions = deletions.lock().unwrap_or_else(|e| e.into_inner());
+            for key in gone {
+                *deletions.entry(key).or_default() += 1;
+            }
+        }
+        event
+    }
 }
 
 /// Starts watching `api` with `config` (named `watch` in health and metrics), keeping `strip` of each object;
@@ -60,12 +112,22 @@ where
     let (store, mut writer) = stripped_store(strip);
     let signal = ChangeSignal::default();
     let changes = signal.subscribe();
-    let events = watcher(api, config).backoff(backoff::WATCH.backoff());
+    let deletions = Arc::default();
+    let events = watcher(api, config)
+        .backoff(backoff::WATCH.backoff())
+        .map_ok(count_deletions(store.clone(), Arc::clone(&deletions)));
     let task = tokio::spawn(async move {
         feed(watch, events, &mut writer, &health, &signal).await;
     });
     let task = Some(task);
-    (OwnObjects { store, task }, changes)
+    (
+        OwnObjects {
+            store,
+            deletions,
+            task,
+        },
+        changes,
+    )
 }
 
 /// A cache with no watch behind it, and the writer a test feeds it with.
@@ -77,5 +139,10 @@ pub(crate) fn fed_by_hand<K, T>(
     crate::sources::stripped::StrippedWriter<K, T>,
 ) {
     let (store, writer) = stripped_store(strip);
-    (OwnObjects { store, task: None }, writer)
+    let cache = OwnObjects {
+        store,
+        deletions: Arc::default(),
+        task: None,
+    };
+    (cache, writer)
 }

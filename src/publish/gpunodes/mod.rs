@@ -269,8 +269,14 @@ impl GpuNodes {
             node.as_ref().map(|n| &n.labels),
             &self.scope.keys,
         );
+        let absent = cached_object
+            .is_none()
+            .then(|| self.cache.absent_version("", &entry.name))
+            .flatten();
         let cached = Cached {
-            version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
+            version: cached_object
+                .as_ref()
+                .map_or(absent.as_deref(), |c| c.version.as_deref()),
             content: cached_object.as_ref().map(|c| &c.content),
         };
         let (write, ()) = self.writer.plan(&entry.name, cached, |current| {
