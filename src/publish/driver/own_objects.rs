@@ -146,3 +146,43 @@ pub(crate) fn fed_by_hand<K, T>(
     };
     (cache, writer)
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use watcher::Event;
+
+    use super::*;
+
+    fn object(name: &str, version: &str) -> ConfigMap {
+        let mut object = ConfigMap::default();
+        object.metadata.name = Some(name.into());
+        object.metadata.resource_version = Some(version.into());
+        object
+    }
+
+    #[test]
+    fn an_object_that_went_has_a_version_of_its_own_each_time() {
+        let (cache, mut writer) =
+            fed_by_hand(|c: &ConfigMap| Some(c.metadata.resource_version.clone()));
+        let mut count = count_deletions(cache.store.clone(), Arc::clone(&cache.deletions));
+        let mut apply = |event: Event<ConfigMap>| writer.apply(count(event));
+        assert_eq!(cache.absent_version("", "a"), None, "never seen");
+        apply(Event::Init);
+        apply(Event::InitApply(object("a", "1")));
+        apply(Event::InitApply(object("b", "1")));
+        apply(Event::InitDone);
+        apply(Event::Delete(object("a", "2")));
+        let first = cache.absent_version("", "a").expect("deleted");
+        assert_eq!(cache.absent_version("", "b"), None, "still there");
+        apply(Event::Apply(object("a", "3")));
+        // A relist that no longer finds it: gone again, another version.
+        apply(Event::Init);
+        apply(Event::InitApply(object("b", "4")));
+        apply(Event::InitDone);
+        assert!(cache.get("", "a").is_none());
+        let second = cache.absent_version("", "a").expect("gone again");
+        assert_ne!(first, second);
+        assert_eq!(cache.absent_version("", "b"), None);
+    }
+}
