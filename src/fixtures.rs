@@ -1,4 +1,5 @@
-//! The fast tier's fixtures (compiled for tests only): a publishers' [`Context`] over a mock API server, as kube-rs's
+//! The fast tier's fixtures (compiled for tests only): what the publishers are made with ([`Fixture`]) over a
+//! mock API server, as kube-rs's
 //! controller-rs tests its reconciler. The publishers' requests go to a `tower_test` mock; a test answers
 //! each one as the API server would (an object, a 403, a 409, ...) and checks what was asked: method, path,
 //! field manager, body. Nothing else is mocked: the sources hold real (stripped) objects, and the plans,
@@ -14,8 +15,8 @@ use kube::client::Body;
 use serde_json::{Value, json};
 use tower_test::mock::{self, Handle, SendResponse};
 
-use crate::publish::Context;
 use crate::publish::metrics::InventoryGauges;
+use crate::publish::scan_service::ScanService;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::Sources;
@@ -139,26 +140,41 @@ impl ApiServer {
     }
 }
 
-/// A publishers' context whose client talks to a mock API server, with sources holding `nodes` and `pods`.
-pub(crate) fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Arc<Context>, ApiServer) {
+/// What the publishers are made with: a client that talks to a mock API server, and scans of sources holding
+/// fixed objects.
+pub(crate) struct Fixture {
+    /// The client of the mock API server.
+    pub(crate) client: Client,
+    /// Scans of the fixed sources (requeue 30 s, no grace).
+    pub(crate) scans: Arc<ScanService>,
+    /// The process's metrics, with the inventories' gauges registered.
+    pub(crate) metrics: Arc<Metrics>,
+    /// The inventories' gauges.
+    pub(crate) gauges: Arc<InventoryGauges>,
+    /// Readiness and failure reporting.
+    pub(crate) health: Health,
+}
+
+/// The publishers' makings over a mock API server, with sources holding `nodes` and `pods`.
+pub(crate) fn context(nodes: Vec<Node>, pods: Vec<Pod>) -> (Fixture, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, "default");
     let gauges = Arc::new(InventoryGauges::default());
     let metrics = Arc::new(Metrics::with_families(|r| gauges.register(r)));
     let health = Health::new(metrics.watch_restarts.clone());
-    let ctx = Context::new(
-        client,
+    let scans = ScanService::new(
         Sources::fixed(nodes, pods),
-        crate::publish::Settings {
-            requeue: Duration::from_secs(30),
-            status_nodes_budget: crate::publish::content::size_budget::STATUS_NODES_BUDGET_BYTES,
-            resources_grace: Duration::ZERO,
-        },
-        health,
+        Duration::from_secs(30),
+        Duration::ZERO,
+    );
+    let fixture = Fixture {
+        client,
+        scans: Arc::new(scans),
         metrics,
         gauges,
-    );
-    (Arc::new(ctx), ApiServer(handle))
+        health,
+    };
+    (fixture, ApiServer(handle))
 }
 
 /// A node from JSON (`metadata.name` and the rest as given).

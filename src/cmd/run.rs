@@ -10,21 +10,25 @@ use tracing::{debug, error, info, warn};
 use super::cli::{GlobalArgs, RunArgs};
 use crate::error::{Error, Result, api_status, describe_kube_error};
 use crate::inventory::selector::{equality_labels, parse_selector};
-use crate::publish::configmap::ConfigMapTarget;
+use crate::publish::configmap::{ConfigMapTarget, ConfigMaps};
 use crate::publish::crd::{install_crd, require_crd};
 use crate::publish::crd_watch::{CrdPolicy, watch_crd};
 use crate::publish::default_inventory::{DefaultInventory, ensure_default_inventory};
-use crate::publish::gpunodes::GpuNodeScope;
+use crate::publish::driver::drive;
+use crate::publish::gpunodes::{GpuNodeScope, GpuNodes};
 use crate::publish::metrics::InventoryGauges;
-use crate::publish::{self, Context, Settings};
+use crate::publish::scan_service::ScanService;
+use crate::publish::status::Statuses;
 use crate::runtime::backoff;
 use crate::runtime::client::{ClientConfig, Connection, connect};
 use crate::runtime::credentials;
 use crate::runtime::health::Health;
 use crate::runtime::leader::{LeaseConfig, default_identity, run_while_leader};
-use crate::runtime::metrics::Metrics;
+use crate::runtime::metrics::{Metrics, TargetLabels};
 use crate::runtime::shutdown::Shutdown;
 use crate::sources::{Sources, SourcesConfig};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 /// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
 pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
@@ -68,32 +72,48 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
     let cached_nodes = sources.snapshot().nodes.len();
     info!(nodes = cached_nodes, namespace = %namespace, "node cache synced; starting controllers");
 
-    let ctx = Arc::new(Context::new(
-        client.clone(),
+    let scans = Arc::new(ScanService::new(
         sources,
-        Settings {
-            requeue: args.requeue,
-            status_nodes_budget: args.status_nodes_budget,
-            resources_grace: args.resources_grace,
-        },
-        health,
-        metrics.clone(),
-        gauges,
+        args.requeue,
+        args.resources_grace,
     ));
-    let result = run_publishers(&ctx, &args, namespace, shutdown).await;
+    let shared = Shared {
+        client: client.clone(),
+        scans: scans.clone(),
+        health,
+        metrics: metrics.clone(),
+        gauges,
+    };
+    let result = run_publishers(&shared, &args, namespace, shutdown).await;
     feed_task.abort();
     crd_task.abort();
+    let guard = |family: &Family<TargetLabels, Counter>, target: &str| {
+        family
+            .get_or_create(&TargetLabels {
+                target: target.to_owned(),
+            })
+            .get()
+    };
     info!(
-        status_writes = ctx.status_writer.written(),
-        status_skipped = ctx.status_writer.skipped(),
-        configmap_writes = ctx.configmap_writer.written(),
-        configmap_skipped = ctx.configmap_writer.skipped(),
-        gpunode_writes = ctx.gpunode_writer.written(),
-        scans = ctx.scans.computed(),
-        entries_reused = ctx.scans.entries_reused(),
+        status_writes = guard(&metrics.guard_writes, "status"),
+        status_skipped = guard(&metrics.guard_skipped, "status"),
+        configmap_writes = guard(&metrics.guard_writes, "configmap"),
+        configmap_skipped = guard(&metrics.guard_skipped, "configmap"),
+        gpunode_writes = guard(&metrics.guard_writes, "gpunode"),
+        scans = scans.computed(),
+        entries_reused = scans.entries_reused(),
         "stopped"
     );
     result
+}
+
+/// What every publisher is made with.
+struct Shared {
+    client: Client,
+    scans: Arc<ScanService>,
+    health: Health,
+    metrics: Arc<Metrics>,
+    gauges: Arc<InventoryGauges>,
 }
 
 /// Rejects a malformed selector flag before anything connects.
@@ -146,9 +166,10 @@ async fn set_up_crd(
     )))
 }
 
-/// Runs the status and ConfigMap publishers until shutdown (while leader, with `--leader-elect`).
+/// Runs the status, GpuNode and ConfigMap publishers, each in the one driver, until shutdown (while leader,
+/// with `--leader-elect`: each term starts them afresh, with their own watches).
 async fn run_publishers(
-    ctx: &Arc<Context>,
+    shared: &Shared,
     args: &RunArgs,
     namespace: String,
     shutdown: Shutdown,
@@ -159,18 +180,50 @@ async fn run_publishers(
     };
     let inventory_selector = args.inventory_label_selector.clone();
     let scope = GpuNodeScope::of(args.node_label_selector.as_deref());
+    let status_nodes_budget = args.status_nodes_budget;
     let publishers = |stop: Shutdown| {
-        let ctx = ctx.clone();
+        let Shared {
+            client,
+            scans,
+            health,
+            metrics,
+            gauges,
+        } = shared;
+        let (statuses, status_changes) = Statuses::start(
+            client.clone(),
+            inventory_selector.as_deref(),
+            status_nodes_budget,
+            health.clone(),
+            metrics.clone(),
+            gauges.clone(),
+        );
+        let (gpunodes, gpunode_changes) =
+            GpuNodes::start(client.clone(), scope.clone(), health.clone(), metrics);
+        let (configmaps, configmap_changes) =
+            ConfigMaps::start(client.clone(), target.clone(), health.clone(), metrics);
+        let (scans, metrics) = (scans.clone(), metrics.clone());
         async move {
             tokio::join!(
-                publish::status::run(ctx.clone(), inventory_selector, stop.clone()),
-                publish::gpunodes::run(ctx.clone(), scope, stop.clone()),
-                publish::configmap::run(ctx.clone(), target, stop),
+                drive(
+                    statuses,
+                    status_changes,
+                    scans.clone(),
+                    metrics.clone(),
+                    stop.clone()
+                ),
+                drive(
+                    gpunodes,
+                    gpunode_changes,
+                    scans.clone(),
+                    metrics.clone(),
+                    stop.clone()
+                ),
+                drive(configmaps, configmap_changes, scans, metrics, stop),
             );
         }
     };
     if !args.leader_elect {
-        ctx.metrics.leader.set(1);
+        shared.metrics.leader.set(1);
         publishers(shutdown).await;
         return Ok(());
     }
@@ -181,9 +234,9 @@ async fn run_publishers(
         duration: args.lease_duration,
     };
     run_while_leader(
-        ctx.client.clone(),
+        shared.client.clone(),
         lease,
-        &ctx.metrics,
+        &shared.metrics,
         shutdown,
         publishers,
     )

@@ -1,32 +1,30 @@
 //! The ConfigMap publisher: keeps the `gpu-node-status` ConfigMap (one key per GPU node) current.
 //!
-//! It wakes on the sources' changes, on changes to the ConfigMap itself (deleted, edited by hand) and every
-//! requeue period; wake-ups that arrive while it works are coalesced into one pass.
+//! Run by `driver::drive`: it wakes on the sources' changes, on changes to the ConfigMap itself (deleted,
+//! edited by hand) and every requeue period; wake-ups that arrive while it works are coalesced into one pass.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde::Serialize;
 use serde_json::json;
-use tokio::sync::Notify;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, error, info};
 
-use super::Context;
-use super::writer::Cached;
+use super::driver::own_objects::{OwnObjects, watch_own};
+use super::driver::{Outcome, Publisher};
+use super::scan_service::ScanService;
+use super::writer::{AGGREGATE_WRITE_GAP, Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
 use crate::error::{Error, Result};
 use crate::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
 use crate::publish::content::plan::plan_configmap;
-use crate::runtime::backoff;
-use crate::runtime::credentials;
-use crate::runtime::shutdown::Shutdown;
+use crate::runtime::health::Health;
+use crate::runtime::metrics::Metrics;
+use crate::sources::Changes;
 
 /// Where the ConfigMap lives.
 #[derive(Clone, Debug)]
@@ -37,183 +35,141 @@ pub(crate) struct ConfigMapTarget {
     pub(crate) name: String,
 }
 
-/// Runs the controller until shutdown.
-pub(crate) async fn run(ctx: Arc<Context>, target: ConfigMapTarget, shutdown: Shutdown) {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &target.namespace);
-    let (store, writer) = reflector::store::<ConfigMap>();
-    let wake = Arc::new(Notify::new());
-    let cache_events = Arc::new(AtomicU64::new(0));
-    let watch_task = tokio::spawn(watch_configmap(
-        api.clone(),
-        target.name.clone(),
-        writer,
-        wake.clone(),
-        cache_events.clone(),
-        ctx.clone(),
-    ));
-    let mut changes = ctx.sources.changes();
-    tokio::select! {
-        _ = synced(&wake, &cache_events) => {}
-        _ = shutdown.clone().wait() => { watch_task.abort(); return; }
-    }
-    let key = format!("configmap/{}/{}", target.namespace, target.name);
-    loop {
-        let cache = ConfigMapCache {
-            store: &store,
-            events: &cache_events,
-        };
-        if let Some(wait) = ctx.configmap_writer.wait_before_write(&target.name) {
-            // Woken by our own write's watch event (or a burst): plan once the gap has passed.
-            tokio::time::sleep(wait).await;
-        }
-        let delay = match ctx.retry_wait(&key) {
-            // The last write was refused (403): a change does not make the next one pass.
-            Some(wait) => wait,
-            None => pass(&ctx, &api, cache, &target, &key).await,
-        };
-        tokio::select! {
-            alive = changes.next() => if !alive { break },
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(delay) => {}
-            _ = shutdown.clone().wait() => break,
-        }
-    }
-    watch_task.abort();
-    info!("node-status controller stopped");
+/// The ConfigMap as the watch's cache keeps it: its version and data.
+#[derive(Debug, PartialEq)]
+pub(crate) struct CachedConfigMap {
+    /// Its `resourceVersion`.
+    version: Option<String>,
+    /// Its data (none: empty).
+    data: BTreeMap<String, String>,
 }
 
-/// One reconcile, observed; returns when to look again (the requeue period, or the backoff after a failure).
-async fn pass(
-    ctx: &Arc<Context>,
-    api: &Api<ConfigMap>,
-    cache: ConfigMapCache<'_>,
-    target: &ConfigMapTarget,
-    key: &str,
-) -> std::time::Duration {
-    let started = std::time::Instant::now();
-    let result = reconcile(ctx, api, cache, target).await;
-    ctx.observe_reconcile("node-status", started, result.as_ref().err());
-    match result {
-        Ok(()) => {
-            ctx.reset_backoff(key);
-            ctx.next_pass()
-        }
-        Err(e) => {
-            // A credential failure is reported once for every caller (runtime/credentials.rs).
-            if !e
-                .kube_error()
-                .is_some_and(|k| credentials::report("node-status", k))
-            {
-                warn!(configmap = %target.name, namespace = %target.namespace, error = %e, reason = e.metric_label(),
-                      "updating the node-status ConfigMap failed; retrying with backoff");
-            }
-            ctx.backoff(key, &e)
-        }
-    }
+/// The strip of the ConfigMap watch.
+pub(crate) fn cached(configmap: &ConfigMap) -> Option<CachedConfigMap> {
+    Some(CachedConfigMap {
+        version: configmap.metadata.resource_version.clone(),
+        data: configmap.data.clone().unwrap_or_default(),
+    })
 }
 
-async fn watch_configmap(
+/// The ConfigMap publisher.
+pub(crate) struct ConfigMaps {
     api: Api<ConfigMap>,
-    name: String,
-    writer: reflector::store::Writer<ConfigMap>,
-    wake: Arc<Notify>,
-    cache_events: Arc<AtomicU64>,
-    ctx: Arc<Context>,
-) {
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut events = watcher(api, config)
-        .backoff(backoff::WATCH.backoff())
-        .modify(|cm| cm.metadata.managed_fields = None)
-        .reflect(writer)
-        .boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => {
-                if !matches!(event, watcher::Event::Init) {
-                    ctx.health.watch_ok("configmap");
-                }
-                // Only events that change what the store shows count as a new cache version: during a relist
-                // the store changes at InitDone. Counting Init too made the version move while the store still
-                // lacked our own write, and a reconcile in that gap wrote the same content again.
-                if matches!(
-                    event,
-                    watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)
-                ) {
-                    cache_events.fetch_add(1, Ordering::SeqCst);
-                    wake.notify_one();
-                }
-            }
-            Err(e) => ctx.health.watch_failed("configmap", &e),
+    cache: OwnObjects<CachedConfigMap>,
+    target: ConfigMapTarget,
+    /// Guards ConfigMap writes.
+    pub(crate) writer: GuardedWriter<BTreeMap<String, String>>,
+}
+
+impl ConfigMaps {
+    /// The publisher of the ConfigMap `target`, and the follower of its changes (its watch, of that one
+    /// object, is started here).
+    pub(crate) fn start(
+        client: Client,
+        target: ConfigMapTarget,
+        health: Health,
+        metrics: &Metrics,
+    ) -> (Self, Changes) {
+        let api: Api<ConfigMap> = Api::namespaced(client, &target.namespace);
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", target.name));
+        let (cache, changes) = watch_own(api.clone(), config, "configmap", health, cached);
+        (ConfigMaps::new(api, cache, target, metrics), changes)
+    }
+
+    /// The publisher over `cache`.
+    pub(crate) fn new(
+        api: Api<ConfigMap>,
+        cache: OwnObjects<CachedConfigMap>,
+        target: ConfigMapTarget,
+        metrics: &Metrics,
+    ) -> Self {
+        ConfigMaps {
+            api,
+            cache,
+            target,
+            writer: GuardedWriter::for_target(metrics, "configmap")
+                .with_min_gap(AGGREGATE_WRITE_GAP),
         }
     }
 }
 
-/// Resolves once the first list is in the store *and* counted: waiting for the store alone would let the first
-/// reconcile read a version that the first list's InitDone is about to bump.
-async fn synced(wake: &Notify, cache_events: &AtomicU64) {
-    while cache_events.load(Ordering::SeqCst) == 0 {
-        wake.notified().await;
+impl Publisher for ConfigMaps {
+    fn name(&self) -> &'static str {
+        "node-status"
+    }
+
+    async fn cache_ready(&self) {
+        self.cache.store.wait_until_ready().await;
+    }
+
+    fn keys(&mut self) -> Vec<String> {
+        vec![self.target.name.clone()]
+    }
+
+    async fn reconcile(&mut self, _name: &str, scans: &ScanService) -> Result<Outcome> {
+        self.reconcile_configmap(scans).await
     }
 }
 
-/// The ConfigMap watch cache, and how many events it has applied (its version, for the guarded writer).
-///
-#[derive(Clone, Copy)]
-struct ConfigMapCache<'a> {
-    store: &'a Store<ConfigMap>,
-    events: &'a AtomicU64,
-}
-
-/// Read (the shared scan, the cached ConfigMap), plan (pure), write (apply, then remove foreign keys).
-async fn reconcile(
-    ctx: &Context,
-    api: &Api<ConfigMap>,
-    cache: ConfigMapCache<'_>,
-    target: &ConfigMapTarget,
-) -> Result<()> {
-    let inventory = ctx.inventory(&Selector::default());
-    let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
-    // Not kept through the write: see the GpuNode publisher.
-    drop(inventory);
-    // Read the event count before the object, so a version can only be older than the object, never newer.
-    let cache_version = cache.events.load(Ordering::SeqCst).to_string();
-    let current = cache
-        .store
-        .get(&ObjectRef::new(&target.name).within(&target.namespace));
-    let empty = BTreeMap::new();
-    let cached = Cached {
-        version: Some(&cache_version),
-        content: current
-            .as_ref()
-            .map(|cm| cm.data.as_ref().unwrap_or(&empty)),
-    };
-    let (write, ()) = ctx.configmap_writer.plan(&target.name, cached, |current| {
-        (plan_configmap(desired, current), ())
-    });
-    let Some(data) = write else {
-        debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
-        return Ok(());
-    };
-    if summary.truncated {
-        error!(
+impl ConfigMaps {
+    /// Read (the shared scan, the cached ConfigMap), plan (pure), write (apply, then remove foreign keys).
+    pub(crate) async fn reconcile_configmap(&self, scans: &ScanService) -> Result<Outcome> {
+        let target = &self.target;
+        if let Some(wait) = self.writer.wait_before_write(&target.name) {
+            // Woken by our own write's watch event (or a burst): plan once the gap has passed.
+            return Ok(Outcome::again_in(wait));
+        }
+        let inventory = scans.inventory(&Selector::default());
+        let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
+        // Not kept through the write: see the GpuNode publisher.
+        drop(inventory);
+        let current = self.cache.get(&target.namespace, &target.name);
+        let absent = current
+            .is_none()
+            .then(|| self.cache.absent_version(&target.namespace, &target.name))
+            .flatten();
+        let cached = Cached {
+            version: current
+                .as_ref()
+                .map_or(absent.as_deref(), |c| c.version.as_deref()),
+            content: current.as_ref().map(|c| &c.data),
+        };
+        let (write, ()) = self.writer.plan(&target.name, cached, |current| {
+            (plan_configmap(desired, current), ())
+        });
+        let Some(data) = write else {
+            debug!(configmap = %target.name, "ConfigMap unchanged; write skipped");
+            return Ok(Outcome::done());
+        };
+        if summary.truncated {
+            error!(
+                configmap = %target.name,
+                omitted = summary.omitted_nodes,
+                "the node-status ConfigMap would exceed 1 MiB; {} node entries left out (see its _summary key)",
+                summary.omitted_nodes
+            );
+        }
+        let mut stale = vec![cached.version.map(str::to_owned)];
+        let applied = apply(&self.api, target, &data).await?;
+        let written = match remove_foreign_keys(&self.api, target, &applied, &data).await? {
+            Some(removed) => {
+                // The apply's version is older than the removal's: the cache may show it meanwhile.
+                stale.push(applied.metadata.resource_version);
+                removed.metadata.resource_version
+            }
+            None => applied.metadata.resource_version,
+        };
+        self.writer
+            .record_write_after(&target.name, stale, written, data);
+        info!(
             configmap = %target.name,
-            omitted = summary.omitted_nodes,
-            "the node-status ConfigMap would exceed 1 MiB; {} node entries left out (see its _summary key)",
-            summary.omitted_nodes
+            namespace = %target.namespace,
+            gpu_nodes = summary.total_gpu_nodes,
+            ready = summary.ready_gpu_nodes,
+            "updated node-status ConfigMap"
         );
+        Ok(Outcome::done())
     }
-    let written = apply(api, target, &data).await?;
-    remove_foreign_keys(api, target, &written, &data).await?;
-    ctx.configmap_writer
-        .record_write(&target.name, Some(cache_version), data);
-    info!(
-        configmap = %target.name,
-        namespace = %target.namespace,
-        gpu_nodes = summary.total_gpu_nodes,
-        ready = summary.ready_gpu_nodes,
-        "updated node-status ConfigMap"
-    );
-    Ok(())
 }
 
 /// The server-side apply body of the ConfigMap.
@@ -271,12 +227,13 @@ async fn apply(
 
 /// Server-side apply only removes keys this manager owns; keys added or taken over by someone else
 /// (a hand edit, then the node was deleted) are removed explicitly so the ConfigMap holds exactly our content.
+/// Returns the ConfigMap after the removal, if there was anything to remove.
 async fn remove_foreign_keys(
     api: &Api<ConfigMap>,
     target: &ConfigMapTarget,
     written: &ConfigMap,
     data: &BTreeMap<String, String>,
-) -> Result<()> {
+) -> Result<Option<ConfigMap>> {
     let extra: serde_json::Map<String, serde_json::Value> = written
         .data
         .iter()
@@ -285,20 +242,21 @@ async fn remove_foreign_keys(
         .map(|(key, _)| (key.clone(), serde_json::Value::Null))
         .collect();
     if extra.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     debug!(keys = ?extra.keys().collect::<Vec<_>>(), "removing keys the operator does not own");
-    api.patch(
-        &target.name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "data": extra })),
-    )
-    .await
-    .map_err(Error::kube(format!(
-        "removing stale keys from ConfigMap {}/{}",
-        target.namespace, target.name
-    )))?;
-    Ok(())
+    let removed = api
+        .patch(
+            &target.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": extra })),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "removing stale keys from ConfigMap {}/{}",
+            target.namespace, target.name
+        )))?;
+    Ok(Some(removed))
 }
 
 #[cfg(test)]

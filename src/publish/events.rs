@@ -2,19 +2,20 @@
 
 use kube::Resource;
 use kube::ResourceExt;
-use kube::runtime::events::Event;
+use kube::runtime::events::{Event, Recorder};
 
-use super::Context;
 use crate::crd::GpuInventory;
 use crate::error::describe_kube_error;
 use crate::inventory::events::InventoryEvent;
+use crate::runtime::health::Health;
 
 /// The API server rejects an Event note longer than 1 KiB.
 const MAX_NOTE_CHARS: usize = 1000;
 
 /// Publishes `events` on `inventory`. A failure is logged, not retried: the status already says it all.
 pub(crate) async fn publish_events(
-    ctx: &Context,
+    recorder: &Recorder,
+    health: &Health,
     inventory: &GpuInventory,
     events: Vec<InventoryEvent>,
 ) {
@@ -30,10 +31,10 @@ pub(crate) async fn publish_events(
         // The note carries other components' words (condition messages): the log escapes them.
         tracing::debug!(inventory = %inventory.name_any(), reason = %event.reason,
             note = event.note.as_deref().unwrap_or_default(), "publishing event");
-        if let Err(e) = ctx.recorder.publish(&event, &reference).await
+        if let Err(e) = recorder.publish(&event, &reference).await
             && !crate::runtime::credentials::report("events", &e)
         {
-            ctx.health.failure(
+            health.failure(
                 "events",
                 &format!(
                     "publishing event {} on GpuInventory {}: {}",

@@ -3,7 +3,10 @@
 //!
 //! A reconcile can start between our write and the watch event that brings it into the cache. Compared with
 //! the stale cache, the content looks changed and the same write would go out again. So while the cache
-//! still shows the version it showed when we wrote, the plan is made against our own last write instead.
+//! still shows a version older than our last write, the plan is made against our own last write instead.
+//! Older means: the version the write was planned against, those its earlier requests returned, and every
+//! version of our earlier writes still on their way to the cache (a cache that lags behind two of our writes
+//! shows the first one's versions after the second was sent).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -37,9 +40,12 @@ pub(crate) const AGGREGATE_WRITE_GAP: Duration = Duration::from_millis(500);
 
 #[derive(Debug)]
 struct RecentWrite<T> {
-    /// Cache versions that predate the write's result: the one the plan saw, and those of earlier requests of
-    /// the same write (a GpuNode's object is applied before its status).
+    /// Cache versions that predate the write's result: the one the plan saw, those of earlier requests of
+    /// the same write (a GpuNode's object is applied before its status), and those of our earlier writes the
+    /// cache had not shown yet.
     stale_versions: Vec<Option<String>>,
+    /// The version the write's last request returned: older than any later write of ours.
+    written_version: Option<String>,
     content: T,
 }
 
@@ -133,18 +139,27 @@ impl<T> GuardedWriter<T> {
         self.skipped.inc();
     }
 
-    /// Records that `content` reached the server while the cache showed `cache_version` of `key`.
-    pub(crate) fn record_write(&self, key: &str, cache_version: Option<String>, content: T) {
-        self.record_write_after(key, vec![cache_version], content);
+    /// Records that `content` reached the server at `written_version` while the cache showed
+    /// `cache_version` of `key`.
+    pub(crate) fn record_write(
+        &self,
+        key: &str,
+        cache_version: Option<String>,
+        written_version: Option<String>,
+        content: T,
+    ) {
+        self.record_write_after(key, vec![cache_version], written_version, content);
     }
 
-    /// Records that `content` reached the server; until the cache shows a version other than
-    /// `stale_versions` (the one planned against, and those that earlier requests of this write returned),
-    /// plans are made against `content`.
+    /// Records that `content` reached the server, its last request returning `written_version`; until the
+    /// cache shows a version other than `stale_versions` (the one planned against, and those that earlier
+    /// requests of this write returned) or than our earlier writes' versions it has not shown yet, plans are
+    /// made against `content`.
     pub(crate) fn record_write_after(
         &self,
         key: &str,
-        stale_versions: Vec<Option<String>>,
+        mut stale_versions: Vec<Option<String>>,
+        written_version: Option<String>,
         content: T,
     ) {
         // A write went through: whatever credential failure was reported is over.
@@ -152,10 +167,19 @@ impl<T> GuardedWriter<T> {
         self.written.inc();
         let now = Instant::now();
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(earlier) = recent.remove(key) {
+            // This write was planned against the earlier one (the cache had not shown it): the cache may still
+            // show each version the earlier write went through, all older than this write.
+            stale_versions.extend(earlier.stale_versions);
+            stale_versions.push(earlier.written_version);
+            stale_versions.sort_unstable();
+            stale_versions.dedup();
+        }
         recent.insert(
             key.to_owned(),
             RecentWrite {
                 stale_versions,
+                written_version,
                 content,
             },
         );
@@ -183,11 +207,13 @@ impl<T> GuardedWriter<T> {
     }
 
     /// Writes done so far.
+    #[cfg(test)]
     pub(crate) fn written(&self) -> u64 {
         self.written.get()
     }
 
     /// Writes skipped so far.
+    #[cfg(test)]
     pub(crate) fn skipped(&self) -> u64 {
         self.skipped.get()
     }
@@ -214,7 +240,7 @@ mod tests {
     #[test]
     fn our_last_write_covers_a_stale_cache() {
         let w = writer();
-        w.record_write("cm", Some("7".into()), 1);
+        w.record_write("cm", Some("7".into()), Some("8".into()), 1);
         assert_eq!(
             seen(&w, "7", None),
             Some(1),
@@ -228,7 +254,7 @@ mod tests {
     #[test]
     fn a_write_of_several_requests_covers_each_intermediate_version() {
         let w = writer();
-        w.record_write_after("cm", vec![None, Some("8".into())], 1);
+        w.record_write_after("cm", vec![None, Some("8".into())], Some("9".into()), 1);
         assert_eq!(
             seen(&w, "8", Some(&0)),
             Some(1),
@@ -239,13 +265,35 @@ mod tests {
             Some(1),
             "the last request's result: the cache"
         );
-        w.record_write("cm", Some("9".into()), 2);
+        w.record_write("cm", Some("9".into()), Some("10".into()), 2);
         w.forget("cm");
         assert_eq!(
             seen(&w, "9", Some(&1)),
             Some(1),
             "forgotten: the cache again"
         );
+    }
+
+    #[test]
+    fn a_cache_that_shows_an_earlier_write_of_ours_is_older_than_the_last_one() {
+        let w = writer();
+        // A GpuNode written in two requests, planned against the cache at 7: the object's apply returned 8,
+        // the status's 9.
+        w.record_write_after(
+            "cm",
+            vec![Some("7".into()), Some("8".into())],
+            Some("9".into()),
+            1,
+        );
+        // The node changes before the watch brings any of it: planned against our write, written again (10).
+        assert_eq!(seen(&w, "7", Some(&0)), Some(1), "the cache still at 7");
+        w.record_write("cm", Some("7".into()), Some("10".into()), 2);
+        // The watch brings our first write's versions, then the second's: until then, the first write's
+        // content is not what the server holds, and writing the second again would change nothing.
+        assert_eq!(seen(&w, "8", Some(&0)), Some(2), "the first write's object");
+        assert_eq!(seen(&w, "9", Some(&1)), Some(2), "the first write");
+        assert_eq!(seen(&w, "10", Some(&2)), Some(2), "caught up: the cache");
+        assert_eq!(seen(&w, "9", Some(&1)), Some(1), "the record is gone");
     }
 
     #[test]
@@ -264,7 +312,7 @@ mod tests {
     fn a_write_waits_for_the_gap_after_the_last_one() {
         let w = writer();
         assert_eq!(w.wait_before_write("cm"), None, "never written: write now");
-        w.record_write("cm", Some("7".into()), 1);
+        w.record_write("cm", Some("7".into()), Some("8".into()), 1);
         let wait = w.wait_before_write("cm").expect("just written: wait");
         assert!(wait <= MIN_WRITE_GAP, "{wait:?}");
         assert_eq!(w.wait_before_write("other"), None, "per object");
@@ -275,7 +323,7 @@ mod tests {
     #[test]
     fn the_gap_holds_after_the_cache_caught_up_with_the_write() {
         let w = writer().with_min_gap(AGGREGATE_WRITE_GAP);
-        w.record_write("cm", Some("7".into()), 1);
+        w.record_write("cm", Some("7".into()), Some("8".into()), 1);
         // The watch brings our write in (version 8): plans use the cache again, the gap still holds.
         let seen_now = seen(&w, "8", Some(&1));
         assert_eq!(seen_now, Some(1));

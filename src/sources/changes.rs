@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use futures::Stream;
 use tokio::sync::watch;
 
 /// How long a change waits for more changes before the followers act on them all at once.
@@ -72,14 +71,6 @@ impl Changes {
         tokio::time::sleep(COALESCE_WINDOW).await;
         self.rx.mark_unchanged();
         true
-    }
-
-    /// A stream that yields once per coalesced batch of changes (for `Controller::reconcile_all_on`).
-    pub(crate) fn into_stream(mut self) -> impl Stream<Item = ()> + Send + 'static {
-        self.rx.mark_unchanged();
-        futures::stream::unfold(self, |mut changes| async move {
-            changes.next().await.then_some(((), changes))
-        })
     }
 }
 

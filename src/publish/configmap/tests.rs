@@ -7,7 +7,9 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::fixtures::{context, gpu_node};
+use crate::fixtures::{Fixture, context, gpu_node};
+use crate::publish::driver::own_objects::fed_by_hand;
+use crate::sources::stripped::StrippedWriter;
 
 const PATH: &str = "/api/v1/namespaces/gpu/configmaps/gpu-node-status";
 
@@ -24,29 +26,30 @@ fn served(data: &Value, version: &str) -> Value {
             "data": data })
 }
 
-/// One reconcile, in the background, against `store` as the ConfigMap cache (at event count 0).
+/// The publisher over a cache the test feeds, and the cache's writer.
+fn publisher(fx: &Fixture) -> (Arc<ConfigMaps>, StrippedWriter<ConfigMap, CachedConfigMap>) {
+    let (cache, writer) = fed_by_hand(cached);
+    let api = Api::namespaced(fx.client.clone(), "gpu");
+    (
+        Arc::new(ConfigMaps::new(api, cache, target(), &fx.metrics)),
+        writer,
+    )
+}
+
+/// One reconcile, in the background.
 fn reconcile_in_background(
-    ctx: &Arc<Context>,
-    store: &Store<ConfigMap>,
-) -> tokio::task::JoinHandle<Result<()>> {
-    let (ctx, store) = (ctx.clone(), store.clone());
-    tokio::spawn(async move {
-        let events = AtomicU64::new(0);
-        let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
-        let cache = ConfigMapCache {
-            store: &store,
-            events: &events,
-        };
-        reconcile(&ctx, &api, cache, &target()).await
-    })
+    publisher: &Arc<ConfigMaps>,
+    fx: &Fixture,
+) -> tokio::task::JoinHandle<Result<Outcome>> {
+    let (publisher, scans) = (publisher.clone(), fx.scans.clone());
+    tokio::spawn(async move { publisher.reconcile_configmap(&scans).await })
 }
 
 #[tokio::test]
 async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothing_repeats() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let (store, mut writer) = reflector::store::<ConfigMap>();
-    let events = AtomicU64::new(0);
-    let pass = reconcile_in_background(&ctx, &store);
+    let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let (publisher, mut writer) = publisher(&fx);
+    let pass = reconcile_in_background(&publisher, &fx);
     let apply = server.expect(Method::PATCH, PATH).await;
     assert_eq!(apply.query("fieldManager").as_deref(), Some(FIELD_MANAGER));
     assert_eq!(apply.body["apiVersion"], "v1");
@@ -72,19 +75,13 @@ async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothi
     merge.reply(StatusCode::OK, served(&data, "8"));
     pass.await.unwrap().expect("reconciled");
     // The watch brings it into the cache; the next pass writes nothing.
-    writer.apply_watcher_event(&watcher::Event::Apply(
+    writer.apply(watcher::Event::Apply(
         serde_json::from_value(served(&data, "8")).unwrap(),
     ));
-    events.store(1, Ordering::SeqCst);
-    tokio::time::sleep(ctx.configmap_writer.min_gap() + Duration::from_millis(50)).await;
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "gpu");
-    let cache = ConfigMapCache {
-        store: &store,
-        events: &events,
-    };
+    tokio::time::sleep(publisher.writer.min_gap() + Duration::from_millis(50)).await;
     tokio::time::timeout(
         Duration::from_secs(5),
-        reconcile(&ctx, &api, cache, &target()),
+        publisher.reconcile_configmap(&fx.scans),
     )
     .await
     .expect("the reconcile sent a request: an unchanged ConfigMap was written")
@@ -94,9 +91,9 @@ async fn the_configmap_is_applied_whole_then_foreign_keys_are_removed_then_nothi
 
 #[tokio::test]
 async fn a_forbidden_configmap_write_says_which_configmap_and_why() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let (store, _writer) = reflector::store::<ConfigMap>();
-    let pass = reconcile_in_background(&ctx, &store);
+    let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let (publisher, _writer) = publisher(&fx);
+    let pass = reconcile_in_background(&publisher, &fx);
     server.expect(Method::PATCH, PATH).await.reply_error(
         403,
         "Forbidden",

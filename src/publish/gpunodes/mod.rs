@@ -9,6 +9,7 @@
 //! node's labels for the keys that selector names, so the GpuNode watch uses the same selector, and two
 //! operators watching different nodes never touch each other's GpuNodes.
 
+mod cache;
 pub(crate) mod plan;
 mod unchanged;
 
@@ -18,25 +19,25 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::core::Selector;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
 use serde_json::json;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
-use super::Context;
-use super::status::StatusApply;
-use super::writer::Cached;
+use super::driver::own_objects::{OwnObjects, watch_own};
+use super::driver::{Outcome, Publisher};
+use super::scan_service::ScanService;
+use super::status_apply::StatusApply;
+use super::writer::{Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
 use crate::crd::GpuNode;
 use crate::error::{Error, Result, api_status};
 use crate::inventory::model::NodeInventory;
-use crate::runtime::backoff;
-use crate::runtime::credentials;
-use crate::runtime::shutdown::Shutdown;
-use crate::sources::ChangeSignal;
-use crate::sources::stripped::{ObjectKey, StrippedStore, StrippedWriter, feed, stripped_store};
+use crate::runtime::health::Health;
+use crate::runtime::metrics::Metrics;
+use crate::sources::Changes;
+use cache::{CachedGpuNode, cached};
 use plan::{GpuNodeContent, GpuNodeDigest, GpuNodeWrite};
 use unchanged::{Read, Unchanged};
 
@@ -65,164 +66,139 @@ impl GpuNodeScope {
     }
 }
 
-/// A GpuNode as the cache keeps it: its version and our part of it.
-#[derive(Debug, PartialEq)]
-struct CachedGpuNode {
-    version: Option<String>,
-    content: GpuNodeDigest,
+/// The GpuNode publisher.
+pub(crate) struct GpuNodes {
+    api: Api<GpuNode>,
+    /// The GpuNode watch's cache: each object's version and our part of it.
+    cache: OwnObjects<CachedGpuNode>,
+    scope: GpuNodeScope,
+    /// Guards GpuNode writes (keyed by node name).
+    pub(crate) writer: GuardedWriter<GpuNodeDigest>,
+    /// What the last pass found current.
+    unchanged: Unchanged,
 }
 
-/// The GpuNode watch's cache: each object's version and our part of it.
-fn gpunode_store(
-    scope: &GpuNodeScope,
-) -> (
-    StrippedStore<CachedGpuNode>,
-    StrippedWriter<GpuNode, CachedGpuNode>,
-) {
-    let keys = scope.keys.clone();
-    stripped_store(move |object: &GpuNode| {
-        Some(CachedGpuNode {
-            version: object.metadata.resource_version.clone(),
-            content: plan::current(object, &keys),
-        })
-    })
-}
+/// The publisher's one key: a pass writes every GpuNode, and a failed pass is retried whole.
+const PASS_KEY: &str = "gpunodes";
 
-/// The publisher's key in the context's retry backoff (one for all GpuNodes: a pass writes them all).
-const RETRY_KEY: &str = "gpunodes";
-
-/// Runs the publisher until shutdown.
-pub(crate) async fn run(ctx: Arc<Context>, scope: GpuNodeScope, shutdown: Shutdown) {
-    let api: Api<GpuNode> = Api::all(ctx.client.clone());
-    let (store, mut writer) = gpunode_store(&scope);
-    let own_changes = ChangeSignal::default();
-    let mut wake = own_changes.subscribe();
-    let mut config = watcher::Config::default();
-    if let Some(selector) = &scope.selector {
-        config = config.labels(selector);
-    }
-    let events = watcher(api.clone(), config)
-        .backoff(backoff::WATCH.backoff())
-        .modify(|object| object.metadata.managed_fields = None);
-    let health = ctx.health.clone();
-    let watch_task = tokio::spawn(async move {
-        feed("gpunodes", events, &mut writer, &health, &own_changes).await;
-    });
-    let mut changes = ctx.sources.changes();
-    tokio::select! {
-        _ = store.wait_until_ready() => {}
-        _ = shutdown.clone().wait() => { watch_task.abort(); return; }
-    }
-    let mut unchanged = Unchanged::default();
-    loop {
-        let delay = match ctx.retry_wait(RETRY_KEY) {
-            // The last write was refused (403): a change does not make the next one pass.
-            Some(wait) => wait,
-            None => pass(&ctx, &api, &store, &scope, &mut unchanged).await,
-        };
-        tokio::select! {
-            alive = changes.next() => if !alive { break },
-            alive = wake.next() => if !alive { break },
-            _ = tokio::time::sleep(delay) => {}
-            _ = shutdown.clone().wait() => break,
+impl GpuNodes {
+    /// The publisher of the GpuNodes in `scope`, and the follower of their changes (its GpuNode watch is
+    /// started here).
+    pub(crate) fn start(
+        client: Client,
+        scope: GpuNodeScope,
+        health: Health,
+        metrics: &Metrics,
+    ) -> (Self, Changes) {
+        let api: Api<GpuNode> = Api::all(client);
+        let mut config = watcher::Config::default();
+        if let Some(selector) = &scope.selector {
+            config = config.labels(selector);
         }
-    }
-    watch_task.abort();
-    info!("GpuNode publisher stopped");
-}
-
-/// Runs one pass and turns its outcome into the delay before the next: the requeue period, the
-/// earliest write gap still open, or the backoff after a failure.
-async fn pass(
-    ctx: &Arc<Context>,
-    api: &Api<GpuNode>,
-    store: &StrippedStore<CachedGpuNode>,
-    scope: &GpuNodeScope,
-    unchanged: &mut Unchanged,
-) -> Duration {
-    match reconcile_all(ctx, api, store, scope, unchanged).await {
-        Ok(retry) => {
-            ctx.reset_backoff(RETRY_KEY);
-            let next = ctx.next_pass();
-            retry.map_or(next, |r| r.min(next))
-        }
-        Err(e) => {
-            // A credential failure is reported once for every caller (runtime/credentials.rs).
-            if !e
-                .kube_error()
-                .is_some_and(|k| credentials::report("gpunodes", k))
-            {
-                warn!(error = %e, reason = e.metric_label(), "writing GpuNodes failed; retrying with backoff");
-            }
-            ctx.backoff(RETRY_KEY, &e)
-        }
-    }
-}
-
-/// One pass: every GPU node's GpuNode planned against the cache (but those `unchanged` holds as current on
-/// the same objects), the writes sent, stale GpuNodes deleted. Returns when to look again for nodes still
-/// within their write gap; `unchanged` becomes what this pass found current.
-async fn reconcile_all(
-    ctx: &Context,
-    api: &Api<GpuNode>,
-    store: &StrippedStore<CachedGpuNode>,
-    scope: &GpuNodeScope,
-    unchanged: &mut Unchanged,
-) -> Result<Option<Duration>> {
-    let started = std::time::Instant::now();
-    let inventory = ctx.inventory(&Selector::default());
-    let now = Timestamp::now();
-    let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
-    let held: Vec<ObjectKey> = store.keys();
-    let stale = plan::stale(held.iter().map(|(_, name)| name.as_str()), &wanted);
-    drop(wanted);
-    let deletes = stale.len();
-    // Each node is planned when the stream reaches it, not all before the first write: at start-up a pass
-    // writes thousands of GpuNodes, and planning them first would hold every one's content at once. Holding
-    // the scan through the pass costs little, its entries being shared with the other publishers' scans
-    // (crate::inventory::interner).
-    let mut plans = Plans {
-        nodes: inventory.nodes.iter(),
-        ctx,
-        store,
-        scope,
-        now,
-        retry: None,
-        planned: 0,
-        last: unchanged,
-        current: Unchanged::default(),
-    };
-    let ops = plans
-        .by_ref()
-        .chain(stale.into_iter().map(Op::Delete as fn(String) -> Op));
-    let results: Vec<Result<()>> = futures::stream::iter(ops)
-        .map(|op| async move {
-            match op {
-                Op::Write(name, version, write) => send(ctx, api, name, version, *write).await,
-                Op::Delete(name) => delete(ctx, api, name).await,
-            }
-        })
-        .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
-    let (planned, retry) = (plans.planned, plans.retry);
-    *unchanged = std::mem::take(&mut plans.current);
-    if planned + deletes > 0 {
-        debug!(
-            written = planned,
-            deleted = deletes,
-            took_ms = started.elapsed().as_millis() as u64,
-            "GpuNodes reconciled"
+        let (cache, changes) = watch_own(
+            api.clone(),
+            config,
+            "gpunodes",
+            health,
+            cached(scope.keys.clone()),
         );
+        (GpuNodes::new(api, cache, scope, metrics), changes)
     }
-    ctx.observe_reconcile(
-        "gpunodes",
-        started,
-        results.iter().find_map(|r| r.as_ref().err()),
-    );
-    // Every write was tried; the first failure is retried with backoff (the others are planned again).
-    results.into_iter().collect::<Result<Vec<()>>>()?;
-    Ok(retry)
+
+    /// The publisher over `cache`.
+    fn new(
+        api: Api<GpuNode>,
+        cache: OwnObjects<CachedGpuNode>,
+        scope: GpuNodeScope,
+        metrics: &Metrics,
+    ) -> Self {
+        GpuNodes {
+            api,
+            cache,
+            scope,
+            writer: GuardedWriter::for_target(metrics, "gpunode"),
+            unchanged: Unchanged::default(),
+        }
+    }
+}
+
+impl Publisher for GpuNodes {
+    fn name(&self) -> &'static str {
+        "gpunodes"
+    }
+
+    async fn cache_ready(&self) {
+        self.cache.store.wait_until_ready().await;
+    }
+
+    fn keys(&mut self) -> Vec<String> {
+        vec![PASS_KEY.to_owned()]
+    }
+
+    async fn reconcile(&mut self, _pass: &str, scans: &ScanService) -> Result<Outcome> {
+        let retry = self.reconcile_all(scans).await?;
+        Ok(Outcome { again_in: retry })
+    }
+}
+
+impl GpuNodes {
+    /// One pass: every GPU node's GpuNode planned against the cache (but those the last pass found current
+    /// on the same objects), the writes sent, stale GpuNodes deleted. Returns when to look again for nodes
+    /// still within their write gap.
+    pub(crate) async fn reconcile_all(&mut self, scans: &ScanService) -> Result<Option<Duration>> {
+        let started = std::time::Instant::now();
+        let inventory = scans.inventory(&kube::core::Selector::default());
+        let now = Timestamp::now();
+        let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
+        let held = self.cache.keys();
+        let stale = plan::stale(held.iter().map(|(_, name)| name.as_str()), &wanted);
+        drop(wanted);
+        let deletes = stale.len();
+        let last = std::mem::take(&mut self.unchanged);
+        // Each node is planned when the stream reaches it, not all before the first write: at start-up a
+        // pass writes thousands of GpuNodes, and planning them first would hold every one's content at once.
+        // Holding the scan through the pass costs little, its entries being shared with the other
+        // publishers' scans (crate::inventory::interner).
+        let mut plans = Plans {
+            nodes: inventory.nodes.iter(),
+            publisher: self,
+            scans,
+            now,
+            retry: None,
+            planned: 0,
+            last: &last,
+            current: Unchanged::default(),
+        };
+        let this: &GpuNodes = self;
+        let ops = plans
+            .by_ref()
+            .chain(stale.into_iter().map(Op::Delete as fn(String) -> Op));
+        let results: Vec<Result<()>> = futures::stream::iter(ops)
+            .map(|op| async move {
+                match op {
+                    Op::Write(name, version, write) => this.send(name, version, *write).await,
+                    Op::Delete(name) => this.delete(name).await,
+                }
+            })
+            .buffer_unordered(WRITE_CONCURRENCY)
+            .collect()
+            .await;
+        let (planned, retry) = (plans.planned, plans.retry);
+        let current = std::mem::take(&mut plans.current);
+        drop(plans);
+        self.unchanged = current;
+        if planned + deletes > 0 {
+            debug!(
+                written = planned,
+                deleted = deletes,
+                took_ms = started.elapsed().as_millis() as u64,
+                "GpuNodes reconciled"
+            );
+        }
+        // Every write was tried; the first failure is retried with backoff (the others are planned again).
+        results.into_iter().collect::<Result<Vec<()>>>()?;
+        Ok(retry)
+    }
 }
 
 /// One request (or pair of requests) of a pass.
@@ -237,9 +213,8 @@ enum Op {
 /// over borrowed entries in the pass's future trips the compiler's check that the future is `Send`).
 struct Plans<'a> {
     nodes: std::slice::Iter<'a, Arc<NodeInventory>>,
-    ctx: &'a Context,
-    store: &'a StrippedStore<CachedGpuNode>,
-    scope: &'a GpuNodeScope,
+    publisher: &'a GpuNodes,
+    scans: &'a ScanService,
     now: Timestamp,
     /// The earliest end of a write gap that held a node back.
     retry: Option<Duration>,
@@ -255,22 +230,23 @@ impl Iterator for Plans<'_> {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
+        let writer = &self.publisher.writer;
         for entry in self.nodes.by_ref() {
-            if let Some(wait) = self.ctx.gpunode_writer.wait_before_write(&entry.name) {
+            if let Some(wait) = writer.wait_before_write(&entry.name) {
                 self.retry = Some(self.retry.map_or(wait, |r| r.min(wait)));
                 continue;
             }
             let read = Read {
                 entry: entry.clone(),
-                node: self.ctx.sources.node(&entry.name),
-                cached: self.store.get(&key(&entry.name)),
+                node: self.scans.node(&entry.name),
+                cached: self.publisher.cache.get("", &entry.name),
             };
             if self.last.holds(&entry.name, &read) {
-                self.ctx.gpunode_writer.count_skipped();
+                writer.count_skipped();
                 self.current.remember(entry.name.clone(), read);
                 continue;
             }
-            match plan_node(self.ctx, self.scope, &read, self.now) {
+            match self.publisher.plan_node(&read, self.now) {
                 Some(op) => {
                     self.planned += 1;
                     return Some(op);
@@ -282,77 +258,88 @@ impl Iterator for Plans<'_> {
     }
 }
 
-/// Plans one GPU node's GpuNode against the watch's cache and the writer's own recent writes; `None`: it is
-/// as planned already.
-fn plan_node(ctx: &Context, scope: &GpuNodeScope, read: &Read, now: Timestamp) -> Option<Op> {
-    let (entry, node, cached_object) = (&read.entry, &read.node, &read.cached);
-    let desired = plan::desired(
-        entry,
-        node.as_ref().and_then(|n| n.uid.as_deref()),
-        node.as_ref().map(|n| &n.labels),
-        &scope.keys,
-    );
-    let cached = Cached {
-        version: cached_object.as_ref().and_then(|c| c.version.as_deref()),
-        content: cached_object.as_ref().map(|c| &c.content),
-    };
-    let (write, ()) = ctx.gpunode_writer.plan(&entry.name, cached, |current| {
-        (plan::plan(desired, current, now), ())
-    });
-    let version = cached.version.map(str::to_owned);
-    write.map(|write| Op::Write(entry.name.clone(), version, Box::new(write)))
-}
-
-fn key(name: &str) -> ObjectKey {
-    (String::new(), name.to_owned())
-}
-
-/// Sends one GpuNode's writes: the object first (a new GpuNode must exist before its status), then the status.
-async fn send(
-    ctx: &Context,
-    api: &Api<GpuNode>,
-    name: String,
-    cache_version: Option<String>,
-    write: GpuNodeWrite,
-) -> Result<()> {
-    let mut stale = vec![cache_version];
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    if write.object {
-        let body = object_apply_body(&name, &write.content);
-        let applied = api
-            .patch(&name, &params, &Patch::Apply(body))
-            .await
-            .map_err(Error::kube(format!(
-                "writing GpuNode {name} (server-side apply)"
-            )))?;
-        stale.push(applied.metadata.resource_version);
+impl GpuNodes {
+    /// Plans one GPU node's GpuNode against the watch's cache and the writer's own recent writes; `None`: it
+    /// is as planned already.
+    fn plan_node(&self, read: &Read, now: Timestamp) -> Option<Op> {
+        let (entry, node, cached_object) = (&read.entry, &read.node, &read.cached);
+        let desired = plan::desired(
+            entry,
+            node.as_ref().and_then(|n| n.uid.as_deref()),
+            node.as_ref().map(|n| &n.labels),
+            &self.scope.keys,
+        );
+        let absent = cached_object
+            .is_none()
+            .then(|| self.cache.absent_version("", &entry.name))
+            .flatten();
+        let cached = Cached {
+            version: cached_object
+                .as_ref()
+                .map_or(absent.as_deref(), |c| c.version.as_deref()),
+            content: cached_object.as_ref().map(|c| &c.content),
+        };
+        let (write, ()) = self.writer.plan(&entry.name, cached, |current| {
+            (plan::plan(desired, current, now), ())
+        });
+        let version = cached.version.map(str::to_owned);
+        write.map(|write| Op::Write(entry.name.clone(), version, Box::new(write)))
     }
-    if write.status {
-        api.patch_status(
-            &name,
-            &params,
-            &Patch::Apply(StatusApply::of::<GpuNode>(&write.content.status)),
-        )
-        .await
-        .map_err(Error::kube(format!(
-            "writing the status of GpuNode {name} (server-side apply)"
-        )))?;
-    }
-    ctx.gpunode_writer
-        .record_write_after(&name, stale, GpuNodeDigest::of(&write.content));
-    Ok(())
-}
 
-/// Deletes the GpuNode of a node that is no GPU node of ours any more; one already gone is fine.
-async fn delete(ctx: &Context, api: &Api<GpuNode>, name: String) -> Result<()> {
-    match api.delete(&name, &DeleteParams::background()).await {
-        Ok(_) => {}
-        Err(e) if api_status(&e) == Some(404) => {}
-        Err(e) => return Err(Error::kube(format!("deleting GpuNode {name}"))(e)),
+    /// Sends one GpuNode's writes: the object first (a new GpuNode must exist before its status), then the
+    /// status.
+    async fn send(
+        &self,
+        name: String,
+        cache_version: Option<String>,
+        write: GpuNodeWrite,
+    ) -> Result<()> {
+        let mut stale = vec![cache_version];
+        let mut written = None;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        if write.object {
+            let body = object_apply_body(&name, &write.content);
+            let applied = self
+                .api
+                .patch(&name, &params, &Patch::Apply(body))
+                .await
+                .map_err(Error::kube(format!(
+                    "writing GpuNode {name} (server-side apply)"
+                )))?;
+            written = applied.metadata.resource_version;
+        }
+        if write.status {
+            // The object's version, if it was applied, is older than the status's.
+            stale.extend(written.take().map(Some));
+            let applied = self
+                .api
+                .patch_status(
+                    &name,
+                    &params,
+                    &Patch::Apply(StatusApply::of::<GpuNode>(&write.content.status)),
+                )
+                .await
+                .map_err(Error::kube(format!(
+                    "writing the status of GpuNode {name} (server-side apply)"
+                )))?;
+            written = applied.metadata.resource_version;
+        }
+        self.writer
+            .record_write_after(&name, stale, written, GpuNodeDigest::of(&write.content));
+        Ok(())
     }
-    info!(gpunode = %name, "deleted the GpuNode of a node that is no GPU node in scope any more");
-    ctx.gpunode_writer.forget(&name);
-    Ok(())
+
+    /// Deletes the GpuNode of a node that is no GPU node of ours any more; one already gone is fine.
+    async fn delete(&self, name: String) -> Result<()> {
+        match self.api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(e) if api_status(&e) == Some(404) => {}
+            Err(e) => return Err(Error::kube(format!("deleting GpuNode {name}"))(e)),
+        }
+        info!(gpunode = %name, "deleted the GpuNode of a node that is no GPU node in scope any more");
+        self.writer.forget(&name);
+        Ok(())
+    }
 }
 
 /// The server-side apply body of a GpuNode's object part: `apiVersion` and `kind` (pitfall 1), labels,

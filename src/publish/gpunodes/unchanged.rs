@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::CachedGpuNode;
+use super::cache::CachedGpuNode;
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::model::NodeInventory;
 

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::crd::GpuInventorySpec;
-use crate::fixtures::{ApiServer, context, gpu_node};
+use crate::fixtures::{ApiServer, Fixture, context, gpu_node};
+use crate::publish::driver::own_objects::fed_by_hand;
+use crate::publish::driver::{Retries, pass};
+use crate::sources::stripped::StrippedWriter;
 
 const STATUS: &str = "/apis/homelab.youngju.dev/v1/gpuinventories/cluster/status";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/default/events";
@@ -22,12 +25,33 @@ fn inventory(version: &str, status: Option<Value>) -> Arc<GpuInventory> {
     Arc::new(inventory)
 }
 
+/// The publisher over a cache the test feeds, and the cache's writer.
+fn publisher(fx: &Fixture) -> (Statuses, StrippedWriter<GpuInventory, CachedInventory>) {
+    let (cache, writer) = fed_by_hand(cached);
+    let budget = crate::publish::content::size_budget::STATUS_NODES_BUDGET_BYTES;
+    let publisher = Statuses::new(
+        Api::all(fx.client.clone()),
+        cache,
+        fx.client.clone(),
+        budget,
+        fx.health.clone(),
+        fx.metrics.clone(),
+        fx.gauges.clone(),
+    );
+    (publisher, writer)
+}
+
+/// One reconcile of `inventory` in the background; the publisher comes back with its result.
 fn reconcile_in_background(
-    ctx: &Arc<Context>,
+    mut publisher: Statuses,
+    fx: &Fixture,
     inventory: &Arc<GpuInventory>,
-) -> tokio::task::JoinHandle<Result<Action>> {
-    let (ctx, inventory) = (ctx.clone(), inventory.clone());
-    tokio::spawn(async move { reconcile_inner(&inventory, &ctx).await })
+) -> tokio::task::JoinHandle<(Statuses, Result<Outcome>)> {
+    let (scans, inventory) = (fx.scans.clone(), inventory.clone());
+    tokio::spawn(async move {
+        let result = publisher.reconcile_inventory(&inventory, &scans).await;
+        (publisher, result)
+    })
 }
 
 /// The server's answer to a status apply: the object with the applied status, at `version`.
@@ -49,20 +73,23 @@ async fn first_write(server: &mut ApiServer) -> Value {
     body
 }
 
-/// A context over one 8-GPU node whose first reconcile has written its status: the context, the mock server
-/// and the applied body.
-async fn after_first_write() -> (Arc<Context>, ApiServer, Value) {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
+/// A publisher over one 8-GPU node whose first reconcile has written its status: the fixture, the publisher,
+/// the mock server and the applied body.
+async fn after_first_write() -> (Fixture, Statuses, ApiServer, Value) {
+    let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let (publisher, _writer) = publisher(&fx);
+    let reconcile = reconcile_in_background(publisher, &fx, &inventory("10", None));
     let written = first_write(&mut server).await;
-    reconcile.await.unwrap().expect("reconciled");
-    (ctx, server, written)
+    let (publisher, result) = reconcile.await.unwrap();
+    result.expect("reconciled");
+    (fx, publisher, server, written)
 }
 
 #[tokio::test]
 async fn a_new_status_is_applied_with_its_kind_and_field_manager_and_its_event_follows() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8), gpu_node("b", 4)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
+    let (fx, mut server) = context(vec![gpu_node("a", 8), gpu_node("b", 4)], vec![]);
+    let (publisher, _writer) = publisher(&fx);
+    let reconcile = reconcile_in_background(publisher, &fx, &inventory("10", None));
     let patch = server.expect(Method::PATCH, STATUS).await;
     assert_eq!(
         patch.query("fieldManager").as_deref(),
@@ -89,29 +116,33 @@ async fn a_new_status_is_applied_with_its_kind_and_field_manager_and_its_event_f
     assert_eq!(event.body["regarding"]["name"], "cluster");
     let echo = event.body.clone();
     event.reply(StatusCode::CREATED, echo);
-    reconcile.await.unwrap().expect("reconciled");
+    reconcile.await.unwrap().1.expect("reconciled");
     server.assert_idle();
 }
 
 #[tokio::test]
 async fn an_unchanged_status_is_not_written_again_and_tells_nothing() {
-    let (ctx, mut server, written) = after_first_write().await;
+    let (fx, mut publisher, mut server, written) = after_first_write().await;
     // Past the guard's gap, the cache now holds our write.
-    tokio::time::sleep(ctx.status_writer.min_gap() + Duration::from_millis(50)).await;
+    tokio::time::sleep(publisher.writer.min_gap() + Duration::from_millis(50)).await;
     let cached = inventory("11", Some(written["status"].clone()));
     // A write would wait for an answer that never comes: the timeout is that failure.
-    tokio::time::timeout(Duration::from_secs(5), reconcile_inner(&cached, &ctx))
-        .await
-        .expect("the reconcile sent a request: an unchanged status was written")
-        .expect("reconciled");
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        publisher.reconcile_inventory(&cached, &fx.scans),
+    )
+    .await
+    .expect("the reconcile sent a request: an unchanged status was written")
+    .expect("reconciled");
     server.assert_idle();
-    assert_eq!(ctx.status_writer.written(), 1, "one write in all");
+    assert_eq!(publisher.writer.written(), 1, "one write in all");
 }
 
 #[tokio::test]
 async fn a_forbidden_write_is_an_error_naming_the_object_and_sends_no_event() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
+    let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let (publisher, _writer) = publisher(&fx);
+    let reconcile = reconcile_in_background(publisher, &fx, &inventory("10", None));
     server.expect(Method::PATCH, STATUS).await.reply_error(
         403,
         "Forbidden",
@@ -121,6 +152,7 @@ async fn a_forbidden_write_is_an_error_naming_the_object_and_sends_no_event() {
     let error = reconcile
         .await
         .unwrap()
+        .1
         .expect_err("a 403 fails the reconcile");
     assert_eq!(error.metric_label(), "forbidden");
     let text = error.to_string();
@@ -134,35 +166,36 @@ async fn a_forbidden_write_is_an_error_naming_the_object_and_sends_no_event() {
 
 #[tokio::test]
 async fn after_a_conflict_the_retry_writes_and_the_events_are_not_lost() {
-    let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-    let reconcile = reconcile_in_background(&ctx, &inventory("10", None));
+    let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+    let (publisher, _writer) = publisher(&fx);
+    let reconcile = reconcile_in_background(publisher, &fx, &inventory("10", None));
     server.expect(Method::PATCH, STATUS).await.reply_error(
         409,
         "Conflict",
         "Operation cannot be fulfilled on gpuinventories.homelab.youngju.dev \"cluster\": the object has been modified",
     );
-    let error = reconcile
-        .await
-        .unwrap()
-        .expect_err("a 409 fails the reconcile");
+    let (publisher, result) = reconcile.await.unwrap();
+    let error = result.expect_err("a 409 fails the reconcile");
     assert_eq!(error.metric_label(), "conflict");
-    // The retry (the controller's backoff) writes it, and the first-observation event is told then.
-    let retry = reconcile_in_background(&ctx, &inventory("10", None));
+    // The retry (the driver's backoff) writes it, and the first-observation event is told then.
+    let retry = reconcile_in_background(publisher, &fx, &inventory("10", None));
     first_write(&mut server).await;
-    retry.await.unwrap().expect("reconciled");
+    retry.await.unwrap().1.expect("reconciled");
     server.assert_idle();
 }
 
 #[tokio::test]
 async fn a_node_going_not_ready_is_one_write_and_one_warning() {
-    let (ctx, _server, written) = after_first_write().await;
+    let (_fx, first, _server, written) = after_first_write().await;
     // The same node NotReady: a new scan (the sources' version moves with a change).
     let mut node = gpu_node("a", 8);
     node.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
-    let (ctx2, mut server2) = context(vec![node], vec![]);
-    ctx2.remember_model("cluster", ctx.last_model("cluster").expect("a model"));
+    let (fx2, mut server2) = context(vec![node], vec![]);
+    let (mut publisher2, _writer) = publisher(&fx2);
+    let model = first.models.get("cluster").expect("a model").clone();
+    publisher2.models.insert("cluster".into(), model);
     let cached = inventory("11", Some(written["status"].clone()));
-    let reconcile = reconcile_in_background(&ctx2, &cached);
+    let reconcile = reconcile_in_background(publisher2, &fx2, &cached);
     let patch = server2.expect(Method::PATCH, STATUS).await;
     assert_eq!(patch.body["status"]["readyGpuNodes"], 0);
     let body = patch.body.clone();
@@ -172,42 +205,55 @@ async fn a_node_going_not_ready_is_one_write_and_one_warning() {
     assert_eq!(event.body["type"], "Warning");
     let echo = event.body.clone();
     event.reply(StatusCode::CREATED, echo);
-    reconcile.await.unwrap().expect("reconciled");
+    reconcile.await.unwrap().1.expect("reconciled");
     server2.assert_idle();
 }
 
 /// A refused write (403) is retried after its backoff, not on the next wake-up; any other failure (the API
-/// server may be back) is retried on the next one.
+/// server may be back) is retried on the next one. The driver's passes, over one inventory in the cache.
 #[tokio::test]
 async fn after_a_refused_write_a_wake_up_waits_out_the_backoff() {
     for (code, reason, retried_at_once) in
         [(403, "Forbidden", false), (503, "ServiceUnavailable", true)]
     {
-        let (ctx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
-        let inventory = inventory("10", None);
-        let reconcile = reconcile_in_background(&ctx, &inventory);
+        let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
+        let (mut publisher, mut writer) = publisher(&fx);
+        let object = Arc::unwrap_or_clone(inventory("10", None));
+        writer.apply(kube::runtime::watcher::Event::Apply(object));
+        let scans = fx.scans.clone();
+        let metrics = fx.metrics.clone();
+        let first = tokio::spawn(async move {
+            let mut retries = Retries::default();
+            let next = pass(&mut publisher, &scans, &metrics, &mut retries).await;
+            (publisher, retries, next)
+        });
         server.expect(Method::PATCH, STATUS).await.reply_error(
             code,
             reason,
             "gpuinventories.homelab.youngju.dev \"cluster\" is forbidden",
         );
-        let error = reconcile.await.unwrap().expect_err("the write failed");
-        let backoff = error_policy(inventory.clone(), &error, ctx.clone());
-        assert_eq!(backoff, Action::requeue(Duration::from_secs(1)), "{code}");
+        let (mut publisher, mut retries, next) = first.await.unwrap();
+        assert_eq!(next, Duration::from_secs(1), "{code}: the first backoff");
         // A change wakes the publisher at once.
-        let again = reconcile_in_background(&ctx, &inventory);
+        let (scans, metrics) = (fx.scans.clone(), fx.metrics.clone());
+        let again = tokio::spawn(async move {
+            let next = pass(&mut publisher, &scans, &metrics, &mut retries).await;
+            (retries, next)
+        });
         if retried_at_once {
             first_write(&mut server).await;
-            again.await.unwrap().expect("reconciled");
+            let (_, next) = again.await.unwrap();
+            assert_eq!(next, fx.scans.next_pass(), "reconciled: the requeue period");
         } else {
-            let action = again.await.unwrap().expect("a wait, no attempt");
+            let (retries, next) = again.await.unwrap();
             server.assert_idle();
             assert!(
-                action != Action::requeue(ctx.requeue),
-                "{action:?}: requeued after the backoff"
+                next <= Duration::from_secs(1),
+                "{next:?}: after the backoff"
             );
             assert!(
-                ctx.retry_wait("cluster")
+                retries
+                    .refused_wait("cluster")
                     .is_some_and(|w| w <= Duration::from_secs(1))
             );
         }

@@ -1,0 +1,14 @@
+//! The model as the CRDs' wire types: the only place `GpuNodeEntry` and its parts are made from the core's
+//! values, and where a published status is read back into the model.
+//!
+//! - `node_entry`: a node's entry (reasons, claims, taints and quantities spelled);
+//! - `aggregate`: a GpuInventory status's conditions, sums and problem nodes;
+//! - `read_back`: a published status read back into the model.
+
+mod aggregate;
+mod node_entry;
+mod read_back;
+
+pub use aggregate::{conditions, free_by_vendor, namespace, problem_node, product, resource};
+pub use node_entry::{Detail, device, issue, node_entry};
+pub use read_back::published_inventory;

@@ -1,0 +1,193 @@
+//! A node's entry (`GpuNodeEntry`), the one shape every output lists a node in: the GpuNode's status, the
+//! aggregate's `nodes[]`, the ConfigMap's keys and `scan`. Reason strings, claim names, taint texts and
+//! quantities are spelled here.
+
+use std::collections::BTreeMap;
+
+use crate::crd::{DraDeviceEntry, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
+use crate::inventory::model::{Amount, Device, Issue, Mig, NodeInventory, Sharing};
+use crate::inventory::vendors as vendor;
+
+/// How much of a node an entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Counts only: the GpuInventory's `nodes[]` and the ConfigMap (thousands of nodes' devices would not
+    /// fit one object).
+    Counts,
+    /// With the DRA devices one by one: the node's GpuNode and `scan`.
+    Devices,
+}
+
+/// A node's entry.
+pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
+    GpuNodeEntry {
+        name: node.name.clone(),
+        ready: node.ready,
+        vendor: vendor::vendor_of(node).map(str::to_owned),
+        product: node.product.clone(),
+        count: node.count,
+        memory_mib: node.memory_mib,
+        workload_config: node.workload_config.clone(),
+        sharing: node.sharing.as_ref().map(sharing),
+        mig: node.mig.as_ref().map(mig),
+        capacity: amounts(&node.capacity),
+        allocatable: amounts(&node.allocatable),
+        allocated: node.allocated.clone(),
+        free: node.free.clone(),
+        unschedulable: node.unschedulable,
+        sources: node.sources.iter().map(|s| s.as_str().to_owned()).collect(),
+        derived_from: node.derived_from.clone(),
+        notes: node.notes.clone(),
+        issues: node.issues.iter().map(issue).collect(),
+        devices: match detail {
+            Detail::Counts => Vec::new(),
+            Detail::Devices => node.devices.iter().map(device).collect(),
+        },
+        dra_extended_resources: node.dra_extended.clone(),
+        still_fit: node.still_fit.clone(),
+    }
+}
+
+fn amounts(list: &BTreeMap<String, Amount>) -> BTreeMap<String, String> {
+    list.iter()
+        .map(|(name, q)| (name.clone(), q.text().to_owned()))
+        .collect()
+}
+
+/// An issue: its reason as the API spells it.
+pub fn issue(issue: &Issue) -> NodeIssue {
+    NodeIssue {
+        reason: issue.reason.as_str().to_owned(),
+        message: issue.message.clone(),
+        severity: issue.severity().as_str().to_owned(),
+        since: issue.since.clone(),
+    }
+}
+
+/// A DRA device: claims as `namespace/name`, taints as `key=value:effect`.
+pub fn device(device: &Device) -> DraDeviceEntry {
+    DraDeviceEntry {
+        driver: device.driver.clone(),
+        pool: device.pool.clone(),
+        name: device.name.clone(),
+        resource: device.resource.clone(),
+        product: device.product.clone(),
+        memory_mib: device.memory_mib,
+        allocated_to: device.claims.iter().map(ToString::to_string).collect(),
+        free: device.free,
+        taints: device.taints.iter().map(ToString::to_string).collect(),
+        pool_incomplete: device.pool_incomplete,
+        capacity: quantities(device.shared.as_ref().map(|s| &s.total)),
+        consumed_capacity: quantities(device.shared.as_ref().map(|s| &s.consumed)),
+    }
+}
+
+/// Capacities as quantities (empty for `None`).
+fn quantities(values: Option<&BTreeMap<String, i128>>) -> BTreeMap<String, String> {
+    values
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| (name.clone(), quantity_text(*v)))
+        .collect()
+}
+
+/// A capacity as a quantity: the largest binary suffix that divides it (`85899345920` -> `80Gi`), else the
+/// plain number.
+fn quantity_text(value: i128) -> String {
+    const SUFFIXES: [(&str, i128); 4] = [
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(_, unit)| value != 0 && value % unit == 0)
+        .map(|(suffix, unit)| format!("{}{suffix}", value / unit))
+        .unwrap_or_else(|| value.to_string())
+}
+
+fn sharing(sharing: &Sharing) -> GpuSharing {
+    GpuSharing {
+        strategy: sharing.strategy.clone(),
+        replicas: sharing.replicas,
+        renamed_resource: sharing.renamed_resource,
+    }
+}
+
+fn mig(mig: &Mig) -> MigInfo {
+    MigInfo {
+        strategy: mig.strategy.clone(),
+        config: mig.config.clone(),
+        config_state: mig.config_state.clone(),
+        count_meaning: mig.count_meaning.clone(),
+        devices: mig
+            .devices
+            .iter()
+            .map(|d| MigDevice {
+                profile: d.profile.clone(),
+                count: d.count,
+                memory_mib: d.memory_mib,
+                resource: d.resource.clone(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::model::{ClaimRef, DeviceKind, DeviceTaint, IssueReason};
+    use crate::inventory::test_support::entry;
+
+    #[test]
+    fn capacities_read_as_quantities() {
+        assert_eq!(quantity_text(80 << 30), "80Gi");
+        assert_eq!(quantity_text(9856 << 20), "9856Mi");
+        assert_eq!(quantity_text(1500), "1500");
+        assert_eq!(quantity_text(0), "0");
+    }
+
+    #[test]
+    fn the_edge_spells_reasons_claims_and_taints() {
+        let mut node = entry("a", false, 1, &[IssueReason::NotReady]);
+        node.devices = vec![Device {
+            driver: "gpu.nvidia.com".into(),
+            name: "gpu-0".into(),
+            kind: DeviceKind::Whole,
+            claims: vec![ClaimRef {
+                namespace: "ml".into(),
+                name: "train".into(),
+            }],
+            taints: vec![
+                DeviceTaint {
+                    key: "gpu.nvidia.com/xid".into(),
+                    value: "79".into(),
+                    effect: "NoSchedule".into(),
+                    rule: None,
+                },
+                DeviceTaint {
+                    key: "maintenance".into(),
+                    value: String::new(),
+                    effect: "NoExecute".into(),
+                    rule: None,
+                },
+            ],
+            ..Default::default()
+        }];
+        node.capacity = [("nvidia.com/gpu".to_owned(), Amount::parse("1k"))].into();
+        let counts = node_entry(&node, Detail::Counts);
+        assert_eq!(counts.issues[0].reason, "NotReady");
+        assert!(counts.devices.is_empty(), "counts carry no devices");
+        assert_eq!(
+            counts.capacity["nvidia.com/gpu"], "1k",
+            "as the node said it"
+        );
+        let wide = node_entry(&node, Detail::Devices);
+        assert_eq!(wide.devices[0].allocated_to, ["ml/train"]);
+        assert_eq!(
+            wide.devices[0].taints,
+            ["gpu.nvidia.com/xid=79:NoSchedule", "maintenance:NoExecute"]
+        );
+    }
+}

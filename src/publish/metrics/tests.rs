@@ -1,0 +1,141 @@
+//! The gauges set from a model, and the series removed when what they describe is gone.
+
+use std::sync::Arc;
+
+use super::{InventoryGauges, export_inventory, retain_inventories};
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
+use crate::inventory::model::{Issue, JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
+use crate::runtime::metrics::Metrics;
+
+fn status(nodes: &[(&str, bool, Option<u64>)]) -> Arc<Inventory> {
+    Arc::new(Inventory {
+        total_gpu_nodes: nodes.len() as u32,
+        ready_gpu_nodes: nodes.iter().filter(|n| n.1).count() as u32,
+        total_gpus: nodes.len() as u64,
+        nodes: nodes
+            .iter()
+            .map(|(name, ready, mem)| NodeInventory {
+                name: (*name).into(),
+                ready: *ready,
+                count: 1,
+                memory_mib: *mem,
+                product: Some("NVIDIA-L4".into()),
+                issues: if *ready {
+                    vec![]
+                } else {
+                    vec![Issue::new(IssueReason::NotReady, "")]
+                },
+                ..Default::default()
+            })
+            .map(Arc::new)
+            .collect(),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn exports_follow_names_and_units() {
+    let g = InventoryGauges::default();
+    let m = Metrics::with_families(|r| g.register(r));
+    export_inventory(
+        &m,
+        &g,
+        "cluster",
+        &status(&[("a", true, Some(1024)), ("b", false, None)]),
+    );
+    let text = m.encode();
+    assert!(
+        text.contains("gpu_inventory_gpu_nodes{inventory=\"cluster\"} 2"),
+        "{text}"
+    );
+    assert!(text.contains("gpu_inventory_ready_gpu_nodes{inventory=\"cluster\"} 1"));
+    assert!(text.contains(
+        "gpu_inventory_node_gpu_memory_bytes{inventory=\"cluster\",node=\"a\"} 1073741824"
+    ));
+    assert!(
+        text.contains("gpu_inventory_node_issues{inventory=\"cluster\",reason=\"NotReady\"} 1")
+    );
+    assert!(text.contains("gpu_inventory_node_info{inventory=\"cluster\",node=\"b\",vendor=\"nvidia\",product=\"NVIDIA-L4\",workload_config=\"\",ready=\"false\"} 1"), "{text}");
+    assert!(text.ends_with("# EOF\n"));
+
+    export_inventory(&m, &g, "cluster", &status(&[("a", true, Some(1024))]));
+    let text = m.encode();
+    assert!(
+        !text.contains("node=\"b\""),
+        "series of a gone node are removed:\n{text}"
+    );
+    retain_inventories(&m, &g, |_| false);
+    assert!(!m.encode().contains("inventory=\"cluster\""));
+}
+
+#[test]
+fn allocation_series_follow_the_status_and_leave_no_ghosts() {
+    let mut with_pods = Arc::unwrap_or_clone(status(&[("a", true, None)]));
+    let node = Arc::make_mut(&mut with_pods.nodes[0]);
+    node.allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
+    node.free = [("nvidia.com/gpu".to_owned(), 5)].into();
+    with_pods.free_gpus = 5;
+    with_pods.pending_gpu_pods = 2;
+    with_pods.resources = vec![ResourceTotals {
+        name: "nvidia.com/gpu".into(),
+        capacity: 8,
+        allocatable: 8,
+        allocated: 3,
+        free: 5,
+    }];
+    with_pods.products = vec![ProductTotals {
+        name: "NVIDIA-L4".into(),
+        vendor: Some("nvidia"),
+        nodes: 1,
+        gpus: 8,
+        free_gpus: 5,
+        nodes_with_free_gpus: vec![
+            JobFit {
+                at_least: 4,
+                nodes: 1,
+            },
+            JobFit {
+                at_least: 8,
+                nodes: 0,
+            },
+        ],
+    }];
+    with_pods.namespaces = vec![NamespaceTotals {
+        name: "ml".into(),
+        allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
+        pending_pods: 2,
+        pending: [("nvidia.com/gpu".to_owned(), 32)].into(),
+    }];
+    let g = InventoryGauges::default();
+    let m = Metrics::with_families(|r| g.register(r));
+    export_inventory(&m, &g, "cluster", &Arc::new(with_pods));
+    let text = m.encode();
+    for line in [
+        "gpu_inventory_free_gpus{inventory=\"cluster\"} 5",
+        "gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 2",
+        "gpu_inventory_node_allocated{inventory=\"cluster\",node=\"a\",resource=\"nvidia.com/gpu\"} 3",
+        "gpu_inventory_node_free{inventory=\"cluster\",node=\"a\",resource=\"nvidia.com/gpu\"} 5",
+        "gpu_inventory_resource_free{inventory=\"cluster\",resource=\"nvidia.com/gpu\"} 5",
+        "gpu_inventory_namespace_requested{inventory=\"cluster\",namespace=\"ml\",resource=\"nvidia.com/gpu\"} 3",
+        "gpu_inventory_namespace_pending_gpu_pods{inventory=\"cluster\",namespace=\"ml\"} 2",
+        "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"4\"} 1",
+        "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"8\"} 0",
+    ] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    export_inventory(&m, &g, "cluster", &status(&[("a", true, None)]));
+    let text = m.encode();
+    assert!(
+        !text.contains("namespace=\"ml\""),
+        "a namespace without pods leaves:\n{text}"
+    );
+    assert!(!text.contains("gpu_inventory_node_allocated{"), "{text}");
+    assert!(
+        !text.contains("gpu_inventory_product_nodes_with_free_gpus{"),
+        "a product gone leaves no series:\n{text}"
+    );
+    assert!(
+        text.contains("gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 0"),
+        "{text}"
+    );
+}
