@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod gpunode;
-mod node;
+mod node_entry;
 
 pub use gpunode::*;
-pub use node::*;
+pub use node_entry::*;
 
 /// API group of every resource this operator owns.
 pub const GROUP: &str = "homelab.youngju.dev";

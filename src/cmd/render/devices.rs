@@ -1,6 +1,6 @@
 //! `scan -o wide`'s DRA device list: one row per device of every node that publishes ResourceSlices.
 
-use super::columns;
+use super::columns::columns;
 use crate::crd::GpuInventoryStatus;
 
 /// The devices section (empty when no node has DRA devices).

@@ -2,7 +2,10 @@
 //! namespace. Pure: a status in, text out. Everything that came from the cluster passes through
 //! [`visible`] (cells, notes, issue messages), so no control character or escape sequence reaches the terminal.
 
+mod columns;
 mod devices;
+
+use columns::columns;
 
 use std::collections::BTreeMap;
 
@@ -305,32 +308,6 @@ fn namespace_table(status: &GpuInventoryStatus) -> String {
         ],
         &rows,
     )
-}
-
-/// Left-aligned columns two spaces apart, the header first.
-pub(super) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| row.iter().map(|cell| visible(cell).into_owned()).collect())
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-        let padded: Vec<String> = cells
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        padded.join("  ").trim_end().to_owned() + "\n"
-    };
-    let mut out = line(&mut header.iter().copied());
-    for row in &rows {
-        out += &line(&mut row.iter().map(String::as_str));
-    }
-    out
 }
 
 /// Lines under the table explaining a `*` product and `<unlabeled>`, only when one is shown.
