@@ -41,8 +41,8 @@ unit-test: ## Unit tests (no cluster): the operator's and the test kit's
 
 # Integration tests: against GPUINV_TEST_KUBECONFIG when set, else against the local control plane.
 # Fault tests (tests/faults.rs, tests/chaos.rs: every name fault_*) stop and start the API server, so they run
-# alone, after the others; tests/soak.rs (the soak's 2-minute form, on an etcd + kube-apiserver of its own at the
-# default version) runs with them. `make test-compat` runs only the version-sensitive subset (tests/compat-tests.txt).
+# alone, after the others; tests/soak.rs (the soak's 1-minute form, its status cut by a small budget, on an etcd
+# + kube-apiserver of its own at the default version) runs with them. `make test-compat` runs only the version-sensitive subset (tests/compat-tests.txt).
 SOAK_TESTS ?= --test soak
 integration-test: ## Integration tests against the running cluster (builds examples/ first: tests/examples.rs runs them); tests that do not apply to the server's version (tests/version-gates.txt) are not run and are listed by name; every step runs, failures are summarised
 	@failed=(); mkdir -p target; \

@@ -26,6 +26,7 @@
 #   SOAK_CHURN_RATE         changes per second (labels, Ready, pods, DRA)    (default 3)
 #   SOAK_FAULT_EVERY_SECS   mean gap between faults                          (default 120)
 #   SOAK_FAULTS             which faults                                     (default "apiserver etcd leader")
+#   SOAK_STATUS_NODES_BUDGET  the operators' and the scan's --status-nodes-budget (default 64Ki)
 #   SOAK_LEASE_SECS         the operators' --lease-duration                  (default 15)
 #   SOAK_QUIET_SECS         the quiet period whose writes must be 0          (default 60)
 #   SOAK_SETTLE_SECS        the longest wait for convergence                 (default 300)
@@ -37,7 +38,8 @@
 #   SOAK_KEEP_CLUSTER=1     leave the cluster running afterwards
 #   LOCAL_CLUSTER_STATE_DIR the soak's cluster                               (default target/soak-cluster)
 #   LOCAL_CLUSTER_ETCD_QUOTA_BYTES  etcd's --quota-backend-bytes             (default 8 GiB)
-# Quick run (what tests/soak.rs runs): SOAK_SECS=120 SOAK_NODES=300 SOAK_FAULT_EVERY_SECS=25 hack/soak.sh
+# Quick run (about what tests/soak.rs runs): SOAK_SECS=60 SOAK_NODES=300 SOAK_FAULT_EVERY_SECS=20
+#   SOAK_STATUS_NODES_BUDGET=4Ki SOAK_PROFILE=dev hack/soak.sh
 set -euo pipefail
 
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

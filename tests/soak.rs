@@ -1,8 +1,10 @@
-//! The chaos soak's short form: `hack/soak.sh` (the same program as `make soak`) for 120 s on 300 nodes, with
-//! a fault every ~25 s, on a cluster of its own (target/soak-test-cluster; it SIGKILLs that cluster's API
-//! server, pauses its etcd and kills the leading operator). Its name starts with `fault_apiserver` so that
-//! `make test` runs it alone, with the fault tests, and clusters that cannot run a local control plane skip it
-//! as they skip those (`--skip fault_apiserver`).
+//! The chaos soak's short form: `hack/soak.sh` (the same program as `make soak`) for 60 s on 300 nodes, on a
+//! cluster of its own (target/soak-test-cluster): one fault of each kind at least (its API server SIGKILLed,
+//! its etcd paused, the leading operator killed; the schedule's first round always fits the window), and a
+//! status budget small enough that the operators' `nodes[]` is cut, so the comparison with `scan
+//! --status-nodes-budget` checks that both cut alike. Its name starts with `fault_apiserver` so that `make test`
+//! runs it alone, with the fault tests, and clusters that cannot run a local control plane skip it as they skip
+//! those (`--skip fault_apiserver`).
 
 use std::path::Path;
 use std::process::Command;
@@ -29,6 +31,9 @@ const KEPT_ENV: &[&str] = &[
     "KUBEBUILDER_ASSETS",
 ];
 
+/// The operators' and the scan's `--status-nodes-budget` in the short soak.
+const STATUS_NODES_BUDGET: &str = "4Ki";
+
 /// Runs the short soak with a fixed seed and returns its report.json (and the printed table, for messages).
 fn short_soak(out: &Path) -> (Value, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -41,10 +46,14 @@ fn short_soak(out: &Path) -> (Value, String) {
         .env_clear()
         .envs(kept)
         .env("SOAK_PROFILE", "dev")
-        .env("SOAK_SECS", "120")
+        .env("SOAK_SECS", "60")
         .env("SOAK_NODES", "300")
         .env("SOAK_NODE_IMAGES", "5")
-        .env("SOAK_FAULT_EVERY_SECS", "25")
+        .env("SOAK_FAULT_EVERY_SECS", "20")
+        .env("SOAK_CHURN_RATE", "4")
+        .env("SOAK_RSS_EVERY_SECS", "5")
+        // 5 of the 60 entries (30 GPU nodes, 30 DRA nodes) fit at seed 20261201: the status's cut happens.
+        .env("SOAK_STATUS_NODES_BUDGET", STATUS_NODES_BUDGET)
         .env("SOAK_LEASE_SECS", "6")
         .env("SOAK_SEED", "20261201")
         .env("SOAK_OUT_DIR", out)
@@ -102,6 +111,12 @@ fn fault_apiserver_etcd_and_leader_soak_ends_equal_to_a_fresh_scan() {
             .is_some_and(|s| s < 120.0),
         "converged after the last fault: {}",
         report["convergedAfterLastFaultSecs"]
+    );
+    assert_eq!(report["statusNodesBudget"], STATUS_NODES_BUDGET);
+    assert!(
+        report["statusOmittedNodes"].as_u64().is_some_and(|n| n > 0),
+        "the status's nodes[] was not cut: omittedNodes {}",
+        report["statusOmittedNodes"]
     );
     let faults = report["faults"].as_array().expect("faults");
     for kind in ["apiServer", "etcd", "leader"] {

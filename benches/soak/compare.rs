@@ -1,5 +1,8 @@
 //! The promise, checked: the GpuInventory status, the ConfigMap (each node's entry and `_summary`) and the
-//! leader's `/metrics` gauges equal what a fresh `scan -o json` of the same cluster says, field by field.
+//! leader's `/metrics` gauges equal what a fresh `scan -o json` of the same cluster says, field by field. The
+//! status is compared with `scan --status-nodes-budget` at the operators' budget (SOAK_STATUS_NODES_BUDGET),
+//! which lists the very nodes the operator's status lists (one cut for both: `size_budget::status_cut`);
+//! the ConfigMap and the gauges with a scan of every node.
 //! Only bookkeeping is left out: `observedTime`, `observedGeneration` and conditions' `lastTransitionTime`
 //! and `observedGeneration` (a scan observes no object, so it has no generation), and the DRA devices one by
 //! one that `scan` lists and the published objects leave out (they keep the counts).
@@ -30,13 +33,32 @@ pub struct Outputs {
     pub metrics: String,
 }
 
-/// `scan -o json` of the cluster, by the operator binary (exit 0 or 1: healthy or issues found).
-pub async fn scan(s: &Settings) -> Res<GpuInventoryStatus> {
+/// Two fresh scans of the cluster: every GPU node (the ConfigMap lists each, the gauges count each), and the
+/// nodes the status lists (`scan --status-nodes-budget`, the operators' budget: the operator's own cut).
+pub struct Scans {
+    pub all: GpuInventoryStatus,
+    pub listed: GpuInventoryStatus,
+}
+
+/// Both scans, run side by side.
+pub async fn scan(s: &Settings) -> Res<Scans> {
+    let budget = ["--status-nodes-budget", s.status_nodes_budget.as_str()];
+    let (all, listed) = tokio::join!(scan_with(s, &[]), scan_with(s, &budget));
+    Ok(Scans {
+        all: all?,
+        listed: listed?,
+    })
+}
+
+/// `scan -o json <extra>` of the cluster, by the operator binary (exit 0 or 1: healthy or issues found).
+async fn scan_with(s: &Settings, extra: &[&str]) -> Res<GpuInventoryStatus> {
     let (bin, kubeconfig) = (s.operator_bin.clone(), s.kubeconfig.clone());
+    let extra: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(bin)
             .args(["scan", "-o", "json", "--kubeconfig"])
             .arg(kubeconfig)
+            .args(extra)
             .output()
     })
     .await??;
@@ -68,22 +90,30 @@ pub async fn outputs(client: &Client, ops: &mut Operators) -> Res<Outputs> {
     })
 }
 
-/// The first difference between the scan and the outputs ("path: scan X, operator Y"), if any.
-pub fn first_difference(scan: &GpuInventoryStatus, out: &Outputs) -> Option<String> {
+/// The first difference between the scans and the outputs ("path: scan X, operator Y"), if any: the status
+/// against the scan cut as the status is (its `nodes[]`, `omittedNodes` and `nodesMessage` too), the
+/// ConfigMap and the gauges against the scan of every node.
+pub fn first_difference(scans: &Scans, out: &Outputs) -> Option<String> {
+    let listed = without_devices(&scans.listed);
+    let all = without_devices(&scans.all);
+    diff(
+        "status",
+        &without_bookkeeping(&listed),
+        &without_bookkeeping(&out.status),
+    )
+    .or_else(|| configmap_difference(&all, &out.configmap))
+    .or_else(|| metrics_difference(&scans.all, &out.metrics))
+}
+
+/// `scan` lists each DRA node's devices one by one; the status and the ConfigMap keep only their counts.
+fn without_devices(scan: &GpuInventoryStatus) -> Value {
     let mut want = serde_json::to_value(scan).expect("a status serializes");
-    // `scan` lists each DRA node's devices one by one; the status and the ConfigMap keep only their counts.
     for node in want["nodes"].as_array_mut().into_iter().flatten() {
         if let Some(node) = node.as_object_mut() {
             node.remove("devices");
         }
     }
-    diff(
-        "status",
-        &without_bookkeeping(&want),
-        &without_bookkeeping(&out.status),
-    )
-    .or_else(|| configmap_difference(&want, &out.configmap))
-    .or_else(|| metrics_difference(scan, &out.metrics))
+    want
 }
 
 /// `status` without the times and generation the comparison leaves out.

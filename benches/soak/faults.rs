@@ -3,8 +3,8 @@
 //! SIGCONT), and the leading operator SIGKILLed and started again as a new replica.
 //!
 //! The schedule is drawn up front from the seed: gaps from [mean/2, 3 mean/2] (SOAK_FAULT_EVERY_SECS), kinds
-//! in shuffled rounds (each round has every enabled kind once, so a short run still sees them all), a hold
-//! time per fault; the last fault is placed to end with the soak window, so the churn runs right up to it
+//! in shuffled rounds (each round has every enabled kind once; the first round always fits the window, its
+//! gaps shortened when the window is short, so a short run sees every kind), a hold time per fault; the last fault is placed to end with the soak window, so the churn runs right up to it
 //! and "converged after the last fault" measures the catching up alone.
 
 use std::path::Path;
@@ -51,7 +51,16 @@ pub struct Injected {
 /// Room kept after a fault's hold for the restart itself (an API server takes a few seconds to be ready).
 const RECOVERY_ROOM: f64 = 8.0;
 
-/// The schedule for a window of `window` seconds.
+/// The shortest window that holds one fault of each of `kinds` at its longest hold, each but the last followed
+/// by the room for its restart: the first round of a schedule always fits in it (see [`plan`]).
+pub fn shortest_window(kinds: &[FaultKind]) -> f64 {
+    let longest: f64 = kinds.iter().map(|k| hold_range(*k).1 + RECOVERY_ROOM).sum();
+    (longest - RECOVERY_ROOM).max(0.0)
+}
+
+/// The schedule for a window of `window` seconds (at least [`shortest_window`]). Its first round holds every
+/// kind once, however short the window: a fault of that round comes early enough (its gap shortened) to leave
+/// the rest of the round their longest holds and restarts.
 pub fn plan(rng: &mut Rng, kinds: &[FaultKind], mean: f64, window: f64) -> Vec<Planned> {
     let mut out = Vec::new();
     if kinds.is_empty() {
@@ -65,16 +74,26 @@ pub fn plan(rng: &mut Rng, kinds: &[FaultKind], mean: f64, window: f64) -> Vec<P
                 round.swap(i, rng.below(i + 1));
             }
         }
-        round.pop().expect("a kind")
+        let kind = round.pop().expect("a kind");
+        (kind, round.clone())
     };
     let mut free_from = 0.0;
     loop {
-        let at = free_from + rng.between(mean / 2.0, mean * 1.5);
-        let kind = next_kind(rng);
+        let drawn = free_from + rng.between(mean / 2.0, mean * 1.5);
+        let (kind, rest_of_round) = next_kind(rng);
         let (lo, hi) = hold_range(kind);
         let hold = rng.between(lo, hi);
+        // Until every kind has had its turn, the kinds still to come are owed their room.
+        let first_round = out.len() + 1 < kinds.len();
+        let owed = match first_round {
+            true => shortest_window(&rest_of_round) + RECOVERY_ROOM,
+            false => 0.0,
+        };
+        let at = drawn
+            .min(window - owed - hold - RECOVERY_ROOM)
+            .max(free_from);
         // The last fault ends with the window; the others must leave room before it.
-        let last = at + hold + RECOVERY_ROOM + mean / 2.0 > window;
+        let last = !first_round && at + hold + RECOVERY_ROOM + mean / 2.0 > window;
         let at = if last {
             (window - hold).max(free_from)
         } else {

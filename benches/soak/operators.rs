@@ -50,6 +50,7 @@ fn spawn(s: &Settings, identity: &str, log_path: &Path) -> Res<Child> {
             "--lease-duration",
             &lease,
         ])
+        .args(["--status-nodes-budget", &s.status_nodes_budget])
         .args(["--metrics-addr", "127.0.0.1:0"])
         // The identity a pod would have (its name): a restarted replica is a new pod with a new name.
         .env("POD_NAME", identity)

@@ -26,6 +26,14 @@ type Shared = Arc<Mutex<Operators>>;
 
 pub async fn run(s: &Settings, client: &Client) -> Res<Outcome> {
     let started = Timestamp::now().to_string();
+    let shortest = faults::shortest_window(&s.fault_kinds);
+    if (s.secs as f64) < shortest {
+        return Err(format!(
+            "SOAK_SECS={} is shorter than one fault of each kind needs ({shortest:.0} s)",
+            s.secs
+        )
+        .into());
+    }
     let mut rng = Rng::new(s.seed());
     let (fault_rng, churn_rng) = (rng.split(), rng.split());
     let (fleet, dra, dra_text) = set_up(s, client).await?;
@@ -73,6 +81,7 @@ pub async fn run(s: &Settings, client: &Client) -> Res<Outcome> {
                 quiet_writes: 0,
                 quiet_detail: "not measured".into(),
                 final_difference: Some(format!("not compared: a fault failed: {e}")),
+                status_omitted_nodes: 0,
             }
         }
     };
@@ -85,6 +94,7 @@ pub async fn run(s: &Settings, client: &Client) -> Res<Outcome> {
         churn,
         converged_after_last_fault: after.converged_after,
         final_difference: after.final_difference,
+        status_omitted_nodes: after.status_omitted_nodes,
         quiet_writes: after.quiet_writes,
         quiet_detail: after.quiet_detail,
         panics: panics(&ops.logs),
@@ -104,6 +114,7 @@ struct AfterWindow {
     quiet_writes: u64,
     quiet_detail: String,
     final_difference: Option<String>,
+    status_omitted_nodes: u64,
 }
 
 /// Convergence (timed from the end of the last fault), the quiet period, the final comparison.
@@ -121,11 +132,13 @@ async fn after_window(
         .ok()
         .map(|_| last_fault_end.elapsed().as_secs_f64());
     let (quiet_writes, quiet_detail) = quiet_period(s).await;
+    let (final_difference, status_omitted_nodes) = final_comparison(s, client, ops).await;
     AfterWindow {
         converged_after,
         quiet_writes,
         quiet_detail,
-        final_difference: final_comparison(s, client, ops).await,
+        final_difference,
+        status_omitted_nodes,
     }
 }
 
@@ -192,7 +205,7 @@ async fn inject_all(
     (done, None)
 }
 
-/// Polls the outputs against one fresh scan (the cluster no longer changes) until they are equal; Ok(seconds
+/// Polls the outputs against one fresh pair of scans (the cluster no longer changes) until they are equal; Ok(seconds
 /// it took) or Err(the last difference) after `timeout`.
 async fn converge(
     s: &Settings,
@@ -248,16 +261,20 @@ async fn quiet_period(s: &Settings) -> (u64, String) {
     (writes.iter().map(|(_, v)| v).sum(), detail.join(", "))
 }
 
-/// A fresh scan against the outputs; the first difference, if any.
-async fn final_comparison(s: &Settings, client: &Client, ops: &Shared) -> Option<String> {
+/// Fresh scans against the outputs: the first difference, if any, and the status's `omittedNodes` (how many
+/// GPU nodes the cut left out of `nodes[]`; 0 when none).
+async fn final_comparison(s: &Settings, client: &Client, ops: &Shared) -> (Option<String>, u64) {
     let truth = match compare::scan(s).await {
         Ok(t) => t,
-        Err(e) => return Some(format!("the final scan failed: {e}")),
+        Err(e) => return (Some(format!("the final scan failed: {e}")), 0),
     };
     let mut ops = ops.lock().await;
     match compare::outputs(client, &mut ops).await {
-        Ok(out) => first_difference(&truth, &out),
-        Err(e) => Some(format!("reading the outputs: {e}")),
+        Ok(out) => (
+            first_difference(&truth, &out),
+            out.status["omittedNodes"].as_u64().unwrap_or(0),
+        ),
+        Err(e) => (Some(format!("reading the outputs: {e}")), 0),
     }
 }
 

@@ -13,6 +13,8 @@ pub struct Outcome {
     pub churn: ChurnStats,
     pub converged_after_last_fault: Option<f64>,
     pub final_difference: Option<String>,
+    /// The status's `omittedNodes` at the final comparison: GPU nodes its budget left out of `nodes[]`.
+    pub status_omitted_nodes: u64,
     pub quiet_writes: u64,
     pub quiet_detail: String,
     pub panics: Vec<String>,
@@ -69,6 +71,8 @@ pub fn json(s: &Settings, o: &Outcome) -> Value {
         "convergedAfterLastFaultSecs": o.converged_after_last_fault,
         "finalEqualsScan": o.final_difference.is_none(),
         "firstDifference": o.final_difference,
+        "statusNodesBudget": s.status_nodes_budget,
+        "statusOmittedNodes": o.status_omitted_nodes,
         "quietSecs": s.quiet.as_secs(),
         "quietWrites": o.quiet_writes,
         "quietWriteDetail": o.quiet_detail,
@@ -146,6 +150,10 @@ pub fn table(s: &Settings, o: &Outcome) -> String {
                     format!(": {}", o.quiet_detail)
                 }
             ),
+        ),
+        (
+            "status nodes[] cut (budget / omitted)",
+            format!("{} / {}", s.status_nodes_budget, o.status_omitted_nodes),
         ),
         ("panics in the logs", o.panics.len().to_string()),
         (

@@ -212,6 +212,12 @@ pub struct ScanArgs {
         default_value_t = DEFAULT_CHUNK_SIZE
     )]
     pub chunk_size: u32,
+    /// List in `nodes[]` only the GPU nodes an operator run with this `--status-nodes-budget` lists in its
+    /// status (the same cut: nodes with issues first; `omittedNodes` and `nodesMessage` as it writes them);
+    /// each entry keeps its DRA devices. Without it every GPU node is listed.
+    #[arg(long, env = "GPUINV_SCAN_STATUS_NODES_BUDGET", value_name = "BYTES",
+          value_parser = parse_status_budget)]
+    pub status_nodes_budget: Option<usize>,
 }
 
 /// `scan --chunk-size`'s default (the kubectl plugin's too).

@@ -104,6 +104,7 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         selector: args.selector.clone(),
         group_by: args.group_by,
         chunk_size: DEFAULT_CHUNK_SIZE,
+        status_nodes_budget: None,
     };
     let status = scan_status(&args.global, &scan_args).await?;
     print!("{}", shown(&status, args, color));

@@ -40,14 +40,16 @@ pub(crate) const EXIT_ISSUES: u8 = 1;
 /// Exit code: the scan itself failed (unreadable input, unreachable cluster, bad flag).
 pub(crate) const EXIT_ERROR: u8 = 2;
 
-/// Runs the scan and prints it; the exit code says whether any issue was found.
+/// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
+/// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    let scanned = scan_status(global, args).await;
-    if let Ok(status) = &scanned {
-        print(status, args.output, args.group_by);
-    }
-    match scanned {
-        Ok(status) => exit_code(&status),
+    match scan_inventory(global, args).await {
+        Ok(inventory) => {
+            let status = listed_status(&inventory, args.status_nodes_budget, None)
+                .expect("a first status is always written");
+            print(&status, args.output, args.group_by);
+            inventory_exit_code(&inventory)
+        }
         Err(e) => {
             eprintln!("error: {}", crate::runtime::text::visible(&e.to_string()));
             ExitCode::from(EXIT_ERROR)
@@ -55,8 +57,8 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
     }
 }
 
-/// [`EXIT_ISSUES`] when some GPU node has a degrading issue, else [`EXIT_HEALTHY`] (planned work, `Info`,
-/// fails no script).
+/// [`EXIT_ISSUES`] when some GPU node listed in `status` has a degrading issue, else [`EXIT_HEALTHY`]
+/// (planned work, `Info`, fails no script).
 pub(crate) fn exit_code(status: &GpuInventoryStatus) -> ExitCode {
     let degrading = |n: &crate::crd::GpuNodeEntry| n.issues.iter().any(|i| i.severity != "Info");
     if status.nodes.iter().any(degrading) {
@@ -66,10 +68,26 @@ pub(crate) fn exit_code(status: &GpuInventoryStatus) -> ExitCode {
     }
 }
 
+/// As [`exit_code`], over every GPU node of `inventory` (a status cut by a budget may not list them all).
+fn inventory_exit_code(inventory: &Inventory) -> ExitCode {
+    let degrading = inventory.problem_nodes().any(|n| {
+        n.issues
+            .iter()
+            .any(|i| i.severity() != crate::inventory::model::Severity::Info)
+    });
+    ExitCode::from(if degrading { EXIT_ISSUES } else { EXIT_HEALTHY })
+}
+
 pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
 ) -> Result<GpuInventoryStatus> {
+    let inventory = scan_inventory(global, args).await?;
+    Ok(listed_status(&inventory, args.status_nodes_budget, None)
+        .expect("a first status is always written"))
+}
+
+async fn scan_inventory(global: &GlobalArgs, args: &ScanArgs) -> Result<Inventory> {
     let selector = match &args.selector {
         Some(text) => {
             parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
@@ -87,8 +105,7 @@ pub(crate) async fn scan_status(
     };
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
-    let inventory = snapshot.scan(&selector, NodeUniverse::Cluster, None);
-    Ok(status_of(&inventory, None).expect("a first status is always written"))
+    Ok(snapshot.scan(&selector, NodeUniverse::Cluster, None))
 }
 
 /// The objects of a dump, stripped as the operator's sources strip them.
@@ -141,8 +158,25 @@ pub(crate) fn status_of(
     inventory: &Inventory,
     previous: Option<&GpuInventoryStatus>,
 ) -> Option<GpuInventoryStatus> {
-    let shown = desired_status(inventory, None, NodeList::All(Detail::Devices));
-    plan_status(shown, previous, Timestamp::now())
+    listed_status(inventory, None, previous)
+}
+
+/// As [`status_of`], listing with `status_nodes_budget` only the GPU nodes the operator's status lists with
+/// that budget (`NodeList::WithinShown`: the operator's own cut), each still with its devices.
+fn listed_status(
+    inventory: &Inventory,
+    status_nodes_budget: Option<usize>,
+    previous: Option<&GpuInventoryStatus>,
+) -> Option<GpuInventoryStatus> {
+    let list = match status_nodes_budget {
+        Some(budget) => NodeList::WithinShown(budget, Detail::Devices),
+        None => NodeList::All(Detail::Devices),
+    };
+    plan_status(
+        desired_status(inventory, None, list),
+        previous,
+        Timestamp::now(),
+    )
 }
 
 fn read_dump(path: &str) -> Result<Dump> {
@@ -283,5 +317,80 @@ pub(crate) fn format_status(
         OutputFormat::Table | OutputFormat::Wide => {
             render::render(status, group_by, format == OutputFormat::Wide)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::model::IssueReason;
+    use crate::inventory::test_support::{entry, inventory};
+    use crate::publish::content::size_budget::json_size;
+
+    /// 300 GPU nodes, every 7th NotReady and every 11th overcommitted: problem nodes spread through the name
+    /// order, so the status's cut (problem nodes first) is not a prefix of the names.
+    fn fleet() -> Inventory {
+        let nodes = (0..300)
+            .map(|i| {
+                let mut reasons = Vec::new();
+                if i % 7 == 3 {
+                    reasons.push(IssueReason::NotReady);
+                }
+                if i % 11 == 5 {
+                    reasons.push(IssueReason::Overcommitted);
+                }
+                let mut node = entry(&format!("gpu-{i:04}"), i % 7 != 3, 8, &reasons);
+                node.product = Some("NVIDIA-H100-80GB-HBM3".into());
+                node
+            })
+            .collect();
+        inventory(nodes)
+    }
+
+    fn names(status: &GpuInventoryStatus) -> Vec<&str> {
+        status.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_scan_with_the_status_budget_lists_the_nodes_the_status_lists() {
+        let inventory = fleet();
+        // Room for about 40 of the 300 entries: the cut happens, and not every problem node fits.
+        let budget = 40
+            * json_size(&crate::publish::content::wire::node_entry(
+                &inventory.nodes[0],
+                Detail::Counts,
+            ));
+        let operator = desired_status(&inventory, None, NodeList::Within(budget));
+        let scan = listed_status(&inventory, Some(budget), None).expect("a first status");
+        assert!(
+            operator.omitted_nodes.is_some_and(|n| n > 200),
+            "the fleet is cut: {:?}",
+            operator.omitted_nodes
+        );
+        assert_eq!(names(&scan), names(&operator));
+        assert_eq!(scan.nodes, operator.nodes, "no devices here: equal entries");
+        assert_eq!(
+            (scan.omitted_nodes, &scan.nodes_message),
+            (operator.omitted_nodes, &operator.nodes_message)
+        );
+    }
+
+    #[test]
+    fn a_scan_without_a_budget_lists_every_node() {
+        let inventory = fleet();
+        let scan = status_of(&inventory, None).expect("a first status");
+        assert_eq!(scan.nodes.len(), 300);
+        assert_eq!((scan.omitted_nodes, scan.nodes_message), (None, None));
+    }
+
+    #[test]
+    fn the_exit_code_counts_nodes_a_budget_leaves_out() {
+        let inventory = inventory(vec![
+            entry("gpu-a", true, 8, &[]),
+            entry("gpu-b", false, 8, &[IssueReason::NotReady]),
+        ]);
+        let listed = listed_status(&inventory, Some(0), None).expect("a first status");
+        assert!(listed.nodes.is_empty(), "a budget of 0 lists nothing");
+        assert_eq!(inventory_exit_code(&inventory), ExitCode::from(EXIT_ISSUES));
     }
 }

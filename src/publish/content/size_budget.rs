@@ -46,23 +46,31 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     counter.0
 }
 
-/// The entries `nodes[]` lists within `budget` bytes of JSON (plus a separator each), chosen as
-/// [`select_within`] does, in name order, and how many GPU nodes were left out. Each node's entry is built and
-/// sized one at a time, and only the kept ones are built to be held: at 20,000 nodes, holding every entry at
-/// once to keep the ~115 the default budget lists was 13 MB of each status pass's heap (benches/RESULTS.md).
-pub(crate) fn node_entries_within(
-    nodes: &[Arc<NodeInventory>],
-    budget: usize,
-) -> (Vec<GpuNodeEntry>, usize) {
+/// Which GPU nodes `nodes[]` lists within `budget` bytes of JSON (plus a separator each): the one cut of the
+/// status, for the operator's status and for `scan --status-nodes-budget` alike, so the two always list the same
+/// nodes. It is decided on each node's entry of counts (what the status holds), chosen as [`select_within`]
+/// does; returns the kept nodes' indices, in name order. Each entry is built and sized one at a time and
+/// dropped: at 20,000 nodes, holding every entry at once to keep the ~115 the default budget lists was 13 MB of
+/// each status pass's heap (benches/RESULTS.md).
+pub(crate) fn status_cut(nodes: &[Arc<NodeInventory>], budget: usize) -> Vec<usize> {
     let sizes: Vec<usize> = nodes
         .iter()
         .map(|node| json_size(&wire::node_entry(node, Detail::Counts)) + 1)
         .collect();
-    let kept = select_within(&sizes, |i| nodes[i].has_issues(), budget);
+    select_within(&sizes, |i| nodes[i].has_issues(), budget)
+}
+
+/// The entries of the nodes [`status_cut`] keeps, each in `detail`, and how many GPU nodes were left out.
+pub(crate) fn node_entries_within(
+    nodes: &[Arc<NodeInventory>],
+    budget: usize,
+    detail: Detail,
+) -> (Vec<GpuNodeEntry>, usize) {
+    let kept = status_cut(nodes, budget);
     let omitted = nodes.len() - kept.len();
     let entries = kept
         .into_iter()
-        .map(|i| wire::node_entry(&nodes[i], Detail::Counts))
+        .map(|i| wire::node_entry(&nodes[i], detail))
         .collect();
     (entries, omitted)
 }

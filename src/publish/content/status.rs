@@ -11,6 +11,10 @@ pub enum NodeList {
     /// The operator's: entries of counts, within this many bytes (`--status-nodes-budget`), problem nodes
     /// first; `omittedNodes` and `nodesMessage` say what was left out.
     Within(usize),
+    /// `scan --status-nodes-budget`'s: the very nodes `Within` lists for this budget (the one cut,
+    /// `size_budget::status_cut`, decided on their entries of counts), each in this detail, with the same
+    /// `omittedNodes` and `nodesMessage`.
+    WithinShown(usize, Detail),
     /// `scan`'s: every node, in this detail.
     All(Detail),
 }
@@ -24,7 +28,10 @@ pub fn desired_status(
 ) -> GpuInventoryStatus {
     // Within a budget only the entries kept are built to be held (see `node_entries_within`).
     let (nodes, omitted) = match list {
-        NodeList::Within(budget) => node_entries_within(&inventory.nodes, budget),
+        NodeList::Within(budget) => node_entries_within(&inventory.nodes, budget, Detail::Counts),
+        NodeList::WithinShown(budget, detail) => {
+            node_entries_within(&inventory.nodes, budget, detail)
+        }
         NodeList::All(detail) => {
             let all = inventory.nodes.iter().map(|n| wire::node_entry(n, detail));
             (all.collect(), 0)
@@ -53,7 +60,7 @@ pub fn desired_status(
         nodes_message: None,
         conditions: wire::conditions(inventory, generation),
     };
-    if let NodeList::Within(budget) = list {
+    if let NodeList::Within(budget) | NodeList::WithinShown(budget, _) = list {
         note_omitted(&mut status, omitted, budget);
     }
     status

@@ -115,6 +115,9 @@ pub struct Settings {
     /// Which faults: apiserver, etcd, leader.
     #[arg(long = "faults", env = "SOAK_FAULTS", default_value = "apiserver etcd leader", value_parser = fault_kinds)]
     pub fault_kinds: std::vec::Vec<FaultKind>,
+    /// The operators' --status-nodes-budget, and the final scan's: both cut `nodes[]` alike (`64Ki`, `8Ki`).
+    #[arg(long, env = "SOAK_STATUS_NODES_BUDGET", default_value = "64Ki")]
+    pub status_nodes_budget: String,
     /// The operators' --lease-duration, seconds.
     #[arg(long = "lease-secs", env = "SOAK_LEASE_SECS", default_value = "15", value_parser = secs)]
     pub lease: Duration,
