@@ -19,8 +19,9 @@ use tokio::sync::watch;
 
 use crate::alloc_fleet::GPU;
 use crate::alloc_truth::Expected;
+use crate::gpunode_watch;
 use crate::observe::Watched;
-use crate::{gpunode_watch, log};
+use crate::watch_errors::ErrorLog;
 
 const CONFIGMAP: &str = "gpu-node-status";
 
@@ -403,32 +404,6 @@ where
             }
         }
     })
-}
-
-/// A watch's errors in the log: the first, then at most one every 10 s with how many came in between (an API
-/// server restarted on purpose, e.g. the scale scenario's relist, would fill the log at 5 a second).
-#[derive(Default)]
-pub struct ErrorLog {
-    last: Option<Instant>,
-    since: u64,
-}
-
-impl ErrorLog {
-    pub fn log(&mut self, what: &str, e: &dyn std::fmt::Display) {
-        self.since += 1;
-        if self
-            .last
-            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
-        {
-            return;
-        }
-        let more = match self.since {
-            1 => String::new(),
-            n => format!(" ({} more since the last one logged)", n - 1),
-        };
-        log(format!("{what} watch: {e}{more}"));
-        (self.last, self.since) = (Some(Instant::now()), 0);
-    }
 }
 
 /// The per-node entries of the ConfigMap (keys starting with `_` are summaries).

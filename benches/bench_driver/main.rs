@@ -57,7 +57,7 @@
 //! Modules: `program` (the processes under test), `observe` (the watches that decide
 //! convergence), `changes` (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle
 //! controller's audit events), `audit_writes` (a program's writes per resource and per object from the audit
-//! log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases),
+//! log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases), `run_results` (what they measured), `watch_errors` (a watch's errors in the log),
 //! `heartbeat` (the heartbeat scenario), `report` (JSON and table), `table` (cells, rows, program columns side
 //! by side); for the allocation scenario `alloc_fleet` (its nodes and pods), `alloc_truth` (the expected
 //! allocation), `alloc_observe` (its watches), `alloc_changes` (pod changes), `peers` (scan against
@@ -101,6 +101,7 @@ mod observe;
 mod peers;
 mod program;
 mod report;
+mod run_results;
 mod scale;
 mod scale_fleet;
 mod scale_observe;
@@ -110,6 +111,7 @@ mod scale_report;
 mod scale_run;
 mod scenario;
 mod table;
+mod watch_errors;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@ use testkit::settings::bench::Program;
 use testkit::settings::bench::Settings;
 
 use crate::measure::percentile;
-use crate::scenario::{Phases, Setup};
+use crate::run_results::{Phases, Setup};
 use crate::table::compact;
 
 /// One run's element of `results`.
