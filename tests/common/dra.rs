@@ -13,11 +13,12 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 pub use testkit::dra_objects::DRIVER;
+use testkit::waits::{Deadline, LOAD_ALLOWANCE};
 
-use super::{
-    ClusterPeriods, Deadline, DeleteOnDrop, LOAD_ALLOWANCE, RequiredApi, TEST_LABEL, TestEnv,
-    require_api, wait_for,
-};
+use super::cluster_access::{RequiredApi, require_api};
+use super::cluster_periods::ClusterPeriods;
+use super::test_env::{DeleteOnDrop, TEST_LABEL, TestEnv};
+use super::waiting::wait_for;
 
 pub const WHOLE: &str = "gpu.nvidia.com/gpu";
 /// How long an operator may take from its start to showing what the DRA objects say: its start-up, one

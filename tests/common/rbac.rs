@@ -10,7 +10,9 @@ use gpu_inventory_operator::crd::GpuInventory;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 
-use super::{OperatorProcess, TestEnv, impersonating_kubeconfig, is_homelab, kubeconfig_path};
+use super::cluster_access::{impersonating_kubeconfig, is_homelab, kubeconfig_path};
+use super::operator_process::OperatorProcess;
+use super::test_env::TestEnv;
 
 /// The operator's CRD.
 pub const CRD_NAME: &str = "gpuinventories.homelab.youngju.dev";
