@@ -58,7 +58,7 @@
 //! (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle controller's audit
 //! events), `audit_writes` (a program's writes per resource and per object from the audit log),
 //! `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases), `run_results`
-//! (what they measured), `watch_errors` (a watch's errors in the log), `heartbeat` (the heartbeat scenario),
+//! (what they measured), `object_watch` (one named object's watch), `heartbeat` (the heartbeat scenario),
 //! `report` (JSON and table), `table` (cells, rows, program columns side by side); for the allocation
 //! scenario `alloc_fleet` (its nodes and pods), `alloc_truth` (the expected allocation), `alloc_observe` (its
 //! watches), `alloc_changes` (pod changes), `peers` (scan against kubectl-view-allocations), `allocation`
@@ -98,6 +98,7 @@ mod flood;
 mod gpunode_watch;
 mod heartbeat;
 mod measure;
+mod object_watch;
 mod observe;
 mod peers;
 mod program;
@@ -113,7 +114,6 @@ mod scale_report;
 mod scale_run;
 mod scenario;
 mod table;
-mod watch_errors;
 
 use std::time::Duration;
 
