@@ -105,7 +105,7 @@
 #                        profiling memory); the run's timings and RSS are then the wrapper's, not figures to report
 #   BENCH_FIXTURES       node dumps the bench nodes are cloned from (default tests/fixtures)
 #   BENCH_CHANGE_GAP_MS, BENCH_NODE_IMAGES, BENCH_SETTLE_SECS and every other knob: the driver's --help
-#                        (testkit/src/settings/bench.rs)
+#                        (testkit/src/settings/bench/)
 # Side by side with an earlier main (the previous program), e.g.:
 #   BENCH_SCENARIOS="allocation dra" BENCH_PREVIOUS_REV=6ee9942 BENCH_ALLOC_PROGRAMS="previous operator" \
 #   BENCH_DRA_PROGRAMS="previous operator" hack/bench.sh

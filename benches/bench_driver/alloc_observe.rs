@@ -8,10 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::Value;
 use testkit::lib_api::GpuInventory;
@@ -19,8 +17,9 @@ use tokio::sync::watch;
 
 use crate::alloc_fleet::GPU;
 use crate::alloc_truth::Expected;
+use crate::gpunode_watch;
+use crate::object_watch::watch_into;
 use crate::observe::Watched;
-use crate::{gpunode_watch, log};
 
 const CONFIGMAP: &str = "gpu-node-status";
 
@@ -347,22 +346,14 @@ impl Watched<AllocObs> {
         let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
         let (o, t) = (obs.clone(), tx.clone());
-        let inv = spawn_watch(inventories, inventory, "inventory", move |i, now| {
-            let status = SeenStatus::parse(&i.data["status"]);
-            let mut obs = o.lock().unwrap();
-            obs.status = Some(status);
+        let inv = watch_into(inventories, inventory, "inventory", o, t, |obs, i, now| {
+            obs.status = Some(SeenStatus::parse(&i.data["status"]));
             obs.settle(now);
-            drop(obs);
-            t.send_modify(|n| *n += 1);
         });
         let (o, t) = (obs.clone(), tx.clone());
-        let cm = spawn_watch(configmaps, CONFIGMAP, "configmap", move |c, now| {
-            let entries = configmap_entries(c);
-            let mut obs = o.lock().unwrap();
-            obs.cm = Some(entries);
+        let cm = watch_into(configmaps, CONFIGMAP, "configmap", o, t, |obs, c, now| {
+            obs.cm = Some(configmap_entries(c));
             obs.settle(now);
-            drop(obs);
-            t.send_modify(|n| *n += 1);
         });
         let mut tasks = vec![inv, cm];
         if gpunodes {
@@ -374,60 +365,6 @@ impl Watched<AllocObs> {
             ));
         }
         Watched::new(obs, rx, tasks)
-    }
-}
-
-/// Watches the object `name` of `api`, calling `on` with each version and when it arrived.
-pub fn spawn_watch<K>(
-    api: Api<K>,
-    name: &str,
-    what: &'static str,
-    mut on: impl FnMut(K, Instant) + Send + 'static,
-) -> tokio::task::JoinHandle<()>
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-{
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    tokio::spawn(async move {
-        let mut events = watcher(api, cfg).boxed();
-        let mut errors = ErrorLog::default();
-        while let Some(event) = events.next().await {
-            let now = Instant::now();
-            match event {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => on(o, now),
-                Ok(_) => {}
-                Err(e) => {
-                    errors.log(what, &e);
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    })
-}
-
-/// A watch's errors in the log: the first, then at most one every 10 s with how many came in between (an API
-/// server restarted on purpose, e.g. the scale scenario's relist, would fill the log at 5 a second).
-#[derive(Default)]
-pub struct ErrorLog {
-    last: Option<Instant>,
-    since: u64,
-}
-
-impl ErrorLog {
-    pub fn log(&mut self, what: &str, e: &dyn std::fmt::Display) {
-        self.since += 1;
-        if self
-            .last
-            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
-        {
-            return;
-        }
-        let more = match self.since {
-            1 => String::new(),
-            n => format!(" ({} more since the last one logged)", n - 1),
-        };
-        log(format!("{what} watch: {e}{more}"));
-        (self.last, self.since) = (Some(Instant::now()), 0);
     }
 }
 

@@ -26,13 +26,13 @@
 use kube::Client;
 use serde_json::{Value, json};
 use testkit::cluster::Templates;
-use testkit::settings::bench::Program;
 use testkit::settings::bench::Settings;
 
 use crate::alloc_changes::Pods;
 use crate::alloc_fleet;
 use crate::alloc_run::run_program;
 use crate::alloc_truth::Expected;
+use crate::program::each_program;
 use crate::{Res, log, peers};
 
 /// Runs the scenario; returns results.json's `allocation` section and how many parts failed.
@@ -72,15 +72,17 @@ pub async fn bench(
         },
         None => json!({ "skipped": "BENCH_VIEW_ALLOCATIONS_BIN not set" }),
     };
-    let pods = Pods::new(plan.pods);
-    let runs = run_programs(
+    let mut pods = Pods::new(plan.pods);
+    let run =
+        async |program, expected| run_program(client, s, program, &mut pods, expected, ticks).await;
+    let runs = each_program(
         client,
         s,
+        "allocation",
         &programs,
-        pods,
         expected.clone(),
-        ticks,
         &mut failures,
+        run,
     )
     .await;
     let failed = failures.len();
@@ -110,28 +112,4 @@ pub async fn bench(
         section[name] = run;
     }
     Ok((section, failed))
-}
-
-/// Each program of BENCH_ALLOC_PROGRAMS in turn on the fleet, each from the same state: the GpuNodes an
-/// earlier one wrote deleted, today's CRDs installed again (an older operator applies its own), a fresh
-/// namespace and inventory. A failed program is recorded and the next one still runs.
-async fn run_programs(
-    client: &Client,
-    s: &Settings,
-    programs: &[Program],
-    mut pods: Pods,
-    expected: Expected,
-    ticks: f64,
-    failures: &mut Vec<Value>,
-) -> serde_json::Map<String, Value> {
-    crate::program::each_program(
-        client,
-        s,
-        "allocation",
-        programs,
-        expected,
-        failures,
-        async |program, expected| run_program(client, s, program, &mut pods, expected, ticks).await,
-    )
-    .await
 }

@@ -22,7 +22,6 @@
 use kube::Client;
 use serde_json::{Value, json};
 use testkit::cluster::Templates;
-use testkit::settings::bench::Program;
 use testkit::settings::bench::Settings;
 
 use crate::dra_fleet::{self, SetupSecs};
@@ -30,6 +29,7 @@ use crate::dra_observe::{SeenDra, mismatch};
 use crate::dra_run::run_program;
 use crate::dra_truth::DraTruth;
 use crate::peers::{measured, medians};
+use crate::program::each_program;
 use crate::{Res, log};
 
 /// Runs the scenario; returns results.json's `dra` section and how many parts failed.
@@ -63,7 +63,8 @@ pub async fn bench(
         failures.push(json!({ "part": "scan", "error": e.to_string() }));
         Value::Null
     });
-    let runs = run_programs(client, s, &programs, truth, ticks, &mut failures).await;
+    let run = async |program, truth| run_program(client, s, program, truth, ticks).await;
+    let runs = each_program(client, s, "dra", &programs, truth, &mut failures, run).await;
     let mut section = json!({
         "settings": {
             "nodes": d.nodes, "gpus_per_node": d.gpus_per_node, "claims": d.claims(),
@@ -131,27 +132,4 @@ fn scan_runs(s: &Settings, truth: &DraTruth) -> Res<Value> {
         "mismatch": mismatch(truth, &seen),
         "output_bytes": runs.last().map(|m| m.stdout.len()),
     }))
-}
-
-/// Each program of BENCH_DRA_PROGRAMS in turn on the fleet, each from the same state: the GpuNodes an
-/// earlier one wrote deleted, today's CRDs installed again (an older operator applies its own), a fresh
-/// namespace and inventory. A failed program is recorded and the next one still runs.
-async fn run_programs(
-    client: &Client,
-    s: &Settings,
-    programs: &[Program],
-    truth: DraTruth,
-    ticks: f64,
-    failures: &mut Vec<Value>,
-) -> serde_json::Map<String, Value> {
-    crate::program::each_program(
-        client,
-        s,
-        "dra",
-        programs,
-        truth,
-        failures,
-        async |program, truth| run_program(client, s, program, truth, ticks).await,
-    )
-    .await
 }

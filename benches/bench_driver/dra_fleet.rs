@@ -17,24 +17,13 @@ use testkit::cluster::{self, Templates};
 use testkit::dra_objects::{self, DEVICE_CLASS};
 use testkit::settings::bench::DraSettings;
 
-use crate::dra_truth::{ClaimRec, DraTruth};
+use crate::dra_truth::{ClaimRec, DraTruth, NAMESPACES, namespace_of, node_name};
 use crate::{Res, log};
 
 /// The resource the operator counts whole DRA GPUs under.
 pub const WHOLE_GPU: &str = "gpu.nvidia.com/gpu";
 /// Label on the driver's slices and claims, for the clean-up.
 const DRA_LABEL: &str = "bench.gpu-inventory.dev/dra";
-/// Namespaces the claims are spread over.
-pub const NAMESPACES: usize = 4;
-
-pub fn namespace_of(k: usize) -> String {
-    format!("bench-dra-{}", k % NAMESPACES)
-}
-
-pub fn node_name(i: usize) -> String {
-    format!("bench-dra-{i:05}")
-}
-
 /// Node `i`: a CPU template's labels and status (Ready, cpu/memory/pods, `images` container images).
 fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
     // With `gpu_every` = usize::MAX no index but 0 is a GPU node's, and the indices passed start at 1.

@@ -14,10 +14,11 @@ use serde_json::Value;
 use testkit::lib_api::GpuInventory;
 use tokio::sync::watch;
 
-use crate::alloc_observe::{int, spawn_watch};
+use crate::alloc_observe::int;
 use crate::dra_fleet::WHOLE_GPU;
 use crate::dra_truth::{DraTruth, NodeNumbers};
 use crate::gpunode_watch;
+use crate::object_watch::watch_into;
 use crate::observe::Watched;
 
 /// Three numbers as the operator wrote them (absent: None): allocatable, allocated, free.
@@ -235,14 +236,10 @@ impl Watched<DraObs> {
         let resource = ApiResource::erase::<GpuInventory>(&());
         let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let (o, t) = (obs.clone(), tx.clone());
-        let task = spawn_watch(inventories, inventory, "inventory", move |i, now| {
-            let status = SeenDra::parse(&i.data["status"]);
-            let mut obs = o.lock().unwrap();
-            obs.status = Some(status);
+        let task = watch_into(inventories, inventory, "inventory", o, t, |obs, i, now| {
+            obs.status = Some(SeenDra::parse(&i.data["status"]));
             obs.updates += 1;
             obs.settle(now);
-            drop(obs);
-            t.send_modify(|n| *n += 1);
         });
         let mut tasks = vec![task];
         if gpunodes {

@@ -4,7 +4,16 @@
 
 use std::collections::HashMap;
 
-use crate::dra_fleet::{namespace_of, node_name};
+/// Namespaces the claims are spread over.
+pub const NAMESPACES: usize = 4;
+
+pub fn namespace_of(k: usize) -> String {
+    format!("bench-dra-{}", k % NAMESPACES)
+}
+
+pub fn node_name(i: usize) -> String {
+    format!("bench-dra-{i:05}")
+}
 
 /// A claim the driver made, and the device (node index, device index) its allocation names, if any.
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ use testkit::lib_api::GpuNode;
 use tokio::sync::watch;
 
 use crate::Res;
-use crate::alloc_observe::ErrorLog;
+use crate::object_watch::ErrorLog;
 
 pub fn api(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::erase::<GpuNode>(&()))

@@ -54,19 +54,20 @@
 //! builds from BENCH_PREVIOUS_REV, labelled BENCH_PREVIOUS_LABEL) one after the other on the same fleet, with
 //! a quiet window each (BENCH_ALLOC_QUIET_SECS, BENCH_DRA_QUIET_SECS: 60), and report them side by side.
 //!
-//! Modules: `program` (the processes under test), `observe` (the watches that decide
-//! convergence), `changes` (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle
-//! controller's audit events), `audit_writes` (a program's writes per resource and per object from the audit
-//! log), `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases),
-//! `heartbeat` (the heartbeat scenario), `report` (JSON and table), `table` (cells, rows, program columns side
-//! by side); for the allocation scenario `alloc_fleet` (its nodes and pods), `alloc_truth` (the expected
-//! allocation), `alloc_observe` (its watches), `alloc_changes` (pod changes), `peers` (scan against
-//! kubectl-view-allocations), `allocation` (its phases, the programs in turn), `alloc_run` (one program's
-//! run), `alloc_measure` (its figures), `alloc_report` (its table); for the DRA scenario `dra_fleet`
-//! (nodes, slices, claims), `dra_truth` (which claim holds which device), `dra_observe` (the status and
-//! GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn), `dra_run` (one
-//! program's run), `dra_report` (its table); for the scale scenario `scale_fleet` (its fleet's kinds and
-//! slots, on the allocation and DRA fleets' code), `scale_observe` (both truths' watches at once),
+//! Modules: `program` (the processes under test), `observe` (the watches that decide convergence), `changes`
+//! (the node writes), `measure` (CPU, RSS, percentiles, KWOK's and the node lifecycle controller's audit
+//! events), `audit_writes` (a program's writes per resource and per object from the audit log),
+//! `gpunode_watch` (the GpuNodes: watch, delete, detail check), `scenario` (one run's phases), `run_results`
+//! (what they measured), `object_watch` (one named object's watch), `heartbeat` (the heartbeat scenario),
+//! `report` (JSON and table), `table` (cells, rows, program columns side by side); for the allocation
+//! scenario `alloc_fleet` (its nodes and pods), `alloc_truth` (the expected allocation), `alloc_observe` (its
+//! watches), `alloc_changes` (pod changes), `peers` (scan against kubectl-view-allocations), `allocation`
+//! (its phases, the programs in turn), `alloc_run` (one program's run, on `program_run`: the run's skeleton
+//! shared with `dra_run`), `alloc_measure` (its figures), `alloc_report` (its table); for the DRA scenario
+//! `dra_fleet` (nodes, slices, claims), `dra_truth` (which claim holds which device), `dra_observe` (the
+//! status and GpuNode watches), `dra_changes` (claim changes), `dra` (its phases, the programs in turn),
+//! `dra_run` (one program's run), `dra_report` (its table); for the scale scenario `scale_fleet` (its fleet's
+//! kinds and slots, on the allocation and DRA fleets' code), `scale_observe` (both truths' watches at once),
 //! `scale_run` (one run's phases), `scale_relist` (the forced relist), `scale` (its sizes and runs),
 //! `scale_report` (medians and its table), `scale_plot` (the PNG).
 //!
@@ -97,10 +98,13 @@ mod flood;
 mod gpunode_watch;
 mod heartbeat;
 mod measure;
+mod object_watch;
 mod observe;
 mod peers;
 mod program;
+mod program_run;
 mod report;
+mod run_results;
 mod scale;
 mod scale_fleet;
 mod scale_observe;

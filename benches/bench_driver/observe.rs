@@ -5,14 +5,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use testkit::lib_api::{GpuInventory, GpuNodeEntry};
 use tokio::sync::watch;
 
-use crate::log;
+use crate::object_watch::{Changed, watch_into};
 
 const CONFIGMAP: &str = "gpu-node-status";
 
@@ -181,8 +179,6 @@ impl Watched<Obs> {
     }
 }
 
-type Changed = Arc<watch::Sender<u64>>;
-
 fn watch_inventory(
     client: &Client,
     inventory: &str,
@@ -190,24 +186,16 @@ fn watch_inventory(
     changed: Changed,
 ) -> tokio::task::JoinHandle<()> {
     let api: Api<GpuInventory> = Api::all(client.clone());
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={inventory}"));
-    tokio::spawn(async move {
-        let mut events = watcher(api, cfg).boxed();
-        while let Some(event) = events.next().await {
-            let now = Instant::now();
-            let inventory = match event {
-                Ok(watcher::Event::Apply(i) | watcher::Event::InitApply(i)) => i,
-                Ok(_) => continue,
-                Err(e) => {
-                    log(format!("inventory watch: {e}"));
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            };
+    watch_into(
+        api,
+        inventory,
+        "inventory",
+        obs,
+        changed,
+        |obs, inventory, now| {
             let Some(status) = inventory.status else {
-                continue;
+                return;
             };
-            let mut obs = obs.lock().unwrap();
             obs.status = Some((
                 status.total_gpu_nodes,
                 status.ready_gpu_nodes,
@@ -219,10 +207,8 @@ fn watch_inventory(
                 .map(|e| (e.name.clone(), e))
                 .collect();
             obs.settle_pending(now);
-            drop(obs);
-            changed.send_modify(|n| *n += 1);
-        }
-    })
+        },
+    )
 }
 
 fn watch_configmap(
@@ -232,27 +218,9 @@ fn watch_configmap(
     changed: Changed,
 ) -> tokio::task::JoinHandle<()> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP}"));
-    tokio::spawn(async move {
-        let mut events = watcher(api, cfg).boxed();
-        while let Some(event) = events.next().await {
-            let now = Instant::now();
-            let cm = match event {
-                Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => c,
-                Ok(_) => continue,
-                Err(e) => {
-                    log(format!("configmap watch: {e}"));
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            };
-            let entries = configmap_entries(cm);
-            let mut obs = obs.lock().unwrap();
-            obs.cm = entries;
-            obs.settle_pending(now);
-            drop(obs);
-            changed.send_modify(|n| *n += 1);
-        }
+    watch_into(api, CONFIGMAP, "configmap", obs, changed, |obs, cm, now| {
+        obs.cm = configmap_entries(cm);
+        obs.settle_pending(now);
     })
 }
 

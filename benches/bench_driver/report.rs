@@ -7,7 +7,7 @@ use testkit::settings::bench::Program;
 use testkit::settings::bench::Settings;
 
 use crate::measure::percentile;
-use crate::scenario::{Phases, Setup};
+use crate::run_results::{Phases, Setup};
 use crate::table::compact;
 
 /// One run's element of `results`.
@@ -102,35 +102,21 @@ enum Cell {
     StartupTotal,
 }
 
+#[rustfmt::skip] // a table: one row a line
 const ROWS: [(&str, Cell); 14] = [
-    (
-        "converged after start (s)",
-        Cell::Num(&["converge_secs"], 2),
-    ),
-    (
-        "peak RSS after convergence (MiB)",
-        Cell::Num(&["rss_converged_mib"], 1),
-    ),
-    (
-        "peak RSS after +1,000 changes (MiB)",
-        Cell::Num(&["rss_after_burst_mib"], 1),
-    ),
+    ("converged after start (s)", Cell::Num(&["converge_secs"], 2)),
+    ("peak RSS after convergence (MiB)", Cell::Num(&["rss_converged_mib"], 1)),
+    ("peak RSS after +1,000 changes (MiB)", Cell::Num(&["rss_after_burst_mib"], 1)),
     ("latency p50 (ms)", Cell::Num(&["latency_ms", "p50"], 0)),
     ("latency p95 (ms)", Cell::Num(&["latency_ms", "p95"], 0)),
     ("latency p99 (ms)", Cell::Num(&["latency_ms", "p99"], 0)),
     ("latency min..max (ms)", Cell::Range),
-    (
-        "changes not seen (of BENCH_CHANGES)",
-        Cell::Num(&["latency_ms", "lost"], 0),
-    ),
+    ("changes not seen (of BENCH_CHANGES)", Cell::Num(&["latency_ms", "lost"], 0)),
     ("quiet: writes", Cell::Num(&["quiet", "writes"], 0)),
     ("quiet: LISTs", Cell::Num(&["quiet", "lists"], 0)),
     ("quiet: CPU s", Cell::Num(&["quiet", "cpu_secs"], 2)),
     ("churn: CPU s", Cell::Num(&["churn", "cpu_secs"], 2)),
-    (
-        "churn: status+ConfigMap writes",
-        Cell::Num(&["churn", "writes"], 0),
-    ),
+    ("churn: status+ConfigMap writes", Cell::Num(&["churn", "writes"], 0)),
     ("total requests at start-up", Cell::StartupTotal),
 ];
 
@@ -209,93 +195,29 @@ pub fn table(doc: &Value) -> String {
 
 /// A heartbeat row: the label, the path of the number, decimals, whether operator/baseline means anything
 /// (the fleet rows describe the cluster during each program's window, not the program).
+#[rustfmt::skip] // a table: one row a line
 const HB_ROWS: [(&str, &[&str], usize, bool); 22] = [
     ("converged after start (s)", &["converge_secs"], 2, true),
     ("status+ConfigMap writes (target 0)", &["writes"], 0, true),
     ("API requests in the window", &["requests_total"], 0, true),
     ("  of which LISTs", &["lists"], 0, true),
     ("CPU s in the window", &["cpu_secs"], 2, true),
-    (
-        "CPU % of one core (target <= 2)",
-        &["cpu_pct_of_core"],
-        2,
-        true,
-    ),
+    ("CPU % of one core (target <= 2)", &["cpu_pct_of_core"], 2, true),
     ("peak RSS at the end (MiB)", &["rss_mib"], 1, true),
     ("fleet in the same window:", &[], 0, false),
-    (
-        "KWOK node status updates",
-        &["fleet", "status_writes"],
-        0,
-        false,
-    ),
-    (
-        "KWOK node status updates /s",
-        &["fleet", "status_writes_per_sec"],
-        1,
-        false,
-    ),
-    (
-        "  asked for (/s)",
-        &["fleet", "status_writes_per_sec_asked"],
-        1,
-        false,
-    ),
-    (
-        "status update gap p50 (s)",
-        &["fleet", "status_gap_secs", "p50"],
-        1,
-        false,
-    ),
-    (
-        "status update gap max (s)",
-        &["fleet", "status_gap_secs", "max"],
-        1,
-        false,
-    ),
-    (
-        "KWOK Lease renewals /s",
-        &["fleet", "lease_writes_per_sec"],
-        1,
-        false,
-    ),
-    (
-        "  asked for (/s)",
-        &["fleet", "lease_writes_per_sec_asked"],
-        1,
-        false,
-    ),
-    (
-        "Lease renewal gap p99 (s)",
-        &["fleet", "lease_gap_secs", "p99"],
-        1,
-        false,
-    ),
-    (
-        "Lease renewal gap max (s)",
-        &["fleet", "lease_gap_secs", "max"],
-        1,
-        false,
-    ),
+    ("KWOK node status updates", &["fleet", "status_writes"], 0, false),
+    ("KWOK node status updates /s", &["fleet", "status_writes_per_sec"], 1, false),
+    ("  asked for (/s)", &["fleet", "status_writes_per_sec_asked"], 1, false),
+    ("status update gap p50 (s)", &["fleet", "status_gap_secs", "p50"], 1, false),
+    ("status update gap max (s)", &["fleet", "status_gap_secs", "max"], 1, false),
+    ("KWOK Lease renewals /s", &["fleet", "lease_writes_per_sec"], 1, false),
+    ("  asked for (/s)", &["fleet", "lease_writes_per_sec_asked"], 1, false),
+    ("Lease renewal gap p99 (s)", &["fleet", "lease_gap_secs", "p99"], 1, false),
+    ("Lease renewal gap max (s)", &["fleet", "lease_gap_secs", "max"], 1, false),
     ("KWOK writes failed", &["fleet", "failed"], 0, false),
-    (
-        "node lifecycle: status writes (Unknown)",
-        &["fleet", "lifecycle_status_writes"],
-        0,
-        false,
-    ),
-    (
-        "node lifecycle: taint writes",
-        &["fleet", "lifecycle_taint_writes"],
-        0,
-        false,
-    ),
-    (
-        "nodes not Ready at the end",
-        &["fleet", "nodes_not_ready_at_end"],
-        0,
-        false,
-    ),
+    ("node lifecycle: status writes (Unknown)", &["fleet", "lifecycle_status_writes"], 0, false),
+    ("node lifecycle: taint writes", &["fleet", "lifecycle_taint_writes"], 0, false),
+    ("nodes not Ready at the end", &["fleet", "nodes_not_ready_at_end"], 0, false),
     ("CPU % of one core: apiserver/etcd/kwok", &[], 0, false),
 ];
 

@@ -18,11 +18,12 @@ use serde_json::Value;
 use testkit::lib_api::GpuInventory;
 use tokio::sync::watch;
 
-use crate::alloc_observe::{AllocObs, SeenStatus, seen_node, spawn_watch};
+use crate::alloc_observe::{AllocObs, SeenStatus, seen_node};
 use crate::alloc_truth::Expected;
 use crate::dra_observe::{self, DraObs, SeenDra};
 use crate::dra_truth::DraTruth;
 use crate::gpunode_watch;
+use crate::object_watch::watch_into;
 use crate::observe::{Converging, Watched};
 
 #[derive(Default)]
@@ -188,12 +189,9 @@ pub fn start(
     let resource = ApiResource::erase::<GpuInventory>(&());
     let inventories: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let (o, t) = (obs.clone(), tx.clone());
-    let inv = spawn_watch(inventories, inventory, "inventory", move |i, now| {
-        let mut obs = o.lock().unwrap();
+    let inv = watch_into(inventories, inventory, "inventory", o, t, |obs, i, now| {
         obs.set_status(&i.data["status"]);
         obs.alloc.settle(now);
-        drop(obs);
-        t.send_modify(|n| *n += 1);
     });
     let o = obs.clone();
     let gpunodes = gpunode_watch::spawn_watch(client, move |name, status, now: Instant| {

@@ -1,7 +1,7 @@
 //! One run of the operator in the scale scenario (scale.rs runs BENCH_SCALE_RUNS of them per node count, on the
 //! same fleet, each from the same state: no GpuNodes, a fresh inventory and namespace; program.rs
 //! `each_program`), with its metrics endpoint on a free port. The phases, each with its own peak RSS
-//! (alloc_run.rs `RssSampler::next_phase`):
+//! (program_run.rs `RssSampler::next_phase`):
 //!
 //! 1. start-up: seconds until the status accounts for the fleet and shows both truths and every GpuNode shows
 //!    its node's (scale_observe.rs);
@@ -29,12 +29,12 @@ use testkit::settings::bench::{Program, Settings};
 
 use crate::alloc_changes::{Pods, churn_while, latency_run};
 use crate::alloc_measure::latency_json;
-use crate::alloc_run::{RssSampler, quiet_window};
 use crate::alloc_truth::Expected;
 use crate::audit_writes::{program_writes, writes_json};
 use crate::dra_truth::DraTruth;
 use crate::measure::cpu_secs;
 use crate::program::{spawn_program_with, stop_program};
+use crate::program_run::{INVENTORY, RssSampler, quiet_window};
 use crate::scale_observe::{self, ScaleObserver};
 use crate::scale_relist::{
     changed, metrics, metrics_addr, restart_apiserver, versions, wait_relisted,
@@ -42,8 +42,6 @@ use crate::scale_relist::{
 use crate::{Res, log, peers};
 use testkit::http::watch_relists as relists;
 
-/// The inventory the operator creates by default.
-const INVENTORY: &str = "cluster";
 /// How long one timed change may take to show before it counts as lost.
 const CHANGE_WAIT: Duration = Duration::from_secs(10);
 /// Convergence over the whole fleet is checked at most this often (observe.rs `wait_for_every`).

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde_json::{Value, json};
 
-use super::TestEnv;
+use super::test_env::TestEnv;
 
 /// A Ready KWOK node with `labels` and `resources` as capacity and allocatable, plus what the scheduler needs
 /// to place pods (cpu, memory, pods).

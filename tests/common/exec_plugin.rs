@@ -10,7 +10,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::config::Kubeconfig;
 use serde_json::{Value, json};
 
-use super::{TEST_LABEL, TestEnv, is_local_cluster, kubeconfig_path, local_cluster_dir};
+use super::cluster_access::{is_local_cluster, kubeconfig_path, local_cluster_dir};
+use super::test_env::{TEST_LABEL, TestEnv};
 
 /// The user of the local cluster's token file.
 pub const TOKEN_USER: &str = "gpuinv-token-user";
@@ -114,7 +115,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredent
                 c.user = Some(KUBECONFIG_USER.to_owned());
             }
         }
-        super::write_kubeconfig(&config, &format!("{name}-exec"))
+        super::cluster_access::write_kubeconfig(&config, &format!("{name}-exec"))
     }
 }
 

@@ -14,8 +14,11 @@ use gpu_inventory_operator::sources::pods::UNFINISHED_PODS;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
+use testkit::waits::Deadline;
 
-use super::{Deadline, OperatorProcess, TEST_LABEL, TestEnv, kubeconfig_path, metric};
+use super::cluster_access::kubeconfig_path;
+use super::operator_process::{OperatorProcess, metric};
+use super::test_env::{TEST_LABEL, TestEnv};
 
 /// The status `gpu-inventory-operator scan -o json` reports for the test's nodes now.
 pub fn scan_status(env: &TestEnv) -> GpuInventoryStatus {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::kubeconfig_path;
+use super::cluster_access::kubeconfig_path;
 
 /// The chart's directory.
 pub fn chart_dir() -> PathBuf {

@@ -9,7 +9,9 @@ use kube::api::{
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use super::{ClusterPeriods, TEST_LABEL, TestEnv, eventually};
+use super::cluster_periods::ClusterPeriods;
+use super::test_env::{TEST_LABEL, TestEnv};
+use super::waiting::eventually;
 
 const GROUP_VERSION: &str = "resource.k8s.io/v1alpha3";
 
@@ -32,14 +34,14 @@ pub async fn require(client: &Client, test: &str) {
          --runtime-config=resource.k8s.io/v1alpha3=true and --feature-gates=DRAResourcePoolStatus=true, and \
          kube-controller-manager with the gate too (hack/local-cluster.sh does on 1.36-1.37)"
     );
-    let api = super::RequiredApi {
+    let api = super::cluster_access::RequiredApi {
         group_version: GROUP_VERSION,
         resource: "resourcepoolstatusrequests",
         since_minor: 36,
         missing: &missing,
         too_old: "ResourcePoolStatusRequest (KEP-5677) only exists from 1.36",
     };
-    super::require_api(client, &api, test).await
+    super::cluster_access::require_api(client, &api, test).await
 }
 
 /// One pool of a request's status, the four counts KEP-5677 defines (`None`: the field is absent).
@@ -253,7 +255,7 @@ impl Drop for PoolStatusRequests {
                 .build()
                 .unwrap();
             runtime.block_on(async move {
-                let client = super::client().await;
+                let client = super::cluster_access::client().await;
                 let guard = PoolStatusRequests {
                     requests: Api::all_with(client.clone(), &requests_resource()),
                     client,

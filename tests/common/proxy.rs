@@ -11,7 +11,7 @@ use kube::config::Kubeconfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::{kubeconfig_path, write_kubeconfig};
+use super::cluster_access::{kubeconfig_path, write_kubeconfig};
 
 /// The proxy; it stops when dropped.
 pub struct ApiProxy {

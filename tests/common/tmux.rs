@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::Deadline;
+use testkit::waits::Deadline;
 
 /// A tmux server of this test's own (its own socket), killed on drop.
 pub struct Tmux(pub String);
