@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::inventory::selector::LabelSelector;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::Selector;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::Serialize;
@@ -171,7 +171,7 @@ async fn reconcile(
     cache: ConfigMapCache<'_>,
     target: &ConfigMapTarget,
 ) -> Result<()> {
-    let inventory = ctx.inventory(&Selector::default());
+    let inventory = ctx.inventory(&LabelSelector::default());
     let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
     // Not kept through the write: see the GpuNode publisher.
     drop(inventory);

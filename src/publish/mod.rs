@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::inventory::selector::LabelSelector;
 use kube::Client;
-use kube::core::Selector;
 use kube::runtime::events::{Recorder, Reporter};
 
 use crate::crd::GpuInventoryStatus;
@@ -171,7 +171,7 @@ impl Context {
 
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
     /// Issues that need a grace period (`IssueReason::needs_grace`) appear once they have lasted it.
-    pub(crate) fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
+    pub(crate) fn inventory(&self, selector: &LabelSelector) -> Arc<Inventory> {
         let version = self.sources.version();
         let universe = self.sources.node_universe();
         let epoch = {

@@ -8,7 +8,6 @@ use std::time::Instant;
 use futures::StreamExt;
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::Selector;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -24,12 +23,14 @@ use crate::FIELD_MANAGER;
 use crate::crd::{GpuInventory, GpuInventoryStatus};
 use crate::error::{Error, Result};
 use crate::inventory::events::{EventBase, transitions_since};
+use crate::inventory::selector::LabelSelector;
 use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::published_inventory;
 use crate::runtime::backoff;
 use crate::runtime::credentials;
 use crate::runtime::shutdown::Shutdown;
+use crate::sources::convert::k8s_selector::api_label_selector;
 
 /// Runs the controller until shutdown.
 pub(crate) async fn run(
@@ -102,13 +103,13 @@ impl<'a, S> StatusApply<'a, S> {
     }
 }
 
-fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
+fn node_selector(inventory: &GpuInventory) -> Result<LabelSelector> {
     match &inventory.spec.node_selector {
-        None => Ok(Selector::default()),
+        None => Ok(LabelSelector::default()),
         Some(selector) => {
-            Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
+            api_label_selector(selector).map_err(|reason| Error::InvalidNodeSelector {
                 name: inventory.name_any(),
-                reason: e.to_string(),
+                reason,
             })
         }
     }

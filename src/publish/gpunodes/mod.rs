@@ -16,11 +16,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::inventory::selector::LabelSelector;
 use futures::StreamExt;
 use jiff::Timestamp;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::core::Selector;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tracing::{debug, info, warn};
@@ -170,7 +170,7 @@ async fn reconcile_all(
     unchanged: &mut Unchanged,
 ) -> Result<Option<Duration>> {
     let started = std::time::Instant::now();
-    let inventory = ctx.inventory(&Selector::default());
+    let inventory = ctx.inventory(&LabelSelector::default());
     let now = Timestamp::now();
     let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
     let held: Vec<ObjectKey> = store.keys();
