@@ -21,8 +21,8 @@ pub struct GpuPod {
     pub phase: String,
     /// `PodScheduled` is `False` with reason `Unschedulable`: the scheduler tried and found no node.
     pub unschedulable: bool,
-    /// The effective request per `nvidia.com/*` resource (the scheduler's rule, `effective_requests` in `sources::convert`); empty only for a pod
-    /// that names ResourceClaims.
+    /// The effective request per `nvidia.com/*` resource (the scheduler's rule:
+    /// `sources::convert::k8s_pod::effective_requests`); empty only for a pod that names ResourceClaims.
     pub requests: BTreeMap<String, u64>,
     /// The ResourceClaims (in the pod's namespace) the pod uses: `spec.resourceClaims[].resourceClaimName`,
     /// and for claims made from a template the name the claim controller recorded in

@@ -2,8 +2,8 @@
 //! words, and nothing else.
 //!
 //! The node watch, the one-shot `scan` and the dumps each turn the API's `Node` into this at once
-//! (`ClusterNode::from_node`, in `sources::convert`), so the core never sees the wire type and the cache holds about a fifth of
-//! what a stripped `Node` took (docs/scale.md has the bytes). Two reads of one node that the scan would
+//! (`ClusterNode::from_node`, in `sources::convert::k8s_node`), so the core never sees the wire type and
+//! the cache holds about a fifth of what a stripped `Node` took (docs/scale.md has the bytes). Two reads of one node that the scan would
 //! report alike are equal: heartbeats, the text of conditions nobody reports and cpu or memory do not show.
 
 mod derived;
