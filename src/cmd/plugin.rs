@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::inventory::selector::LabelSelector;
 use clap::{Parser, ValueEnum};
-use kube::core::Selector;
 
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
 use super::scan::{EXIT_ERROR, exit_code, format_status, scan_status, status_of};
@@ -125,7 +125,7 @@ fn shown(status: &GpuInventoryStatus, args: &PluginArgs, color: bool) -> String 
 async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     let selector = match &args.selector {
         Some(text) => parse_selector(text).map_err(|e| Error::InvalidFlag(format!("-l: {e}")))?,
-        None => Selector::default(),
+        None => LabelSelector::default(),
     };
     let connection = connect(&args.global.client_config()).await?;
     let health = Health::new(Metrics::new().watch_restarts.clone());

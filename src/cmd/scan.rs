@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use jiff::Timestamp;
 use std::sync::Arc;
 
+use crate::inventory::selector::LabelSelector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::Selector;
 
 use super::cli::{GlobalArgs, GroupBy, OutputFormat, ScanArgs};
 use super::render;
@@ -92,7 +92,7 @@ async fn scan_inventory(global: &GlobalArgs, args: &ScanArgs) -> Result<Inventor
         Some(text) => {
             parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
         }
-        None => Selector::default(),
+        None => LabelSelector::default(),
     };
     let drivers: Arc<[String]> = global.dra_drivers().into();
     let snapshot = match args.from_file.as_deref() {

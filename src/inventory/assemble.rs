@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube::core::Selector;
+use crate::inventory::selector::LabelSelector;
 
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::cluster_node::ClusterNode;
@@ -37,7 +37,7 @@ pub struct ScanInput<'a> {
     /// The caches' `Arc`s of `nodes` and `pods`, in the same order, when the scan was given them.
     shared: Option<Shared<'a>>,
     dra: DraInput<'a>,
-    selector: Option<&'a Selector>,
+    selector: Option<&'a LabelSelector>,
     universe: NodeUniverse,
     interner: Option<&'a NodeInterner>,
     health: &'static HealthTable,
@@ -82,7 +82,7 @@ impl<'a> ScanInput<'a> {
     }
 
     /// Scans only the nodes `selector` picks.
-    pub fn selector(mut self, selector: &'a Selector) -> ScanInput<'a> {
+    pub fn selector(mut self, selector: &'a LabelSelector) -> ScanInput<'a> {
         self.selector = Some(selector);
         self
     }

@@ -9,8 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kube::runtime::events::EventType;
-
 use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, gpus_available_message};
 use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
@@ -21,17 +19,17 @@ pub(crate) const MAX_EVENTS_PER_KIND: usize = 5;
 /// An event to publish on the GpuInventory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct InventoryEvent {
-    /// Normal or Warning.
-    pub(crate) type_: EventType,
+    /// `Degraded` is published as a Warning, `Info` as a Normal event.
+    pub(crate) severity: Severity,
     /// PascalCase reason, e.g. `GpuNodeNotReady`.
     pub(crate) reason: String,
     /// The human-readable note, naming the node(s).
     pub(crate) note: String,
 }
 
-fn event(type_: EventType, reason: &str, note: String) -> InventoryEvent {
+fn event(severity: Severity, reason: &str, note: String) -> InventoryEvent {
     InventoryEvent {
-        type_,
+        severity,
         reason: reason.to_owned(),
         note,
     }
@@ -88,7 +86,7 @@ pub(crate) fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<Inv
 fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> {
     let Some(old) = old else {
         return vec![event(
-            EventType::Normal,
+            Severity::Info,
             "InventoryObserved",
             format!(
                 "{} GPU nodes ({} Ready) with {} GPUs",
@@ -122,7 +120,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     let became_not_ready: Vec<&str> = common(&before, &after, |b, a| b.ready && !a.ready);
     per_node(
         &mut events,
-        EventType::Normal,
+        Severity::Info,
         "GpuNodeAdded",
         "GPU node appeared",
         &added,
@@ -137,7 +135,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     );
     per_node(
         &mut events,
-        EventType::Normal,
+        Severity::Info,
         "GpuNodeRemoved",
         "GPU node disappeared",
         &removed,
@@ -150,7 +148,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     );
     per_node(
         &mut events,
-        EventType::Warning,
+        Severity::Degraded,
         "GpuNodeNotReady",
         "GPU node became NotReady",
         &became_not_ready,
@@ -164,7 +162,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     );
     per_node(
         &mut events,
-        EventType::Normal,
+        Severity::Info,
         "GpuNodeReady",
         "GPU node is Ready again",
         &became_ready,
@@ -172,7 +170,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     );
     if old.total_gpus != new.total_gpus {
         events.push(event(
-            EventType::Normal,
+            Severity::Info,
             "GpuCountChanged",
             format!("GPUs: {} -> {}", old.total_gpus, new.total_gpus),
         ));
@@ -187,9 +185,9 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
 fn demand_event(old: &Inventory, new: &Inventory) -> Option<InventoryEvent> {
     let message = || gpus_available_message(new);
     match (old.pending_gpu_pods == 0, new.pending_gpu_pods == 0) {
-        (true, false) => Some(event(EventType::Warning, DEMAND_EXCEEDS_SUPPLY, message())),
+        (true, false) => Some(event(Severity::Degraded, DEMAND_EXCEEDS_SUPPLY, message())),
         (false, true) => Some(event(
-            EventType::Normal,
+            Severity::Info,
             "GpuDemandMet",
             format!("no GPU pod waits any more: {}", message()),
         )),
@@ -215,7 +213,7 @@ fn common<'a>(
 /// One event per node, or one folded event past [`MAX_EVENTS_PER_KIND`].
 fn per_node(
     events: &mut Vec<InventoryEvent>,
-    type_: EventType,
+    severity: Severity,
     reason: &str,
     folded: &str,
     names: &[&str],
@@ -224,12 +222,12 @@ fn per_node(
     if names.len() > MAX_EVENTS_PER_KIND {
         let list = capped_list(names.iter().copied());
         events.push(event(
-            type_,
+            severity,
             reason,
             format!("{} nodes: {folded}: {list}", names.len()),
         ));
     } else {
-        events.extend(names.iter().map(|name| event(type_, reason, note(name))));
+        events.extend(names.iter().map(|name| event(severity, reason, note(name))));
     }
 }
 
@@ -261,13 +259,9 @@ fn issue_events(
     }
     for (reason, names) in &appeared {
         // Planned work (a driver upgrade, announced maintenance) is told, not warned about.
-        let type_ = match reason.severity() {
-            Severity::Degraded => EventType::Warning,
-            Severity::Info => EventType::Normal,
-        };
         per_node(
             events,
-            type_,
+            reason.severity(),
             reason.as_str(),
             &format!("{reason} appeared"),
             names,
@@ -284,7 +278,7 @@ fn issue_events(
         let cleared_reason = format!("{reason}Resolved");
         per_node(
             events,
-            EventType::Normal,
+            Severity::Info,
             &cleared_reason,
             &format!("{reason} cleared"),
             names,
@@ -319,13 +313,13 @@ mod tests {
             node("b", true, &[IssueReason::GpuHealthCheckFailed]),
         ]);
         let events = transitions_since(EventBase::Model(&before), &after);
-        let of = |reason: &str| events.iter().find(|e| e.reason == reason).unwrap().type_;
+        let of = |reason: &str| events.iter().find(|e| e.reason == reason).unwrap().severity;
         assert!(
-            matches!(of("DriverUpgradeInProgress"), EventType::Normal),
+            matches!(of("DriverUpgradeInProgress"), Severity::Info),
             "{events:?}"
         );
         assert!(
-            matches!(of("GpuHealthCheckFailed"), EventType::Warning),
+            matches!(of("GpuHealthCheckFailed"), Severity::Degraded),
             "{events:?}"
         );
         // Once per transition: the same state again is no event; the issue going is one.
@@ -386,7 +380,7 @@ mod tests {
         ]);
         let events = transitions(Some(&old), &new);
         assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
-        assert_eq!(events[0].type_, EventType::Warning);
+        assert_eq!(events[0].severity, Severity::Degraded);
         assert!(
             events[0]
                 .note

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kube::core::Selector;
+use crate::inventory::selector::LabelSelector;
 
 use super::interner::NodeInterner;
 use super::model::Inventory;
@@ -33,8 +33,8 @@ impl SharedScans {
     pub(crate) fn inventory(
         &self,
         version: ScanVersion,
-        selector: &Selector,
-        scan: impl FnOnce(&Selector, &NodeInterner) -> Inventory,
+        selector: &LabelSelector,
+        scan: impl FnOnce(&LabelSelector, &NodeInterner) -> Inventory,
     ) -> Arc<Inventory> {
         let key = selector.to_string();
         let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
@@ -76,7 +76,7 @@ mod tests {
     use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_node_dump;
 
-    fn cluster(selector: &Selector, interner: &NodeInterner) -> Inventory {
+    fn cluster(selector: &LabelSelector, interner: &NodeInterner) -> Inventory {
         let path = format!(
             "{}/tests/fixtures/homelab-nodes.yaml",
             env!("CARGO_MANIFEST_DIR")
@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn one_scan_per_version_and_selector() {
         let scans = SharedScans::default();
-        let all = Selector::default();
+        let all = LabelSelector::default();
         let a = scans.inventory((1, 0), &all, cluster);
         let b = scans.inventory((1, 0), &all, |_, _| -> Inventory {
             panic!("scanned twice")

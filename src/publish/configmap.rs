@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::inventory::selector::LabelSelector;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::Selector;
 use kube::runtime::watcher;
 use serde::Serialize;
 use serde_json::json;
@@ -119,7 +119,7 @@ impl ConfigMaps {
             // Woken by our own write's watch event (or a burst): plan once the gap has passed.
             return Ok(Outcome::again_in(wait));
         }
-        let inventory = scans.inventory(&Selector::default());
+        let inventory = scans.inventory(&LabelSelector::default());
         let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
         // Not kept through the write: see the GpuNode publisher.
         drop(inventory);

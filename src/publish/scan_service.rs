@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::core::Selector;
+use crate::inventory::selector::LabelSelector;
 
 use crate::inventory::Inventory;
 use crate::inventory::cluster_node::ClusterNode;
@@ -54,7 +54,7 @@ impl ScanService {
 
     /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
     /// Issues that need a grace period (`IssueReason::needs_grace`) appear once they have lasted it.
-    pub(crate) fn inventory(&self, selector: &Selector) -> Arc<Inventory> {
+    pub(crate) fn inventory(&self, selector: &LabelSelector) -> Arc<Inventory> {
         let version = self.sources.version();
         let universe = self.sources.node_universe();
         let epoch = {

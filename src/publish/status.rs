@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::Selector;
+use crate::inventory::selector::LabelSelector;
+use crate::sources::convert::k8s_selector::api_label_selector;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -167,13 +168,13 @@ impl Publisher for Statuses {
     }
 }
 
-fn node_selector(inventory: &GpuInventory) -> Result<Selector> {
+fn node_selector(inventory: &GpuInventory) -> Result<LabelSelector> {
     match &inventory.spec.node_selector {
-        None => Ok(Selector::default()),
+        None => Ok(LabelSelector::default()),
         Some(selector) => {
-            Selector::try_from(selector.clone()).map_err(|e| Error::InvalidNodeSelector {
+            api_label_selector(selector).map_err(|reason| Error::InvalidNodeSelector {
                 name: inventory.name_any(),
-                reason: e.to_string(),
+                reason,
             })
         }
     }

@@ -12,7 +12,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use tracing::info;
 
-use super::ChangeSignal;
+use super::changes::ChangeSignal;
 pub use super::discovery::DISCOVERY_REFRESH;
 use super::discovery::{Discovered, wait_until_served};
 use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};

@@ -15,6 +15,8 @@
 //!   unquoted, as PyYAML writes YAML 1.1 strings, is the string `"08"`, `"1.10"` or `"true"`.
 
 mod decode;
+mod decode_error;
+mod object_kind;
 mod scalars;
 #[cfg(test)]
 mod tests;
@@ -25,7 +27,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::DynamicObject;
 
-use decode::{DecodeError, decode};
+use decode::decode;
+use decode_error::DecodeError;
+use object_kind::{Kind, Unread};
 use tree::{Tree, Value};
 
 /// Why a dump could not be read. Messages say where (line and column when the parser knows them, else the
@@ -83,56 +87,6 @@ pub struct Dump {
     /// One line per object skipped, each starting with the source name: which object (list index, kind,
     /// name), why (the field that did not decode, or the apiVersion not read) and what to do.
     pub warnings: Vec<String>,
-}
-
-/// The kinds a dump's objects are read as.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Node,
-    Pod,
-    ResourceSlice,
-    ResourceClaim,
-    DeviceClass,
-    DeviceTaintRule,
-}
-
-impl Kind {
-    fn parse(kind: &str) -> Option<Kind> {
-        Some(match kind {
-            "Node" => Kind::Node,
-            "Pod" => Kind::Pod,
-            "ResourceSlice" => Kind::ResourceSlice,
-            "ResourceClaim" => Kind::ResourceClaim,
-            "DeviceClass" => Kind::DeviceClass,
-            "DeviceTaintRule" => Kind::DeviceTaintRule,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Node => "Node",
-            Kind::Pod => "Pod",
-            Kind::ResourceSlice => "ResourceSlice",
-            Kind::ResourceClaim => "ResourceClaim",
-            Kind::DeviceClass => "DeviceClass",
-            Kind::DeviceTaintRule => "DeviceTaintRule",
-        }
-    }
-}
-
-/// Why one object was not read.
-enum Unread {
-    /// Its `apiVersion` is not one the scan reads (the version).
-    Version(String),
-    /// It did not decode.
-    Decode(DecodeError),
-}
-
-impl From<DecodeError> for Unread {
-    fn from(error: DecodeError) -> Self {
-        Unread::Decode(error)
-    }
 }
 
 /// Parses a dump and keeps its nodes only. `source_name` (a path, or `<stdin>`) is used in error messages.

@@ -6,6 +6,7 @@
 //! [`Snapshot`].
 
 pub mod changes;
+pub mod convert;
 mod discovery;
 pub mod dra;
 pub mod dump;
@@ -18,8 +19,8 @@ pub mod taint_rules;
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::inventory::selector::LabelSelector;
 use kube::Client;
-use kube::core::Selector;
 
 pub use changes::{COALESCE_WINDOW, ChangeSignal, Changes};
 pub use pods::PodStore;
@@ -88,7 +89,7 @@ impl Snapshot {
     /// earlier scan to share with).
     pub fn scan(
         &self,
-        selector: &Selector,
+        selector: &LabelSelector,
         universe: NodeUniverse,
         interner: Option<&NodeInterner>,
     ) -> Inventory {

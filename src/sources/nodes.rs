@@ -9,7 +9,7 @@ use std::future::Future;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
-use super::ChangeSignal;
+use super::changes::ChangeSignal;
 use super::slim::SlimNode;
 use super::stripped::{StrippedStore, feed, stripped_store};
 use crate::inventory::cluster_node::ClusterNode;

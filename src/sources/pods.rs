@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
-use super::ChangeSignal;
+use super::changes::ChangeSignal;
 use super::slim::{SlimPod, map_event};
 use super::stripped::{StrippedStore, feed, stripped_store};
 use crate::inventory::allocation::GpuPod;

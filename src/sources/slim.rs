@@ -21,8 +21,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher;
 use serde::{Deserialize, Deserializer};
 
-use crate::inventory::cluster_node::{ClusterNode, NodeParts};
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::health::HealthTable;
+use crate::sources::convert::k8s_node::NodeParts;
 
 /// The metadata the core and the watcher read: identity, version (for resuming watches) and labels.
 #[derive(Deserialize, Default)]

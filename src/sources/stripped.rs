@@ -10,7 +10,7 @@ use kube::ResourceExt;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
-use super::ChangeSignal;
+use super::changes::ChangeSignal;
 use crate::runtime::health::Health;
 use crate::runtime::memory;
 

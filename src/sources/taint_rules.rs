@@ -13,7 +13,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
-use super::ChangeSignal;
+use super::changes::ChangeSignal;
 use super::discovery::{DISCOVERY_REFRESH, Discovered, wait_until_served};
 use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
 use crate::error::describe_kube_error;

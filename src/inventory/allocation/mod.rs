@@ -1,7 +1,7 @@
 //! Allocation: what the pods and claims hold on each GPU node, what is free, and who waits (pure).
 //!
-//! The rules (docs/allocation.md, "How allocation is counted"): a pod holds its effective request ([`pod::effective_requests`],
-//! the scheduler's rule) on its node while it is bound there and not finished; `free = allocatable - allocated`,
+//! The rules (docs/allocation.md, "How allocation is counted"): a pod holds its effective request
+//! (`sources::convert::k8s_pod::effective_requests`, the scheduler's rule) on its node while it is bound there and not finished; `free = allocatable - allocated`,
 //! never below 0; more allocated than allocatable is an `Overcommitted` issue. Resources are kept under their
 //! own names: a time-sliced `nvidia.com/gpu.shared` or a `nvidia.com/mig-1g.10gb` is never added to whole GPUs.
 //! Each function returns values; [`crate::inventory::assemble`] puts them on the nodes.

@@ -188,7 +188,7 @@ fn a_pending_nvidia_gpu_pod_waits_for_dra_nodes_the_class_serves_it_on() {
         None,
         json!({"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}),
     );
-    let selector = kube::core::Selector::default();
+    let selector = crate::inventory::selector::LabelSelector::default();
     let drivers = drivers();
     let four = slice(
         "dra-a",

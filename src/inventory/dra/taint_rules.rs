@@ -5,9 +5,8 @@
 //! The API is `resource.k8s.io/v1` from Kubernetes 1.37, `v1beta2` in 1.36 and `v1alpha3` from 1.33; the
 //! fields read here have the same shape in all three. (`v1alpha3` of 1.33-1.34 also had `deviceClassName`
 //! and CEL `selectors`, dropped in 1.35: a rule that used them is read by its driver, pool and device
-//! alone, so it may select more devices than the server does.)
-
-use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
+//! alone, so it may select more devices than the server does.) The API object is read in
+//! `sources::convert::k8s_taint_rule`.
 
 use super::model::DraTaint;
 
@@ -34,24 +33,6 @@ pub struct DraTaintRule {
 }
 
 impl DraTaintRule {
-    /// The rule named `name` with this spec (the spec of any served version, decoded as `v1`'s).
-    pub fn from_spec(name: &str, spec: &DeviceTaintRuleSpec) -> DraTaintRule {
-        let nonempty = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
-        DraTaintRule {
-            name: name.to_owned(),
-            selector: spec.device_selector.as_ref().map(|s| TaintSelector {
-                driver: nonempty(&s.driver),
-                pool: nonempty(&s.pool),
-                device: nonempty(&s.device),
-            }),
-            taint: DraTaint {
-                key: spec.taint.key.clone(),
-                value: spec.taint.value.clone().unwrap_or_default(),
-                effect: spec.taint.effect.clone(),
-            },
-        }
-    }
-
     /// Whether the rule selects device `device` of `driver`'s pool `pool`.
     pub fn selects(&self, driver: &str, pool: &str, device: &str) -> bool {
         let Some(selector) = &self.selector else {
@@ -68,6 +49,7 @@ impl DraTaintRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
 
     fn rule(selector: serde_json::Value) -> DraTaintRule {
         let spec: DeviceTaintRuleSpec = serde_json::from_value(serde_json::json!({

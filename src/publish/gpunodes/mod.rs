@@ -147,7 +147,7 @@ impl GpuNodes {
     /// still within their write gap.
     pub(crate) async fn reconcile_all(&mut self, scans: &ScanService) -> Result<Option<Duration>> {
         let started = std::time::Instant::now();
-        let inventory = scans.inventory(&kube::core::Selector::default());
+        let inventory = scans.inventory(&crate::inventory::selector::LabelSelector::default());
         let now = Timestamp::now();
         let wanted: HashSet<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
         let held = self.cache.keys();

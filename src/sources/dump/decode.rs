@@ -16,13 +16,12 @@
 //!
 //! Errors name the field (`spec.devices[0].capacity["memory"]`) and, for YAML, its line and column.
 
-use std::fmt;
-
 use serde::de::value::{MapAccessDeserializer, StrDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, Unexpected, Visitor};
 
+use super::decode_error::{DecodeError, key_segment};
 use super::scalars::{Integer, Untyped, core_bool, core_float, core_integer, untyped};
-use super::tree::{At, Tree, Value};
+use super::tree::{Tree, Value};
 
 /// Decodes `tree` as a `T`.
 pub(crate) fn decode<'de, T: de::Deserialize<'de>>(tree: &'de Tree) -> Result<T, DecodeError> {
@@ -38,74 +37,6 @@ pub(crate) fn decode_field<'de, T: de::Deserialize<'de>>(
         None => Ok(None),
         Some(value) => <Option<T> as de::Deserialize>::deserialize(value)
             .map_err(|e| e.within(format!(".{key}"), value.at)),
-    }
-}
-
-/// Why a node did not decode: the message, the field and where it is.
-#[derive(Debug)]
-pub(crate) struct DecodeError {
-    message: String,
-    /// The field's path, innermost segment first (errors are wrapped on their way out).
-    path: Vec<String>,
-    at: At,
-}
-
-impl DecodeError {
-    /// Puts the error inside `segment` (`.key`, `["a.b/c"]` or `[3]`) of the node at `at`.
-    fn within(mut self, segment: String, at: At) -> DecodeError {
-        self.path.push(segment);
-        self.located(at)
-    }
-
-    /// Says where the error is, unless a node inside already did.
-    pub(crate) fn located(mut self, at: At) -> DecodeError {
-        if self.at.line == 0 {
-            self.at = at;
-        }
-        self
-    }
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path: String = self.path.iter().rev().map(String::as_str).collect();
-        let path = path.strip_prefix('.').unwrap_or(&path);
-        if !path.is_empty() {
-            write!(f, "{path}: ")?;
-        }
-        f.write_str(&self.message)?;
-        if self.at.line != 0 {
-            write!(f, " (line {}, column {})", self.at.line, self.at.column)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for DecodeError {}
-
-impl de::Error for DecodeError {
-    fn custom<T: fmt::Display>(message: T) -> Self {
-        DecodeError {
-            message: message.to_string(),
-            path: Vec::new(),
-            at: At::default(),
-        }
-    }
-}
-
-/// A mapping key as a path segment: `.name`, or `["nvidia.com/gpu"]` when it has dots or slashes.
-fn key_segment(key: &Tree) -> String {
-    match key.as_str() {
-        Some(key)
-            if !key.is_empty()
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
-        {
-            format!(".{key}")
-        }
-        Some(key) => format!("[{key:?}]"),
-        None => "[<key>]".to_owned(),
     }
 }
 

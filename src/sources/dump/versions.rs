@@ -20,9 +20,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DynamicObject, TypeMeta};
 use serde::de::Error as _;
 
-use super::decode::{DecodeError, decode_field};
+use super::decode::decode_field;
+use super::decode_error::DecodeError;
+use super::object_kind::{Kind, Unread};
 use super::tree::{Tree, Value};
-use super::{Kind, Unread};
 use crate::sources::taint_rules::TAINT_RULE_VERSIONS as TAINT_RULE_API_VERSIONS;
 
 /// The versions of ResourceSlices, ResourceClaims and DeviceClasses read, for messages.

@@ -4,8 +4,8 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::test_support::read;
 use std::collections::BTreeMap;
 
+use crate::inventory::selector::{LabelSelector, parse_selector};
 use k8s_openapi::api::core::v1::Node;
-use kube::core::Selector;
 
 use super::*;
 use crate::inventory::model::{Amount, Inventory, IssueReason, Source};
@@ -18,8 +18,8 @@ fn fixture(name: &str) -> Vec<Node> {
     parse_node_dump(&bytes, &path).expect("fixture parses")
 }
 
-fn all() -> Selector {
-    Selector::default()
+fn all() -> LabelSelector {
+    LabelSelector::default()
 }
 
 fn reasons(entry: &NodeInventory) -> Vec<&str> {
@@ -140,9 +140,7 @@ fn scan_is_deterministic_whatever_the_input_order() {
 #[test]
 fn selector_picks_nodes() {
     let nodes = fixture("homelab-nodes.yaml");
-    let only_container: Selector = [("nvidia.com/gpu.workload.config", "container")]
-        .into_iter()
-        .collect();
+    let only_container = parse_selector("nvidia.com/gpu.workload.config=container").unwrap();
     let inv = scan(ScanInput::nodes(&read(&nodes)).selector(&only_container));
     let names: Vec<&str> = inv.nodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["omen2"]);

@@ -1,6 +1,8 @@
 use k8s_openapi::api::core::v1::Node;
 
-use super::*;
+use crate::inventory::cluster_node::ClusterNode;
+use crate::inventory::health::HealthTable;
+use crate::inventory::text_map::TextMap;
 use crate::inventory::{ScanInput, scan};
 use crate::sources::dump::parse_node_dump;
 
