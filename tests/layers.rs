@@ -49,29 +49,6 @@ const ALLOWED: [(&str, &[&str]); 7] = [
 /// Top-level module -> the external crates its (non-test) code must not name.
 const FORBIDDEN_CRATES: [(&str, &[&str]); 1] = [("inventory", &["kube", "k8s_openapi"])];
 
-/// Import circles that exist today and are being removed by others; each a sorted list of files. The test
-/// fails when a circle not listed appears and when a listed one is gone, so this list only shrinks.
-const KNOWN_CIRCLES: &[&[&str]] = &[
-    &[
-        "benches/bench_driver/alloc_observe.rs",
-        "benches/bench_driver/gpunode_watch.rs",
-    ],
-    &[
-        "benches/bench_driver/dra_fleet.rs",
-        "benches/bench_driver/dra_truth.rs",
-    ],
-    &[
-        "benches/bench_driver/report.rs",
-        "benches/bench_driver/scenario.rs",
-    ],
-    &["src/cmd/render/devices.rs", "src/cmd/render/mod.rs"],
-    &["src/crd/gpunode.rs", "src/crd/mod.rs"],
-    &[
-        "src/publish/gpunodes/mod.rs",
-        "src/publish/gpunodes/unchanged.rs",
-    ],
-];
-
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -678,11 +655,10 @@ fn each_layer_uses_only_the_layers_below_it() {
 }
 
 #[test]
-fn no_import_circles_but_the_known_ones() {
+fn no_import_circles() {
     // `benches/bench_driver/` is its own binary crate (its root is main.rs).
     let bench_driver = manifest_dir().join("benches").join("bench_driver");
-    let base = manifest_dir();
-    let mut found: Vec<Vec<String>> = import_circles(&base.join("src"))
+    let circles: Vec<Vec<String>> = import_circles(&manifest_dir().join("src"))
         .into_iter()
         .chain(
             import_circles(&bench_driver)
@@ -690,20 +666,9 @@ fn no_import_circles_but_the_known_ones() {
                 .map(|c| c.into_iter().map(|f| format!("benches/{f}")).collect()),
         )
         .collect();
-    found.sort();
-    let known: Vec<Vec<String>> = KNOWN_CIRCLES
-        .iter()
-        .map(|c| c.iter().map(|f| (*f).to_owned()).collect())
-        .collect();
-    let new: Vec<&Vec<String>> = found.iter().filter(|c| !known.contains(c)).collect();
-    let gone: Vec<&Vec<String>> = known.iter().filter(|c| !found.contains(c)).collect();
     assert!(
-        new.is_empty(),
-        "import circles (put the shared items in a leaf file): {new:#?}"
-    );
-    assert!(
-        gone.is_empty(),
-        "these circles are gone: remove them from KNOWN_CIRCLES: {gone:#?}"
+        circles.is_empty(),
+        "import circles (put what the files share in a leaf file of its own, and name it directly): {circles:#?}"
     );
 }
 

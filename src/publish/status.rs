@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use crate::inventory::selector::LabelSelector;
-use crate::sources::convert::k8s_selector::api_label_selector;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -26,12 +24,14 @@ use crate::crd::{GpuInventory, GpuInventoryStatus};
 use crate::error::{Error, Result};
 use crate::inventory::Inventory;
 use crate::inventory::events::{EventBase, transitions_since};
+use crate::inventory::selector::LabelSelector;
 use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::published_inventory;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::Changes;
+use crate::sources::convert::k8s_selector::api_label_selector;
 
 /// The server-side apply body of a GpuInventory status: `apiVersion` and `kind` are required (the article's
 /// pitfall 1).
