@@ -1,0 +1,188 @@
+use super::*;
+use crate::inventory::model::NamespaceTotals;
+use crate::inventory::test_support::{entry, inventory};
+
+fn node(name: &str, ready: bool, issues: &[IssueReason]) -> NodeInventory {
+    entry(name, ready, 1, issues)
+}
+
+fn status(nodes: Vec<NodeInventory>) -> Inventory {
+    inventory(nodes)
+}
+
+fn reasons(events: &[InventoryEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.reason.as_str()).collect()
+}
+
+#[test]
+fn planned_work_is_told_and_a_health_failure_warned_about() {
+    let before = status(vec![node("a", true, &[]), node("b", true, &[])]);
+    let after = status(vec![
+        node("a", true, &[IssueReason::DriverUpgradeInProgress]),
+        node("b", true, &[IssueReason::GpuHealthCheckFailed]),
+    ]);
+    let events = transitions_since(EventBase::Model(&before), &after);
+    let of = |reason: &str| events.iter().find(|e| e.reason == reason).unwrap().severity;
+    assert!(
+        matches!(of("DriverUpgradeInProgress"), Severity::Info),
+        "{events:?}"
+    );
+    assert!(
+        matches!(of("GpuHealthCheckFailed"), Severity::Degraded),
+        "{events:?}"
+    );
+    // Once per transition: the same state again is no event; the issue going is one.
+    assert!(transitions_since(EventBase::Model(&after), &after).is_empty());
+    let cleared = transitions_since(EventBase::Model(&after), &before);
+    assert!(
+        reasons(&cleared).contains(&"GpuHealthCheckFailedResolved"),
+        "{cleared:?}"
+    );
+}
+
+#[test]
+fn a_cut_published_status_compares_only_the_nodes_it_lists() {
+    let mut published = status(vec![node("a", true, &[]), node("b", true, &[])]);
+    published.nodes.retain(|n| n.name == "a");
+    let whole = status(vec![
+        node("a", false, &[IssueReason::NotReady]),
+        node("b", true, &[]),
+        node("c", true, &[]),
+    ]);
+    let base = EventBase::Published {
+        inventory: Some(&published),
+        complete: false,
+    };
+    let events = transitions_since(base, &whole);
+    // Totals cover every node (GPUs 2 -> 3); per node, only "a" is known: no Added or Removed.
+    assert_eq!(
+        reasons(&events),
+        ["GpuNodeNotReady", "GpuCountChanged"],
+        "{events:?}"
+    );
+    // Against the whole model, the new node is told.
+    let model = status(vec![node("a", true, &[]), node("b", true, &[])]);
+    let events = transitions_since(EventBase::Model(&model), &whole);
+    assert!(reasons(&events).contains(&"GpuNodeAdded"), "{events:?}");
+    assert!(!reasons(&events).contains(&"GpuNodeRemoved"), "{events:?}");
+    // Nothing published yet: the first observation.
+    let base = EventBase::Published {
+        inventory: None,
+        complete: true,
+    };
+    let events = transitions_since(base, &whole);
+    assert_eq!(reasons(&events), ["InventoryObserved"]);
+}
+
+#[test]
+fn first_observation_is_one_summary() {
+    let events = transitions(None, &status(vec![node("a", true, &[])]));
+    assert_eq!(reasons(&events), ["InventoryObserved"]);
+}
+
+#[test]
+fn not_ready_is_one_warning_naming_the_node() {
+    let old = status(vec![node("a", true, &[]), node("b", true, &[])]);
+    let new = status(vec![
+        node("a", false, &[IssueReason::NotReady]),
+        node("b", true, &[]),
+    ]);
+    let events = transitions(Some(&old), &new);
+    assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
+    assert_eq!(events[0].severity, Severity::Degraded);
+    assert!(
+        events[0]
+            .note
+            .starts_with("GPU node a became NotReady: NotReady details"),
+        "{}",
+        events[0].note
+    );
+    assert_eq!(reasons(&transitions(Some(&new), &old)), ["GpuNodeReady"]);
+    assert!(
+        transitions(Some(&new), &new).is_empty(),
+        "no change, no event"
+    );
+}
+
+#[test]
+fn nodes_gpus_and_issues() {
+    let old = status(vec![
+        node("a", true, &[]),
+        node("b", true, &[IssueReason::GpusUnhealthy]),
+    ]);
+    let new = status(vec![
+        node("b", true, &[]),
+        node("c", true, &[IssueReason::Unschedulable]),
+    ]);
+    let events = transitions(Some(&old), &new);
+    assert_eq!(
+        reasons(&events),
+        ["GpuNodeAdded", "GpuNodeRemoved", "GpusUnhealthyResolved"]
+    );
+    let new2 = status(vec![
+        node("b", true, &[IssueReason::GpusUnhealthy]),
+        node("c", true, &[IssueReason::Unschedulable]),
+    ]);
+    let events = transitions(Some(&new), &new2);
+    assert_eq!(reasons(&events), ["GpusUnhealthy"]);
+    assert_eq!(events[0].note, "b: GpusUnhealthy details");
+}
+
+#[test]
+fn mass_changes_are_folded() {
+    let old = status(
+        (0..20)
+            .map(|i| node(&format!("n{i:02}"), true, &[]))
+            .collect(),
+    );
+    let new = status(
+        (0..20)
+            .map(|i| node(&format!("n{i:02}"), false, &[IssueReason::NotReady]))
+            .collect(),
+    );
+    let events = transitions(Some(&old), &new);
+    assert_eq!(reasons(&events), ["GpuNodeNotReady"]);
+    assert!(
+        events[0]
+            .note
+            .starts_with("20 nodes: GPU node became NotReady: n00, n01"),
+        "{}",
+        events[0].note
+    );
+}
+
+#[test]
+fn only_flips_of_gpus_available_make_demand_events() {
+    let with = |pending: u32, allocated: u64| {
+        let mut n = node("a", true, &[]);
+        n.allocated = [("nvidia.com/gpu".to_owned(), allocated)].into();
+        let mut inv = inventory(vec![n]);
+        inv.pending_gpu_pods = pending;
+        inv.namespaces = vec![NamespaceTotals {
+            name: "ml".into(),
+            pending_pods: pending,
+            pending: [("nvidia.com/gpu".to_owned(), 8 * u64::from(pending))].into(),
+            ..Default::default()
+        }];
+        inv
+    };
+    assert!(
+        transitions(Some(&with(0, 1)), &with(0, 2)).is_empty(),
+        "a pod starting is no event"
+    );
+    let warned = transitions(Some(&with(0, 1)), &with(2, 1));
+    assert_eq!(reasons(&warned), ["GpuDemandExceedsSupply"]);
+    assert!(
+        warned[0].note.contains("ml: 2 pods (16 nvidia.com/gpu)"),
+        "{}",
+        warned[0].note
+    );
+    assert!(
+        transitions(Some(&with(2, 1)), &with(3, 1)).is_empty(),
+        "one more pending pod is no event"
+    );
+    assert_eq!(
+        reasons(&transitions(Some(&with(3, 1)), &with(0, 1))),
+        ["GpuDemandMet"]
+    );
+}
