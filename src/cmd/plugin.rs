@@ -91,7 +91,10 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", crate::runtime::text::visible(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                crate::runtime::terminal_text::visible(&e.to_string())
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }

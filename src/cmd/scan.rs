@@ -51,7 +51,10 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
             inventory_exit_code(&inventory)
         }
         Err(e) => {
-            eprintln!("error: {}", crate::runtime::text::visible(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                crate::runtime::terminal_text::visible(&e.to_string())
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -194,7 +197,10 @@ fn read_dump(path: &str) -> Result<Dump> {
     let dump = parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))?;
     // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
     for warning in &dump.warnings {
-        eprintln!("warning: {}", crate::runtime::text::visible(warning));
+        eprintln!(
+            "warning: {}",
+            crate::runtime::terminal_text::visible(warning)
+        );
     }
     Ok(dump)
 }

@@ -9,7 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::node_entry::GpuNodeEntry;
+use super::gpu_node_entry::GpuNodeEntry;
 
 /// Label on every GpuNode: the vendor of its GPUs (`nvidia`, ...).
 pub const LABEL_VENDOR: &str = "homelab.youngju.dev/vendor";

@@ -10,11 +10,11 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod gpu_node_entry;
 mod gpunode;
-mod node_entry;
 
+pub use gpu_node_entry::*;
 pub use gpunode::*;
-pub use node_entry::*;
 
 /// API group of every resource this operator owns.
 pub const GROUP: &str = "homelab.youngju.dev";

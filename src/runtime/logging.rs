@@ -1,7 +1,7 @@
 //! Logging: human text or JSON lines on stderr, filtered by RUST_LOG (default `info`).
 //!
 //! Log fields carry other people's text (API error messages, event notes with condition messages). In text
-//! format every field and the message pass through `runtime::text::visible`, so a record stays one line and no
+//! format every field and the message pass through `runtime::terminal_text::visible`, so a record stays one line and no
 //! escape sequence reaches a terminal tailing the log; JSON lines are escaped by the JSON encoder.
 
 use std::fmt;
@@ -13,7 +13,7 @@ use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::fmt::format::Writer;
 
-use super::text::visible;
+use super::terminal_text::visible;
 
 /// How logs are printed (to stderr).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

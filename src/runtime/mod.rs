@@ -11,4 +11,4 @@ pub mod logging;
 pub(crate) mod memory;
 pub mod metrics;
 pub mod shutdown;
-pub(crate) mod text;
+pub(crate) mod terminal_text;

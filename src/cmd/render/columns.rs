@@ -1,6 +1,6 @@
 //! Aligned text columns, the layout every table `scan` prints shares.
 
-use crate::runtime::text::visible;
+use crate::runtime::terminal_text::visible;
 
 /// Left-aligned columns two spaces apart, the header first.
 pub(super) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {

@@ -13,7 +13,7 @@ use super::cli::GroupBy;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
-use crate::runtime::text::visible;
+use crate::runtime::terminal_text::visible;
 
 /// Marks a product named by a cloud-provider label rather than by GPU Feature Discovery.
 const CLOUD_MARK: &str = "*";

@@ -9,8 +9,8 @@
 //! `parentUUID`), so a GPU is never added to its own partitions.
 
 mod counters;
+mod dra_node;
 pub mod model;
-mod node;
 mod pools;
 pub mod taint_rules;
 
@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::inventory::model::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 use crate::inventory::vendors::dra_drivers::driver_rules;
 use counters::Counters;
+pub use dra_node::DraNode;
 pub use model::{DeviceRef, DraClaim, DraClass, DraDevice, DraSlice, DraTaint};
-pub use node::DraNode;
 use pools::Pool;
 pub use taint_rules::DraTaintRule;
 

@@ -5,7 +5,7 @@
 //!
 //! Pure: one node's labels, conditions and taints in, issues out. The scanner adds them to the node's own.
 
-mod conditions;
+mod node_conditions;
 mod operators;
 mod remediation;
 
@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use crate::inventory::cluster_node::Condition;
 
-pub use conditions::{ConditionFamily, TypePattern};
+pub use node_conditions::{ConditionFamily, TypePattern};
 
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, Vendor};
@@ -26,7 +26,7 @@ pub struct HealthTable {
 }
 
 static DEFAULTS: LazyLock<HealthTable> = LazyLock::new(|| HealthTable {
-    families: conditions::default_families(),
+    families: node_conditions::default_families(),
 });
 
 /// Who sets the conditions a user names with `--health-condition`.
@@ -67,7 +67,7 @@ impl HealthTable {
 
     /// Whether a family names the condition type (so the node watch keeps it).
     pub fn names(&self, type_: &str) -> bool {
-        conditions::family_of(&self.families, type_).is_some()
+        node_conditions::family_of(&self.families, type_).is_some()
     }
 
     /// The families, built-in first.
@@ -107,12 +107,14 @@ pub(crate) fn read(
 ) -> HealthReading {
     let mut reading = HealthReading::default();
     for condition in node_conditions {
-        let Some(family) = conditions::family_of(&table.families, &condition.type_) else {
+        let Some(family) = node_conditions::family_of(&table.families, &condition.type_) else {
             continue;
         };
         reading.vendor = reading.vendor.or(family.vendor);
         reading.known = true;
-        reading.issues.extend(conditions::issue(condition, family));
+        reading
+            .issues
+            .extend(node_conditions::issue(condition, family));
     }
     let (quarantine, explained) = remediation::quarantine(labels, taints, cordoned);
     reading.issues.extend(quarantine);
@@ -135,7 +137,7 @@ pub(crate) fn evidence(
     table: &HealthTable,
 ) -> Vec<String> {
     let conditions = node_conditions.iter().filter_map(|c| {
-        let family = conditions::family_of(&table.families, &c.type_)?;
+        let family = node_conditions::family_of(&table.families, &c.type_)?;
         Some(format!("condition {} set by {}", c.type_, family.reporter))
     });
     conditions.chain(operators::evidence(labels)).collect()

@@ -9,7 +9,7 @@ mod amount;
 mod device;
 mod holding;
 mod issue;
-mod node;
+mod node_inventory;
 mod totals;
 mod vendor;
 
@@ -19,7 +19,7 @@ pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
-pub use node::{Mig, MigProfile, NodeInventory, Sharing, Source};
+pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
 pub use vendor::Vendor;
 
