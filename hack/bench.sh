@@ -91,7 +91,7 @@
 #   BENCH_SCALE_READY_TIMEOUT       LOCAL_CLUSTER_READY_TIMEOUT of the scale cluster, for its API server's
 #                                   restart with a full etcd (default 600)
 #   BENCH_PROGRAMS       which programs (steady, heartbeat)   (default "operator baseline")
-#   BENCH_PREVIOUS_REV   a git revision (e.g. 6ee9942) whose operator is built (release) from a git worktree in
+#   BENCH_PREVIOUS_REV   a git revision (b2b174c or newer: it writes GpuNodes) whose operator is built (release) from a git worktree in
 #                        target/bench/previous-src, with the same CARGO_TARGET_DIR, and copied to
 #                        target/bench/bin/previous-operator before today's is built: the program `previous`
 #                        (default: none; the program lists below then cannot name `previous`)
