@@ -8,10 +8,10 @@
 //!   `resource.k8s.io` version the scan does not read, is skipped with one warning ([`Dump::warnings`])
 //!   naming it (kind, name, and the field or the apiVersion), and every other object is read. A file that
 //!   is one object, and fails to decode, is an error.
-//! - **DRA objects of older versions are read as `v1`** where that is faithful (see [`versions`]):
+//! - **DRA objects of older versions are read as `v1`** where that is faithful (see `versions.rs`):
 //!   `v1beta2` has `v1`'s schema, and `v1beta1` (Kubernetes 1.32 and 1.33) differs only by the `basic:`
 //!   wrapper around a device's fields and by a request's fields not being under `exactly:`.
-//! - **Scalars are read by where they go** (see [`decode`]): a label written `08`, `1.10` or `true`
+//! - **Scalars are read by where they go** (see `decode.rs`): a label written `08`, `1.10` or `true`
 //!   unquoted, as PyYAML writes YAML 1.1 strings, is the string `"08"`, `"1.10"` or `"true"`.
 
 mod decode;
