@@ -81,6 +81,9 @@ pub struct GpuNodeEntry {
     /// 3, "gpu.nvidia.com/mig-3g.40gb": 1}` reads "3 x 1g.10gb or 1 x 3g.40gb still fit").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub still_fit: BTreeMap<String, u64>,
+    /// Where the node sits: level (`nvlink`, or a network level's node label key) -> domain.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topology: BTreeMap<String, String>,
 }
 
 /// One DRA device of a node, as `scan` lists it.

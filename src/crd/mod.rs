@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 
 mod gpu_node_entry;
 mod gpunode;
+mod topology;
 
 pub use gpu_node_entry::*;
 pub use gpunode::*;
+pub use topology::*;
 
 /// API group of every resource this operator owns.
 pub const GROUP: &str = "homelab.youngju.dev";
@@ -94,6 +96,10 @@ pub struct GpuInventoryStatus {
     /// GPU requests per namespace (pods on the selected nodes, and pending ones), sorted by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<NamespaceUsage>,
+    /// Per product and topology level (`nvlink`, then network levels from the narrowest): what the domains
+    /// offer to a multi-node job of the product's pods, and what is wrong with them (docs/topology.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology: Vec<TopologyLevelSummary>,
     /// GPU nodes with at least one issue, by name, at most 100 of them (`problemNodeCount` is the true count).
     /// Each node's detail is in its GpuNode.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -140,7 +140,12 @@ fn degraded_condition(inventory: &Inventory) -> InventoryCondition {
             *nodes_per_reason.entry(reason).or_default() += 1;
         }
     }
-    if nodes_per_reason.is_empty() {
+    let degraded_domains: u32 = inventory
+        .topology
+        .iter()
+        .map(|s| s.degraded_domains)
+        .fold(0, u32::saturating_add);
+    if nodes_per_reason.is_empty() && degraded_domains == 0 {
         let informed = inventory.problem_node_count();
         let message = if informed == 0 {
             "no GPU node has an issue".to_owned()
@@ -152,11 +157,22 @@ fn degraded_condition(inventory: &Inventory) -> InventoryCondition {
         };
         return condition("Degraded", false, "NoIssues", message);
     }
-    let counts: Vec<String> = nodes_per_reason
+    let mut counts: Vec<String> = nodes_per_reason
         .iter()
         .map(|(reason, n)| format!("{reason}: {n} node{}", if *n == 1 { "" } else { "s" }))
         .collect();
-    condition("Degraded", true, "GpuNodeIssues", counts.join(", "))
+    if degraded_domains > 0 {
+        counts.push(format!(
+            "NvlinkDomainDegraded: {degraded_domains} domain{}",
+            if degraded_domains == 1 { "" } else { "s" }
+        ));
+    }
+    let reason = if nodes_per_reason.is_empty() {
+        "NvlinkDomainDegraded"
+    } else {
+        "GpuNodeIssues"
+    };
+    condition("Degraded", true, reason, counts.join(", "))
 }
 
 #[cfg(test)]

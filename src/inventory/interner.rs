@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::allocation::GpuPod;
-use super::cluster_node::ClusterNode;
+use super::cluster_node::{ClusterNode, ScopeKey};
 use super::model::NodeInventory;
 
 /// What a complete entry (holdings placed) was made from, by identity. Only an entry that nothing else
@@ -34,16 +34,11 @@ pub(crate) struct MadeFrom {
     /// The pods holding on it, in the scan's order.
     pub(crate) holders: Vec<Arc<GpuPod>>,
     /// The scan's scope (`ScanScope::key`).
-    pub(crate) scope: (u64, usize, usize),
+    pub(crate) scope: ScopeKey,
 }
 
 impl MadeFrom {
-    fn is(
-        &self,
-        node: &Arc<ClusterNode>,
-        scope: (u64, usize, usize),
-        holders: &[&Arc<GpuPod>],
-    ) -> bool {
+    fn is(&self, node: &Arc<ClusterNode>, scope: ScopeKey, holders: &[&Arc<GpuPod>]) -> bool {
         Arc::ptr_eq(&self.node, node)
             && self.scope == scope
             && self.holders.len() == holders.len()
@@ -105,7 +100,7 @@ impl NodeInterner {
         &self,
         name: &str,
         node: &Arc<ClusterNode>,
-        scope: (u64, usize, usize),
+        scope: ScopeKey,
         holders: &[&Arc<GpuPod>],
     ) -> Option<Arc<NodeInventory>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,7 +8,8 @@
 //! [`cluster_node`] (a node as the core reads it); `label_reader` (every label is read through it); the
 //! vendors' tables (`vendors`: one module per vendor, each a `VendorTable` registered in `vendors::TABLES`)
 //! and [`health`]; [`resources`]; the leaves [`scanner`] (one node, through its vendor's table), [`dra`]
-//! (devices), [`allocation`] (holdings, demand); `totals`; [`assemble`] (the one scan of a set of nodes);
+//! (devices), [`allocation`] (holdings, demand); `totals`; [`topology`] (domains, the gang rule, `fit`);
+//! [`assemble`] (the one scan of a set of nodes);
 //! and on the model, [`conditions`] and `events`.
 
 pub mod allocation;
@@ -28,6 +29,7 @@ pub mod selector;
 pub(crate) mod shared_scan;
 pub(crate) mod text;
 pub mod text_map;
+pub mod topology;
 pub(crate) mod totals;
 pub(crate) mod vendors;
 

@@ -15,6 +15,7 @@ use crate::inventory::interner::{MadeFrom, NodeInterner};
 use crate::inventory::model::{Inventory, NodeInventory};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
+use crate::inventory::topology::{self, TopologyLevels};
 use crate::inventory::totals;
 use crate::inventory::vendors::vendor_table::VendorTables;
 
@@ -43,6 +44,8 @@ pub struct ScanInput<'a> {
     health: &'static HealthTable,
     /// The vendor tables the scan reads with (the built-in ones), handed to the scanner in its scope.
     vendors: VendorTables,
+    /// The topology levels nodes' places are read at (the built-in table unless given).
+    topology: &'static TopologyLevels,
 }
 
 impl<'a> ScanInput<'a> {
@@ -100,6 +103,12 @@ impl<'a> ScanInput<'a> {
         self
     }
 
+    /// Reads nodes' places at these topology levels (the built-in table otherwise).
+    pub fn topology(mut self, levels: &'static TopologyLevels) -> ScanInput<'a> {
+        self.topology = levels;
+        self
+    }
+
     /// What the nodes are (see [`NodeUniverse`]).
     pub fn universe(mut self, universe: NodeUniverse) -> ScanInput<'a> {
         self.universe = universe;
@@ -128,6 +137,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     let tables = ScanScope {
         health: input.health,
         vendors: input.vendors,
+        topology: input.topology,
         ..ScanScope::default()
     };
     let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
@@ -358,14 +368,16 @@ impl<'p> Holders<'p> {
 
 /// The inventory of complete entries: the totals and the demand summed.
 fn sum_up<'n>(
-    nodes: Vec<Arc<NodeInventory>>,
+    mut nodes: Vec<Arc<NodeInventory>>,
     pods: &[&GpuPod],
     scope: DemandScope,
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
+    topology::nvlink_health::mark_clique_missing(&mut nodes);
     let demand = allocation::demand(pods, &nodes, scope, dra, facts);
     Inventory {
+        topology: topology::summary::summarize(&nodes),
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),

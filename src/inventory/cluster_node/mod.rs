@@ -35,8 +35,13 @@ pub struct ClusterNode {
     pub scope_signals: Derived<(usize, u64)>,
     /// A scope (the scanner's encoding, and its health table) in which the node, without DRA devices, was
     /// found to be no GPU node.
-    pub no_gpu_in: Derived<(u64, usize, usize)>,
+    pub no_gpu_in: Derived<ScopeKey>,
 }
+
+/// Everything a node's entry depends on besides the node itself, as the scanner encodes it
+/// (`ScanScope::key`): its label signals and the addresses of its health table, vendor tables and topology
+/// levels.
+pub type ScopeKey = (u64, usize, usize, usize);
 
 /// A node taint: key, value and effect.
 #[derive(Clone, Debug, PartialEq, Eq)]

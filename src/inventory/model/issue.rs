@@ -42,6 +42,9 @@ pub enum IssueReason {
     GpuNodeQuarantined,
     /// A health monitor counts fewer GPUs than the node should have.
     GpusMissing,
+    /// Other nodes of the node's product carry `nvidia.com/gpu.clique` and it does not: Fabric Manager or
+    /// IMEX has not finished, so it cannot join multi-node NVLink jobs.
+    NvlinkCliqueMissing,
     /// A GPU node (known by its labels or conditions) advertises no GPU resource and no DRA device: the
     /// driver or the device plugin is not up. The operator raises it only after a grace period.
     GpuResourcesMissing,
@@ -82,7 +85,7 @@ impl fmt::Display for Severity {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 22] = [
+    pub const ALL: [IssueReason; 23] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -100,6 +103,7 @@ impl IssueReason {
         IssueReason::GpuHealthCheckFailed,
         IssueReason::GpuNodeQuarantined,
         IssueReason::GpusMissing,
+        IssueReason::NvlinkCliqueMissing,
         IssueReason::GpuResourcesMissing,
         IssueReason::DriverUpgradeFailed,
         IssueReason::DriverUpgradeInProgress,
@@ -127,6 +131,7 @@ impl IssueReason {
             IssueReason::GpuHealthCheckFailed => "GpuHealthCheckFailed",
             IssueReason::GpuNodeQuarantined => "GpuNodeQuarantined",
             IssueReason::GpusMissing => "GpusMissing",
+            IssueReason::NvlinkCliqueMissing => "NvlinkCliqueMissing",
             IssueReason::GpuResourcesMissing => "GpuResourcesMissing",
             IssueReason::DriverUpgradeFailed => "DriverUpgradeFailed",
             IssueReason::DriverUpgradeInProgress => "DriverUpgradeInProgress",

@@ -10,6 +10,7 @@ mod device;
 mod holding;
 mod issue;
 mod node_inventory;
+mod topology;
 mod totals;
 mod vendor;
 
@@ -20,6 +21,10 @@ pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
+pub use topology::{
+    DomainFit, DomainFree, DomainProblem, DomainProblemReason, GPU_CLIQUE, NVLINK, NodeTopology,
+    TopologySummary, physical_domain,
+};
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
 pub use vendor::Vendor;
 
@@ -45,6 +50,8 @@ pub struct Inventory {
     /// One entry per GPU node, sorted by name. Entries are shared: inventories scanned after different
     /// changes hold one copy of a node that did not change (see [`crate::inventory::interner`]).
     pub nodes: Vec<Arc<NodeInventory>>,
+    /// Per product and topology level, what its domains offer and what is wrong with them.
+    pub topology: Vec<TopologySummary>,
 }
 
 impl Inventory {

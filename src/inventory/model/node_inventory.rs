@@ -7,6 +7,7 @@ use super::amount::Amount;
 use super::device::Device;
 use super::holding::Holding;
 use super::issue::{Issue, IssueReason};
+use super::topology::NodeTopology;
 use super::vendor::Vendor;
 
 /// What described a node.
@@ -151,6 +152,8 @@ pub struct NodeInventory {
     /// counters fit, each resource on its own, never summed (`gpu.nvidia.com/mig-1g.10gb: 3` or
     /// `gpu.nvidia.com/mig-3g.40gb: 1`). Empty where no pool has shared counters.
     pub still_fit: BTreeMap<String, u64>,
+    /// Where the node sits: its NVLink partition and network domains, from its labels.
+    pub topology: NodeTopology,
 }
 
 impl NodeInventory {

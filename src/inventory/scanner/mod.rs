@@ -16,7 +16,7 @@ use crate::inventory::dra::DraNode;
 use crate::inventory::model::NodeInventory;
 pub(crate) use dra_devices::PRODUCT_FROM_DRA;
 pub use read_node::scan_node_in;
-pub use scan_scope::ScanScope;
+pub use scan_scope::{ScanScope, ScopeKey};
 
 /// The node's entry when it is a GPU node, else `None`, with the node as its own scope (GPU Feature Discovery
 /// counts as installed only when this node carries its labels). [`crate::inventory::scan`] scans a set of

@@ -142,6 +142,7 @@ pub fn scan_node_in(
         unschedulable: node.unschedulable,
         sources,
         derived_from,
+        topology: scope.topology.read(&node.labels),
         ..Default::default()
     };
     if node.conditions.is_none() {

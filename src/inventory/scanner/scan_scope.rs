@@ -2,9 +2,11 @@
 //! the tables it reads with: the health table and the vendor tables, handed in by the scan's caller.
 
 use crate::inventory::cluster_node::ClusterNode;
+pub use crate::inventory::cluster_node::ScopeKey;
 use crate::inventory::health::HealthTable;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::Vendor;
+use crate::inventory::topology::TopologyLevels;
 use crate::inventory::vendors::vendor_table::VendorTables;
 
 /// What the scan of one node needs to know about the others in scope.
@@ -20,6 +22,8 @@ pub struct ScanScope {
     pub(crate) health: &'static HealthTable,
     /// The vendor tables that read the nodes.
     pub(crate) vendors: VendorTables,
+    /// The topology levels a node's place is read at.
+    pub(crate) topology: &'static TopologyLevels,
 }
 
 impl ScanScope {
@@ -51,6 +55,7 @@ impl ScanScope {
         let empty = ScanScope {
             health: tables.health,
             vendors: tables.vendors,
+            topology: tables.topology,
             ..ScanScope::default()
         };
         let signals = nodes
@@ -108,12 +113,14 @@ impl ScanScope {
     }
 
     /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
-    /// signals, which health table and which vendor tables (by address: tables are `'static` and never freed).
-    pub(crate) fn key(&self) -> (u64, usize, usize) {
+    /// signals, which health table, which vendor tables and which topology levels (by address: tables and
+    /// level sets are `'static` and never freed).
+    pub(crate) fn key(&self) -> ScopeKey {
         (
             self.signals(),
             std::ptr::from_ref(self.health) as usize,
             self.vendors.address(),
+            std::ptr::from_ref(self.topology) as usize,
         )
     }
 

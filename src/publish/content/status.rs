@@ -49,6 +49,11 @@ pub fn desired_status(
         resources: inventory.resources.iter().map(wire::resource).collect(),
         products: inventory.products.iter().map(wire::product).collect(),
         namespaces: inventory.namespaces.iter().map(wire::namespace).collect(),
+        topology: inventory
+            .topology
+            .iter()
+            .map(wire::topology_summary)
+            .collect(),
         nodes,
         problem_nodes: inventory
             .problem_nodes()

@@ -172,6 +172,10 @@ fn full_status() -> GpuInventoryStatus {
     entry.dra_extended = BTreeMap::from([("nvidia.com/gpu".into(), "gpu.nvidia.com".into())]);
     entry.still_fit = BTreeMap::from([("gpu.nvidia.com/mig-1g.10gb".into(), 3)]);
     entry.product = Some("NVIDIA-H100-80GB-HBM3".into());
+    entry.topology = crate::inventory::model::NodeTopology {
+        nvlink: Some((crate::inventory::model::GPU_CLIQUE, "7c7f4a1e.32766".into())),
+        network: vec![("cloud.google.com/gce-topology-block", "block-a".into())],
+    };
     entry.ready = true;
     entry.unschedulable = false;
     let gpu_pod = |name: &str, node: Option<&str>| GpuPod {
@@ -216,6 +220,14 @@ fn full_status() -> GpuInventoryStatus {
         pool_incomplete: true,
         capacity: BTreeMap::from([("memory".into(), "80Gi".into())]),
         consumed_capacity: BTreeMap::from([("memory".into(), "20Gi".into())]),
+    }];
+    // A degraded partition needs members at fault, which the accounting above would not leave free.
+    status.topology[0].degraded_domains = 1;
+    status.topology[0].problems = vec![crate::crd::DomainProblemEntry {
+        reason: "NvlinkDomainDegraded".into(),
+        domain: "7c7f4a1e.32766".into(),
+        nodes: vec!["b".into()],
+        message: "NVLink partition 7c7f4a1e.32766 (rack 7c7f4a1e): 1 of 2 nodes usable".into(),
     }];
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))

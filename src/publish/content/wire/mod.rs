@@ -3,12 +3,15 @@
 //!
 //! - `node_entry`: a node's entry (reasons, claims, taints and quantities spelled);
 //! - `aggregate`: a GpuInventory status's conditions, sums and problem nodes;
-//! - `read_back`: a published status read back into the model.
+//! - `read_back`: a published status read back into the model;
+//! - `topology`: a node's places and the inventory's topology levels, both ways.
 
 mod aggregate;
 mod node_entry;
 mod read_back;
+mod topology;
 
 pub use aggregate::{conditions, free_by_vendor, namespace, problem_node, product, resource};
 pub use node_entry::{Detail, device, issue, node_entry};
 pub use read_back::published_inventory;
+pub use topology::{places, read_places, read_summary, summary as topology_summary};

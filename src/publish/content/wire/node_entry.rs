@@ -45,6 +45,7 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
         },
         dra_extended_resources: node.dra_extended.clone(),
         still_fit: node.still_fit.clone(),
+        topology: super::topology::places(&node.topology),
     }
 }
 

@@ -67,6 +67,11 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .iter()
             .map(|n| std::sync::Arc::new(published_node(n)))
             .collect(),
+        topology: status
+            .topology
+            .iter()
+            .filter_map(super::topology::read_summary)
+            .collect(),
     }
 }
 
@@ -130,6 +135,7 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
         devices: Vec::new(),
         dra_extended: entry.dra_extended_resources.clone(),
         still_fit: entry.still_fit.clone(),
+        topology: super::topology::read_places(&entry.topology),
     }
 }
 

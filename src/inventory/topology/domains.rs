@@ -1,0 +1,75 @@
+//! A level's domains: the product's nodes grouped by their place at a level, with what each domain offers to
+//! pods of K (the gang rule), and the order in which levels are tried.
+
+use std::collections::BTreeMap;
+
+use super::gang;
+use super::label_table::HOSTNAME;
+use crate::inventory::model::{NVLINK, NodeInventory};
+
+/// One domain of a level, as the summary and `fit` count it.
+#[derive(Debug, Default)]
+pub struct Domain<'n> {
+    /// Its nodes of the product.
+    pub nodes: Vec<&'n NodeInventory>,
+    /// What they offer to pods of the level's size.
+    pub offered: u64,
+    /// What they would offer were every GPU free: the domain's size for a job.
+    pub size: u64,
+}
+
+/// The product's nodes grouped by their domain at `level` (`nvlink`, a label key, or the hostname label),
+/// with what each domain offers to pods of `k`. Nodes without a place at the level are in no domain.
+pub fn domains_at<'n>(
+    nodes: &[&'n NodeInventory],
+    level: &str,
+    k: u64,
+) -> BTreeMap<&'n str, Domain<'n>> {
+    let mut domains: BTreeMap<&'n str, Domain<'n>> = BTreeMap::new();
+    for node in nodes {
+        let Some(name) = domain_of(node, level) else {
+            continue;
+        };
+        let domain = domains.entry(name).or_default();
+        domain.nodes.push(node);
+        domain.offered = domain.offered.saturating_add(gang::offer(node, k));
+        let whole_pods = node.count.checked_div(k).unwrap_or(0);
+        domain.size = domain.size.saturating_add(whole_pods.saturating_mul(k));
+    }
+    domains
+}
+
+/// The node's domain at `level`: its name at the hostname level, else its place.
+pub fn domain_of<'n>(node: &'n NodeInventory, level: &str) -> Option<&'n str> {
+    if level == HOSTNAME {
+        return Some(&node.name);
+    }
+    node.topology.domain(level)
+}
+
+/// The levels at which some of `nodes` have a place, in the order `fit` tries them: `nvlink`, then the
+/// network levels from the narrowest (most domains) to the widest, the table's order on a tie.
+pub fn levels_of(nodes: &[&NodeInventory]) -> Vec<&'static str> {
+    let mut seen: Vec<(&'static str, std::collections::BTreeSet<&str>)> = Vec::new();
+    for node in nodes {
+        for (level, domain) in node.topology.places() {
+            match seen.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, domains)) => {
+                    domains.insert(domain);
+                }
+                None => seen.push((level, [domain].into())),
+            }
+        }
+    }
+    let order = |level: &str| -> (bool, std::cmp::Reverse<usize>) {
+        let domains = seen
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map_or(0, |(_, d)| d.len());
+        (level != NVLINK, std::cmp::Reverse(domains))
+    };
+    let mut levels: Vec<&'static str> = seen.iter().map(|(level, _)| *level).collect();
+    // A stable sort: levels with as many domains keep the order nodes list them (the table's).
+    levels.sort_by_key(|level| order(level));
+    levels
+}
