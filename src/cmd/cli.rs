@@ -41,6 +41,9 @@ pub enum Command {
     Crd,
     /// Scan once and print the inventory; read-only. Exit code: 0 all GPU nodes healthy, 1 some issue, 2 error.
     Scan(ScanArgs),
+    /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain.
+    /// Exit code: 0 it fits, 1 it does not, 2 error.
+    Fit(super::fit::FitArgs),
 }
 
 /// Flags every subcommand understands.
@@ -82,6 +85,18 @@ pub struct GlobalArgs {
         value_parser = parse_health_condition
     )]
     pub health_conditions: Vec<String>,
+    /// A node label key that is a network topology level (a rack, a switch, a block), for labels neither
+    /// the built-in table (GKE, EKS, OKE, Nebius, Topograph, zone; docs/topology.md) nor a Kueue Topology
+    /// names. Repeat the flag, or separate with commas in the variable. Its values are domains: nodes with
+    /// one value share it.
+    #[arg(
+        long = "topology-label",
+        global = true,
+        env = "GPUINV_TOPOLOGY_LABELS",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    pub topology_labels: Vec<String>,
 }
 
 /// A `--health-condition`, checked as a condition type or pattern.

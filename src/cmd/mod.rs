@@ -1,7 +1,10 @@
-//! The commands: `run` (the operator), `scan` (one read-only pass) and `crd` (print the CRD), the command
+//! The commands: `run` (the operator), `scan` (one read-only pass), `fit` (can a job of G GPUs start, and
+//! where) and `crd` (print the CRD), the command
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+pub mod fit;
+mod listing;
 pub mod plugin;
 pub(crate) mod render;
 pub mod run;

@@ -136,6 +136,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         node_label_selector: args.selector.clone(),
         dra_drivers: args.global.dra_drivers(),
         health: args.global.health_table(),
+        topology_labels: args.global.topology_labels.clone(),
     };
     let (sources, feed) = Sources::start(connection.client, &config, health.clone());
     let feed = tokio::spawn(feed);

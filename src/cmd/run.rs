@@ -61,6 +61,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         node_label_selector: args.node_label_selector.clone(),
         dra_drivers: global.dra_drivers(),
         health: global.health_table(),
+        topology_labels: global.topology_labels.clone(),
     };
     let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
     let feed_task = tokio::spawn(feed);

@@ -1,37 +1,23 @@
 //! `scan`: one read-only pass, from the cluster or from a dump of nodes, pods and DRA objects, printed for humans or
 //! scripts (the tables are in `cmd::render`).
 
-use std::io::Read;
 use std::process::ExitCode;
-
-use jiff::Timestamp;
 use std::sync::Arc;
 
-use crate::inventory::selector::LabelSelector;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use kube::api::{Api, DynamicObject, ListParams};
+use jiff::Timestamp;
 
 use super::cli::{GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::listing::{dump_snapshot, list_cluster, read_dump};
 use super::render;
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
-use crate::inventory::allocation::GpuPod;
-use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
-use crate::inventory::health::HealthTable;
-use crate::inventory::selector::parse_selector;
+use crate::inventory::selector::{LabelSelector, parse_selector};
 use crate::inventory::{Inventory, NodeUniverse};
 use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::Detail;
-use crate::runtime::client::connect;
 use crate::sources::Snapshot;
-use crate::sources::dra::dra_api_served;
-use crate::sources::dump::{Dump, parse_dump};
-use crate::sources::pods::UNFINISHED_PODS;
-use crate::sources::slim::{SlimNode, SlimPod};
-use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
+use crate::sources::kueue_topology::{KueueTopology, levels_of, strip_topology};
 
 /// Exit code: every GPU node healthy.
 pub(crate) const EXIT_HEALTHY: u8 = 0;
@@ -43,7 +29,7 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 /// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
 /// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    match scan_inventory(global, args).await {
+    match scan_inventory(global, args, &[]).await {
         Ok(inventory) => {
             let status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
@@ -85,12 +71,18 @@ pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
 ) -> Result<GpuInventoryStatus> {
-    let inventory = scan_inventory(global, args).await?;
+    let inventory = scan_inventory(global, args, &[]).await?;
     Ok(listed_status(&inventory, args.status_nodes_budget, None)
         .expect("a first status is always written"))
 }
 
-async fn scan_inventory(global: &GlobalArgs, args: &ScanArgs) -> Result<Inventory> {
+/// The inventory a scan sees; `extra_levels` are topology levels beside the table's, Kueue's and
+/// `--topology-label` (`fit --level` adds the one asked about).
+pub(crate) async fn scan_inventory(
+    global: &GlobalArgs,
+    args: &ScanArgs,
+    extra_levels: &[String],
+) -> Result<Inventory> {
     let selector = match &args.selector {
         Some(text) => {
             parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
@@ -98,59 +90,36 @@ async fn scan_inventory(global: &GlobalArgs, args: &ScanArgs) -> Result<Inventor
         None => LabelSelector::default(),
     };
     let drivers: Arc<[String]> = global.dra_drivers().into();
-    let snapshot = match args.from_file.as_deref() {
-        Some(path) => dump_snapshot(read_dump(path)?, drivers, global.health_table()),
+    let (snapshot, topologies) = match args.from_file.as_deref() {
+        Some(path) => {
+            let dump = read_dump(path)?;
+            let topologies: Vec<Arc<KueueTopology>> = dump
+                .topologies
+                .iter()
+                .filter_map(strip_topology)
+                .map(Arc::new)
+                .collect();
+            (
+                dump_snapshot(dump, drivers, global.health_table()),
+                topologies,
+            )
+        }
         None => list_cluster(global, args, drivers).await?,
     };
+    let flags: Vec<String> = global
+        .topology_labels
+        .iter()
+        .chain(extra_levels)
+        .cloned()
+        .collect();
     let snapshot = Snapshot {
         health: global.health_table(),
+        topology: levels_of(&topologies, &flags),
         ..snapshot
     };
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
     Ok(snapshot.scan(&selector, NodeUniverse::Cluster, None))
-}
-
-/// The objects of a dump, stripped as the operator's sources strip them.
-fn dump_snapshot(dump: Dump, drivers: Arc<[String]>, table: &'static HealthTable) -> Snapshot {
-    Snapshot {
-        nodes: dump
-            .nodes
-            .iter()
-            .map(|node| Arc::new(ClusterNode::from_node(node, table)))
-            .collect(),
-        pods: dump
-            .pods
-            .iter()
-            .filter_map(GpuPod::from_pod)
-            .map(Arc::new)
-            .collect(),
-        slices: dump
-            .slices
-            .iter()
-            .filter_map(|s| DraSlice::from_slice(s, &drivers))
-            .map(Arc::new)
-            .collect(),
-        claims: dump
-            .claims
-            .iter()
-            .map(|c| Arc::new(DraClaim::from_claim(c)))
-            .collect(),
-        classes: dump
-            .classes
-            .iter()
-            .map(|c| Arc::new(DraClass::from_class(c)))
-            .collect(),
-        taint_rules: dump
-            .taint_rules
-            .iter()
-            .filter_map(strip_rule)
-            .map(Arc::new)
-            .collect(),
-        drivers,
-        health: table,
-        version: 0,
-    }
 }
 
 /// The status the operator would write for `inventory`, with every node and each node's DRA devices (the
@@ -180,129 +149,6 @@ fn listed_status(
         previous,
         Timestamp::now(),
     )
-}
-
-fn read_dump(path: &str) -> Result<Dump> {
-    let (bytes, source) = if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::InvalidFlag(format!("reading stdin: {e}")))?;
-        (bytes, "<stdin>".to_owned())
-    } else {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
-        (bytes, path.to_owned())
-    };
-    let dump = parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))?;
-    // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
-    for warning in &dump.warnings {
-        eprintln!(
-            "warning: {}",
-            crate::runtime::terminal_text::visible(warning)
-        );
-    }
-    Ok(dump)
-}
-
-/// The nodes (stripped as the operator's cache strips them), the GPU pods and, where the server serves
-/// `resource.k8s.io/v1`, the DRA objects, listed page by page so a large cluster is never held whole as
-/// full objects.
-async fn list_cluster(
-    global: &GlobalArgs,
-    args: &ScanArgs,
-    drivers: Arc<[String]>,
-) -> Result<Snapshot> {
-    let connection = connect(&global.client_config()).await?;
-    let client = connection.client;
-    let url = &connection.cluster_url;
-    let paged = || match args.chunk_size {
-        0 => ListParams::default(),
-        n => ListParams::default().limit(n),
-    };
-    let mut params = paged();
-    if let Some(selector) = args.selector.as_deref() {
-        params = params.labels(selector);
-    }
-    // Decoded slim and stripped page by page, as the operator's own caches are.
-    let nodes: Api<SlimNode> = Api::all(client.clone());
-    let table = global.health_table();
-    let nodes = list_paged(&nodes, params, |slim| {
-        Some(Arc::new(slim.to_cluster_node(table)))
-    })
-    .await
-    .map_err(Error::kube(format!("listing nodes on {url}")))?;
-    let pods: Api<SlimPod> = Api::all(client.clone());
-    let params = paged().fields(UNFINISHED_PODS);
-    let pods = list_paged(&pods, params, |slim| {
-        GpuPod::from_pod(&Pod::from(slim)).map(Arc::new)
-    })
-    .await
-    .map_err(Error::kube(format!(
-        "listing pods on {url} (scan needs list on pods in every namespace)"
-    )))?;
-    let mut snapshot = Snapshot {
-        nodes,
-        pods,
-        drivers: drivers.clone(),
-        ..Default::default()
-    };
-    if drivers.is_empty() || dra_api_served(&client).await == Some(false) {
-        return Ok(snapshot);
-    }
-    let dra_error = |what: &str| {
-        Error::kube(format!(
-            "listing {what} on {url} (scan needs list on resource.k8s.io {what}; `--dra-driver=` skips DRA)"
-        ))
-    };
-    let params = paged();
-    snapshot.slices = list_paged(
-        &Api::<ResourceSlice>::all(client.clone()),
-        params.clone(),
-        |s| DraSlice::from_slice(&s, &drivers).map(Arc::new),
-    )
-    .await
-    .map_err(dra_error("resourceslices"))?;
-    snapshot.claims = list_paged(
-        &Api::<ResourceClaim>::all(client.clone()),
-        params.clone(),
-        |c| Some(Arc::new(DraClaim::from_claim(&c))),
-    )
-    .await
-    .map_err(dra_error("resourceclaims"))?;
-    snapshot.classes = list_paged(
-        &Api::<DeviceClass>::all(client.clone()),
-        params.clone(),
-        |c| Some(Arc::new(DraClass::from_class(&c))),
-    )
-    .await
-    .map_err(dra_error("deviceclasses"))?;
-    if let Some(version) = taint_rules_served(&client).await {
-        let api: Api<DynamicObject> = Api::all_with(client, &taint_rule_resource(version));
-        snapshot.taint_rules = list_paged(&api, params, |r| strip_rule(&r).map(Arc::new))
-            .await
-            .map_err(dra_error("devicetaintrules"))?;
-    }
-    Ok(snapshot)
-}
-
-async fn list_paged<K, T>(
-    api: &Api<K>,
-    mut params: ListParams,
-    mut keep: impl FnMut(K) -> Option<T>,
-) -> kube::Result<Vec<T>>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let mut kept = Vec::new();
-    loop {
-        let page = api.list(&params).await?;
-        kept.extend(page.items.into_iter().filter_map(&mut keep));
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(kept),
-        }
-    }
 }
 
 fn print(status: &GpuInventoryStatus, format: OutputFormat, group_by: GroupBy) {

@@ -10,6 +10,7 @@ pub mod convert;
 mod discovery;
 pub mod dra;
 pub mod dump;
+pub mod kueue_topology;
 pub mod nodes;
 pub mod pods;
 pub mod slim;
@@ -32,6 +33,7 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule};
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
+use crate::inventory::topology::TopologyLevels;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
@@ -44,6 +46,8 @@ pub struct SourcesConfig {
     pub dra_drivers: Vec<String>,
     /// Which node conditions are GPU health (kept through stripping, read by the scan).
     pub health: &'static HealthTable,
+    /// `--topology-label`: node label keys that are topology levels, beside the built-in table and Kueue's.
+    pub topology_labels: Vec<String>,
 }
 
 /// Read handles on every source's cache, and the change signal they feed.
@@ -53,6 +57,8 @@ pub struct Sources {
     pods: PodStore,
     dra: DraStores,
     taint_rules: taint_rules::TaintRuleStore,
+    topologies: kueue_topology::TopologyStore,
+    topology_labels: Arc<[String]>,
     drivers: Arc<[String]>,
     health: &'static HealthTable,
     universe: NodeUniverse,
@@ -81,6 +87,8 @@ pub struct Snapshot {
     pub drivers: Arc<[String]>,
     /// Which node conditions are GPU health.
     pub health: &'static HealthTable,
+    /// The topology levels: the built-in table, Kueue's Topologies' levels and `--topology-label`.
+    pub topology: &'static TopologyLevels,
 }
 
 impl Snapshot {
@@ -104,7 +112,8 @@ impl Snapshot {
             .dra(dra)
             .selector(selector)
             .universe(universe)
-            .health(self.health);
+            .health(self.health)
+            .topology(self.topology);
         scan(match interner {
             Some(interner) => input.interner(interner),
             None => input,
@@ -136,7 +145,9 @@ impl Sources {
             health.clone(),
             signal.clone(),
         );
-        let (taint_rules, rules_feed) = taint_rules::watch_taint_rules(client, health, signal);
+        let (taint_rules, rules_feed) =
+            taint_rules::watch_taint_rules(client.clone(), health.clone(), signal.clone());
+        let (topologies, topology_feed) = kueue_topology::watch_topologies(client, health, signal);
         let read_dra = !drivers.is_empty();
         let feed = async move {
             let dra_feed = async move {
@@ -144,7 +155,7 @@ impl Sources {
                     futures::join!(dra_feed, rules_feed);
                 }
             };
-            futures::join!(node_feed, pod_feed, dra_feed);
+            futures::join!(node_feed, pod_feed, dra_feed, topology_feed);
         };
         (
             Self {
@@ -152,6 +163,8 @@ impl Sources {
                 pods,
                 dra,
                 taint_rules,
+                topologies,
+                topology_labels: config.topology_labels.clone().into(),
                 drivers,
                 health: config.health,
                 universe: match config.node_label_selector {
@@ -168,6 +181,7 @@ impl Sources {
     pub async fn wait_until_ready(&self) {
         self.nodes.wait_until_ready().await;
         self.pods.wait_until_ready().await;
+        self.topologies.wait_until_ready().await;
         if !self.drivers.is_empty() {
             self.dra.wait_until_ready().await;
             self.taint_rules.wait_until_ready().await;
@@ -197,6 +211,7 @@ impl Sources {
             taint_rules: self.taint_rules.state(),
             drivers: self.drivers.clone(),
             health: self.health,
+            topology: kueue_topology::levels_of(&self.topologies.state(), &self.topology_labels),
         }
     }
 
@@ -245,6 +260,9 @@ impl Sources {
         let (taint_rules, mut rules_writer) =
             stripped::stripped_store(|_: &Node| None::<DraTaintRule>);
         rules_writer.mark_absent();
+        let (topologies, mut topologies_writer) =
+            stripped::stripped_store(|_: &Node| None::<kueue_topology::KueueTopology>);
+        topologies_writer.mark_absent();
         // The writers are dropped: the stores keep what they hold.
         Sources {
             nodes: node_store,
@@ -255,6 +273,8 @@ impl Sources {
                 classes,
             },
             taint_rules,
+            topologies,
+            topology_labels: Arc::from(Vec::new()),
             drivers: Arc::from(Vec::new()),
             health: HealthTable::defaults(),
             universe: NodeUniverse::Cluster,

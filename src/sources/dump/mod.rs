@@ -84,6 +84,8 @@ pub struct Dump {
     pub(crate) classes: Vec<DeviceClass>,
     /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds (their `spec` as `v1`'s).
     pub(crate) taint_rules: Vec<DynamicObject>,
+    /// Kueue's Topologies (`kueue.x-k8s.io`, any version: their levels read alike).
+    pub(crate) topologies: Vec<DynamicObject>,
     /// One line per object skipped, each starting with the source name: which object (list index, kind,
     /// name), why (the field that did not decode, or the apiVersion not read) and what to do.
     pub warnings: Vec<String>,
@@ -273,6 +275,14 @@ impl Reader<'_> {
             Kind::DeviceTaintRule => dump
                 .taint_rules
                 .push(versions::taint_rule(&object, version)?),
+            // Only Kueue's: another API group may name a kind `Topology` too, and is none of the scan's.
+            Kind::Topology => {
+                if version.is_some_and(|v| {
+                    v.starts_with(&format!("{}/", crate::sources::kueue_topology::KUEUE_GROUP))
+                }) {
+                    dump.topologies.push(decode(&object)?);
+                }
+            }
             Kind::ResourceSlice | Kind::ResourceClaim | Kind::DeviceClass => {
                 let Some(object) = versions::as_v1(object, kind, version) else {
                     return Err(Unread::Version(version.unwrap_or_default().to_owned()));

@@ -12,6 +12,8 @@ pub(super) enum Kind {
     ResourceClaim,
     DeviceClass,
     DeviceTaintRule,
+    /// Kueue's `Topology` (`kueue.x-k8s.io`); another group's `Topology` is not read.
+    Topology,
 }
 
 impl Kind {
@@ -23,6 +25,7 @@ impl Kind {
             "ResourceClaim" => Kind::ResourceClaim,
             "DeviceClass" => Kind::DeviceClass,
             "DeviceTaintRule" => Kind::DeviceTaintRule,
+            "Topology" => Kind::Topology,
             _ => return None,
         })
     }
@@ -35,6 +38,7 @@ impl Kind {
             Kind::ResourceClaim => "ResourceClaim",
             Kind::DeviceClass => "DeviceClass",
             Kind::DeviceTaintRule => "DeviceTaintRule",
+            Kind::Topology => "Topology",
         }
     }
 }

@@ -222,6 +222,12 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         } else {
             eprintln!("RBAC: the DeviceTaintRule questions are not asked: this server serves none");
         }
+        // Kueue Topologies are read only; RBAC answers whether Kueue is installed or not.
+        allowed.extend([
+            q("list", "topologies.kueue.x-k8s.io", None, None),
+            q("watch", "topologies.kueue.x-k8s.io", None, None),
+        ]);
+        denied.push(q("create", "topologies.kueue.x-k8s.io", None, None));
         denied.extend([
             // DRA objects are read only: no claim is allocated, no slice or class written.
             q(

@@ -1,0 +1,208 @@
+//! `fit`: can a job of G GPUs start now, and where? The inventory `scan` sees (live, or from a dump), asked
+//! through the core's gang rule (`inventory::topology::fit`). Exit code: 0 it fits, 1 it does not, 2 error.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::scan::{EXIT_ERROR, scan_inventory};
+use crate::error::{Error, Result};
+use crate::inventory::topology::{FitAnswer, FitRequest, fit};
+
+/// Exit code: the job fits.
+const EXIT_FITS: u8 = 0;
+/// Exit code: it does not.
+const EXIT_DOES_NOT_FIT: u8 = 1;
+
+/// Flags of `fit`.
+#[derive(Debug, Args, Clone)]
+pub struct FitArgs {
+    /// The job's GPUs (G). It fits in a domain whose nodes offer at least G GPUs to its pods.
+    #[arg(long, env = "GPUINV_FIT_GPUS", value_name = "G")]
+    pub gpus: u64,
+    /// The GPU model, as `scan --group-by product` names it (spaces, dashes and case do not matter).
+    /// Default: every product, and the answer for the one that fits at the narrowest level.
+    #[arg(long, env = "GPUINV_FIT_PRODUCT", value_name = "PRODUCT")]
+    pub product: Option<String>,
+    /// GPUs per pod (K): a node offers `floor(free / K) * K` of its free whole GPUs. Default: the product's
+    /// most common GPUs per node (whole nodes).
+    #[arg(long, env = "GPUINV_FIT_GPUS_PER_POD", value_name = "K")]
+    pub gpus_per_pod: Option<u64>,
+    /// The level the job must fit in: `nvlink` (one NVLink partition), `kubernetes.io/hostname` (one node), or
+    /// any node label key (`cloud.google.com/gce-topology-block`, a rack label, ...). Default: the narrowest
+    /// level where it fits: one node, then the NVLink partition, then the network levels from the narrowest.
+    #[arg(long, env = "GPUINV_FIT_LEVEL", value_name = "LEVEL")]
+    pub level: Option<String>,
+    /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
+    /// instead of the cluster; `-` reads stdin.
+    #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
+    pub from_file: Option<String>,
+    /// Only consider nodes matching this label selector.
+    #[arg(
+        long,
+        short = 'l',
+        env = "GPUINV_FIT_SELECTOR",
+        value_name = "SELECTOR"
+    )]
+    pub selector: Option<String>,
+    /// Output format: `table` or `json`.
+    #[arg(long, short = 'o', env = "GPUINV_FIT_OUTPUT", value_enum, default_value_t = FitOutput::Table)]
+    pub output: FitOutput,
+}
+
+/// Output formats of `fit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FitOutput {
+    /// The answer in words and a table of the domains.
+    Table,
+    /// The answer as one JSON object.
+    Json,
+}
+
+/// The answer as JSON prints it (`gpus`, `gpusPerPod`, `product`, `fits`, `level`, `domains`, `why`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FitJson<'a> {
+    gpus: u64,
+    gpus_per_pod: u64,
+    product: Option<&'a str>,
+    fits: bool,
+    level: Option<&'a str>,
+    domains: Vec<DomainJson<'a>>,
+    why: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DomainJson<'a> {
+    name: &'a str,
+    free_gpus: u64,
+    nodes: &'a [String],
+}
+
+/// Answers and prints; the exit code says whether it fits.
+pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
+    match answer(global, args).await {
+        Ok(answer) => {
+            print!("{}", format_answer(&answer, args.output));
+            ExitCode::from(if answer.fits {
+                EXIT_FITS
+            } else {
+                EXIT_DOES_NOT_FIT
+            })
+        }
+        Err(e) => {
+            eprintln!(
+                "error: {}",
+                crate::runtime::terminal_text::visible(&e.to_string())
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The answer for `args`, over the inventory `scan` would see.
+pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
+    if let Some(level) = args.level.as_deref()
+        && level.trim().is_empty()
+    {
+        return Err(Error::InvalidFlag(
+            "--level: empty; name `nvlink` or a node label key".to_owned(),
+        ));
+    }
+    let scan_args = ScanArgs {
+        from_file: args.from_file.clone(),
+        output: OutputFormat::Json,
+        selector: args.selector.clone(),
+        group_by: GroupBy::Node,
+        chunk_size: DEFAULT_CHUNK_SIZE,
+        status_nodes_budget: None,
+    };
+    let extra: Vec<String> = args.level.iter().cloned().collect();
+    let inventory = scan_inventory(global, &scan_args, &extra).await?;
+    let request = FitRequest {
+        gpus: args.gpus,
+        product: args.product.clone(),
+        gpus_per_pod: args.gpus_per_pod,
+        level: args.level.as_ref().map(|l| l.trim().to_owned()),
+    };
+    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+}
+
+/// The answer as text (`table`) or JSON.
+pub(crate) fn format_answer(answer: &FitAnswer, output: FitOutput) -> String {
+    match output {
+        FitOutput::Json => {
+            let json = FitJson {
+                gpus: answer.gpus,
+                gpus_per_pod: answer.gpus_per_pod,
+                product: answer.product.as_deref(),
+                fits: answer.fits,
+                level: answer.level.as_deref(),
+                domains: answer
+                    .domains
+                    .iter()
+                    .map(|d| DomainJson {
+                        name: &d.name,
+                        free_gpus: d.free_gpus,
+                        nodes: &d.nodes,
+                    })
+                    .collect(),
+                why: answer.why.as_deref(),
+            };
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&json).unwrap_or_default()
+            )
+        }
+        FitOutput::Table => table(answer),
+    }
+}
+
+fn table(answer: &FitAnswer) -> String {
+    use crate::runtime::terminal_text::visible;
+    let product = answer.product.as_deref().unwrap_or("any product");
+    let pods = answer.gpus.div_ceil(answer.gpus_per_pod.max(1));
+    let mut out = format!(
+        "JOB     {} GPUs as {pods} pod(s) of {} ({})\n",
+        answer.gpus,
+        answer.gpus_per_pod,
+        visible(product)
+    );
+    let level = answer.level.as_deref().unwrap_or("-");
+    if !answer.fits {
+        out.push_str(&format!(
+            "FITS    no (level {})\nWHY     {}\n",
+            visible(level),
+            visible(answer.why.as_deref().unwrap_or("-"))
+        ));
+        return out;
+    }
+    out.push_str(&format!(
+        "FITS    yes, in {} domain(s) at level {}\n\n",
+        answer.domains.len(),
+        visible(level)
+    ));
+    let width = answer
+        .domains
+        .iter()
+        .map(|d| visible(&d.name).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("DOMAIN".len());
+    out.push_str(&format!(
+        "{:<width$}  {:>9}  NODES\n",
+        "DOMAIN", "FREE-GPUS"
+    ));
+    for domain in &answer.domains {
+        out.push_str(&format!(
+            "{:<width$}  {:>9}  {}\n",
+            visible(&domain.name),
+            domain.free_gpus,
+            domain.nodes.len()
+        ));
+    }
+    out
+}
