@@ -74,6 +74,8 @@ pub(crate) fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<Inv
                 total_gpus: new.total_gpus,
                 free_gpus: new.free_gpus,
                 pending_gpu_pods: new.pending_gpu_pods,
+                // The domains' problems are the inventory's, not a node's: compared whole.
+                topology: new.topology.clone(),
                 ..Default::default()
             };
             transitions(Some(old), &known)
@@ -176,8 +178,42 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
         ));
     }
     issue_events(&mut events, &before, &after);
+    domain_events(&mut events, old, new);
     events.extend(demand_event(old, new));
     events
+}
+
+/// A topology domain's problem that appeared (a Warning with its message) or cleared, per (product, level,
+/// domain) among the problems the summaries list.
+fn domain_events(events: &mut Vec<InventoryEvent>, old: &Inventory, new: &Inventory) {
+    let problems =
+        |inventory: &Inventory| -> BTreeMap<(String, &'static str, String), (String, String)> {
+            inventory
+                .topology
+                .iter()
+                .flat_map(|s| {
+                    s.problems.iter().map(|p| {
+                        let key = (s.product.clone(), s.level, p.domain.clone());
+                        (key, (p.reason.as_str().to_owned(), p.message.clone()))
+                    })
+                })
+                .collect()
+        };
+    let (was, is) = (problems(old), problems(new));
+    for (key, (reason, message)) in &is {
+        if !was.contains_key(key) {
+            events.push(event(Severity::Degraded, reason, message.clone()));
+        }
+    }
+    for ((product, level, domain), (reason, _)) in &was {
+        if !is.contains_key(&(product.clone(), level, domain.clone())) {
+            events.push(event(
+                Severity::Info,
+                &format!("{reason}Resolved"),
+                format!("{level} domain {domain} ({product}): every member usable again"),
+            ));
+        }
+    }
 }
 
 /// One event when `GpusAvailable` flips (GPU pods start or stop waiting), never one per pod: pods come and

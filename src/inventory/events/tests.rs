@@ -186,3 +186,42 @@ fn only_flips_of_gpus_available_make_demand_events() {
         ["GpuDemandMet"]
     );
 }
+
+#[test]
+fn a_degraded_nvlink_domain_is_one_warning_when_it_appears_and_one_event_when_it_clears() {
+    use crate::inventory::model::{DomainProblem, DomainProblemReason, TopologySummary};
+    let with_problem = |problems: Vec<DomainProblem>| {
+        let mut inventory = status(vec![node("a", true, &[])]);
+        inventory.topology = vec![TopologySummary {
+            product: "NVIDIA-GB200".into(),
+            level: "nvlink",
+            gpus_per_pod: 4,
+            degraded_domains: problems.len() as u32,
+            problems,
+            ..Default::default()
+        }];
+        inventory
+    };
+    let problem = DomainProblem {
+        reason: DomainProblemReason::NvlinkDomainDegraded,
+        domain: "rack-1.1".into(),
+        nodes: vec!["a".into()],
+        message: "NVLink partition rack-1.1 (rack rack-1): 17 of 18 nodes usable (a NotReady); a 72-GPU job \
+                  cannot start here"
+            .into(),
+    };
+    let healthy = with_problem(Vec::new());
+    let degraded = with_problem(vec![problem.clone()]);
+    let appeared = transitions_since(EventBase::Model(&healthy), &degraded);
+    assert_eq!(reasons(&appeared), ["NvlinkDomainDegraded"]);
+    assert_eq!(appeared[0].severity, Severity::Degraded);
+    assert_eq!(appeared[0].note, problem.message);
+    // Still degraded, with another member at fault: no new event (one per transition).
+    let mut worse = problem.clone();
+    worse.message = "16 of 18 nodes usable".into();
+    let still = transitions_since(EventBase::Model(&degraded), &with_problem(vec![worse]));
+    assert!(reasons(&still).is_empty(), "{still:?}");
+    let cleared = transitions_since(EventBase::Model(&degraded), &healthy);
+    assert_eq!(reasons(&cleared), ["NvlinkDomainDegradedResolved"]);
+    assert_eq!(cleared[0].severity, Severity::Info);
+}
