@@ -12,9 +12,16 @@
 //!   `Arc`s before each scan, as the pod cache replaces a changed pod (50 changes a pass is the scale
 //!   scenario's churn of 50 changes/s at about one pass a second). Only their nodes are built again.
 //!
+//! Each size is measured twice, side by side: the plain fleet, and the same fleet with topology labels on
+//! every GPU node (`nvidia.com/gpu.clique` of racks of 18, GKE block and subblock, a zone: what a GB200 fleet
+//! carries), so the cost of reading topology (docs/topology.md) shows as a ratio. At the largest size one
+//! `fit` of a rack-sized job is timed on the labelled fleet, against one scan.
+//!
 //! Usage: `cargo bench --bench scan-cost -- [NODES ...]` (default 5000 65000).
 
 use std::path::Path;
+
+use k8s_openapi::api::core::v1::Node;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,12 +34,51 @@ use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
-/// The fleet of `n` nodes as the operator caches it, and its GPU pods.
-fn fleet(n: usize) -> (Vec<Arc<ClusterNode>>, Vec<Arc<GpuPod>>) {
+/// GPU nodes per NVLink rack, and racks per network block, in the labelled fleet.
+const RACK_NODES: usize = 18;
+const BLOCK_RACKS: usize = 8;
+
+/// Adds the labels of a GB200 fleet to GPU node `i` (every fifth node is one): its rack's clique, its block
+/// and subblock, a zone.
+fn with_topology(mut node: Node, i: usize) -> Node {
+    if !i.is_multiple_of(5) {
+        return node;
+    }
+    let rack = (i / 5) / RACK_NODES;
+    let labels = node.metadata.labels.get_or_insert_with(Default::default);
+    labels.insert(
+        "nvidia.com/gpu.clique".into(),
+        format!("{:08x}-0000-4000-8000-{:012x}.32766", rack * 7919, rack),
+    );
+    labels.insert(
+        "cloud.google.com/gce-topology-block".into(),
+        format!("block-{}", rack / BLOCK_RACKS),
+    );
+    labels.insert(
+        "cloud.google.com/gce-topology-subblock".into(),
+        format!("subblock-{rack}"),
+    );
+    labels.insert(
+        "topology.kubernetes.io/zone".into(),
+        format!("zone-{}", rack % 3),
+    );
+    node
+}
+
+/// The fleet of `n` nodes as the operator caches it, and its GPU pods; with topology labels when asked.
+fn fleet(n: usize, topology: bool) -> (Vec<Arc<ClusterNode>>, Vec<Arc<GpuPod>>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let templates = load_templates(&dir).expect("the fixtures load");
     let nodes: Vec<Arc<ClusterNode>> = (0..n)
-        .map(|i| Arc::new(cached_node(&listed_node(make_node(&templates, i, 0), i))))
+        .map(|i| {
+            let node = make_node(&templates, i, 0);
+            let node = if topology {
+                with_topology(node, i)
+            } else {
+                node
+            };
+            Arc::new(cached_node(&listed_node(node, i)))
+        })
         .collect();
     let gpu_nodes: Vec<&str> = (0..n).step_by(5).map(|i| &*nodes[i].name).collect();
     let gpu_pods = n * 20_000 / 65_000;
@@ -81,8 +127,9 @@ fn main() {
         sizes
     };
     println!("scan cost: median (min..max) of {runs} scans, one thread");
-    for n in sizes {
-        let (nodes, pods) = fleet(n);
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    for (n, topology) in sizes.iter().flat_map(|n| [(*n, false), (*n, true)]) {
+        let (nodes, pods) = fleet(n, topology);
         let mut pods = pods;
         let interner = NodeInterner::default();
         let mut held = None;
@@ -108,8 +155,13 @@ fn main() {
         });
         let gpu_nodes = held.as_ref().map_or(0, |i| i.total_gpu_nodes);
         println!(
-            "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods); ScanScope::of {:.1} ms",
+            "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods, {}); ScanScope::of {:.1} ms",
             pods.len(),
+            if topology {
+                "topology labels on every GPU node"
+            } else {
+                "no topology labels"
+            },
             ms(scope)
         );
         for (pass, (median, min, max)) in [
@@ -124,7 +176,30 @@ fn main() {
                 median.as_secs_f64() * 1e6 / n as f64,
             );
         }
+        if topology && n == largest {
+            time_fit(&held, runs);
+        }
     }
+}
+
+/// One `fit` of a rack-sized job (without a level: every level tried), on the scan just made.
+fn time_fit(inventory: &Option<gpu_inventory_operator::inventory::model::Inventory>, runs: usize) {
+    use gpu_inventory_operator::inventory::topology::{FitRequest, fit};
+    let Some(inventory) = inventory else { return };
+    let request = FitRequest {
+        gpus: 64,
+        ..Default::default()
+    };
+    let mut fits = false;
+    let (median, min, max) = timed(runs, || {
+        fits = fit(&inventory.nodes, &request).is_ok_and(|a| a.fits);
+    });
+    println!(
+        "    fit --gpus 64          {:>7.1} ms ({:.1}..{:.1}), fits: {fits}",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
 }
 
 fn ms(d: Duration) -> f64 {

@@ -30,6 +30,11 @@ impl TextMap {
         self.get(key).is_some()
     }
 
+    /// The entries as held, sorted by key (values shared, not copied).
+    pub fn entries(&self) -> &[(Text, Text)] {
+        &self.0
+    }
+
     /// The entries, sorted by key.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + Clone {
         self.0.iter().map(|(k, v)| (&**k, &**v))

@@ -1,6 +1,8 @@
 //! Topology in the model: a node's place (its NVLink partition and network domains) and what the scan sums
 //! up per product and level. `inventory::topology` reads the places and computes the sums.
 
+use crate::inventory::text_map::Text;
+
 /// The level every NVLink label is read as.
 pub const NVLINK: &str = "nvlink";
 
@@ -9,25 +11,26 @@ pub const NVLINK: &str = "nvlink";
 /// names the physical NVLink domain (one NVL72 rack), the whole value one NVLink partition of it.
 pub const GPU_CLIQUE: &str = "nvidia.com/gpu.clique";
 
-/// A node's place in the topology: its NVLink partition and its network domains.
+/// A node's place in the topology: its NVLink partition and its network domains. The domains are the
+/// labels' own interned values: a fleet shares them (a rack's 18 nodes hold one copy of its clique).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeTopology {
     /// The NVLink partition, and the label it was read from.
-    pub nvlink: Option<(&'static str, String)>,
+    pub nvlink: Option<(&'static str, Text)>,
     /// Per network level (its label key), the domain: table levels in table order, then the extra ones.
-    pub network: Vec<(&'static str, String)>,
+    pub network: Vec<(&'static str, Text)>,
 }
 
 impl NodeTopology {
     /// The node's domain at `level` (`nvlink` or a label key).
     pub fn domain(&self, level: &str) -> Option<&str> {
         if level == NVLINK {
-            return self.nvlink.as_ref().map(|(_, domain)| domain.as_str());
+            return self.nvlink.as_ref().map(|(_, domain)| &**domain);
         }
         self.network
             .iter()
             .find(|(key, _)| *key == level)
-            .map(|(_, domain)| domain.as_str())
+            .map(|(_, domain)| &**domain)
     }
 
     /// Whether the node carries GPU Feature Discovery's clique label.
@@ -39,15 +42,8 @@ impl NodeTopology {
 
     /// Every (level, domain), `nvlink` first.
     pub fn places(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        let nvlink = self
-            .nvlink
-            .iter()
-            .map(|(_, domain)| (NVLINK, domain.as_str()));
-        nvlink.chain(
-            self.network
-                .iter()
-                .map(|(key, domain)| (*key, domain.as_str())),
-        )
+        let nvlink = self.nvlink.iter().map(|(_, domain)| (NVLINK, &**domain));
+        nvlink.chain(self.network.iter().map(|(key, domain)| (*key, &**domain)))
     }
 
     /// Whether the node has no known place.

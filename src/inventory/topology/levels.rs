@@ -11,21 +11,39 @@ use std::sync::{Mutex, OnceLock};
 
 use super::label_table::{self, HOSTNAME, LabelRole, TOPOLOGY_LABELS};
 use crate::inventory::model::NodeTopology;
-use crate::inventory::text_map::TextMap;
+use crate::inventory::text_map::{Text, TextMap};
 
 /// The topology levels a scan reads: the built-in table and the extra keys, in the order given.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug)]
 pub struct TopologyLevels {
     extra: Vec<&'static str>,
+    /// Every level label, sorted by key, with what it is: a node's labels (sorted too) are read in one merge
+    /// pass, not one lookup per known label.
+    index: Vec<(&'static str, Slot)>,
 }
 
-static BUILT_IN: TopologyLevels = TopologyLevels { extra: Vec::new() };
+/// What a level label is to a node's place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// An NVLink label, by preference (0 first).
+    Nvlink(usize),
+    /// A network level, by its place in the order levels are listed.
+    Network(usize),
+}
 
-/// Every level set made so far (see the module's docs).
-fn interned() -> &'static Mutex<BTreeSet<&'static TopologyLevels>> {
-    static SETS: OnceLock<Mutex<BTreeSet<&'static TopologyLevels>>> = OnceLock::new();
+/// Every level set made so far (see the module's docs): a handful at most.
+fn interned() -> &'static Mutex<Vec<&'static TopologyLevels>> {
+    static SETS: OnceLock<Mutex<Vec<&'static TopologyLevels>>> = OnceLock::new();
     SETS.get_or_init(Default::default)
 }
+
+impl PartialEq for TopologyLevels {
+    fn eq(&self, other: &Self) -> bool {
+        self.extra == other.extra
+    }
+}
+
+impl Eq for TopologyLevels {}
 
 /// The built-in table, so that scopes that name no levels read with it.
 impl Default for &'static TopologyLevels {
@@ -49,7 +67,29 @@ impl Ord for TopologyLevels {
 impl TopologyLevels {
     /// The built-in table alone.
     pub fn built_in() -> &'static TopologyLevels {
-        &BUILT_IN
+        static BUILT_IN: OnceLock<TopologyLevels> = OnceLock::new();
+        BUILT_IN.get_or_init(|| TopologyLevels::of(Vec::new()))
+    }
+
+    /// The levels of the table and `extra`, indexed.
+    fn of(extra: Vec<&'static str>) -> TopologyLevels {
+        let mut levels = TopologyLevels {
+            extra,
+            index: Vec::new(),
+        };
+        let nvlink = TOPOLOGY_LABELS
+            .iter()
+            .filter(|l| l.role == LabelRole::Nvlink)
+            .enumerate()
+            .map(|(at, l)| (l.key, Slot::Nvlink(at)));
+        let network: Vec<&'static str> = levels.network_keys().collect();
+        let network = network
+            .into_iter()
+            .enumerate()
+            .map(|(at, key)| (key, Slot::Network(at)));
+        levels.index = nvlink.chain(network).collect();
+        levels.index.sort_by(|a, b| a.0.cmp(b.0));
+        levels
     }
 
     /// The built-in table and these extra label keys (Kueue's levels widest first, then the flag's), in
@@ -66,7 +106,7 @@ impl TopologyLevels {
             }
         }
         if extra.is_empty() {
-            return &BUILT_IN;
+            return TopologyLevels::built_in();
         }
         let mut sets = interned().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(found) = sets.iter().find(|set| set.extra == extra) {
@@ -76,8 +116,8 @@ impl TopologyLevels {
             .into_iter()
             .map(|key| &*Box::leak(key.to_owned().into_boxed_str()))
             .collect();
-        let set: &'static TopologyLevels = Box::leak(Box::new(TopologyLevels { extra: owned }));
-        sets.insert(set);
+        let set: &'static TopologyLevels = Box::leak(Box::new(TopologyLevels::of(owned)));
+        sets.push(set);
         set
     }
 
@@ -95,18 +135,41 @@ impl TopologyLevels {
             .chain(self.extra.iter().copied())
     }
 
-    /// The node's place, from its labels. An empty value is no place.
+    /// The node's place, from its labels: one merge of the node's sorted labels with the sorted index. An
+    /// empty value is no place.
     pub fn read(&self, labels: &TextMap) -> NodeTopology {
-        let value = |key: &str| labels.get(key).map(str::trim).filter(|v| !v.is_empty());
-        let nvlink = TOPOLOGY_LABELS
-            .iter()
-            .filter(|l| l.role == LabelRole::Nvlink)
-            .find_map(|l| value(l.key).map(|v| (l.key, v.to_owned())));
-        let network = self
-            .network_keys()
-            .filter_map(|key| value(key).map(|v| (key, v.to_owned())))
-            .collect();
-        NodeTopology { nvlink, network }
+        let mut nvlink: Option<(usize, &'static str, &Text)> = None;
+        let mut network: Vec<(usize, &'static str, &Text)> = Vec::new();
+        let (entries, index) = (labels.entries(), &self.index);
+        let (mut l, mut i) = (0, 0);
+        while l < entries.len() && i < index.len() {
+            let (key, value) = &entries[l];
+            match (**key).cmp(index[i].0) {
+                std::cmp::Ordering::Less => l += 1,
+                std::cmp::Ordering::Greater => i += 1,
+                std::cmp::Ordering::Equal => {
+                    if !value.trim().is_empty() {
+                        match index[i].1 {
+                            Slot::Nvlink(rank) if nvlink.is_none_or(|(best, _, _)| rank < best) => {
+                                nvlink = Some((rank, index[i].0, value));
+                            }
+                            Slot::Nvlink(_) => {}
+                            Slot::Network(order) => network.push((order, index[i].0, value)),
+                        }
+                    }
+                    l += 1;
+                    i += 1;
+                }
+            }
+        }
+        network.sort_unstable_by_key(|(order, _, _)| *order);
+        NodeTopology {
+            nvlink: nvlink.map(|(_, key, value)| (key, value.clone())),
+            network: network
+                .into_iter()
+                .map(|(_, key, value)| (key, value.clone()))
+                .collect(),
+        }
     }
 }
 

@@ -23,8 +23,8 @@ pub fn read_places(places: &BTreeMap<String, String>) -> NodeTopology {
     let mut topology = NodeTopology::default();
     for (level, domain) in places {
         match static_level(level) {
-            Some(NVLINK) => topology.nvlink = Some((NVLINK, domain.clone())),
-            Some(level) => topology.network.push((level, domain.clone())),
+            Some(NVLINK) => topology.nvlink = Some((NVLINK, domain.as_str().into())),
+            Some(level) => topology.network.push((level, domain.as_str().into())),
             None => {}
         }
     }
