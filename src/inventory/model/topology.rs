@@ -46,6 +46,12 @@ impl NodeTopology {
         nvlink.chain(self.network.iter().map(|(key, domain)| (*key, &**domain)))
     }
 
+    /// Every (level, domain), `nvlink` first, the domain as the interned value the node's label holds.
+    pub fn interned_places(&self) -> impl Iterator<Item = (&'static str, &Text)> {
+        let nvlink = self.nvlink.iter().map(|(_, domain)| (NVLINK, domain));
+        nvlink.chain(self.network.iter().map(|(key, domain)| (*key, domain)))
+    }
+
     /// Whether the node has no known place.
     pub fn is_empty(&self) -> bool {
         self.nvlink.is_none() && self.network.is_empty()

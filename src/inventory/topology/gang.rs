@@ -4,7 +4,7 @@
 //! offer adds up to at least G. K defaults to the product's GPUs per node: the most common `count` among its
 //! nodes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::inventory::allocation::free_whole_gpus;
@@ -41,27 +41,43 @@ pub struct ProductNodes<'n> {
     pub nodes: Vec<&'n NodeInventory>,
 }
 
-/// The GPU nodes grouped by product, by name; nodes no source names the product of are left out.
+/// The GPU nodes grouped by product, by name; nodes no source names the product of are left out. The
+/// product key (`same_product_key`) is made once per spelling, not once per node.
 pub fn by_product(nodes: &[Arc<NodeInventory>]) -> Vec<ProductNodes<'_>> {
-    let mut products: BTreeMap<(Option<&'static str>, String), ProductNodes<'_>> = BTreeMap::new();
+    type Vendor = Option<&'static str>;
+    let mut by_spelling: HashMap<(Vendor, &str), usize> = HashMap::new();
+    let mut by_key: HashMap<(Vendor, String), usize> = HashMap::new();
+    let mut products: Vec<ProductNodes<'_>> = Vec::new();
     for node in nodes {
         let Some(name) = node.product.as_deref() else {
             continue;
         };
-        let product = products
-            .entry((vendor_of(node), same_product_key(name)))
-            .or_insert_with(|| ProductNodes {
-                name: name.to_owned(),
-                nodes: Vec::new(),
-            });
-        if node.product_from_dra {
+        let vendor = vendor_of(node);
+        let at = match by_spelling.get(&(vendor, name)) {
+            Some(at) => *at,
+            None => {
+                let at = *by_key
+                    .entry((vendor, same_product_key(name)))
+                    .or_insert_with(|| {
+                        products.push(ProductNodes {
+                            name: name.to_owned(),
+                            nodes: Vec::new(),
+                        });
+                        products.len() - 1
+                    });
+                by_spelling.insert((vendor, name), at);
+                at
+            }
+        };
+        let product = &mut products[at];
+        // One model under the spelling DRA shows, whichever node came first.
+        if node.product_from_dra && product.name != name {
             product.name = name.to_owned();
         }
         product.nodes.push(node);
     }
-    let mut list: Vec<ProductNodes<'_>> = products.into_values().collect();
-    list.sort_by(|a, b| a.name.cmp(&b.name));
-    list
+    products.sort_by(|a, b| a.name.cmp(&b.name));
+    products
 }
 
 /// Whether `name` names this product (as `products[]` does, or differing only in spaces, dashes or case).

@@ -3,10 +3,10 @@
 //! (`NvlinkCliqueMissing`, the node's own). A healthy member of a degraded partition gets no issue: a node
 //! is unhealthy only for its own faults.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::domains::Domain;
+use super::domains::DomainTally;
 use super::gang;
 use crate::inventory::model::{
     DomainProblem, DomainProblemReason, GPU_CLIQUE, Issue, IssueReason, NodeInventory, Severity,
@@ -30,22 +30,23 @@ fn fault(node: &NodeInventory, k: u64) -> Option<String> {
     (node.count < k).then(|| format!("short of GPUs ({} of {k})", node.count))
 }
 
-/// The problems of the partitions among `domains` (one level's, pods of `k`), by domain name.
-pub fn domain_problems(domains: &BTreeMap<&str, Domain<'_>>, k: u64) -> Vec<DomainProblem> {
+/// The problems of the partitions among `domains` (the `nvlink` level's, pods of `k`), by domain name.
+pub fn domain_problems(domains: &[DomainTally<'_>], k: u64) -> Vec<DomainProblem> {
     let mut problems = Vec::new();
-    for (name, domain) in domains {
+    for domain in domains {
+        let name = &domain.name;
         let faults: Vec<(&str, String)> = domain
-            .nodes
+            .members
             .iter()
             .filter_map(|node| fault(node, k).map(|why| (node.name.as_str(), why)))
             .collect();
         if faults.is_empty() {
             continue;
         }
-        let members = domain.nodes.len();
+        let members = domain.members.len();
         let usable = members - faults.len();
         let label = domain
-            .nodes
+            .members
             .first()
             .and_then(|n| n.topology.nvlink.as_ref())
             .map_or("", |(label, _)| *label);
@@ -70,6 +71,7 @@ pub fn domain_problems(domains: &BTreeMap<&str, Domain<'_>>, k: u64) -> Vec<Doma
             ),
         });
     }
+    problems.sort_by(|a, b| a.domain.cmp(&b.domain));
     problems
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::domains::{domains_at, levels_of};
+use super::domains::{DomainTally, LevelTally, tally};
 use super::gang::{self, ProductNodes};
 use super::nvlink_health;
 use crate::inventory::model::{DomainFit, DomainFree, NVLINK, NodeInventory, TopologySummary};
@@ -47,53 +47,63 @@ fn product_summaries(product: &ProductNodes<'_>) -> Vec<TopologySummary> {
     let Some(k) = gang::gpus_per_node(product.nodes.iter().copied()) else {
         return Vec::new();
     };
-    levels_of(&product.nodes)
+    tally(&product.nodes, k)
         .into_iter()
-        .map(|level| {
-            let domains = domains_at(&product.nodes, level, k);
-            let largest_size = domains.values().map(|d| d.size).max().unwrap_or(0);
-            let domains_fitting = pod_counts_up_to(largest_size / k)
-                .into_iter()
-                .map(|pods| {
-                    let at_least = pods * k;
-                    let fitting = domains.values().filter(|d| d.offered >= at_least).count();
-                    DomainFit {
-                        at_least,
-                        domains: u32::try_from(fitting).unwrap_or(u32::MAX),
-                    }
-                })
-                .collect();
-            let mut largest: Vec<DomainFree> = domains
-                .iter()
-                .map(|(name, d)| DomainFree {
-                    name: (*name).to_owned(),
-                    free_gpus: d.offered,
-                    nodes: u32::try_from(d.nodes.len()).unwrap_or(u32::MAX),
-                })
-                .collect();
-            largest.sort_by(|a, b| b.free_gpus.cmp(&a.free_gpus).then(a.name.cmp(&b.name)));
-            let largest_free_gpus = largest.first().map_or(0, |d| d.free_gpus);
-            largest.truncate(LARGEST_DOMAINS);
-            let mut problems = if level == NVLINK {
-                nvlink_health::domain_problems(&domains, k)
-            } else {
-                Vec::new()
-            };
-            let degraded_domains = u32::try_from(problems.len()).unwrap_or(u32::MAX);
-            problems.truncate(PROBLEMS_LISTED);
-            TopologySummary {
-                product: product.name.clone(),
-                level,
-                gpus_per_pod: k,
-                domains: u32::try_from(domains.len()).unwrap_or(u32::MAX),
-                largest_free_gpus,
-                domains_fitting,
-                largest_domains: largest,
-                degraded_domains,
-                problems,
+        .map(|level| level_summary(&product.name, level, k))
+        .collect()
+}
+
+fn level_summary(product: &str, level: LevelTally<'_>, k: u64) -> TopologySummary {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut offered: Vec<u64> = level.domains.iter().map(|d| d.offered).collect();
+    offered.sort_unstable();
+    let largest_size = level.domains.iter().map(|d| d.size).max().unwrap_or(0);
+    let domains_fitting = pod_counts_up_to(largest_size / k)
+        .into_iter()
+        .map(|pods| {
+            let at_least = pods * k;
+            DomainFit {
+                at_least,
+                domains: count(offered.len() - offered.partition_point(|o| *o < at_least)),
             }
         })
-        .collect()
+        .collect();
+    // The few that offer the most: selected, then only they are sorted (a level of hosts has a domain a node).
+    let mut ranked: Vec<&DomainTally<'_>> = level.domains.iter().collect();
+    let most_first = |a: &&DomainTally<'_>, b: &&DomainTally<'_>| {
+        b.offered.cmp(&a.offered).then(a.name.cmp(b.name))
+    };
+    if ranked.len() > LARGEST_DOMAINS {
+        ranked.select_nth_unstable_by(LARGEST_DOMAINS, most_first);
+        ranked.truncate(LARGEST_DOMAINS);
+    }
+    ranked.sort_by(most_first);
+    let largest: Vec<DomainFree> = ranked
+        .iter()
+        .map(|d| DomainFree {
+            name: d.name.to_owned(),
+            free_gpus: d.offered,
+            nodes: d.nodes,
+        })
+        .collect();
+    let mut problems = if level.level == NVLINK {
+        nvlink_health::domain_problems(&level.domains, k)
+    } else {
+        Vec::new()
+    };
+    let degraded_domains = count(problems.len());
+    problems.truncate(PROBLEMS_LISTED);
+    TopologySummary {
+        product: product.to_owned(),
+        level: level.level,
+        gpus_per_pod: k,
+        domains: count(level.domains.len()),
+        largest_free_gpus: offered.last().copied().unwrap_or(0),
+        domains_fitting,
+        largest_domains: largest,
+        degraded_domains,
+        problems,
+    }
 }
 
 #[cfg(test)]
