@@ -372,15 +372,19 @@ build_helm() {
 # by hack/go/kueue/build.sh (the metrics certificate directory from an environment variable: it is a fixed
 # path outside any work tree otherwise), and its CRDs copied beside the binary, in crds/.
 build_kueue() {
-  local dir module
+  local dir
   dir="$(dirname "$(cache_path kueue)")"
-  if [[ ! -x "$(cache_path kueue)" ]]; then
-    module="$(kueue_module_dir)"
-    GO_BUILD_EXTRA_FLAGS="-overlay=$("${GO_DIR}/kueue/build.sh" overlay "${KUEUE_VERSION}" "${dir}" "${module}")"
-  fi
-  GO_BUILD_EXTRA_FLAGS="${GO_BUILD_EXTRA_FLAGS:-}" ensure_binary kueue "sigs.k8s.io/kueue@${KUEUE_VERSION}" \
-    kueue_module_dir ./cmd/kueue "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" "~5 minutes"
+  GO_BUILD_EXTRA_FLAGS="-overlay=${dir}/overlay/overlay.json" ensure_binary kueue "sigs.k8s.io/kueue@${KUEUE_VERSION}" \
+    kueue_overlaid_module_dir ./cmd/kueue "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" "~5 minutes"
   "${GO_DIR}/kueue/build.sh" crds "${KUEUE_VERSION}" "${dir}"
+}
+# The module to build Kueue in, with the overlay written beside the binary first: ensure_binary calls it under
+# the binary's lock, so a second caller never rewrites the overlay while the first one's build reads it.
+kueue_overlaid_module_dir() {
+  local module
+  module="$(kueue_module_dir)"
+  "${GO_DIR}/kueue/build.sh" overlay "${KUEUE_VERSION}" "$(dirname "$(cache_path kueue)")" "${module}" >/dev/null
+  printf '%s' "${module}"
 }
 
 check_k8s_version() {

@@ -19,6 +19,7 @@ use common::fit_cli::{FitAnswer, FitQuestion, fit};
 use common::kueue::assignment::pods_per_host;
 use common::kueue::fleet::{
     BLOCK, Fleet, LEVELS, PRODUCT, SUBBLOCK, assert_only_gb200_topology, free_gpus, hold_gpus,
+    taint,
 };
 use common::kueue::process::one_at_a_time;
 use common::kueue::{Decision, KueueProcess, TasQueue};
@@ -333,6 +334,34 @@ async fn pods_smaller_than_a_node_take_only_whole_pods_of_what_is_free() {
     expect_admitted_on(&decision, &s1, 1);
     let answer = referee(&env, &decision, four).await;
     expect_domains(&answer, &[(fleet.subblock("b1", "s1"), 4, &s1)]);
+}
+
+#[tokio::test]
+async fn a_node_tainted_no_schedule_offers_nothing_and_prefer_no_schedule_bars_nothing() {
+    let _turn = one_at_a_time().await;
+    let env = TestEnv::new("ref-taints").await;
+    let fleet = Fleet::create(&env, &[("b1", "s1", 4), ("b1", "s2", 4)]).await;
+    let mut kueue = KueueProcess::start(&env);
+    let queue = TasQueue::create(&env, &mut kueue, &LEVELS).await;
+    let (s1, s2) = (fleet.nodes("b1-s1").to_vec(), fleet.nodes("b1-s2").to_vec());
+    // The taint GPU nodes often carry; the Workload has no toleration (docs/kueue-referee.md: Kueue counts
+    // a node only if the PodSet or the ResourceFlavor tolerates its NoSchedule and NoExecute taints).
+    taint(&env, &mut kueue, &s1[0], "nvidia.com/gpu", "NoSchedule").await;
+    taint(
+        &env,
+        &mut kueue,
+        &s2[0],
+        "nvidia.com/gpu",
+        "PreferNoSchedule",
+    )
+    .await;
+
+    let q = question(16, 4, SUBBLOCK);
+    let decision = ask_kueue(&queue, "sixteen", q).await;
+    // b1-s1 has 3 nodes left (12); b1-s2 all 4 (16).
+    expect_admitted_on(&decision, &s2, 1);
+    let answer = referee(&env, &decision, q).await;
+    expect_domains(&answer, &[(fleet.subblock("b1", "s2"), 16, &s2)]);
 }
 
 /// The assignment reader against v1beta2's compact form, by hand: a prefix and suffix around individual roots

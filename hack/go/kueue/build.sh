@@ -68,7 +68,8 @@ crds() { # <version> <dir>
   cp "${src}"/*.yaml "${tmp}/"
   # The module cache is read-only, and mktemp made the directory private.
   chmod 0755 "${tmp}" && chmod 0644 "${tmp}"/*.yaml
-  mv "${tmp}" "${dest}"
+  # -T: a second caller that lost the race keeps the first one's copy instead of nesting its own inside it.
+  mv -T "${tmp}" "${dest}" 2>/dev/null || { rm -rf "${tmp}"; return 0; }
   printf '[kueue build] CRDs of sigs.k8s.io/kueue@%s in %s\n' "$1" "${dest}" >&2
 }
 

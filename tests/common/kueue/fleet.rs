@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 use testkit::waits::Deadline;
 
@@ -173,6 +173,25 @@ pub async fn free_gpus(env: &TestEnv, kueue: &mut KueueProcess, name: &str) {
             "Idempotently deleting not found pod",
             &[&pod_field, &ns_field],
             &format!("Kueue forgetting pod {name}"),
+        )
+        .await;
+}
+
+/// Puts taint `key=value:effect` on `node` and returns once Kueue has it (it logs every change of a node's
+/// taints after taking the node into its cache).
+pub async fn taint(env: &TestEnv, kueue: &mut KueueProcess, node: &str, key: &str, effect: &str) {
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let body =
+        json!({ "spec": { "taints": [{ "key": key, "value": "present", "effect": effect }] } });
+    nodes
+        .patch(node, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .unwrap_or_else(|e| panic!("tainting {node}: {e}"));
+    kueue
+        .wait_logged(
+            "Node taints changed, triggering reconcile",
+            &[&format!("\"{node}\"")],
+            &format!("Kueue seeing {node} tainted {key}:{effect}"),
         )
         .await;
 }
