@@ -14,6 +14,10 @@ use super::objects::condition;
 /// The node label of the lowest level of every referee topology.
 pub const HOSTNAME: &str = "kubernetes.io/hostname";
 
+/// How the message of a Workload Kueue's scheduler could not place begins
+/// (pkg/scheduler/flavorassigner/flavorassigner.go).
+const SCHEDULER_REFUSAL: &str = "couldn't assign flavors to pod set";
+
 /// What Kueue decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -52,7 +56,10 @@ pub fn decision_of(workload: &Value) -> Result<Decision, String> {
             }
             Ok(Decision::Admitted(hosts))
         }
-        Some((status, reason, message)) if status == "False" && !message.is_empty() => {
+        // The scheduler's verdict; other reasons to be pending (a queue Kueue has not seen yet) are no decision.
+        Some((status, reason, message))
+            if status == "False" && message.starts_with(SCHEDULER_REFUSAL) =>
+        {
             Ok(Decision::Refused(format!("{reason}: {message}")))
         }
         Some((status, reason, message)) => {

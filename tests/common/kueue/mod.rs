@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-pub use assignment::Decision;
-pub use objects::TasQueue;
-pub use process::KueueProcess;
+#[allow(unused_imports)] // each test binary uses a different part of the harness
+pub use {assignment::Decision, objects::TasQueue, process::KueueProcess};
 
 use super::cluster_access::kubeconfig_path;
 

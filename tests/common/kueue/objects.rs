@@ -69,7 +69,6 @@ impl TasQueue {
         queue
             .create_object("LocalQueue", "localqueues", json!({ "clusterQueue": name }))
             .await;
-        kueue.assert_running();
         let cqs: Api<DynamicObject> = Api::all_with(
             queue.client.clone(),
             &resource("ClusterQueue", "clusterqueues"),
@@ -78,17 +77,22 @@ impl TasQueue {
         let deadline =
             Deadline::reaction("Kueue's start-up (its caches filled from the API server)")
                 .then(Deadline::reaction("Kueue's ClusterQueue controller"));
-        wait_for(deadline, &what, || async {
-            let cq = cqs
-                .get(name)
-                .await
-                .map_err(|e| format!("reading it: {e}"))?;
-            match condition(&cq.data, "Active") {
-                Some((status, _, _)) if status == "True" => Ok(()),
-                Some((status, reason, message)) => {
-                    Err(format!("Active {status} {reason}: {message}"))
+        wait_for(deadline, &what, || {
+            // A Kueue that exited (its webhook port taken meanwhile, a CRD missing) says why at once.
+            kueue.assert_running();
+            let cqs = &cqs;
+            async move {
+                let cq = cqs
+                    .get(name)
+                    .await
+                    .map_err(|e| format!("reading it: {e}"))?;
+                match condition(&cq.data, "Active") {
+                    Some((status, _, _)) if status == "True" => Ok(()),
+                    Some((status, reason, message)) => {
+                        Err(format!("Active {status} {reason}: {message}"))
+                    }
+                    None => Err("no Active condition yet".to_owned()),
                 }
-                None => Err("no Active condition yet".to_owned()),
             }
         })
         .await;

@@ -100,16 +100,16 @@ impl KueueProcess {
     /// Waits until Kueue has logged a line with message `msg` that also holds every one of `fields` (strings as
     /// they appear in its JSON, e.g. a pod's name quoted): one reaction of Kueue to the change the line is about.
     pub async fn wait_logged(&mut self, msg: &str, fields: &[&str], what: &str) {
-        self.assert_running();
         let msg = format!("\"msg\":\"{msg}\"");
-        let log_path = self.log_path.clone();
         wait_for(Deadline::reaction("Kueue"), what, || {
-            let (log_path, msg) = (&log_path, &msg);
+            // A Kueue that exited logs nothing more: say so now, not at the deadline.
+            self.assert_running();
+            let (log_path, msg) = (self.log_path.clone(), msg.clone());
             async move {
-                let log = std::fs::read_to_string(log_path).unwrap_or_default();
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let found = log
                     .lines()
-                    .any(|l| l.contains(msg.as_str()) && fields.iter().all(|f| l.contains(f)));
+                    .any(|l| l.contains(&msg) && fields.iter().all(|f| l.contains(f)));
                 if found {
                     Ok(())
                 } else {
