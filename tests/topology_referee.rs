@@ -14,15 +14,12 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::TestEnv;
 use common::fit_cli::{FitAnswer, FitQuestion, fit};
 use common::kueue::assignment::pods_per_host;
-use common::kueue::fleet::{
-    BLOCK, Fleet, LEVELS, PRODUCT, SUBBLOCK, assert_only_gb200_topology, free_gpus, hold_gpus,
-    taint,
-};
+use common::kueue::fleet::{BLOCK, Fleet, LEVELS, PRODUCT, SUBBLOCK, free_gpus, hold_gpus, taint};
 use common::kueue::process::one_at_a_time;
 use common::kueue::{Decision, KueueProcess, TasQueue};
+use common::{TEST_LABEL, TestEnv};
 use serde_json::json;
 
 /// Two blocks of unequal subblocks, so that each question has one right domain: b1-s1 offers 16 GPUs, b1-s2
@@ -109,8 +106,8 @@ fn sorted(names: &[String]) -> Vec<String> {
 
 /// The referee: asks `fit` the question Kueue decided and holds the two to each other. Returns `fit`'s answer.
 async fn referee(env: &TestEnv, decision: &Decision, q: FitQuestion<'_>) -> FitAnswer {
-    assert_only_gb200_topology(env).await;
-    let answer = fit(q);
+    // The test's nodes, as Kueue's ResourceFlavor selects them: other tests' GB200 nodes stay out of both.
+    let answer = fit(q, &format!("{TEST_LABEL}={}", env.id));
     assert_eq!(
         (
             answer.gpus,
@@ -336,32 +333,43 @@ async fn pods_smaller_than_a_node_take_only_whole_pods_of_what_is_free() {
     expect_domains(&answer, &[(fleet.subblock("b1", "s1"), 4, &s1)]);
 }
 
+/// The key of the taint the taint case puts on nodes.
+const RESERVED: &str = "example.com/reserved-for";
+
 #[tokio::test]
 async fn a_node_tainted_no_schedule_offers_nothing_and_prefer_no_schedule_bars_nothing() {
     let _turn = one_at_a_time().await;
     let env = TestEnv::new("ref-taints").await;
-    let fleet = Fleet::create(&env, &[("b1", "s1", 4), ("b1", "s2", 4)]).await;
+    let fleet = Fleet::create(&env, &[("b1", "s1", 4), ("b1", "s2", 3)]).await;
     let mut kueue = KueueProcess::start(&env);
     let queue = TasQueue::create(&env, &mut kueue, &LEVELS).await;
     let (s1, s2) = (fleet.nodes("b1-s1").to_vec(), fleet.nodes("b1-s2").to_vec());
-    // The taint GPU nodes often carry; the Workload has no toleration (docs/kueue-referee.md: Kueue counts
-    // a node only if the PodSet or the ResourceFlavor tolerates its NoSchedule and NoExecute taints).
-    taint(&env, &mut kueue, &s1[0], "nvidia.com/gpu", "NoSchedule").await;
-    taint(
-        &env,
-        &mut kueue,
-        &s2[0],
-        "nvidia.com/gpu",
-        "PreferNoSchedule",
-    )
-    .await;
+    // Nodes kept for another team; the Workload has no toleration (docs/kueue-referee.md: Kueue counts a node
+    // only if the PodSet or the ResourceFlavor tolerates its NoSchedule and NoExecute taints). Not the
+    // `nvidia.com/gpu` taint many GPU nodes carry: whether a job tolerates that one is open (same page).
+    taint(&env, &mut kueue, &s1[0], RESERVED, "NoSchedule").await;
+    taint(&env, &mut kueue, &s2[0], RESERVED, "PreferNoSchedule").await;
 
     let q = question(16, 4, SUBBLOCK);
     let decision = ask_kueue(&queue, "sixteen", q).await;
-    // b1-s1 has 3 nodes left (12); b1-s2 all 4 (16).
-    expect_admitted_on(&decision, &s2, 1);
+    // Without its tainted node b1-s1 offers 12, as b1-s2 does: 3 of the 4 pods.
+    expect_refused(&decision, 3, 4);
+    referee(&env, &decision, q).await;
+    queue.withdraw("sixteen").await;
+
+    let q = question(12, 4, SUBBLOCK);
+    let decision = ask_kueue(&queue, "twelve", q).await;
+    let usable: Vec<String> = s1[1..].iter().chain(&s2).cloned().collect();
+    expect_admitted_within(&decision, &usable, 3);
     let answer = referee(&env, &decision, q).await;
-    expect_domains(&answer, &[(fleet.subblock("b1", "s2"), 16, &s2)]);
+    // b1-s2 counts its PreferNoSchedule node: without it, it would offer 8.
+    expect_domains(
+        &answer,
+        &[
+            (fleet.subblock("b1", "s1"), 12, &s1[1..]),
+            (fleet.subblock("b1", "s2"), 12, &s2),
+        ],
+    );
 }
 
 /// The assignment reader against v1beta2's compact form, by hand: a prefix and suffix around individual roots

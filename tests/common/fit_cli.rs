@@ -54,9 +54,9 @@ pub struct FitQuestion<'a> {
     pub product: &'a str,
 }
 
-/// Runs `fit` for `question` against the test cluster; panics unless it answers with exit 0 or 1 and JSON that
-/// agrees with its exit code.
-pub fn fit(question: FitQuestion<'_>) -> FitAnswer {
+/// Runs `fit` for `question` against the test cluster, over the nodes matching `selector` (`-l`); panics unless
+/// it answers with exit 0 or 1 and JSON that agrees with its exit code.
+pub fn fit(question: FitQuestion<'_>, selector: &str) -> FitAnswer {
     let args = [
         "fit".to_owned(),
         "--gpus".to_owned(),
@@ -67,6 +67,8 @@ pub fn fit(question: FitQuestion<'_>) -> FitAnswer {
         question.level.to_owned(),
         "--product".to_owned(),
         question.product.to_owned(),
+        "-l".to_owned(),
+        selector.to_owned(),
         "-o".to_owned(),
         "json".to_owned(),
     ];

@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use testkit::waits::Deadline;
 
 use super::objects::GPU;
 use super::process::KueueProcess;
 use crate::common::allocation::node;
-use crate::common::test_env::{TEST_LABEL, TestEnv};
+use crate::common::test_env::TestEnv;
 use crate::common::waiting::wait_for;
 
 /// GKE's block label: the widest level.
@@ -90,30 +90,6 @@ impl Fleet {
     }
 }
 
-/// Panics if the cluster holds GB200 nodes with topology labels other than this test's: `fit` answers for the
-/// whole cluster, so they would count in its answer and not in Kueue's (whose flavor selects the test's nodes).
-pub async fn assert_only_gb200_topology(env: &TestEnv) {
-    let nodes: Api<Node> = Api::all(env.client.clone());
-    let listed = nodes
-        .list(&ListParams::default().labels(&format!("nvidia.com/gpu.product={PRODUCT}")))
-        .await
-        .expect("list GB200 nodes");
-    let foreign: Vec<String> = listed
-        .items
-        .into_iter()
-        .filter(|n| {
-            let labels = n.metadata.labels.clone().unwrap_or_default();
-            labels.get(TEST_LABEL) != Some(&env.id)
-                && (labels.contains_key(BLOCK) || labels.contains_key(SUBBLOCK))
-        })
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    assert!(
-        foreign.is_empty(),
-        "other GB200 nodes with topology labels are in the cluster, and `fit` would count them: {foreign:?}"
-    );
-}
-
 /// A pod of no Kueue Workload holding `gpus` GPUs of `node` (as a job started without Kueue does), bound by
 /// kube-scheduler; returns once Kueue counts it (its TAS cache logs it at verbosity 5, under the cache's lock,
 /// so a scheduling cycle after the line sees the pod).
@@ -177,12 +153,12 @@ pub async fn free_gpus(env: &TestEnv, kueue: &mut KueueProcess, name: &str) {
         .await;
 }
 
-/// Puts taint `key=value:effect` on `node` and returns once Kueue has it (it logs every change of a node's
+/// Puts taint `key=team-a:effect` on `node` and returns once Kueue has it (it logs every change of a node's
 /// taints after taking the node into its cache).
 pub async fn taint(env: &TestEnv, kueue: &mut KueueProcess, node: &str, key: &str, effect: &str) {
     let nodes: Api<Node> = Api::all(env.client.clone());
     let body =
-        json!({ "spec": { "taints": [{ "key": key, "value": "present", "effect": effect }] } });
+        json!({ "spec": { "taints": [{ "key": key, "value": "team-a", "effect": effect }] } });
     nodes
         .patch(node, &PatchParams::default(), &Patch::Merge(body))
         .await
