@@ -8,6 +8,8 @@
 # and, on request only, two developer tools:
 #   - actionlint               github.com/rhysd/actionlint/cmd/actionlint (module: hack/go/actionlint)
 #   - helm                     helm.sh/helm/v3/cmd/helm               (module: hack/go/helm)
+#   - kueue                    sigs.k8s.io/kueue/cmd/kueue            (module: hack/go/kueue), with its
+#                              CRDs beside it in crds/ (for tests/topology_referee.rs)
 #
 # Binaries are cached outside the repository, keyed by version:
 #   ${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-inventory-operator}/bin/<name>-<version>/<name>
@@ -16,16 +18,16 @@
 # contains `etcd` and `kube-apiserver`, those two are used from there (and kube-controller-manager,
 # kube-scheduler and kwok too when that directory has them); the rest is built.
 #
-# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|paths]
+# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|paths]
 #   all (default)   ensure the five cluster binaries exist (build what is missing)
-#   <name>          ensure that binary only; `actionlint` and `helm` also print their path on stdout
+#   <name>          ensure that binary only; `actionlint`, `helm` and `kueue` also print their path on stdout
 #   paths [<name>...]
 #                   like `all` (or only the named binaries), then print ETCD=, KUBE_APISERVER=,
 #                   KUBE_CONTROLLER_MANAGER=, KUBE_SCHEDULER= and KWOK=<path> lines on stdout
 #   regenerate-modules
-#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint,helm} for
-#                   K8S_VERSION, KWOK_VERSION, ACTIONLINT_VERSION and HELM_VERSION (after changing a default)
-# All progress output goes to stderr; only `paths`, `actionlint` and `helm` write to stdout.
+#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint,helm,kueue} for K8S_VERSION,
+#                   KWOK_VERSION, ACTIONLINT_VERSION, HELM_VERSION and KUEUE_VERSION (after changing a default)
+# All progress output goes to stderr; only `paths`, `actionlint`, `helm` and `kueue` write to stdout.
 #
 # Environment:
 #   K8S_VERSION          Kubernetes version of kube-apiserver, kube-controller-manager and
@@ -35,6 +37,7 @@
 #   KWOK_VERSION         KWOK version        (default v0.8.0)
 #   ACTIONLINT_VERSION   actionlint version  (default v1.7.12)
 #   HELM_VERSION         helm version        (default v3.22.0)
+#   KUEUE_VERSION        Kueue version       (default v0.17.0)
 #   GPUINV_CACHE_DIR     cache root (see above)
 #   KUBEBUILDER_ASSETS   use prebuilt binaries from this directory instead
 set -euo pipefail
@@ -47,6 +50,7 @@ K8S_VERSION="${K8S_VERSION:-${KUBE_VERSION:-v1.34.4}}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+KUEUE_VERSION="${KUEUE_VERSION:-v0.17.0}"
 SUPPORTED_K8S_VERSIONS="v1.32.13 v1.34.4 v1.37.2"
 CACHE_DIR="${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpu-inventory-operator}"
 BIN_CACHE="${CACHE_DIR}/bin"
@@ -66,6 +70,7 @@ version_of() {
     kwok) printf '%s' "${KWOK_VERSION}" ;;
     actionlint) printf '%s' "${ACTIONLINT_VERSION}" ;;
     helm) printf '%s' "${HELM_VERSION}" ;;
+    kueue) printf '%s' "${KUEUE_VERSION}" ;;
     *) die "internal: unknown binary '$1'" ;;
   esac
 }
@@ -136,7 +141,8 @@ run_go_build() { # <label> <module dir> <output> <ldflags> <package>
   log_file="$(mktemp "${TMPDIR:-/tmp}/gpuinv-go-build.XXXXXX")"
   (
     cd "${dir}"
-    GOWORK=off CGO_ENABLED=0 exec go build -v -trimpath -buildvcs=false \
+    # GO_BUILD_EXTRA_FLAGS: one more flag (build_kueue's -overlay=...).
+    GOWORK=off CGO_ENABLED=0 exec go build -v -trimpath -buildvcs=false ${GO_BUILD_EXTRA_FLAGS:+"${GO_BUILD_EXTRA_FLAGS}"} \
       -ldflags "${ldflags}" -o "${out}" "${pkg}"
   ) >"${log_file}" 2>&1 &
   pid=$!
@@ -257,6 +263,7 @@ generate_tool_gomod() { # <module> <package> <version> <dir>
 generate_kwok_gomod() { generate_tool_gomod sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$@"; }
 generate_actionlint_gomod() { generate_tool_gomod github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint "$@"; }
 generate_helm_gomod() { generate_tool_gomod helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$@"; }
+generate_kueue_gomod() { generate_tool_gomod sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue "$@"; }
 
 generate_etcd_gomod() { # <version> <dir>
   cp "${GO_DIR}/etcd/main.go" "$2/"
@@ -300,8 +307,9 @@ ensure_binary() { # <name> <module@version to check> <module dir function> <pack
   mv -f "${tmp}" "${dest}"
   trap - EXIT
   exec 8>&-
-  # helm has a `version` command rather than a --version flag.
-  log "${name} ${version}: $("${dest}" "$([[ "${name}" == helm ]] && echo version || echo --version)" 2>&1 | head -n 1)"
+  # helm has a `version` command rather than a --version flag; kueue has neither (it would start).
+  [[ "${name}" == kueue ]] ||
+    log "${name} ${version}: $("${dest}" "$([[ "${name}" == helm ]] && echo version || echo --version)" 2>&1 | head -n 1)"
 }
 
 etcd_module_dir() { module_dir_for etcd go.etcd.io/etcd/server/v3 "${ETCD_VERSION}" generate_etcd_gomod; }
@@ -309,6 +317,7 @@ kubernetes_module_dir() { module_dir_for kubernetes k8s.io/kubernetes "${K8S_VER
 kwok_module_dir() { module_dir_for kwok sigs.k8s.io/kwok "${KWOK_VERSION}" generate_kwok_gomod; }
 actionlint_module_dir() { module_dir_for actionlint github.com/rhysd/actionlint "${ACTIONLINT_VERSION}" generate_actionlint_gomod; }
 helm_module_dir() { module_dir_for helm helm.sh/helm/v3 "${HELM_VERSION}" generate_helm_gomod; }
+kueue_module_dir() { module_dir_for kueue sigs.k8s.io/kueue "${KUEUE_VERSION}" generate_kueue_gomod; }
 
 build_etcd() {
   ensure_binary etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" etcd_module_dir . \
@@ -359,6 +368,25 @@ build_helm() {
   ensure_binary helm "helm.sh/helm/v3@${HELM_VERSION}" helm_module_dir helm.sh/helm/v3/cmd/helm "${ldflags}" "~3 minutes"
 }
 
+# Kueue (tests/topology_referee.rs, docs/kueue-referee.md): its controller manager, built with one overlay made
+# by hack/go/kueue/build.sh (the metrics certificate directory from an environment variable: it is a fixed
+# path outside any work tree otherwise), and its CRDs copied beside the binary, in crds/.
+build_kueue() {
+  local dir
+  dir="$(dirname "$(cache_path kueue)")"
+  GO_BUILD_EXTRA_FLAGS="-overlay=${dir}/overlay/overlay.json" ensure_binary kueue "sigs.k8s.io/kueue@${KUEUE_VERSION}" \
+    kueue_overlaid_module_dir ./cmd/kueue "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=${KUEUE_VERSION}" "~5 minutes"
+  "${GO_DIR}/kueue/build.sh" crds "${KUEUE_VERSION}" "${dir}"
+}
+# The module to build Kueue in, with the overlay written beside the binary first: ensure_binary calls it under
+# the binary's lock, so a second caller never rewrites the overlay while the first one's build reads it.
+kueue_overlaid_module_dir() {
+  local module
+  module="$(kueue_module_dir)"
+  "${GO_DIR}/kueue/build.sh" overlay "${KUEUE_VERSION}" "$(dirname "$(cache_path kueue)")" "${module}" >/dev/null
+  printf '%s' "${module}"
+}
+
 check_k8s_version() {
   [[ "${K8S_VERSION}" =~ ^v1\.[0-9]+\.[0-9]+$ ]] ||
     die "K8S_VERSION='${K8S_VERSION}' is not a Kubernetes release like v1.34.4 (supported: ${SUPPORTED_K8S_VERSIONS})"
@@ -370,21 +398,22 @@ check_k8s_version() {
 main() {
   local what="${1:-all}"
   case "${what}" in
-    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | helm | paths) ;;
+    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | helm | kueue | paths) ;;
     regenerate-modules)
       check_k8s_version
       generate_kubernetes_gomod "${K8S_VERSION}" "${GO_DIR}/kubernetes"
       generate_kwok_gomod "${KWOK_VERSION}" "${GO_DIR}/kwok"
       generate_actionlint_gomod "${ACTIONLINT_VERSION}" "${GO_DIR}/actionlint"
       generate_helm_gomod "${HELM_VERSION}" "${GO_DIR}/helm"
-      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION}), hack/go/helm (${HELM_VERSION})"
+      generate_kueue_gomod "${KUEUE_VERSION}" "${GO_DIR}/kueue"
+      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION}), hack/go/helm (${HELM_VERSION}), hack/go/kueue (${KUEUE_VERSION})"
       return 0
       ;;
     -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       return 0
       ;;
-    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|paths|regenerate-modules)" ;;
+    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|paths|regenerate-modules)" ;;
   esac
   check_k8s_version
   if ASSETS_DIR="$(assets_dir)"; then
@@ -398,7 +427,7 @@ main() {
     names="$*"
   fi
   case "${what}" in
-    actionlint | helm)
+    actionlint | helm | kueue)
       "build_${what}"
       printf '%s\n' "$(cache_path "${what}")"
       return 0

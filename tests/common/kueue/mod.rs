@@ -1,0 +1,132 @@
+//! The real Kueue (v0.17, built once from its Go module by `hack/build-control-plane.sh kueue`) as the referee of
+//! `fit` (tests/topology_referee.rs; docs/kueue-referee.md says what runs and why): its CRDs installed in the test
+//! cluster, its controller manager run out of cluster as a child process ([`KueueProcess`]), a test's Topology,
+//! ResourceFlavor, ClusterQueue and LocalQueue ([`TasQueue`]), and Workloads whose admission is read back as a
+//! [`Decision`].
+
+pub mod assignment;
+pub mod fleet;
+pub mod objects;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+#[allow(unused_imports)] // each test binary uses a different part of the harness
+pub use {assignment::Decision, objects::TasQueue, process::KueueProcess};
+
+use super::cluster_access::kubeconfig_path;
+
+/// The API group of Kueue's objects, and the version the tests write and read (v0.17's storage version).
+pub const GROUP: &str = "kueue.x-k8s.io";
+/// See [`GROUP`].
+pub const VERSION: &str = "v1beta2";
+
+/// The kueue binary: `$KUEUE` when set, else the one `hack/build-control-plane.sh kueue` builds (once, cached
+/// outside the repository with its CRDs beside it). Panics with the script's error when it cannot be had.
+pub fn kueue_binary() -> PathBuf {
+    static KUEUE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = KUEUE.get_or_init(|| {
+        if let Some(path) = std::env::var_os("KUEUE").filter(|p| !p.is_empty()) {
+            return Ok(PathBuf::from(path));
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/build-control-plane.sh");
+        let out = Command::new(&script)
+            .arg("kueue")
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if out.status.success() && Path::new(&path).is_file() {
+            Ok(PathBuf::from(path))
+        } else {
+            Err(format!(
+                "`hack/build-control-plane.sh kueue` failed ({}): needs Go and the Go module proxy once; see its \
+                 output above, or set KUEUE to a kueue binary with its CRDs in crds/ beside it",
+                out.status
+            ))
+        }
+    });
+    match found {
+        Ok(path) => path.clone(),
+        Err(e) => panic!("no Kueue for the referee tests: {e}"),
+    }
+}
+
+/// Kueue's CRDs, copied beside the binary from the module's `config/components/crd/bases`.
+pub fn crd_dir() -> PathBuf {
+    kueue_binary()
+        .parent()
+        .expect("the kueue binary is in a directory")
+        .join("crds")
+}
+
+/// `kubectl <args>` against the test cluster, which must succeed; its stdout.
+pub fn kubectl(args: &[&str]) -> String {
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig_path())
+        .args(args)
+        .output()
+        .expect("run kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {} failed ({}):\n{}{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Installs Kueue's CRDs (once per test binary) and waits until the API server serves them. Server-side apply:
+/// the Workload CRD is larger than the annotation a client-side apply keeps. Kueue resolves its kinds through
+/// discovery when it starts and exits when one is missing, so the wait is for discovery to list them.
+pub fn install_crds() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let dir = crd_dir();
+        let dir = dir.to_str().expect("the CRD directory's path is UTF-8");
+        kubectl(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=gpuinv-test-kueue",
+            "-f",
+            dir,
+        ]);
+        let limit = testkit::waits::LOAD_ALLOWANCE.as_secs();
+        kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            &format!("--timeout={limit}s"),
+            "-f",
+            dir,
+        ]);
+        let started = std::time::Instant::now();
+        loop {
+            let listed = kubectl(&["api-resources", "--api-group", GROUP, "-o", "name"]);
+            let served = [
+                "workloads",
+                "clusterqueues",
+                "localqueues",
+                "resourceflavors",
+                "topologies",
+            ]
+            .iter()
+            .all(|kind| listed.lines().any(|l| l == format!("{kind}.{GROUP}")));
+            if served {
+                break;
+            }
+            assert!(
+                started.elapsed() < testkit::waits::LOAD_ALLOWANCE,
+                "Kueue's CRDs are Established but discovery does not list them after {:?} \
+                 (one reaction of the API server's discovery): {listed}",
+                started.elapsed()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+}
