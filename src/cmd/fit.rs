@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
 use super::scan::{EXIT_ERROR, scan_inventory};
 use crate::error::{Error, Result};
-use crate::inventory::topology::{FitAnswer, FitRequest, fit};
+use crate::inventory::topology::{FitAnswer, FitRequest, Toleration, fit};
 
 /// Exit code: the job fits.
 const EXIT_FITS: u8 = 0;
@@ -35,6 +35,13 @@ pub struct FitArgs {
     /// level where it fits: one node, then the NVLink partition, then the network levels from the narrowest.
     #[arg(long, env = "GPUINV_FIT_LEVEL", value_name = "LEVEL")]
     pub level: Option<String>,
+    /// A taint the job's pods tolerate, `KEY[=VALUE][:EFFECT]` as `kubectl taint` writes it (`*`: every taint).
+    /// Without one, a node with a `NoSchedule`/`NoExecute` taint offers nothing, as Kueue leaves it out, except
+    /// a taint keyed by the GPU resource itself (`nvidia.com/gpu=present:NoSchedule`), which every pod asking
+    /// for that resource tolerates (ExtendedResourceToleration). Repeatable.
+    #[arg(long = "toleration", env = "GPUINV_FIT_TOLERATIONS", value_name = "KEY[=VALUE][:EFFECT]",
+          value_delimiter = ',', value_parser = Toleration::parse)]
+    pub tolerations: Vec<Toleration>,
     /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
     /// instead of the cluster; `-` reads stdin.
     #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
@@ -127,6 +134,7 @@ pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAns
         product: args.product.clone(),
         gpus_per_pod: args.gpus_per_pod,
         level: args.level.as_ref().map(|l| l.trim().to_owned()),
+        tolerations: args.tolerations.clone(),
     };
     fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
 }

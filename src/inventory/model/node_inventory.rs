@@ -154,6 +154,9 @@ pub struct NodeInventory {
     pub still_fit: BTreeMap<String, u64>,
     /// Where the node sits: its NVLink partition and network domains, from its labels.
     pub topology: NodeTopology,
+    /// The node's `NoSchedule` and `NoExecute` taints, `(key, value, effect)`: a gang's pods land only where
+    /// they tolerate them (`inventory::topology::gang`).
+    pub blocking_taints: Vec<(String, String, String)>,
 }
 
 impl NodeInventory {

@@ -143,6 +143,11 @@ pub fn scan_node_in(
         sources,
         derived_from,
         topology: scope.topology.read(&node.labels),
+        blocking_taints: taints
+            .iter()
+            .filter(|(_, _, effect)| effect == "NoSchedule" || effect == "NoExecute")
+            .cloned()
+            .collect(),
         ..Default::default()
     };
     if node.conditions.is_none() {

@@ -19,11 +19,12 @@ pub struct Domain<'n> {
 }
 
 /// The product's nodes grouped by their domain at `level` (`nvlink`, a label key, or the hostname label),
-/// with what each domain offers to pods of `k`. Nodes without a place at the level are in no domain.
+/// with what each domain offers to pods of `k` tolerating `tolerations`. Nodes without a place at the level are in no domain.
 pub fn domains_at<'n>(
     nodes: &[&'n NodeInventory],
     level: &str,
     k: u64,
+    tolerations: &[gang::Toleration],
 ) -> BTreeMap<&'n str, Domain<'n>> {
     let mut domains: BTreeMap<&'n str, Domain<'n>> = BTreeMap::new();
     for node in nodes {
@@ -32,7 +33,9 @@ pub fn domains_at<'n>(
         };
         let domain = domains.entry(name).or_default();
         domain.nodes.push(node);
-        domain.offered = domain.offered.saturating_add(gang::offer(node, k));
+        domain.offered = domain
+            .offered
+            .saturating_add(gang::offer(node, k, tolerations));
         let whole_pods = node.count.checked_div(k).unwrap_or(0);
         domain.size = domain.size.saturating_add(whole_pods.saturating_mul(k));
     }
@@ -98,13 +101,14 @@ pub struct DomainTally<'n> {
     pub members: Vec<&'n NodeInventory>,
 }
 
-/// Every level's domains among `nodes` for pods of `k`, levels in `fit`'s order (see [`levels_of`]). Domains
+/// Every level's domains among `nodes` for pods of `k` (tolerating no taint but their own GPU resource's),
+/// levels in `fit`'s order (see [`levels_of`]). Domains
 /// are told apart by their interned value's address, levels by their name: no string is compared or hashed
 /// per node (at 13,000 GPU nodes with four levels each, a map keyed by the text cost more than the scan).
 pub fn tally<'n>(nodes: &[&'n NodeInventory], k: u64) -> Vec<LevelTally<'n>> {
     let mut levels: Vec<(LevelTally<'n>, HashMap<usize, usize>)> = Vec::new();
     for node in nodes {
-        let offered = gang::offer(node, k);
+        let offered = gang::offer(node, k, &[]);
         let size = node.count.checked_div(k).unwrap_or(0).saturating_mul(k);
         for (level, domain) in node.topology.interned_places() {
             let at = match levels

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::domains::{Domain, domains_at, levels_of};
-use super::gang::{self, ProductNodes};
+use super::gang::{self, ProductNodes, Toleration};
 use super::label_table::HOSTNAME;
 use crate::inventory::model::NodeInventory;
 
@@ -21,6 +21,8 @@ pub struct FitRequest {
     pub gpus_per_pod: Option<u64>,
     /// The level (`nvlink`, a node label key, or `kubernetes.io/hostname`); `None`: the narrowest that fits.
     pub level: Option<String>,
+    /// What the job's pods tolerate, beyond their GPU resource's own taint (see `gang`).
+    pub tolerations: Vec<Toleration>,
 }
 
 /// One domain where the job fits.
@@ -166,7 +168,7 @@ fn fit_product(product: &ProductNodes<'_>, request: &FitRequest) -> FitAnswer {
             .collect(),
     };
     for level in &levels {
-        let domains = domains_at(&product.nodes, level, k);
+        let domains = domains_at(&product.nodes, level, k, &request.tolerations);
         let mut fitting: Vec<FitDomain> = domains
             .iter()
             .filter(|(_, d)| d.offered >= request.gpus)
@@ -176,7 +178,7 @@ fn fit_product(product: &ProductNodes<'_>, request: &FitRequest) -> FitAnswer {
                 nodes: d
                     .nodes
                     .iter()
-                    .filter(|n| gang::offer(n, k) > 0)
+                    .filter(|n| gang::offer(n, k, &request.tolerations) > 0)
                     .map(|n| n.name.clone())
                     .collect(),
             })
@@ -194,8 +196,8 @@ fn fit_product(product: &ProductNodes<'_>, request: &FitRequest) -> FitAnswer {
         .last()
         .cloned()
         .unwrap_or_else(|| HOSTNAME.to_owned());
-    let domains = domains_at(&product.nodes, &level, k);
-    answer.why = Some(why_not(product, &level, &domains, k, request.gpus));
+    let domains = domains_at(&product.nodes, &level, k, &request.tolerations);
+    answer.why = Some(why_not(product, &level, &domains, k, request));
     answer.level = Some(level);
     answer
 }
@@ -206,8 +208,9 @@ fn why_not(
     level: &str,
     domains: &std::collections::BTreeMap<&str, Domain<'_>>,
     k: u64,
-    gpus: u64,
+    request: &FitRequest,
 ) -> String {
+    let gpus = request.gpus;
     let mut reasons = Vec::new();
     if !gpus.is_multiple_of(k) {
         reasons.push(format!(
@@ -215,7 +218,20 @@ fn why_not(
             gpus.div_ceil(k)
         ));
     }
-    let offered: u64 = product.nodes.iter().map(|n| gang::offer(n, k)).sum();
+    let offered: u64 = product
+        .nodes
+        .iter()
+        .map(|n| gang::offer(n, k, &request.tolerations))
+        .sum();
+    let tainted: Vec<String> = product
+        .nodes
+        .iter()
+        .filter(|n| n.ready && !n.unschedulable)
+        .filter_map(|n| {
+            gang::untolerated_taint(n, &request.tolerations)
+                .map(|(key, value, effect)| format!("{} ({key}={value}:{effect})", n.name))
+        })
+        .collect();
     let unusable: Vec<&str> = product
         .nodes
         .iter()
@@ -255,6 +271,13 @@ fn why_not(
             "{} node(s) NotReady or cordoned: {}",
             unusable.len(),
             crate::inventory::text::capped_list(unusable.iter().copied())
+        ));
+    }
+    if !tainted.is_empty() {
+        reasons.push(format!(
+            "{} node(s) tainted without a toleration (add --toleration KEY[=VALUE][:EFFECT]): {}",
+            tainted.len(),
+            crate::inventory::text::capped_list(tainted.iter().map(String::as_str))
         ));
     }
     if placeless > 0 && !domains.is_empty() {

@@ -14,6 +14,7 @@ pub mod nvlink_health;
 pub mod summary;
 
 pub use fit::{FitAnswer, FitDomain, FitError, FitRequest, fit};
+pub use gang::Toleration;
 pub use levels::TopologyLevels;
 
 #[cfg(test)]

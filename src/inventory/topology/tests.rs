@@ -36,6 +36,7 @@ fn ask(
         product: None,
         gpus_per_pod: k,
         level: level.map(str::to_owned),
+        tolerations: Vec::new(),
     };
     fit(&inventory.nodes, &request).unwrap()
 }

@@ -136,6 +136,8 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
         dra_extended: entry.dra_extended_resources.clone(),
         still_fit: entry.still_fit.clone(),
         topology: super::topology::read_places(&entry.topology),
+        // Not on the wire; the events do not read them.
+        blocking_taints: Vec::new(),
     }
 }
 
