@@ -78,6 +78,10 @@ pub fn domain_problems(domains: &[DomainTally<'_>], k: u64) -> Vec<DomainProblem
 /// Adds `NvlinkCliqueMissing` to every node of a product whose other nodes carry `nvidia.com/gpu.clique`
 /// while it does not. Only those nodes' entries are copied; the others keep their `Arc`.
 pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>]) {
+    // Most fleets carry no clique at all: then there is nothing to group.
+    if !nodes.iter().any(|n| n.topology.has_clique()) {
+        return;
+    }
     // By address: the grouping borrows the entries, and the marking needs them mutably.
     let mut missing: HashMap<*const NodeInventory, usize> = HashMap::new();
     for product in &gang::by_product(nodes) {
