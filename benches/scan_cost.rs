@@ -31,37 +31,17 @@ use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::scanner::ScanScope;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
-use testkit::cluster::{load_templates, make_node};
+use testkit::cluster::{load_templates, make_node, topology_labels};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
-/// GPU nodes per NVLink rack, and racks per network block, in the labelled fleet.
-const RACK_NODES: usize = 18;
-const BLOCK_RACKS: usize = 8;
-
-/// Adds the labels of a GB200 fleet to GPU node `i` (every fifth node is one): its rack's clique, its block
-/// and subblock, a zone.
+/// Adds a GB200 fleet's topology labels (`testkit::cluster::topology_labels`) to GPU node `i` (every fifth
+/// node is one).
 fn with_topology(mut node: Node, i: usize) -> Node {
     if !i.is_multiple_of(5) {
         return node;
     }
-    let rack = (i / 5) / RACK_NODES;
     let labels = node.metadata.labels.get_or_insert_with(Default::default);
-    labels.insert(
-        "nvidia.com/gpu.clique".into(),
-        format!("{:08x}-0000-4000-8000-{:012x}.32766", rack * 7919, rack),
-    );
-    labels.insert(
-        "cloud.google.com/gce-topology-block".into(),
-        format!("block-{}", rack / BLOCK_RACKS),
-    );
-    labels.insert(
-        "cloud.google.com/gce-topology-subblock".into(),
-        format!("subblock-{rack}"),
-    );
-    labels.insert(
-        "topology.kubernetes.io/zone".into(),
-        format!("zone-{}", rack % 3),
-    );
+    labels.extend(topology_labels(i / 5));
     node
 }
 

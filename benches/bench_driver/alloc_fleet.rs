@@ -187,6 +187,10 @@ pub fn plan_with<'k>(
                 mig_single: slot.kind.mig_single,
             };
             shape_gpu_node(&mut node, &spec, slot.kind);
+            if a.topology {
+                let labels = node.metadata.labels.get_or_insert_with(Default::default);
+                labels.extend(cluster::topology_labels(gpu_nodes.len()));
+            }
             gpu_nodes.push(spec);
         }
         nodes.push(node);

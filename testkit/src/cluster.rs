@@ -91,6 +91,36 @@ pub fn make_node(templates: &Templates, i: usize, images: usize) -> Node {
     node
 }
 
+/// GPU nodes per NVLink rack, and racks per network block, of [`topology_labels`].
+pub const RACK_NODES: usize = 18;
+/// Racks per GKE block of [`topology_labels`].
+pub const BLOCK_RACKS: usize = 8;
+
+/// The topology labels of GPU node `j` (the j-th GPU node of a fleet) in a GB200 fleet: its rack's
+/// `nvidia.com/gpu.clique` (`<ClusterUUID>.<CliqueID>`, racks of [`RACK_NODES`]), its GKE block and subblock,
+/// and a zone (docs/topology.md has what each means).
+pub fn topology_labels(j: usize) -> [(String, String); 4] {
+    let rack = j / RACK_NODES;
+    [
+        (
+            "nvidia.com/gpu.clique".into(),
+            format!("{:08x}-0000-4000-8000-{rack:012x}.32766", rack * 7919),
+        ),
+        (
+            "cloud.google.com/gce-topology-block".into(),
+            format!("block-{}", rack / BLOCK_RACKS),
+        ),
+        (
+            "cloud.google.com/gce-topology-subblock".into(),
+            format!("subblock-{rack}"),
+        ),
+        (
+            "topology.kubernetes.io/zone".into(),
+            format!("zone-{}", rack % 3),
+        ),
+    ]
+}
+
 /// Image `k` of node `i`: a digest and a tag, 50 MB and up.
 fn container_image(i: usize, k: usize) -> ContainerImage {
     ContainerImage {

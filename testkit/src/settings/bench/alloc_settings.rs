@@ -54,6 +54,16 @@ pub struct AllocSettings {
         default_value = "10"
     )]
     pub taint_every: usize,
+    /// Allocation scenario: every GPU node carries a GB200 fleet's topology labels (its rack's
+    /// `nvidia.com/gpu.clique`, racks of 18; GKE block of 8 racks and subblock; a zone), as a 2026 fleet does.
+    #[arg(
+        id = "alloc-topology",
+        long = "alloc-topology",
+        env = "BENCH_ALLOC_TOPOLOGY",
+        default_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub topology: bool,
     /// Allocation scenario: creates (and status patches) in flight while the fleet is set up (0 counts as 1).
     #[arg(id = "alloc-create-concurrency", long = "alloc-create-concurrency", env = "BENCH_ALLOC_CREATE_CONCURRENCY", default_value = "48", value_parser = at_least_one_usize)]
     pub create_concurrency: usize,
