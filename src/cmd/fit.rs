@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::group_by::GroupBy;
 use super::scan::{EXIT_ERROR, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::topology::{FitAnswer, FitRequest, fit};

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod fit;
+pub mod group_by;
 mod listing;
 pub mod plugin;
 pub(crate) mod render;

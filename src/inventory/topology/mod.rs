@@ -3,8 +3,9 @@
 //! ([`label_table`]) plus the extra levels of the cluster's Kueue `Topology` objects and `--topology-label`
 //! ([`levels`]); the gang rule ([`gang`]) says what a node offers to a job's pods; [`summary`] sums it per
 //! product and level for `status.topology[]`, [`nvlink_health`] says what is wrong with NVLink, and [`fit`]
-//! answers the what-if query. Pure, like the rest of the core.
+//! answers the what-if query; [`by_domain`] lists every domain of one level for `--group-by`. Pure, like the rest of the core.
 
+pub mod by_domain;
 pub mod domains;
 pub mod fit;
 pub mod gang;
