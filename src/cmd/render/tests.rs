@@ -47,6 +47,10 @@ fn wide_shows_sources_layout_and_notes() {
         header.contains("MIG/SHARING") && header.contains("SOURCES"),
         "{header}"
     );
+    assert!(
+        !header.contains("NVLINK") && !header.contains("NETWORK"),
+        "no node has a place: no topology columns: {header}"
+    );
     let k8s_node1 = text
         .lines()
         .find(|l| l.starts_with("k8s-device-plugin-issue-165-k8s-node1 "))

@@ -241,6 +241,102 @@ fn unique_prefix<'u>(uuid: &'u str, all: &BTreeSet<String>) -> &'u str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::render::{Table, render};
+    use crate::inventory::topology::by_domain::level_domains;
+    use crate::inventory::topology::tests::fleet;
+    use crate::publish::content::status::{NodeList, desired_status};
+    use crate::publish::content::wire::Detail;
+
+    /// The GB200 fleet fixture's inventory and status (tests/fixtures/topology/gb200-fleet.yaml).
+    fn fleet_status() -> (crate::inventory::Inventory, GpuInventoryStatus) {
+        let inventory = fleet();
+        let status = desired_status(&inventory, None, NodeList::All(Detail::Devices));
+        (inventory, status)
+    }
+
+    fn line<'t>(text: &'t str, start: &str) -> &'t str {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in:\n{text}"))
+    }
+
+    fn cells(line: &str) -> Vec<&str> {
+        line.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn the_nvlink_view_has_a_row_per_partition_its_problems_and_the_nodes_in_none() {
+        let (inventory, status) = fleet_status();
+        let domains = level_domains(&inventory.nodes, NVLINK);
+        let text = render(&status, Table::Domains(&domains));
+        assert_eq!(
+            cells(line(&text, "DOMAIN ")),
+            ["DOMAIN", "PRODUCT", "NODES", "GPUS", "FREE", "PROBLEMS"]
+        );
+        assert_eq!(
+            cells(line(&text, "a2221497-dbce-4964-8826-684c3694fd45.2478 ")),
+            [
+                "a2221497-dbce-4964-8826-684c3694fd45.2478",
+                "NVIDIA-GB200",
+                "17",
+                "68",
+                "52",
+                "NvlinkDomainDegraded,NotReady,Unschedulable"
+            ]
+        );
+        assert_eq!(
+            cells(line(&text, "0b9e3d2c-6a71-4e8f-8c1d-2e3f4a5b6c02.1 ")),
+            [
+                "0b9e3d2c-6a71-4e8f-8c1d-2e3f4a5b6c02.1",
+                "NVIDIA-GB200",
+                "9",
+                "36",
+                "20",
+                "-"
+            ]
+        );
+        assert!(text.contains("(4 for NVIDIA-GB200)"), "{text}");
+        assert!(
+            text.contains("in no domain at this level (NVIDIA-GB200): gb200-r3-n03\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nproblems:\n  a2221497-dbce-4964-8826-684c3694fd45.2478: NvlinkDomainDegraded: NVLink partition"),
+            "{text}"
+        );
+        let none = level_domains(&inventory.nodes, "example.com/rack");
+        assert!(
+            render(&status, Table::Domains(&none))
+                .contains("none carries the label example.com/rack"),
+        );
+    }
+
+    #[test]
+    fn wide_shows_each_nodes_partition_shortened_and_its_subblock() {
+        let (_, status) = fleet_status();
+        let text = render(&status, Table::Nodes { wide: true });
+        let header = cells(line(&text, "NAME "));
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        assert_eq!(at("NETWORK"), at("NVLINK") + 1);
+        let row = cells(line(&text, "gb200-r2-n10 "));
+        assert_eq!(row[at("NVLINK")], "0b9e3d2c….2");
+        assert_eq!(
+            row[at("NETWORK")],
+            "subblock-2",
+            "not the host level: one node each"
+        );
+        let clique_less = cells(line(&text, "gb200-r3-n03 "));
+        assert_eq!(clique_less[at("NVLINK")], "-");
+        assert!(
+            text.contains("NETWORK: the node's domain at cloud.google.com/gce-topology-subblock"),
+            "{text}"
+        );
+        let narrow = render(&status, Table::Nodes { wide: false });
+        assert!(!narrow.contains("NVLINK"), "only -o wide:\n{narrow}");
+    }
 
     #[test]
     fn cliques_are_shortened_to_a_unique_prefix_and_other_values_kept() {

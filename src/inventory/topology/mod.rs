@@ -18,4 +18,4 @@ pub use fit::{FitAnswer, FitDomain, FitError, FitRequest, fit};
 pub use levels::TopologyLevels;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
