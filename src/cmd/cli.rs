@@ -44,7 +44,7 @@ pub enum Command {
     Scan(ScanArgs),
     /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain.
     /// Exit code: 0 it fits, 1 it does not, 2 error.
-    Fit(super::fit::FitArgs),
+    Fit(super::fit_args::FitArgs),
 }
 
 /// Flags every subcommand understands.

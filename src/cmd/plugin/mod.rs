@@ -15,7 +15,7 @@ use crate::inventory::selector::LabelSelector;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
-use super::fit::FitArgs;
+use super::fit_args::FitArgs;
 use super::group_by::{GroupBy, parse_group_by};
 use super::scan::{EXIT_ERROR, exit_code, format_scan, scan_status, status_of};
 use crate::crd::GpuInventoryStatus;
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!((fit.gpus, fit.gpus_per_pod), (64, Some(4)));
         assert_eq!(fit.product.as_deref(), Some("NVIDIA-GB200"));
         assert_eq!(fit.level.as_deref(), Some("nvlink"));
-        assert_eq!(fit.output, super::super::fit::FitOutput::Json);
+        assert_eq!(fit.output, super::super::fit_args::FitOutput::Json);
         assert!(table_flags(&args).is_empty());
         // The table's own flags before `fit` are named, to be refused rather than ignored.
         let watch_fit = PluginArgs::try_parse_from([
