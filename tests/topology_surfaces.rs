@@ -141,6 +141,27 @@ fn scan_group_by_a_label_reads_it_as_a_level_even_when_the_table_does_not_know_i
         row(&text, "arm64")[1..5],
         ["NVIDIA-GB200", "54", "216", "184"]
     );
+    // JSON prints the status whatever the grouping: no level is added to it.
+    let json = operator(&[
+        "scan",
+        "-f",
+        &fleet,
+        "-o",
+        "json",
+        "--group-by",
+        "kubernetes.io/arch",
+    ]);
+    let status: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let levels: Vec<&str> = status["topology"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["level"].as_str().unwrap())
+        .collect();
+    assert!(
+        levels.contains(&"nvlink") && !levels.contains(&"kubernetes.io/arch"),
+        "{levels:?}"
+    );
     let out = operator(&["scan", "-f", &fleet, "--group-by", "example.com/rack"]);
     assert!(
         self::text(&out).contains("none carries the label example.com/rack"),

@@ -32,9 +32,7 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 /// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
 /// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    let extra: Vec<String> = args
-        .group_by
-        .extra_level()
+    let extra: Vec<String> = table_level(args.output, &args.group_by)
         .map(str::to_owned)
         .into_iter()
         .collect();
@@ -79,14 +77,21 @@ fn inventory_exit_code(inventory: &Inventory) -> ExitCode {
     ExitCode::from(if degrading { EXIT_ISSUES } else { EXIT_HEALTHY })
 }
 
-/// The inventory a scan sees and its status; the level `--group-by` names is read too.
+/// The label a table grouped by a topology level must read as one: `--group-by <key>` with `-o table|wide`.
+/// JSON and YAML print the status whatever the grouping, so they read no extra level: `scan -o json` is
+/// the same with or without `--group-by`.
+pub(crate) fn table_level(output: OutputFormat, group_by: &GroupBy) -> Option<&str> {
+    matches!(output, OutputFormat::Table | OutputFormat::Wide)
+        .then(|| group_by.extra_level())
+        .flatten()
+}
+
+/// The inventory a scan sees and its status; the level a `--group-by` table names is read too.
 pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
 ) -> Result<(Inventory, GpuInventoryStatus)> {
-    let extra: Vec<String> = args
-        .group_by
-        .extra_level()
+    let extra: Vec<String> = table_level(args.output, &args.group_by)
         .map(str::to_owned)
         .into_iter()
         .collect();

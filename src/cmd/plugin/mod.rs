@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use super::fit_args::FitArgs;
 use super::group_by::{GroupBy, parse_group_by};
-use super::scan::{EXIT_ERROR, exit_code, format_scan, scan_status, status_of};
+use super::scan::{EXIT_ERROR, exit_code, format_scan, scan_status, status_of, table_level};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
 use crate::inventory::selector::parse_selector;
@@ -196,13 +196,13 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         node_label_selector: args.selector.clone(),
         dra_drivers: args.global.dra_drivers(),
         health: args.global.health_table(),
-        // The level `--group-by` names is read as one, as `scan` reads it.
+        // The level a `--group-by` table names is read as one, as `scan` reads it.
         topology_labels: args
             .global
             .topology_labels
             .iter()
             .map(String::as_str)
-            .chain(args.group_by.extra_level())
+            .chain(table_level(args.output, &args.group_by))
             .map(str::to_owned)
             .collect(),
     };

@@ -73,9 +73,9 @@ pub(super) fn domain_table(domains: &LevelDomains) -> String {
         .map(|(product, k)| format!("{k} for {}", visible(product)))
         .collect();
     out += &format!(
-        "FREE: GPUs the domain's Ready, schedulable nodes offer to pods of the product's GPUs per node ({}): \
-         floor(free / K) * K per node, as status.topology counts them; PROBLEMS: the domain's own, then its \
-         nodes' issues\n",
+        "FREE: GPUs the domain's Ready, schedulable nodes offer to pods of the product's GPUs per node K ({}):\n\
+         \x20     floor(free / K) * K per node, as status.topology counts them\n\
+         PROBLEMS: the domain's own, then its nodes' issues\n",
         sizes.join(", ")
     );
     for unplaced in &domains.unplaced {
