@@ -40,6 +40,18 @@ fn helm_lint_passes_for_the_defaults_and_every_feature() {
         "values.schema.json lets operator.logFormat=xml through:\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // A topology label is one key: a comma would split it in GPUINV_TOPOLOGY_LABELS.
+    let out = helm(&[
+        "lint",
+        chart,
+        "--set-json",
+        r#"operator.topologyLabels=["example.com/rack,example.com/row"]"#,
+    ]);
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stdout).contains("topologyLabels"),
+        "values.schema.json lets a comma into operator.topologyLabels:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = helm(&[
         "template",
         "x",
@@ -170,6 +182,14 @@ fn every_feature_renders_and_the_monitoring_is_deploys() {
             "{arg} in {args}"
         );
     }
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].clone();
+    let topology = env
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "GPUINV_TOPOLOGY_LABELS")
+        .unwrap_or_else(|| panic!("no GPUINV_TOPOLOGY_LABELS in {env}"));
+    assert_eq!(topology["value"], "example.com/rack,example.com/row");
     let role = get("Role/gpu-inv/gpuinv");
     assert_eq!(role["rules"][2]["resourceNames"], json!(["gpuinv"]));
     assert_eq!(

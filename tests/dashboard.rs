@@ -262,9 +262,12 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
     let env = TestEnv::new("dashboard").await;
     env.load_fixture("homelab-nodes.yaml").await;
     // A Ready GPU node with a pod holding one GPU and one waiting for eight: every allocation series exists.
+    // Its NVLink clique and zone give it a place, so the topology series exist too.
     let gpu_node: Node = serde_json::from_value(json!({
         "metadata": { "name": "h100", "labels": { "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-            "nvidia.com/gpu.count": "2", "nvidia.com/gpu.present": "true" } },
+            "nvidia.com/gpu.count": "2", "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.clique": "5f0c2a9e-1b7d-4c3e-8a6f-2d4b6c8e0a13.1",
+            "topology.kubernetes.io/zone": "zone-a" } },
         "status": {
             "capacity": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" },
             "allocatable": { "cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "2" },
@@ -426,6 +429,9 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
         "gpu_inventory_guard_writes_total",
         "gpu_inventory_guard_skipped_writes_total",
         "gpu_inventory_watch_restarts_total",
+        "gpu_inventory_topology_degraded_domains",
+        "gpu_inventory_topology_domain_free_gpus",
+        "gpu_inventory_topology_largest_free_gpus",
     ] {
         assert!(all.contains(metric), "no panel shows {metric}");
     }

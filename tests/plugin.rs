@@ -183,6 +183,99 @@ async fn kubeconfig_and_context_are_kubectls() {
     assert!(String::from_utf8_lossy(&out.stdout).contains(&env.node_name("nuc1")));
 }
 
+/// The cells of the table row that starts with `first`.
+fn cells<'t>(table: &'t str, first: &str) -> Vec<&'t str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("{first} ")))
+        .unwrap_or_else(|| panic!("no row {first:?} in:\n{table}"));
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[tokio::test]
+async fn kubectl_runs_the_plugins_topology_views_and_fit_on_live_nodes() {
+    let env = TestEnv::new("plugin-topology").await;
+    // One rack split in two NVLink partitions (a and b in .1, c in .2), and a rack label no table knows.
+    let rack = "5f0c2a9e-1b7d-4c3e-8a6f-2d4b6c8e0a13";
+    for (name, clique, row) in [("a", "1", "r1"), ("b", "1", "r1"), ("c", "2", "r2")] {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": { "name": name, "labels": { "nvidia.com/gpu.product": "NVIDIA-GB200",
+                "nvidia.com/gpu.count": "4", "nvidia.com/gpu.clique": format!("{rack}.{clique}"),
+                "example.com/rack-row": row } },
+            "status": {
+                "capacity": { "cpu": "144", "memory": "880Gi", "pods": "110", "nvidia.com/gpu": "4" },
+                "allocatable": { "cpu": "144", "memory": "880Gi", "pods": "110", "nvidia.com/gpu": "4" },
+                "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready" }]
+            }
+        }))
+        .unwrap();
+        env.create_node(node).await;
+    }
+    let path = plugin_path(&env.id);
+    let kubeconfig = kubeconfig_path().display().to_string();
+    let sel = selector(&env);
+    let plugin = |extra: &[&str]| {
+        let args = [
+            &["gpu-inventory", "--kubeconfig", &kubeconfig, "-l", &sel],
+            extra,
+        ]
+        .concat();
+        let out = kubectl(&path, &args);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            !text.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (_, nvlink) = plugin(&["--group-by", "nvlink"]);
+    assert_eq!(
+        cells(&nvlink, &format!("{rack}.1"))[1..5],
+        ["NVIDIA-GB200", "2", "8", "8"]
+    );
+    assert_eq!(cells(&nvlink, &format!("{rack}.2"))[2..5], ["1", "4", "4"]);
+    // A label no table names is read as a level for the view, in a live scan too.
+    let (_, rows) = plugin(&["--group-by", "example.com/rack-row"]);
+    assert_eq!(cells(&rows, "r1")[1..5], ["NVIDIA-GB200", "2", "8", "8"]);
+    let (_, wide) = plugin(&["-o", "wide"]);
+    let header = cells(&wide, "NAME");
+    let at = header.iter().position(|h| *h == "NVLINK").expect("NVLINK");
+    assert_eq!(cells(&wide, &env.node_name("c"))[at], "5f0c2a9e….2");
+    // `fit`: kubectl's flags before it, fit's own after it; the answer and exit code are fit's.
+    let fit = |extra: &[&str]| {
+        let args = [
+            &[
+                "gpu-inventory",
+                "--kubeconfig",
+                &kubeconfig,
+                "fit",
+                "-l",
+                &sel,
+            ],
+            extra,
+        ]
+        .concat();
+        let out = kubectl(&path, &args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, json, err) = fit(&["--gpus", "8", "-o", "json"]);
+    assert_eq!(code, Some(0), "{json}{err}");
+    let answer: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(answer["level"], "nvlink", "{answer}");
+    assert_eq!(answer["domains"][0]["name"], format!("{rack}.1"));
+    let (code, text, err) = fit(&["--gpus", "12"]);
+    assert_eq!(code, Some(1), "no partition offers 12: {text}{err}");
+    assert!(text.contains("FITS    no"), "{text}");
+}
+
 /// The node's row on the screen.
 fn row<'a>(screen: &'a str, node: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.starts_with(&format!("{node} ")))

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::group_by::{GroupBy, parse_group_by};
 use crate::publish::content::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
 use crate::runtime::client::ClientConfig;
 pub use crate::runtime::logging::LogFormat;
@@ -43,7 +44,7 @@ pub enum Command {
     Scan(ScanArgs),
     /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain.
     /// Exit code: 0 it fits, 1 it does not, 2 error.
-    Fit(super::fit::FitArgs),
+    Fit(super::fit_args::FitArgs),
 }
 
 /// Flags every subcommand understands.
@@ -213,9 +214,13 @@ pub struct ScanArgs {
         value_name = "SELECTOR"
     )]
     pub selector: Option<String>,
-    /// Rows of the table: one per GPU node, per GPU model (GPUs and free whole GPUs), or per namespace (what
-    /// its pods hold and what its pending pods wait for). `json`/`yaml` always print the whole status.
-    #[arg(long, env = "GPUINV_SCAN_GROUP_BY", value_enum, default_value_t = GroupBy::Node)]
+    /// Rows of the table: `node` (one per GPU node), `product` (GPUs and free whole GPUs per GPU model),
+    /// `namespace` (what its pods hold and what its pending pods wait for), `vendor`, or a topology level:
+    /// `nvlink` or a node label key (`cloud.google.com/gce-topology-block`, a rack label, any key), one row
+    /// per domain and product with its nodes, GPUs, what it offers to pods of the product's GPUs per node and
+    /// its problems. `json`/`yaml` always print the whole status.
+    #[arg(long, env = "GPUINV_SCAN_GROUP_BY", value_name = "GROUPING", default_value = "node",
+          value_parser = parse_group_by)]
     pub group_by: GroupBy,
     /// Objects per LIST request of a live scan, as kubectl's `--chunk-size`: each page is decoded and
     /// stripped before the next is asked for, so a larger one holds more at once and makes fewer requests.
@@ -237,19 +242,6 @@ pub struct ScanArgs {
 
 /// `scan --chunk-size`'s default (the kubectl plugin's too).
 pub const DEFAULT_CHUNK_SIZE: u32 = 500;
-
-/// Rows of the `scan` table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GroupBy {
-    /// One row per GPU node.
-    Node,
-    /// One row per GPU model.
-    Product,
-    /// One row per namespace and resource.
-    Namespace,
-    /// One row per vendor.
-    Vendor,
-}
 
 /// Output formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -347,6 +339,31 @@ mod tests {
             ["gpu.nvidia.com", "gpu.example.com"]
         );
         assert!(parse(&["--dra-driver="]).is_empty());
+    }
+
+    #[test]
+    fn scan_groups_by_the_fixed_names_and_by_any_topology_level() {
+        let group_by = |value: &str| {
+            let cli = Cli::try_parse_from(["gpu-inventory-operator", "scan", "--group-by", value]);
+            match cli.map(|c| c.command) {
+                Ok(Some(Command::Scan(args))) => Ok(args.group_by),
+                Ok(other) => panic!("not a scan: {other:?}"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        assert_eq!(group_by("vendor"), Ok(GroupBy::Vendor));
+        assert_eq!(group_by("nvlink"), Ok(GroupBy::Level("nvlink".to_owned())));
+        assert_eq!(
+            group_by("example.com/rack"),
+            Ok(GroupBy::Level("example.com/rack".to_owned()))
+        );
+        assert!(
+            group_by("rack=1")
+                .unwrap_err()
+                .contains("nvlink or a node label key")
+        );
+        let default = Cli::try_parse_from(["gpu-inventory-operator", "scan"]).unwrap();
+        assert!(matches!(default.command, Some(Command::Scan(a)) if a.group_by == GroupBy::Node));
     }
 
     #[test]

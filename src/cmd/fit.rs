@@ -3,70 +3,19 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::fit_args::{FitArgs, FitOutput};
+use super::group_by::GroupBy;
 use super::scan::{EXIT_ERROR, scan_inventory};
 use crate::error::{Error, Result};
-use crate::inventory::topology::{FitAnswer, FitRequest, Toleration, fit};
+use crate::inventory::topology::{FitAnswer, FitRequest, fit};
 
 /// Exit code: the job fits.
 const EXIT_FITS: u8 = 0;
 /// Exit code: it does not.
 const EXIT_DOES_NOT_FIT: u8 = 1;
-
-/// Flags of `fit`.
-#[derive(Debug, Args, Clone)]
-pub struct FitArgs {
-    /// The job's GPUs (G). It fits in a domain whose nodes offer at least G GPUs to its pods.
-    #[arg(long, env = "GPUINV_FIT_GPUS", value_name = "G")]
-    pub gpus: u64,
-    /// The GPU model, as `scan --group-by product` names it (spaces, dashes and case do not matter).
-    /// Default: every product, and the answer for the one that fits at the narrowest level.
-    #[arg(long, env = "GPUINV_FIT_PRODUCT", value_name = "PRODUCT")]
-    pub product: Option<String>,
-    /// GPUs per pod (K): a node offers `floor(free / K) * K` of its free whole GPUs. Default: the product's
-    /// most common GPUs per node (whole nodes).
-    #[arg(long, env = "GPUINV_FIT_GPUS_PER_POD", value_name = "K")]
-    pub gpus_per_pod: Option<u64>,
-    /// The level the job must fit in: `nvlink` (one NVLink partition), `kubernetes.io/hostname` (one node), or
-    /// any node label key (`cloud.google.com/gce-topology-block`, a rack label, ...). Default: the narrowest
-    /// level where it fits: one node, then the NVLink partition, then the network levels from the narrowest.
-    #[arg(long, env = "GPUINV_FIT_LEVEL", value_name = "LEVEL")]
-    pub level: Option<String>,
-    /// A taint the job's pods tolerate, `KEY[=VALUE][:EFFECT]` as `kubectl taint` writes it (`*`: every taint).
-    /// Without one, a node with a `NoSchedule`/`NoExecute` taint offers nothing, as Kueue leaves it out, except
-    /// a taint keyed by the GPU resource itself (`nvidia.com/gpu=present:NoSchedule`), which every pod asking
-    /// for that resource tolerates (ExtendedResourceToleration). Repeatable.
-    #[arg(long = "toleration", env = "GPUINV_FIT_TOLERATIONS", value_name = "KEY[=VALUE][:EFFECT]",
-          value_delimiter = ',', value_parser = Toleration::parse)]
-    pub tolerations: Vec<Toleration>,
-    /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
-    /// instead of the cluster; `-` reads stdin.
-    #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
-    pub from_file: Option<String>,
-    /// Only consider nodes matching this label selector.
-    #[arg(
-        long,
-        short = 'l',
-        env = "GPUINV_FIT_SELECTOR",
-        value_name = "SELECTOR"
-    )]
-    pub selector: Option<String>,
-    /// Output format: `table` or `json`.
-    #[arg(long, short = 'o', env = "GPUINV_FIT_OUTPUT", value_enum, default_value_t = FitOutput::Table)]
-    pub output: FitOutput,
-}
-
-/// Output formats of `fit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FitOutput {
-    /// The answer in words and a table of the domains.
-    Table,
-    /// The answer as one JSON object.
-    Json,
-}
 
 /// The answer as JSON prints it (`gpus`, `gpusPerPod`, `product`, `fits`, `level`, `domains`, `why`).
 #[derive(Debug, Serialize)]

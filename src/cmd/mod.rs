@@ -4,6 +4,8 @@
 
 pub mod cli;
 pub mod fit;
+pub mod fit_args;
+pub mod group_by;
 mod listing;
 pub mod plugin;
 pub(crate) mod render;

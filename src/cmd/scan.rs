@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::cli::{GlobalArgs, GroupBy, OutputFormat, ScanArgs};
+use super::cli::{GlobalArgs, OutputFormat, ScanArgs};
+use super::group_by::GroupBy;
 use super::listing::{dump_snapshot, list_cluster, read_dump};
-use super::render;
+use super::render::{self, Table};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
+use crate::inventory::model::NVLINK;
 use crate::inventory::selector::{LabelSelector, parse_selector};
+use crate::inventory::topology::by_domain::level_domains;
 use crate::inventory::{Inventory, NodeUniverse};
 use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
@@ -29,11 +32,18 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 /// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
 /// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    match scan_inventory(global, args, &[]).await {
+    let extra: Vec<String> = table_level(args.output, &args.group_by)
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    match scan_inventory(global, args, &extra).await {
         Ok(inventory) => {
             let status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
-            print(&status, args.output, args.group_by);
+            print!(
+                "{}",
+                format_scan(&inventory, &status, args.output, &args.group_by)
+            );
             inventory_exit_code(&inventory)
         }
         Err(e) => {
@@ -67,17 +77,33 @@ fn inventory_exit_code(inventory: &Inventory) -> ExitCode {
     ExitCode::from(if degrading { EXIT_ISSUES } else { EXIT_HEALTHY })
 }
 
+/// The label a table grouped by a topology level must read as one: `--group-by <key>` with `-o table|wide`.
+/// JSON and YAML print the status whatever the grouping, so they read no extra level: `scan -o json` is
+/// the same with or without `--group-by`.
+pub(crate) fn table_level(output: OutputFormat, group_by: &GroupBy) -> Option<&str> {
+    matches!(output, OutputFormat::Table | OutputFormat::Wide)
+        .then(|| group_by.extra_level())
+        .flatten()
+}
+
+/// The inventory a scan sees and its status; the level a `--group-by` table names is read too.
 pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
-) -> Result<GpuInventoryStatus> {
-    let inventory = scan_inventory(global, args, &[]).await?;
-    Ok(listed_status(&inventory, args.status_nodes_budget, None)
-        .expect("a first status is always written"))
+) -> Result<(Inventory, GpuInventoryStatus)> {
+    let extra: Vec<String> = table_level(args.output, &args.group_by)
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let inventory = scan_inventory(global, args, &extra).await?;
+    let status = listed_status(&inventory, args.status_nodes_budget, None)
+        .expect("a first status is always written");
+    Ok((inventory, status))
 }
 
 /// The inventory a scan sees; `extra_levels` are topology levels beside the table's, Kueue's and
-/// `--topology-label` (`fit --level` adds the one asked about).
+/// `--topology-label` (`fit --level` and `--group-by` add the one asked about; `nvlink` is no label and
+/// is left out).
 pub(crate) async fn scan_inventory(
     global: &GlobalArgs,
     args: &ScanArgs,
@@ -109,7 +135,7 @@ pub(crate) async fn scan_inventory(
     let flags: Vec<String> = global
         .topology_labels
         .iter()
-        .chain(extra_levels)
+        .chain(extra_levels.iter().filter(|level| level.as_str() != NVLINK))
         .cloned()
         .collect();
     let snapshot = Snapshot {
@@ -151,23 +177,28 @@ fn listed_status(
     )
 }
 
-fn print(status: &GpuInventoryStatus, format: OutputFormat, group_by: GroupBy) {
-    print!("{}", format_status(status, format, group_by));
-}
-
-/// The status as `scan -o <format>` prints it.
-pub(crate) fn format_status(
+/// The scan as `scan -o <format> --group-by <grouping>` prints it: JSON and YAML are `status` whole; a table
+/// groups its rows, a topology level's domains counted on `inventory`'s nodes (every GPU node, also those a
+/// status budget leaves out of `status`).
+pub(crate) fn format_scan(
+    inventory: &Inventory,
     status: &GpuInventoryStatus,
     format: OutputFormat,
-    group_by: GroupBy,
+    group_by: &GroupBy,
 ) -> String {
-    match format {
-        OutputFormat::Json => {
+    let wide = format == OutputFormat::Wide;
+    let table = |table: Table<'_>| render::render(status, table);
+    match (format, group_by) {
+        (OutputFormat::Json, _) => {
             serde_json::to_string_pretty(status).expect("status serializes") + "\n"
         }
-        OutputFormat::Yaml => serde_saphyr::to_string(status).expect("status serializes"),
-        OutputFormat::Table | OutputFormat::Wide => {
-            render::render(status, group_by, format == OutputFormat::Wide)
+        (OutputFormat::Yaml, _) => serde_saphyr::to_string(status).expect("status serializes"),
+        (_, GroupBy::Node) => table(Table::Nodes { wide }),
+        (_, GroupBy::Product) => table(Table::Products),
+        (_, GroupBy::Namespace) => table(Table::Namespaces),
+        (_, GroupBy::Vendor) => table(Table::Vendors),
+        (_, GroupBy::Level(level)) => {
+            table(Table::Domains(&level_domains(&inventory.nodes, level)))
         }
     }
 }

@@ -236,7 +236,7 @@ fn split_set<'a>(term: &'a str, op: &str) -> Option<(&'a str, Result<BTreeSet<St
     Some((key, values))
 }
 
-fn valid_key(key: &str) -> Result<String, String> {
+pub(crate) fn valid_key(key: &str) -> Result<String, String> {
     let key = key.trim();
     let ok = !key.is_empty()
         && key

@@ -1,25 +1,47 @@
-//! The tables `scan` prints: one row per GPU node (the article's table plus FREE), per GPU model, or per
-//! namespace. Pure: a status in, text out. Everything that came from the cluster passes through
+//! The tables `scan` prints: one row per GPU node (the article's table plus FREE), per GPU model, per
+//! namespace, per vendor, or per domain of a topology level (`topology`). Pure: a status (and, for the
+//! domains, the core's `LevelDomains`) in, text out. Everything that came from the cluster passes through
 //! [`visible`] (cells, notes, issue messages), so no control character or escape sequence reaches the terminal.
 
 mod columns;
 mod devices;
+mod topology;
 
 use columns::columns;
+use topology::PlaceColumns;
 
 use std::collections::BTreeMap;
 
-use super::cli::GroupBy;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::resources::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX};
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
+use crate::inventory::topology::by_domain::LevelDomains;
 use crate::runtime::terminal_text::visible;
 
 /// Marks a product named by a cloud-provider label rather than by GPU Feature Discovery.
 const CLOUD_MARK: &str = "*";
 
-/// The table for `group_by`; `wide` adds columns (node rows: MIG/SHARING, SOURCES, ALLOCATED, and notes).
-pub(crate) fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool) -> String {
+/// What the table's rows are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Table<'a> {
+    /// One per GPU node; `wide` adds columns (ALLOCATED, MIG/SHARING, SOURCES, NVLINK and NETWORK, and
+    /// notes).
+    Nodes {
+        /// Whether to add them.
+        wide: bool,
+    },
+    /// One per GPU model.
+    Products,
+    /// One per namespace and resource.
+    Namespaces,
+    /// One per vendor.
+    Vendors,
+    /// One per domain of a topology level and product (`--group-by nvlink|<label>`).
+    Domains(&'a LevelDomains),
+}
+
+/// The totals line and the table.
+pub(crate) fn render(status: &GpuInventoryStatus, table: Table<'_>) -> String {
     let mut out = format!(
         "total_gpu_nodes: {}  ready_gpu_nodes: {}  total_gpus: {}  free_gpus: {}  pending_gpu_pods: {}\n",
         status.total_gpu_nodes,
@@ -28,11 +50,12 @@ pub(crate) fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool)
         status.free_gpus,
         status.pending_gpu_pods
     );
-    match group_by {
-        GroupBy::Node => out += &node_table(status, wide),
-        GroupBy::Product => out += &product_table(status),
-        GroupBy::Namespace => out += &namespace_table(status),
-        GroupBy::Vendor => out += &vendor_table(status),
+    match table {
+        Table::Nodes { wide } => out += &node_table(status, wide),
+        Table::Products => out += &product_table(status),
+        Table::Namespaces => out += &namespace_table(status),
+        Table::Vendors => out += &vendor_table(status),
+        Table::Domains(domains) => out += &topology::domain_table(domains),
     }
     out
 }
@@ -40,13 +63,13 @@ pub(crate) fn render(status: &GpuInventoryStatus, group_by: GroupBy, wide: bool)
 /// The article's table, plus FREE and ISSUES columns and one line per issue below it.
 #[cfg(test)]
 pub(crate) fn table(status: &GpuInventoryStatus) -> String {
-    render(status, GroupBy::Node, false)
+    render(status, Table::Nodes { wide: false })
 }
 
 /// The node table with SOURCES, MIG/SHARING and ALLOCATED columns, each node's notes and DRA devices below it.
 #[cfg(test)]
 pub(crate) fn wide(status: &GpuInventoryStatus) -> String {
-    render(status, GroupBy::Node, true)
+    render(status, Table::Nodes { wide: true })
 }
 
 /// Per resource the node offers or pods hold (leftover zero resources such as `nvidia.com/gpu: 0` on a MIG
@@ -131,7 +154,12 @@ fn shows_vendor(status: &GpuInventoryStatus, wide: bool) -> bool {
     }
 }
 
-fn node_row(n: &GpuNodeEntry, wide: bool, vendor: bool) -> Vec<String> {
+fn node_row(
+    n: &GpuNodeEntry,
+    wide: bool,
+    vendor: bool,
+    places: Option<&PlaceColumns>,
+) -> Vec<String> {
     let mut reasons: Vec<String> = n.issues.iter().map(|i| i.reason.clone()).collect();
     reasons.dedup();
     let mut row = vec![n.name.clone(), n.ready.to_string()];
@@ -152,6 +180,9 @@ fn node_row(n: &GpuNodeEntry, wide: bool, vendor: bool) -> Vec<String> {
         row.push(layout_cell(n));
         row.push(or_dash(n.sources.clone()));
     }
+    if let Some(places) = places {
+        row.extend(places.cells(n));
+    }
     row.push(or_dash(reasons));
     row
 }
@@ -166,14 +197,21 @@ fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
     if wide {
         header.extend(["ALLOCATED", "MIG/SHARING", "SOURCES"]);
     }
+    let places = PlaceColumns::of(status).filter(|_| wide);
+    if let Some(places) = &places {
+        header.extend(places.header());
+    }
     header.push("ISSUES");
     let rows: Vec<Vec<String>> = status
         .nodes
         .iter()
-        .map(|n| node_row(n, wide, vendor))
+        .map(|n| node_row(n, wide, vendor, places.as_ref()))
         .collect();
     let mut out = columns(&header, &rows);
     out += &legend(status);
+    if let Some(places) = &places {
+        out += &places.legend();
+    }
     if wide {
         let notes: Vec<String> = status
             .nodes

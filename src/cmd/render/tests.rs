@@ -47,6 +47,10 @@ fn wide_shows_sources_layout_and_notes() {
         header.contains("MIG/SHARING") && header.contains("SOURCES"),
         "{header}"
     );
+    assert!(
+        !header.contains("NVLINK") && !header.contains("NETWORK"),
+        "no node has a place: no topology columns: {header}"
+    );
     let k8s_node1 = text
         .lines()
         .find(|l| l.starts_with("k8s-device-plugin-issue-165-k8s-node1 "))
@@ -114,7 +118,7 @@ fn the_node_table_shows_free_per_resource_without_leftover_zeros() {
 #[test]
 fn group_by_product_and_namespace() {
     let status = dump_status();
-    let products = render(&status, GroupBy::Product, false);
+    let products = render(&status, Table::Products);
     assert_eq!(
         row(&products, "NVIDIA-H100-80GB-HBM3"),
         ["NVIDIA-H100-80GB-HBM3", "1", "8", "2"]
@@ -123,7 +127,7 @@ fn group_by_product_and_namespace() {
         row(&products, "nvidia.com/mig-1g.10gb"),
         ["nvidia.com/mig-1g.10gb", "7", "2", "5"]
     );
-    let namespaces = render(&status, GroupBy::Namespace, false);
+    let namespaces = render(&status, Table::Namespaces);
     assert_eq!(
         row(&namespaces, "ml"),
         ["ml", "nvidia.com/gpu", "4", "16", "1"]
@@ -153,7 +157,7 @@ fn hostile_text_from_the_cluster_is_escaped_visibly() {
     for text in [
         table(&status),
         wide(&status),
-        render(&status, GroupBy::Product, false),
+        render(&status, Table::Products),
     ] {
         assert!(
             !text.chars().any(|c| c.is_control() && c != '\n'),

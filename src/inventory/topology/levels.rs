@@ -178,7 +178,7 @@ impl TopologyLevels {
 const READ_BACK_LEVELS: usize = 256;
 
 /// A level's name as a `&'static str`, for a level read from a published status: `nvlink`, a table key, or
-/// an interned copy (see [`READ_BACK_LEVELS`]); `None` past the cap.
+/// an interned copy (see `READ_BACK_LEVELS`); `None` past the cap.
 pub fn static_level(level: &str) -> Option<&'static str> {
     if level == crate::inventory::model::NVLINK {
         return Some(crate::inventory::model::NVLINK);

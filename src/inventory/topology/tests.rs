@@ -14,7 +14,7 @@ const SUBBLOCK: &str = "cloud.google.com/gce-topology-subblock";
 const RACK_1: &str = "7c7f4a1e-2f54-4b3c-9d0e-5a6b7c8d9e01.32766";
 const RACK_3: &str = "a2221497-dbce-4964-8826-684c3694fd45.2478";
 
-fn fleet() -> Inventory {
+pub(crate) fn fleet() -> Inventory {
     let path = format!(
         "{}/tests/fixtures/topology/gb200-fleet.yaml",
         env!("CARGO_MANIFEST_DIR")

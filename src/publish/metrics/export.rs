@@ -1,5 +1,6 @@
-//! Setting an inventory's series from its model: the totals, each node's, the issues per reason, and the
-//! allocation (per node and resource, per resource, per product and job size, per namespace).
+//! Setting an inventory's series from its model: the totals, each node's, the issues per reason, the
+//! allocation (per node and resource, per resource, per product and job size, per namespace) and the
+//! topology (`topology`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use super::families::{
 };
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::removal::remove_series;
+use super::topology::export_topology;
 use crate::inventory::model::{Inventory, IssueReason};
 use crate::runtime::metrics::Metrics;
 
@@ -85,6 +87,7 @@ pub fn export_inventory(
             .set(issues.get(reason.as_str()).copied().unwrap_or(0));
     }
     export_allocation(metrics, inventory, status);
+    export_topology(metrics, inventory, status);
     exported.insert(inventory.to_owned(), Arc::clone(status));
 }
 

@@ -106,6 +106,30 @@ pub(crate) struct JobFitLabels {
     pub(crate) at_least: String,
 }
 
+/// One product's GPUs at one topology level.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TopologyLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The GPU model, as `products[].name`.
+    pub(crate) product: String,
+    /// `nvlink` or a node label key.
+    pub(crate) level: String,
+}
+
+/// One domain of a topology level.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DomainLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The GPU model, as `products[].name`.
+    pub(crate) product: String,
+    /// `nvlink` or a node label key.
+    pub(crate) level: String,
+    /// The domain (the label's value).
+    pub(crate) domain: String,
+}
+
 /// The gauges of every inventory, and what was last exported of each.
 #[derive(Debug, Default)]
 pub struct InventoryGauges {
@@ -127,6 +151,10 @@ pub struct InventoryGauges {
     pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
     pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
     pub(crate) product_nodes_with_free_gpus: Family<JobFitLabels, Gauge>,
+    pub(crate) topology_domains: Family<TopologyLabels, Gauge>,
+    pub(crate) topology_degraded_domains: Family<TopologyLabels, Gauge>,
+    pub(crate) topology_largest_free_gpus: Family<TopologyLabels, Gauge>,
+    pub(crate) topology_domain_free_gpus: Family<DomainLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
     pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
 }
@@ -228,6 +256,30 @@ impl InventoryGauges {
             "Ready, schedulable nodes with at least at_least whole GPUs of the product free: where a job of that \
              many GPUs can start (status.products[].nodesWithFreeGpus)",
             self.product_nodes_with_free_gpus.clone(),
+        );
+        registry.register(
+            "topology_domains",
+            "Domains of a topology level (nvlink: NVLink partitions; else a node label key) holding GPU nodes of \
+             the product (status.topology[].domains)",
+            self.topology_domains.clone(),
+        );
+        registry.register(
+            "topology_degraded_domains",
+            "Domains of the level with a problem: NVLink partitions whose members cannot all take part \
+             (NvlinkDomainDegraded; status.topology[].degradedDomains)",
+            self.topology_degraded_domains.clone(),
+        );
+        registry.register(
+            "topology_largest_free_gpus",
+            "The most GPUs one domain of the level offers to pods of the product's GPUs per node \
+             (status.topology[].largestFreeGpus)",
+            self.topology_largest_free_gpus.clone(),
+        );
+        registry.register(
+            "topology_domain_free_gpus",
+            "GPUs a domain offers to pods of the product's GPUs per node, for the level's largest domains only \
+             (at most 5 per product and level: status.topology[].largestDomains)",
+            self.topology_domain_free_gpus.clone(),
         );
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::{InventoryGauges, export_inventory, retain_inventories};
+use crate::inventory::model::{DomainFree, TopologySummary};
 use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
 use crate::inventory::model::{Issue, JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
 use crate::runtime::metrics::Metrics;
@@ -137,5 +138,93 @@ fn allocation_series_follow_the_status_and_leave_no_ghosts() {
     assert!(
         text.contains("gpu_inventory_pending_gpu_pods{inventory=\"cluster\"} 0"),
         "{text}"
+    );
+}
+
+fn with_topology(largest: &[(&str, u64)], degraded: u32, subblocks: bool) -> Arc<Inventory> {
+    let mut inventory = Arc::unwrap_or_clone(status(&[("a", true, None)]));
+    let summary = |level: &'static str, domains: &[(&str, u64)], degraded: u32| TopologySummary {
+        product: "NVIDIA-GB200".into(),
+        level,
+        gpus_per_pod: 4,
+        domains: domains.len() as u32,
+        largest_free_gpus: domains.iter().map(|d| d.1).max().unwrap_or(0),
+        largest_domains: domains
+            .iter()
+            .map(|(name, free)| DomainFree {
+                name: (*name).into(),
+                free_gpus: *free,
+                nodes: 18,
+            })
+            .collect(),
+        degraded_domains: degraded,
+        ..Default::default()
+    };
+    inventory.topology = vec![summary("nvlink", largest, degraded)];
+    if subblocks {
+        inventory.topology.push(summary(
+            "cloud.google.com/gce-topology-subblock",
+            &[("subblock-1", 72)],
+            0,
+        ));
+    }
+    Arc::new(inventory)
+}
+
+#[test]
+fn topology_series_follow_the_largest_domains_and_leave_no_ghosts() {
+    let g = InventoryGauges::default();
+    let m = Metrics::with_families(|r| g.register(r));
+    export_inventory(
+        &m,
+        &g,
+        "cluster",
+        &with_topology(&[("rack-1.1", 72), ("rack-3.7", 52)], 1, true),
+    );
+    let text = m.encode();
+    let nvlink = "inventory=\"cluster\",product=\"NVIDIA-GB200\",level=\"nvlink\"";
+    let subblock = "inventory=\"cluster\",product=\"NVIDIA-GB200\",level=\"cloud.google.com/gce-topology-subblock\"";
+    for line in [
+        format!("gpu_inventory_topology_domains{{{nvlink}}} 2"),
+        format!("gpu_inventory_topology_degraded_domains{{{nvlink}}} 1"),
+        format!("gpu_inventory_topology_largest_free_gpus{{{nvlink}}} 72"),
+        format!("gpu_inventory_topology_domain_free_gpus{{{nvlink},domain=\"rack-1.1\"}} 72"),
+        format!("gpu_inventory_topology_domain_free_gpus{{{nvlink},domain=\"rack-3.7\"}} 52"),
+        format!("gpu_inventory_topology_domain_free_gpus{{{subblock},domain=\"subblock-1\"}} 72"),
+        format!("gpu_inventory_topology_degraded_domains{{{subblock}}} 0"),
+    ] {
+        assert!(text.contains(&line), "{line} missing in:\n{text}");
+    }
+    // Rack 3 drops out of the largest, rack 2 comes in, the subblock level is gone, nothing is degraded.
+    export_inventory(
+        &m,
+        &g,
+        "cluster",
+        &with_topology(&[("rack-1.1", 72), ("rack-2.1", 36)], 0, false),
+    );
+    let text = m.encode();
+    assert!(
+        !text.contains("rack-3.7"),
+        "a domain out of the largest leaves:\n{text}"
+    );
+    assert!(
+        !text.contains("gce-topology-subblock"),
+        "a level gone leaves:\n{text}"
+    );
+    for line in [
+        format!("gpu_inventory_topology_domain_free_gpus{{{nvlink},domain=\"rack-2.1\"}} 36"),
+        format!("gpu_inventory_topology_degraded_domains{{{nvlink}}} 0"),
+    ] {
+        assert!(text.contains(&line), "{line} missing in:\n{text}");
+    }
+    let domain_series = text
+        .lines()
+        .filter(|l| l.starts_with("gpu_inventory_topology_domain_free_gpus{"))
+        .count();
+    assert_eq!(domain_series, 2, "{text}");
+    retain_inventories(&m, &g, |_| false);
+    assert!(
+        !m.encode().contains("gpu_inventory_topology_domains{"),
+        "an inventory gone takes its topology along"
     );
 }

@@ -2,16 +2,22 @@
 //! PATH; `make install-plugin`, or krew) is a kubectl plugin. It prints `scan`'s live view of the cluster
 //! (tables from `cmd::render`, the listing of [`super::scan`]), in colour on a terminal, and with
 //! `--watch` follows the operator's own sources (one node watch, one pod watch) and redraws on each change.
+//! `kubectl gpu-inventory fit` is `gpu-inventory-operator fit` ([`super::fit`]): the same flags and answer.
+
+mod colour;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::inventory::Inventory;
 use crate::inventory::selector::LabelSelector;
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
-use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, GroupBy, OutputFormat, ScanArgs};
-use super::scan::{EXIT_ERROR, exit_code, format_status, scan_status, status_of};
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::fit_args::FitArgs;
+use super::group_by::{GroupBy, parse_group_by};
+use super::scan::{EXIT_ERROR, exit_code, format_scan, scan_status, status_of, table_level};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
 use crate::inventory::selector::parse_selector;
@@ -19,6 +25,7 @@ use crate::runtime::client::connect;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::{Sources, SourcesConfig};
+use colour::colourise;
 
 /// The executable name kubectl looks for to run `kubectl gpu-inventory`.
 pub(crate) const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
@@ -29,10 +36,21 @@ const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// GPU nodes of the cluster: product, GPUs, free, Ready, issues. Exit code: 0 every GPU node healthy, 1 some
 /// issue, 2 error (as `gpu-inventory-operator scan`).
 #[derive(Debug, Parser)]
-#[command(name = "kubectl gpu-inventory", version)]
+// `bin_name`: kubectl runs the plugin as `kubectl-gpu_inventory`, but its users type `kubectl gpu-inventory`
+// (and `kubectl gpu-inventory fit`), which is what the usage lines should say. Not
+// `args_conflicts_with_subcommands`: it would refuse kubectl's connection flags before `fit`
+// (`kubectl gpu-inventory --context lab fit ...`); the table's own flags are refused with `fit` in `run`.
+#[command(
+    name = "kubectl gpu-inventory",
+    bin_name = "kubectl gpu-inventory",
+    version
+)]
 pub struct PluginArgs {
-    /// Output format: `table`, `wide` (adds allocated, MIG/sharing, sources, notes), `json` or `yaml` (the
-    /// GpuInventory status object).
+    /// `fit`; without one, the table.
+    #[command(subcommand)]
+    pub(crate) command: Option<PluginCommand>,
+    /// Output format: `table`, `wide` (adds allocated, MIG/sharing, sources, each node's NVLink partition and
+    /// network domain, notes), `json` or `yaml` (the GpuInventory status object).
     #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Table)]
     pub(crate) output: OutputFormat,
     /// Only nodes matching this label selector.
@@ -41,8 +59,11 @@ pub struct PluginArgs {
     /// Keep watching nodes and pods and redraw on every change (Ctrl-C stops).
     #[arg(long, short = 'w')]
     pub(crate) watch: bool,
-    /// Rows of the table: one per GPU node, per GPU model, or per namespace.
-    #[arg(long, value_enum, default_value_t = GroupBy::Node)]
+    /// Rows of the table: `node`, `product` (GPU model), `namespace`, `vendor`, or a topology level, one row
+    /// per domain and product (nodes, GPUs, what it offers to pods of the product's GPUs per node, problems):
+    /// `nvlink` (the NVLink partition) or a node label key (`cloud.google.com/gce-topology-block`, a rack
+    /// label, any key).
+    #[arg(long, value_name = "GROUPING", default_value = "node", value_parser = parse_group_by)]
     pub(crate) group_by: GroupBy,
     /// Colour: `auto` (only on a terminal, and not when NO_COLOR is set), `always` or `never`.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
@@ -50,6 +71,14 @@ pub struct PluginArgs {
     /// kubectl's --kubeconfig, --context (and --log-format, for RUST_LOG diagnostics).
     #[command(flatten)]
     pub global: GlobalArgs,
+}
+
+/// The plugin's subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginCommand {
+    /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain
+    /// (as `gpu-inventory-operator fit`). Exit code: 0 it fits, 1 it does not, 2 error.
+    Fit(FitArgs),
 }
 
 /// When to colour the table.
@@ -75,6 +104,18 @@ pub fn invoked_as_plugin(argv0: &str) -> bool {
 
 /// Runs the plugin.
 pub async fn run(args: PluginArgs) -> ExitCode {
+    if let Some(PluginCommand::Fit(fit)) = &args.command {
+        let table_flags = table_flags(&args);
+        if !table_flags.is_empty() {
+            eprintln!(
+                "error: {} belong(s) to the table, not to `fit`; `fit` takes its own -l and -o after its \
+                 name (kubectl gpu-inventory fit --help)",
+                table_flags.join(", ")
+            );
+            return ExitCode::from(EXIT_ERROR);
+        }
+        return super::fit::run(&args.global, fit).await;
+    }
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
@@ -100,23 +141,42 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     }
 }
 
+/// The table's flags given other than by default (with `fit` they would be ignored).
+fn table_flags(args: &PluginArgs) -> Vec<&'static str> {
+    [
+        (args.output != OutputFormat::Table, "-o/--output"),
+        (args.selector.is_some(), "-l/--selector"),
+        (args.watch, "-w/--watch"),
+        (args.group_by != GroupBy::Node, "--group-by"),
+        (args.color != Color::Auto, "--color"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect()
+}
+
 async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     let scan_args = ScanArgs {
         from_file: None,
         output: args.output,
         selector: args.selector.clone(),
-        group_by: args.group_by,
+        group_by: args.group_by.clone(),
         chunk_size: DEFAULT_CHUNK_SIZE,
         status_nodes_budget: None,
     };
-    let status = scan_status(&args.global, &scan_args).await?;
-    print!("{}", shown(&status, args, color));
+    let (inventory, status) = scan_status(&args.global, &scan_args).await?;
+    print!("{}", shown(&inventory, &status, args, color));
     Ok(exit_code(&status))
 }
 
-/// The text for `status`, coloured when asked (tables only).
-fn shown(status: &GpuInventoryStatus, args: &PluginArgs, color: bool) -> String {
-    let text = format_status(status, args.output, args.group_by);
+/// The text for `status` (of `inventory`), coloured when asked (tables only).
+fn shown(
+    inventory: &Inventory,
+    status: &GpuInventoryStatus,
+    args: &PluginArgs,
+    color: bool,
+) -> String {
+    let text = format_scan(inventory, status, args.output, &args.group_by);
     let table = matches!(args.output, OutputFormat::Table | OutputFormat::Wide);
     if color && table {
         colourise(&text)
@@ -136,7 +196,15 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         node_label_selector: args.selector.clone(),
         dra_drivers: args.global.dra_drivers(),
         health: args.global.health_table(),
-        topology_labels: args.global.topology_labels.clone(),
+        // The level a `--group-by` table names is read as one, as `scan` reads it.
+        topology_labels: args
+            .global
+            .topology_labels
+            .iter()
+            .map(String::as_str)
+            .chain(table_level(args.output, &args.group_by))
+            .map(str::to_owned)
+            .collect(),
     };
     let (sources, feed) = Sources::start(connection.client, &config, health.clone());
     let feed = tokio::spawn(feed);
@@ -164,7 +232,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         // Planned against what is on screen, as the operator plans against the server: unchanged content
         // (heartbeats, a pod that changed nothing visible) draws nothing.
         if let Some(status) = status_of(&inventory, shown_status.as_ref()) {
-            draw(&shown(&status, args, color), terminal);
+            draw(&shown(&inventory, &status, args, color), terminal);
             last = exit_code(&status);
             shown_status = Some(status);
         }
@@ -191,115 +259,9 @@ fn draw(text: &str, terminal: bool) {
     let _ = out.flush();
 }
 
-const GREEN: &str = "\x1b[32m";
-const RED: &str = "\x1b[31m";
-const YELLOW: &str = "\x1b[33m";
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
-
-/// Colours a node table: READY green or red, a non-empty ISSUES cell red, the header bold, issue lines
-/// yellow. Columns are found from the header (render aligns every cell under its header name).
-pub(crate) fn colourise(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut columns: Option<Vec<(usize, String)>> = None;
-    let mut in_issues = false;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        let newline = &line[body.len()..];
-        if body.is_empty() {
-            columns = None;
-            in_issues = false;
-            out += line;
-        } else if body.starts_with("NAME ") && body.contains(" READY ") {
-            columns = Some(column_starts(body));
-            out += &format!("{BOLD}{body}{RESET}{newline}");
-        } else if body == "issues:" {
-            in_issues = true;
-            out += &format!("{BOLD}{body}{RESET}{newline}");
-        } else if in_issues {
-            out += &format!("{YELLOW}{body}{RESET}{newline}");
-        } else if let Some(cols) = columns.as_ref().filter(|c| is_row(body, c)) {
-            out += &colour_row(body, cols);
-            out += newline;
-        } else {
-            out += line;
-        }
-    }
-    out
-}
-
-/// (char offset, name) of each column of a header line: names are single words two or more spaces apart.
-fn column_starts(header: &str) -> Vec<(usize, String)> {
-    let chars: Vec<char> = header.chars().collect();
-    let mut starts = Vec::new();
-    for (i, c) in chars.iter().enumerate() {
-        let starts_word = !c.is_whitespace()
-            && (i == 0 || (i >= 2 && chars[i - 1] == ' ' && chars[i - 2] == ' '));
-        if starts_word {
-            let name: String = chars[i..]
-                .iter()
-                .take_while(|c| !c.is_whitespace())
-                .collect();
-            starts.push((i, name));
-        }
-    }
-    starts
-}
-
-/// Whether `line` is a row of the table under `columns`: every cell is padded to its column's width, so two
-/// spaces precede each column start (legend lines under the table are prose).
-fn is_row(line: &str, columns: &[(usize, String)]) -> bool {
-    let chars: Vec<char> = line.chars().collect();
-    columns
-        .iter()
-        .filter(|(start, _)| *start >= 2 && *start < chars.len())
-        .all(|(start, _)| chars[start - 1] == ' ' && chars[start - 2] == ' ')
-}
-
-fn colour_row(row: &str, columns: &[(usize, String)]) -> String {
-    let chars: Vec<char> = row.chars().collect();
-    let mut out = String::new();
-    for (n, (start, name)) in columns.iter().enumerate() {
-        let end = columns
-            .get(n + 1)
-            .map_or(chars.len(), |c| c.0)
-            .min(chars.len());
-        let cell: String = chars[(*start).min(chars.len())..end].iter().collect();
-        let (value, pad) = cell.split_at(cell.trim_end().len());
-        let colour = match (name.as_str(), value) {
-            ("READY", "true") => Some(GREEN),
-            ("READY", _) => Some(RED),
-            ("ISSUES", v) if v != "-" && !v.is_empty() => Some(RED),
-            _ => None,
-        };
-        match colour {
-            Some(colour) => out += &format!("{colour}{value}{RESET}{pad}"),
-            None => out += &cell,
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const TABLE: &str = "total_gpu_nodes: 2  ready_gpu_nodes: 1\n\
-        NAME  READY  PRODUCT      GPUS  FREE  MEMORY  WORKLOAD  ISSUES\n\
-        a     true   NVIDIA A100  8     8     -       -         -\n\
-        bb    false  T4           1     0     -       -         NotReady\n\
-        \n\
-        issues:\n  bb: NotReady: Ready condition is False\n";
-
-    #[test]
-    fn legend_lines_under_the_table_are_not_rows() {
-        let text = "NAME  READY  PRODUCT  ISSUES\na     false  x*       -\n* product named by a cloud-provider label\n";
-        let coloured = colourise(text);
-        assert!(
-            coloured.ends_with("* product named by a cloud-provider label\n"),
-            "{coloured}"
-        );
-    }
 
     #[test]
     fn the_plugin_answers_to_its_kubectl_name_only() {
@@ -309,36 +271,6 @@ mod tests {
         assert!(invoked_as_plugin("kubectl-gpu_inventory"));
         assert!(!invoked_as_plugin("/usr/bin/gpu-inventory-operator"));
         assert!(!invoked_as_plugin("kubectl-gpu_inventory-old"));
-    }
-
-    #[test]
-    fn colour_marks_ready_and_issues_and_keeps_the_text() {
-        let coloured = colourise(TABLE);
-        assert!(
-            coloured.contains(&format!("{GREEN}true{RESET}")),
-            "{coloured}"
-        );
-        assert!(
-            coloured.contains(&format!("{RED}false{RESET}")),
-            "{coloured}"
-        );
-        assert!(
-            coloured.contains(&format!("{RED}NotReady{RESET}")),
-            "{coloured}"
-        );
-        assert!(
-            coloured.contains(&format!("{YELLOW}  bb: NotReady")),
-            "{coloured}"
-        );
-        // A product with a space stays one cell; the summary line is untouched.
-        assert!(coloured.contains("NVIDIA A100  8"), "{coloured}");
-        let plain: String = coloured
-            .replace(GREEN, "")
-            .replace(RED, "")
-            .replace(YELLOW, "")
-            .replace(BOLD, "")
-            .replace(RESET, "");
-        assert_eq!(plain, TABLE);
     }
 
     #[test]
@@ -359,5 +291,78 @@ mod tests {
         assert_eq!(args.global.context.as_deref(), Some("lab"));
         assert_eq!(args.selector.as_deref(), Some("pool=a"));
         assert!(args.watch && args.output == OutputFormat::Wide);
+        assert!(args.command.is_none(), "no subcommand: the table");
+    }
+
+    #[test]
+    fn fit_is_a_subcommand_with_fits_flags_and_kubectls_connection_flags() {
+        let args = PluginArgs::try_parse_from([
+            "kubectl gpu-inventory",
+            "--context",
+            "lab",
+            "fit",
+            "--gpus",
+            "64",
+            "--product",
+            "NVIDIA-GB200",
+            "--gpus-per-pod",
+            "4",
+            "--level",
+            "nvlink",
+            "-o",
+            "json",
+            "--kubeconfig",
+            "/k",
+        ])
+        .unwrap();
+        assert_eq!(args.global.context.as_deref(), Some("lab"));
+        assert_eq!(
+            args.global.kubeconfig.as_deref(),
+            Some(std::path::Path::new("/k"))
+        );
+        let Some(PluginCommand::Fit(fit)) = &args.command else {
+            panic!("not fit: {:?}", args.command);
+        };
+        assert_eq!((fit.gpus, fit.gpus_per_pod), (64, Some(4)));
+        assert_eq!(fit.product.as_deref(), Some("NVIDIA-GB200"));
+        assert_eq!(fit.level.as_deref(), Some("nvlink"));
+        assert_eq!(fit.output, super::super::fit_args::FitOutput::Json);
+        assert!(table_flags(&args).is_empty());
+        // The table's own flags before `fit` are named, to be refused rather than ignored.
+        let watch_fit = PluginArgs::try_parse_from([
+            "kubectl gpu-inventory",
+            "-w",
+            "-l",
+            "a=b",
+            "fit",
+            "--gpus",
+            "8",
+        ])
+        .unwrap();
+        assert_eq!(table_flags(&watch_fit), ["-l/--selector", "-w/--watch"]);
+        assert!(
+            PluginArgs::try_parse_from(["kubectl gpu-inventory", "fit"]).is_err(),
+            "--gpus is required"
+        );
+    }
+
+    #[test]
+    fn group_by_takes_the_fixed_groupings_and_any_level() {
+        let group_by = |value: &str| {
+            PluginArgs::try_parse_from(["kubectl gpu-inventory", "--group-by", value])
+                .map(|a| a.group_by)
+        };
+        assert_eq!(group_by("product").unwrap(), GroupBy::Product);
+        assert_eq!(
+            group_by("nvlink").unwrap(),
+            GroupBy::Level("nvlink".to_owned())
+        );
+        assert_eq!(
+            group_by("cloud.google.com/gce-topology-block").unwrap(),
+            GroupBy::Level("cloud.google.com/gce-topology-block".to_owned())
+        );
+        assert!(group_by("").is_err());
+        let plain = PluginArgs::try_parse_from(["kubectl gpu-inventory"]).unwrap();
+        assert_eq!(plain.group_by, GroupBy::Node);
     }
 }

@@ -1,0 +1,59 @@
+//! The flags of `fit` (`gpu-inventory-operator fit`, `kubectl gpu-inventory fit`), in a file of their own:
+//! the command lines name them, and `fit` names the command line's shared flags, so they cannot live in
+//! either without an import circle (tests/layers.rs).
+
+use clap::{Args, ValueEnum};
+
+use crate::inventory::topology::Toleration;
+
+/// Flags of `fit`.
+#[derive(Debug, Args, Clone)]
+pub struct FitArgs {
+    /// The job's GPUs (G). It fits in a domain whose nodes offer at least G GPUs to its pods.
+    #[arg(long, env = "GPUINV_FIT_GPUS", value_name = "G")]
+    pub gpus: u64,
+    /// The GPU model, as `scan --group-by product` names it (spaces, dashes and case do not matter).
+    /// Default: every product, and the answer for the one that fits at the narrowest level.
+    #[arg(long, env = "GPUINV_FIT_PRODUCT", value_name = "PRODUCT")]
+    pub product: Option<String>,
+    /// GPUs per pod (K): a node offers `floor(free / K) * K` of its free whole GPUs. Default: the product's
+    /// most common GPUs per node (whole nodes).
+    #[arg(long, env = "GPUINV_FIT_GPUS_PER_POD", value_name = "K")]
+    pub gpus_per_pod: Option<u64>,
+    /// The level the job must fit in: `nvlink` (one NVLink partition), `kubernetes.io/hostname` (one node), or
+    /// any node label key (`cloud.google.com/gce-topology-block`, a rack label, ...). Default: the narrowest
+    /// level where it fits: one node, then the NVLink partition, then the network levels from the narrowest.
+    #[arg(long, env = "GPUINV_FIT_LEVEL", value_name = "LEVEL")]
+    pub level: Option<String>,
+    /// A taint the job's pods tolerate, `KEY[=VALUE][:EFFECT]` as `kubectl taint` writes it (`*`: every taint).
+    /// Without one, a node with a `NoSchedule`/`NoExecute` taint offers nothing, as Kueue leaves it out, except
+    /// a taint keyed by the GPU resource itself (`nvidia.com/gpu=present:NoSchedule`), which every pod asking
+    /// for that resource tolerates (ExtendedResourceToleration). Repeatable.
+    #[arg(long = "toleration", env = "GPUINV_FIT_TOLERATIONS", value_name = "KEY[=VALUE][:EFFECT]",
+          value_delimiter = ',', value_parser = Toleration::parse)]
+    pub tolerations: Vec<Toleration>,
+    /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
+    /// instead of the cluster; `-` reads stdin.
+    #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
+    pub from_file: Option<String>,
+    /// Only consider nodes matching this label selector.
+    #[arg(
+        long,
+        short = 'l',
+        env = "GPUINV_FIT_SELECTOR",
+        value_name = "SELECTOR"
+    )]
+    pub selector: Option<String>,
+    /// Output format: `table` or `json`.
+    #[arg(long, short = 'o', env = "GPUINV_FIT_OUTPUT", value_enum, default_value_t = FitOutput::Table)]
+    pub output: FitOutput,
+}
+
+/// Output formats of `fit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FitOutput {
+    /// The answer in words and a table of the domains.
+    Table,
+    /// The answer as one JSON object.
+    Json,
+}

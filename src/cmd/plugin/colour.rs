@@ -1,0 +1,143 @@
+//! The plugin's colours: a node table's READY green or red, a non-empty ISSUES cell red, the header bold,
+//! issue lines yellow. Only on a terminal (or `--color always`); the text itself is `scan`'s.
+
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// Colours a node table: READY green or red, a non-empty ISSUES cell red, the header bold, issue lines
+/// yellow. Columns are found from the header (render aligns every cell under its header name).
+pub(super) fn colourise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut columns: Option<Vec<(usize, String)>> = None;
+    let mut in_issues = false;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let newline = &line[body.len()..];
+        if body.is_empty() {
+            columns = None;
+            in_issues = false;
+            out += line;
+        } else if body.starts_with("NAME ") && body.contains(" READY ") {
+            columns = Some(column_starts(body));
+            out += &format!("{BOLD}{body}{RESET}{newline}");
+        } else if body == "issues:" {
+            in_issues = true;
+            out += &format!("{BOLD}{body}{RESET}{newline}");
+        } else if in_issues {
+            out += &format!("{YELLOW}{body}{RESET}{newline}");
+        } else if let Some(cols) = columns.as_ref().filter(|c| is_row(body, c)) {
+            out += &colour_row(body, cols);
+            out += newline;
+        } else {
+            out += line;
+        }
+    }
+    out
+}
+
+/// (char offset, name) of each column of a header line: names are single words two or more spaces apart.
+fn column_starts(header: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = header.chars().collect();
+    let mut starts = Vec::new();
+    for (i, c) in chars.iter().enumerate() {
+        let starts_word = !c.is_whitespace()
+            && (i == 0 || (i >= 2 && chars[i - 1] == ' ' && chars[i - 2] == ' '));
+        if starts_word {
+            let name: String = chars[i..]
+                .iter()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            starts.push((i, name));
+        }
+    }
+    starts
+}
+
+/// Whether `line` is a row of the table under `columns`: every cell is padded to its column's width, so two
+/// spaces precede each column start (legend lines under the table are prose).
+fn is_row(line: &str, columns: &[(usize, String)]) -> bool {
+    let chars: Vec<char> = line.chars().collect();
+    columns
+        .iter()
+        .filter(|(start, _)| *start >= 2 && *start < chars.len())
+        .all(|(start, _)| chars[start - 1] == ' ' && chars[start - 2] == ' ')
+}
+
+fn colour_row(row: &str, columns: &[(usize, String)]) -> String {
+    let chars: Vec<char> = row.chars().collect();
+    let mut out = String::new();
+    for (n, (start, name)) in columns.iter().enumerate() {
+        let end = columns
+            .get(n + 1)
+            .map_or(chars.len(), |c| c.0)
+            .min(chars.len());
+        let cell: String = chars[(*start).min(chars.len())..end].iter().collect();
+        let (value, pad) = cell.split_at(cell.trim_end().len());
+        let colour = match (name.as_str(), value) {
+            ("READY", "true") => Some(GREEN),
+            ("READY", _) => Some(RED),
+            ("ISSUES", v) if v != "-" && !v.is_empty() => Some(RED),
+            _ => None,
+        };
+        match colour {
+            Some(colour) => out += &format!("{colour}{value}{RESET}{pad}"),
+            None => out += &cell,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = "total_gpu_nodes: 2  ready_gpu_nodes: 1\n\
+        NAME  READY  PRODUCT      GPUS  FREE  MEMORY  WORKLOAD  ISSUES\n\
+        a     true   NVIDIA A100  8     8     -       -         -\n\
+        bb    false  T4           1     0     -       -         NotReady\n\
+        \n\
+        issues:\n  bb: NotReady: Ready condition is False\n";
+
+    #[test]
+    fn legend_lines_under_the_table_are_not_rows() {
+        let text = "NAME  READY  PRODUCT  ISSUES\na     false  x*       -\n* product named by a cloud-provider label\n";
+        let coloured = colourise(text);
+        assert!(
+            coloured.ends_with("* product named by a cloud-provider label\n"),
+            "{coloured}"
+        );
+    }
+
+    #[test]
+    fn colour_marks_ready_and_issues_and_keeps_the_text() {
+        let coloured = colourise(TABLE);
+        assert!(
+            coloured.contains(&format!("{GREEN}true{RESET}")),
+            "{coloured}"
+        );
+        assert!(
+            coloured.contains(&format!("{RED}false{RESET}")),
+            "{coloured}"
+        );
+        assert!(
+            coloured.contains(&format!("{RED}NotReady{RESET}")),
+            "{coloured}"
+        );
+        assert!(
+            coloured.contains(&format!("{YELLOW}  bb: NotReady")),
+            "{coloured}"
+        );
+        // A product with a space stays one cell; the summary line is untouched.
+        assert!(coloured.contains("NVIDIA A100  8"), "{coloured}");
+        let plain: String = coloured
+            .replace(GREEN, "")
+            .replace(RED, "")
+            .replace(YELLOW, "")
+            .replace(BOLD, "")
+            .replace(RESET, "");
+        assert_eq!(plain, TABLE);
+    }
+}
