@@ -59,12 +59,23 @@ async fn racks_show_their_domains_and_a_cordon_degrades_its_partition_until_unco
     two_healthy_racks(&env).await;
     let _operator = env.start_operator("2s");
     let inv = env.inventory_name();
+    // Both racks whole: every node Ready and untainted (the node lifecycle controller's `not-ready` taint on a
+    // new node lasts until it reports Ready, and a tainted node offers nothing, as Kueue leaves it out).
     let healthy = env
-        .wait_inventory(&inv, CONVERGE, "two healthy partitions", |s| {
-            nvlink(s).is_some_and(|n| {
-                n.domains == 2 && n.largest_free_gpus == 72 && n.degraded_domains == 0
-            })
-        })
+        .wait_inventory(
+            &inv,
+            CONVERGE,
+            "two healthy partitions, 72 GPUs each",
+            |s| {
+                nvlink(s).is_some_and(|n| {
+                    n.domains_fitting
+                        .iter()
+                        .any(|f| f.at_least == 72 && f.domains == 2)
+                }) && nvlink(s).is_some_and(|n| {
+                    n.domains == 2 && n.largest_free_gpus == 72 && n.degraded_domains == 0
+                })
+            },
+        )
         .await
         .status
         .unwrap();

@@ -231,7 +231,9 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
             ]);
             denied.push(q("create", "topologies.kueue.x-k8s.io", None, None));
         } else {
-            eprintln!("RBAC: the Kueue Topology questions are not asked: this server serves no Kueue CRDs");
+            eprintln!(
+                "RBAC: the Kueue Topology questions are not asked: this server serves no Kueue CRDs"
+            );
         }
         denied.extend([
             // DRA objects are read only: no claim is allocated, no slice or class written.
@@ -261,7 +263,12 @@ fn dra_served() -> bool {
 /// Whether the server serves `resource` (`plural.group`), at any version.
 fn served(resource: &str) -> bool {
     let group = resource.split_once('.').map_or("", |(_, group)| group);
-    let out = kubectl(&["api-resources", &format!("--api-group={group}"), "-o", "name"]);
+    let out = kubectl(&[
+        "api-resources",
+        &format!("--api-group={group}"),
+        "-o",
+        "name",
+    ]);
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .any(|l| l.trim() == resource)

@@ -221,6 +221,8 @@ fn full_status() -> GpuInventoryStatus {
         capacity: BTreeMap::from([("memory".into(), "80Gi".into())]),
         consumed_capacity: BTreeMap::from([("memory".into(), "20Gi".into())]),
     }];
+    // The aggregate's entries carry no places (they are the GpuNode's), but the type allows them.
+    status.nodes[0].topology = BTreeMap::from([("nvlink".into(), "7c7f4a1e.32766".into())]);
     // A degraded partition needs members at fault, which the accounting above would not leave free.
     status.topology[0].degraded_domains = 1;
     status.topology[0].problems = vec![crate::crd::DomainProblemEntry {
