@@ -374,10 +374,11 @@ fn sum_up<'n>(
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
-    topology::nvlink_health::mark_clique_missing(&mut nodes);
+    let products = topology::gang::product_groups(&nodes);
+    topology::nvlink_health::mark_clique_missing(&mut nodes, &products);
     let demand = allocation::demand(pods, &nodes, scope, dra, facts);
     Inventory {
-        topology: topology::summary::summarize(&nodes),
+        topology: topology::summary::summarize(&nodes, &products),
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),

@@ -74,7 +74,8 @@ pub fn level_domains(nodes: &[Arc<NodeInventory>], level: &str) -> LevelDomains 
                     members: d.nodes.clone(),
                 })
                 .collect();
-            nvlink_health::domain_problems(&tallies, k)
+            // Every row shows its own problem: all of them are worded here.
+            nvlink_health::domain_problems(&tallies, k, usize::MAX).1
         } else {
             Vec::new()
         };

@@ -7,7 +7,7 @@
 //! (`nvidia.com/gpu=present:NoSchedule`, GKE's and many operators') is tolerated, as Kubernetes'
 //! ExtendedResourceToleration admission tolerates it for every pod asking for that resource.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::inventory::allocation::free_whole_gpus;
@@ -92,10 +92,15 @@ pub fn offer(node: &NodeInventory, k: u64, tolerations: &[Toleration]) -> u64 {
 /// The GPUs per node most common among `nodes` (the larger on a tie; nodes counting none are left out): the
 /// pods' size a job of this product is assumed to run as. `None` when no node counts a GPU.
 pub fn gpus_per_node<'n>(nodes: impl IntoIterator<Item = &'n NodeInventory>) -> Option<u64> {
-    let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
+    // A product's nodes count a handful of distinct values: a list beats a map.
+    let mut counts: Vec<(u64, u32)> = Vec::new();
     for node in nodes {
-        if node.count > 0 {
-            *counts.entry(node.count).or_default() += 1;
+        if node.count == 0 {
+            continue;
+        }
+        match counts.iter_mut().find(|(count, _)| *count == node.count) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((node.count, 1)),
         }
     }
     counts
@@ -112,14 +117,26 @@ pub struct ProductNodes<'n> {
     pub nodes: Vec<&'n NodeInventory>,
 }
 
-/// The GPU nodes grouped by product, by name; nodes no source names the product of are left out. The
-/// product key (`same_product_key`) is made once per spelling, not once per node.
+/// The GPU nodes grouped by product, by name; nodes no source names the product of are left out.
 pub fn by_product(nodes: &[Arc<NodeInventory>]) -> Vec<ProductNodes<'_>> {
+    product_groups(nodes)
+        .into_iter()
+        .map(|(name, at)| ProductNodes {
+            name,
+            nodes: at.iter().map(|i| nodes[*i].as_ref()).collect(),
+        })
+        .collect()
+}
+
+/// Per product (by name), the indices of its nodes in `nodes`: made once per scan and used for the clique
+/// check and the summary alike. The product key (`same_product_key`) is made once per spelling, not once per
+/// node.
+pub fn product_groups(nodes: &[Arc<NodeInventory>]) -> Vec<(String, Vec<usize>)> {
     type Vendor = Option<&'static str>;
     let mut by_spelling: HashMap<(Vendor, &str), usize> = HashMap::new();
     let mut by_key: HashMap<(Vendor, String), usize> = HashMap::new();
-    let mut products: Vec<ProductNodes<'_>> = Vec::new();
-    for node in nodes {
+    let mut products: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
         let Some(name) = node.product.as_deref() else {
             continue;
         };
@@ -130,10 +147,7 @@ pub fn by_product(nodes: &[Arc<NodeInventory>]) -> Vec<ProductNodes<'_>> {
                 let at = *by_key
                     .entry((vendor, same_product_key(name)))
                     .or_insert_with(|| {
-                        products.push(ProductNodes {
-                            name: name.to_owned(),
-                            nodes: Vec::new(),
-                        });
+                        products.push((name.to_owned(), Vec::new()));
                         products.len() - 1
                     });
                 by_spelling.insert((vendor, name), at);
@@ -142,12 +156,12 @@ pub fn by_product(nodes: &[Arc<NodeInventory>]) -> Vec<ProductNodes<'_>> {
         };
         let product = &mut products[at];
         // One model under the spelling DRA shows, whichever node came first.
-        if node.product_from_dra && product.name != name {
-            product.name = name.to_owned();
+        if node.product_from_dra && product.0 != name {
+            product.0 = name.to_owned();
         }
-        product.nodes.push(node);
+        product.1.push(i);
     }
-    products.sort_by(|a, b| a.name.cmp(&b.name));
+    products.sort_by(|a, b| a.0.cmp(&b.0));
     products
 }
 

@@ -3,11 +3,9 @@
 //! (`NvlinkCliqueMissing`, the node's own). A healthy member of a degraded partition gets no issue: a node
 //! is unhealthy only for its own faults.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::domains::DomainTally;
-use super::gang;
 use crate::inventory::model::{
     DomainProblem, DomainProblemReason, GPU_CLIQUE, Issue, IssueReason, NodeInventory, Severity,
     physical_domain,
@@ -30,19 +28,36 @@ fn fault(node: &NodeInventory, k: u64) -> Option<String> {
     (node.count < k).then(|| format!("short of GPUs ({} of {k})", node.count))
 }
 
-/// The problems of the partitions among `domains` (the `nvlink` level's, pods of `k`), by domain name.
-pub fn domain_problems(domains: &[DomainTally<'_>], k: u64) -> Vec<DomainProblem> {
-    let mut problems = Vec::new();
-    for domain in domains {
+/// How many partitions among `domains` (the `nvlink` level's, pods of `k`) have members at fault, and the
+/// problems of the first `listed` of them by domain name. Only those are worded: a fleet of racks cut off
+/// from their power has hundreds, and the status lists a few.
+pub fn domain_problems(
+    domains: &[DomainTally<'_>],
+    k: u64,
+    listed: usize,
+) -> (u32, Vec<DomainProblem>) {
+    let mut degraded: Vec<&DomainTally<'_>> = domains
+        .iter()
+        .filter(|d| d.members.iter().any(|node| fault(node, k).is_some()))
+        .collect();
+    let count = u32::try_from(degraded.len()).unwrap_or(u32::MAX);
+    if degraded.len() > listed {
+        degraded.select_nth_unstable_by(listed, |a, b| a.name.cmp(b.name));
+        degraded.truncate(listed);
+    }
+    degraded.sort_by(|a, b| a.name.cmp(b.name));
+    (count, degraded.into_iter().map(|d| problem(d, k)).collect())
+}
+
+/// The problem of a partition with members at fault.
+fn problem(domain: &DomainTally<'_>, k: u64) -> DomainProblem {
+    {
         let name = &domain.name;
         let faults: Vec<(&str, String)> = domain
             .members
             .iter()
             .filter_map(|node| fault(node, k).map(|why| (node.name.as_str(), why)))
             .collect();
-        if faults.is_empty() {
-            continue;
-        }
         let members = domain.members.len();
         let usable = members - faults.len();
         let label = domain
@@ -61,7 +76,7 @@ pub fn domain_problems(domains: &[DomainTally<'_>], k: u64) -> Vec<DomainProblem
             .map(|(node, why)| format!("{node} {why}"))
             .collect();
         let full_job = domain.size;
-        problems.push(DomainProblem {
+        DomainProblem {
             reason: DomainProblemReason::NvlinkDomainDegraded,
             domain: (*name).to_owned(),
             nodes: faults.iter().map(|(node, _)| (*node).to_owned()).collect(),
@@ -69,42 +84,29 @@ pub fn domain_problems(domains: &[DomainTally<'_>], k: u64) -> Vec<DomainProblem
                 "{place}: {usable} of {members} nodes usable ({}); a {full_job}-GPU job cannot start here",
                 capped_list(at_fault.iter().map(String::as_str))
             ),
-        });
+        }
     }
-    problems.sort_by(|a, b| a.domain.cmp(&b.domain));
-    problems
 }
 
 /// Adds `NvlinkCliqueMissing` to every node of a product whose other nodes carry `nvidia.com/gpu.clique`
-/// while it does not. Only those nodes' entries are copied; the others keep their `Arc`.
-pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>]) {
-    // Most fleets carry no clique at all: then there is nothing to group.
-    if !nodes.iter().any(|n| n.topology.has_clique()) {
-        return;
-    }
-    // By address: the grouping borrows the entries, and the marking needs them mutably.
-    let mut missing: HashMap<*const NodeInventory, usize> = HashMap::new();
-    for product in &gang::by_product(nodes) {
-        let with_clique = product
-            .nodes
+/// while it does not (`products`: `gang::product_groups` of `nodes`). Only those nodes' entries are copied;
+/// the others keep their `Arc`.
+pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>], products: &[(String, Vec<usize>)]) {
+    let mut missing: Vec<(usize, usize)> = Vec::new();
+    for (_, at) in products {
+        let with_clique = at
             .iter()
-            .filter(|n| n.topology.has_clique())
+            .filter(|i| nodes[**i].topology.has_clique())
             .count();
         if with_clique == 0 {
             continue;
         }
-        for node in product.nodes.iter().filter(|n| !n.topology.has_clique()) {
-            missing.insert(std::ptr::from_ref(*node), with_clique);
-        }
+        missing.extend(
+            at.iter()
+                .filter(|i| !nodes[**i].topology.has_clique())
+                .map(|i| (*i, with_clique)),
+        );
     }
-    if missing.is_empty() {
-        return;
-    }
-    let missing: Vec<(usize, usize)> = nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(at, node)| missing.get(&Arc::as_ptr(node)).map(|n| (at, *n)))
-        .collect();
     for (at, with_clique) in missing {
         let node = Arc::make_mut(&mut nodes[at]);
         let product = node.product.clone().unwrap_or_default();
@@ -117,5 +119,55 @@ pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>]) {
                  Discovery's labels)"
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_degraded_partition_is_counted_and_only_the_first_listed_by_name_are_worded() {
+        let down = NodeInventory {
+            name: "n".into(),
+            ready: false,
+            count: 4,
+            ..Default::default()
+        };
+        let up = NodeInventory {
+            name: "m".into(),
+            ready: true,
+            count: 4,
+            ..Default::default()
+        };
+        let names: Vec<String> = (0..10).rev().map(|i| format!("d{i:02}")).collect();
+        let mut domains: Vec<DomainTally<'_>> = names
+            .iter()
+            .map(|name| DomainTally {
+                name,
+                nodes: 2,
+                offered: 0,
+                size: 8,
+                members: vec![&down, &up],
+            })
+            .collect();
+        domains.push(DomainTally {
+            name: "healthy",
+            nodes: 1,
+            offered: 4,
+            size: 4,
+            members: vec![&up],
+        });
+        let (count, problems) = domain_problems(&domains, 4, 8);
+        assert_eq!(count, 10);
+        let listed: Vec<&str> = problems.iter().map(|p| p.domain.as_str()).collect();
+        assert_eq!(
+            listed,
+            ["d00", "d01", "d02", "d03", "d04", "d05", "d06", "d07"]
+        );
+        assert_eq!(
+            problems[0].message,
+            "NVLink domain d00: 1 of 2 nodes usable (n NotReady); a 8-GPU job cannot start here"
+        );
     }
 }

@@ -34,10 +34,18 @@ pub fn pod_counts_up_to(pods: u64) -> Vec<u64> {
     counts
 }
 
-/// The summaries of every product and level, products by name.
-pub fn summarize(nodes: &[Arc<NodeInventory>]) -> Vec<TopologySummary> {
+/// The summaries of every product and level, products by name (`products`: `gang::product_groups` of
+/// `nodes`).
+pub fn summarize(
+    nodes: &[Arc<NodeInventory>],
+    products: &[(String, Vec<usize>)],
+) -> Vec<TopologySummary> {
     let mut summaries = Vec::new();
-    for product in gang::by_product(nodes) {
+    for (name, at) in products {
+        let product = ProductNodes {
+            name: name.clone(),
+            nodes: at.iter().map(|i| nodes[*i].as_ref()).collect(),
+        };
         summaries.extend(product_summaries(&product));
     }
     summaries
@@ -86,13 +94,11 @@ fn level_summary(product: &str, level: LevelTally<'_>, k: u64) -> TopologySummar
             nodes: d.nodes,
         })
         .collect();
-    let mut problems = if level.level == NVLINK {
-        nvlink_health::domain_problems(&level.domains, k)
+    let (degraded_domains, problems) = if level.level == NVLINK {
+        nvlink_health::domain_problems(&level.domains, k, PROBLEMS_LISTED)
     } else {
-        Vec::new()
+        (0, Vec::new())
     };
-    let degraded_domains = count(problems.len());
-    problems.truncate(PROBLEMS_LISTED);
     TopologySummary {
         product: product.to_owned(),
         level: level.level,
