@@ -161,7 +161,8 @@ fn an_offline_dump_of_nodes_and_pods_is_accounted() {
                 == ["ml", "nvidia.com/gpu", "4", "16", "1"]),
         "{table}"
     );
-    let bad = operator(&["scan", "-f", &dump, "--group-by", "pool"], None);
+    // Any node label key is a level to group by (docs/topology.md); one that is no label key is a usage error.
+    let bad = operator(&["scan", "-f", &dump, "--group-by", "bad key!"], None);
     assert_eq!(
         bad.status.code(),
         Some(2),
@@ -171,6 +172,12 @@ fn an_offline_dump_of_nodes_and_pods_is_accounted() {
         text(&bad.stderr).contains("node, product, namespace"),
         "{}",
         text(&bad.stderr)
+    );
+    let unknown = operator(&["scan", "-f", &dump, "--group-by", "pool"], None);
+    assert!(
+        text(&unknown.stdout).contains("no GPU node has a place at level pool"),
+        "{}",
+        text(&unknown.stdout)
     );
 }
 
