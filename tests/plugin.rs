@@ -321,7 +321,7 @@ async fn watch_redraws_in_a_terminal_when_a_node_goes_not_ready() {
     // after its FIRST_LIST_TIMEOUT.
     let first_table = Deadline::reaction("kubectl starting the plugin").then(Deadline::new(
         PLUGIN_FIRST_LIST_TIMEOUT,
-        "the plugin's first lists (FIRST_LIST_TIMEOUT, src/cmd/plugin.rs)",
+        "the plugin's first lists (FIRST_LIST_TIMEOUT, src/cmd/plugin/mod.rs)",
     ));
     // A redraw: the plugin's watch event for the change, and the redraw (one reaction).
     let redraw = Deadline::reaction("the plugin's watch and redraw");

@@ -7,7 +7,7 @@
 //! says what it allowed for and why.
 //!
 //! The operator's retry policies are private to it (`src/runtime/backoff.rs`) and so is the plugin's first-list
-//! timeout (`src/cmd/plugin.rs`): they are mirrored here, and the unit tests below hold the mirror to those
+//! timeout (`src/cmd/plugin/mod.rs`): they are mirrored here, and the unit tests below hold the mirror to those
 //! sources. The operator's flags are read with its own command line ([`OperatorPeriods::of`]), defaults
 //! included.
 
@@ -37,7 +37,7 @@ pub const SCHEDULER_MAX_BACKOFF: Duration = Duration::from_secs(10);
 pub const GC_RESYNC: Duration = Duration::from_secs(30);
 
 /// How long `kubectl gpu-inventory --watch` waits for its first full list before it gives up and says so
-/// (`FIRST_LIST_TIMEOUT` in src/cmd/plugin.rs).
+/// (`FIRST_LIST_TIMEOUT` in src/cmd/plugin/mod.rs).
 pub const PLUGIN_FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a wait may take, and why that long.
@@ -378,10 +378,10 @@ mod tests {
 
     #[test]
     fn the_mirrored_plugin_timeout_is_the_plugins() {
-        let source = operator_source("src/cmd/plugin.rs");
+        let source = operator_source("src/cmd/plugin/mod.rs");
         let value = source
             .split_once("const FIRST_LIST_TIMEOUT: Duration =")
-            .expect("src/cmd/plugin.rs defines FIRST_LIST_TIMEOUT")
+            .expect("src/cmd/plugin/mod.rs defines FIRST_LIST_TIMEOUT")
             .1;
         assert_eq!(duration_at(value), PLUGIN_FIRST_LIST_TIMEOUT);
     }
