@@ -177,11 +177,13 @@ impl Sources {
         )
     }
 
-    /// Resolves once every source has its first full list.
+    /// Resolves once every source the inventory needs has its first full list (Kueue's Topologies excepted).
     pub async fn wait_until_ready(&self) {
         self.nodes.wait_until_ready().await;
         self.pods.wait_until_ready().await;
-        self.topologies.wait_until_ready().await;
+        // Kueue's Topologies are not waited for: their levels enrich the scan, and a Topology watch that is
+        // forbidden (an older RBAC without the rule) or slow must not hold back the inventory. Their levels
+        // arrive as a change, and the next scan reads the nodes' places at them.
         if !self.drivers.is_empty() {
             self.dra.wait_until_ready().await;
             self.taint_rules.wait_until_ready().await;
