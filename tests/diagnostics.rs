@@ -110,6 +110,33 @@ async fn a_node_going_not_ready_flips_ready_with_one_event_each_way() {
         reasons(&later)
     );
 
+    // Another node, the same reason: an event of its own that names it (kube's Recorder made it a second
+    // count of the first node's event, and the laptop was never named).
+    let laptop = env.node_name("laptop-4070");
+    env.set_ready(&laptop, "False").await;
+    let events = eventually(
+        Duration::from_secs(5),
+        "the laptop's NotReady event",
+        || async {
+            let events = env.events_about(&inv).await;
+            let names_laptop = events.iter().any(|e| {
+                e.reason.as_deref() == Some("GpuNodeNotReady")
+                    && e.message.as_deref().unwrap_or_default().contains(&laptop)
+            });
+            names_laptop.then_some(events)
+        },
+    )
+    .await;
+    let not_ready: Vec<&str> = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("GpuNodeNotReady"))
+        .map(|e| e.message.as_deref().unwrap_or_default())
+        .collect();
+    assert_eq!(not_ready.len(), 2, "{not_ready:?}");
+    assert!(
+        not_ready.iter().any(|m| m.contains(&dgx)) && not_ready.iter().any(|m| m.contains(&laptop))
+    );
+
     let describe = std::process::Command::new("kubectl")
         .args([
             "--kubeconfig",

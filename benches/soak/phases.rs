@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use kube::Client;
-use testkit::audit::{audit_counts, audit_offset, is_write};
+use testkit::audit::{AuditPos, audit_counts, audit_offset, is_write};
 use testkit::rss::RssSample;
 use testkit::settings::soak::Settings;
 use testkit::{cluster, lib_api};
@@ -237,26 +237,54 @@ async fn converge(
     Err(last)
 }
 
+/// How long the operators must have written nothing (the Lease renewals aside) before the quiet period opens.
+const SETTLED_FOR: Duration = Duration::from_secs(3);
+/// The longest wait for that; past it the quiet period opens anyway, and writes that go on are counted in it.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(30);
+
+/// The operators' writes (the Lease renewals aside) logged from `from` to `to`, by verb and resource.
+fn operator_writes(
+    audit: &std::path::Path,
+    pos: AuditPos,
+    from: Timestamp,
+    to: Timestamp,
+) -> Vec<(String, u64)> {
+    audit_counts(audit, pos, "gpu-inventory-operator/", from, to)
+        .into_iter()
+        .filter(|(k, _)| is_write(k) && !k.ends_with(" leases"))
+        .collect()
+}
+
+/// Waits until the operators have written nothing for [`SETTLED_FOR`] (at most [`SETTLE_AT_MOST`]). The outputs
+/// equal a scan as soon as the last status write lands, but the events of that same pass follow it: on a
+/// loaded machine they land a moment later, and were counted as quiet-period writes.
+async fn settle(audit: &std::path::Path, pos: AuditPos) {
+    let started = Instant::now();
+    while started.elapsed() < SETTLE_AT_MOST {
+        let now = Timestamp::now();
+        let since = now - jiff::SignedDuration::try_from(SETTLED_FOR).unwrap_or_default();
+        if started.elapsed() >= SETTLED_FOR && operator_writes(audit, pos, since, now).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    log(format!(
+        "the operators still write after {} s; the quiet period opens anyway",
+        SETTLE_AT_MOST.as_secs()
+    ));
+}
+
 /// The quiet period: the operators' writes in it (the Lease renewals aside), and which.
 async fn quiet_period(s: &Settings) -> (u64, String) {
     let audit = s.cluster_dir.join("audit.log");
+    settle(&audit, audit_offset(&audit)).await;
     let pos = audit_offset(&audit);
     let from = Timestamp::now();
     log(format!("quiet period: {} s", s.quiet.as_secs()));
     tokio::time::sleep(s.quiet).await;
     // The audit log is written as requests complete: a moment for the last lines.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let counts = audit_counts(
-        &audit,
-        pos,
-        "gpu-inventory-operator/",
-        from,
-        Timestamp::now(),
-    );
-    let writes: Vec<(String, u64)> = counts
-        .into_iter()
-        .filter(|(k, _)| is_write(k) && !k.ends_with(" leases"))
-        .collect();
+    let writes = operator_writes(&audit, pos, from, Timestamp::now());
     let detail: Vec<String> = writes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     (writes.iter().map(|(_, v)| v).sum(), detail.join(", "))
 }

@@ -7,14 +7,13 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tracing::{debug, info};
 
 use super::driver::own_objects::{OwnObjects, watch_own};
 use super::driver::{Outcome, Publisher};
-use super::events::publish_events;
+use super::events::EventSender;
 use super::metrics::{InventoryGauges, export_inventory, retain_inventories};
 use super::scan_service::ScanService;
 pub use super::status_apply::StatusApply;
@@ -59,7 +58,7 @@ pub(crate) struct Statuses {
     /// Guards GpuInventory status writes (keyed by name).
     pub(crate) writer: GuardedWriter<GpuInventoryStatus>,
     /// Publishes Kubernetes Events on the inventories.
-    recorder: Recorder,
+    events: EventSender,
     health: Health,
     metrics: Arc<Metrics>,
     gauges: Arc<InventoryGauges>,
@@ -107,18 +106,15 @@ impl Statuses {
         metrics: Arc<Metrics>,
         gauges: Arc<InventoryGauges>,
     ) -> Self {
-        let reporter = Reporter {
-            controller: FIELD_MANAGER.to_owned(),
-            // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
-            instance: std::env::var("POD_NAME")
-                .or_else(|_| std::env::var("HOSTNAME"))
-                .ok(),
-        };
+        // In cluster, POD_NAME (downward API) tells replicas apart; out of cluster, the host name.
+        let instance = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .ok();
         Statuses {
             api,
             cache,
             writer: GuardedWriter::for_target(&metrics, "status").with_min_gap(AGGREGATE_WRITE_GAP),
-            recorder: Recorder::new(client, reporter),
+            events: EventSender::new(client, FIELD_MANAGER, instance),
             health,
             metrics,
             gauges,
@@ -224,7 +220,7 @@ impl Statuses {
         let Some(status) = write else {
             debug!(cr = %name, "status unchanged; write skipped");
             self.models.insert(name, scanned);
-            publish_events(&self.recorder, &self.health, inventory, events).await;
+            self.events.publish(&self.health, inventory, events).await;
             return Ok(Outcome::done());
         };
         let applied = self
@@ -254,7 +250,7 @@ impl Statuses {
             .record_write(&name, planned_at, written_at, status);
         // Remembered only once the write went through: a failed write is retried, and its events with it.
         self.models.insert(name, scanned);
-        publish_events(&self.recorder, &self.health, inventory, events).await;
+        self.events.publish(&self.health, inventory, events).await;
         Ok(Outcome::done())
     }
 }
