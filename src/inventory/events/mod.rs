@@ -170,13 +170,24 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
         &became_ready,
         |name| format!("GPU node {name} is Ready again"),
     );
-    if old.total_gpus != new.total_gpus {
-        events.push(event(
-            Severity::Info,
-            "GpuCountChanged",
-            format!("GPUs: {} -> {}", old.total_gpus, new.total_gpus),
-        ));
-    }
+    // Per node, as the other per-node events: "GPUs: 32013 -> 32011" told nobody which node lost two.
+    let recounted: Vec<&str> = common(&before, &after, |b, a| b.count != a.count);
+    per_node(
+        &mut events,
+        Severity::Info,
+        "GpuCountChanged",
+        &format!(
+            "GPU count changed (GPUs in all: {} -> {})",
+            old.total_gpus, new.total_gpus
+        ),
+        &recounted,
+        |name| {
+            format!(
+                "GPU node {name}: {} -> {} GPUs",
+                before[name].count, after[name].count
+            )
+        },
+    );
     issue_events(&mut events, &before, &after);
     domain_events(&mut events, old, new);
     events.extend(demand_event(old, new));

@@ -54,12 +54,8 @@ fn a_cut_published_status_compares_only_the_nodes_it_lists() {
         complete: false,
     };
     let events = transitions_since(base, &whole);
-    // Totals cover every node (GPUs 2 -> 3); per node, only "a" is known: no Added or Removed.
-    assert_eq!(
-        reasons(&events),
-        ["GpuNodeNotReady", "GpuCountChanged"],
-        "{events:?}"
-    );
+    // Per node, only "a" is known: no Added, Removed or GpuCountChanged for the others.
+    assert_eq!(reasons(&events), ["GpuNodeNotReady"], "{events:?}");
     // Against the whole model, the new node is told.
     let model = status(vec![node("a", true, &[]), node("b", true, &[])]);
     let events = transitions_since(EventBase::Model(&model), &whole);
@@ -126,6 +122,35 @@ fn nodes_gpus_and_issues() {
     let events = transitions(Some(&new), &new2);
     assert_eq!(reasons(&events), ["GpusUnhealthy"]);
     assert_eq!(events[0].note, "b: GpusUnhealthy details");
+}
+
+#[test]
+fn a_gpu_count_change_names_the_node_and_its_counts_and_many_are_folded() {
+    let with_counts = |counts: &[u64]| {
+        status(
+            counts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| entry(&format!("n{i}"), true, *c, &[]))
+                .collect(),
+        )
+    };
+    let events = transitions(Some(&with_counts(&[8, 8, 4])), &with_counts(&[8, 6, 4]));
+    assert_eq!(reasons(&events), ["GpuCountChanged"]);
+    assert_eq!(events[0].note, "GPU node n1: 8 -> 6 GPUs");
+    assert_eq!(events[0].severity, Severity::Info);
+
+    let old = with_counts(&[8; 7]);
+    let new = with_counts(&[7; 7]);
+    let events = transitions(Some(&old), &new);
+    assert_eq!(reasons(&events), ["GpuCountChanged"], "{events:?}");
+    assert!(
+        events[0]
+            .note
+            .starts_with("7 nodes: GPU count changed (GPUs in all: 56 -> 49): n0, n1"),
+        "{}",
+        events[0].note
+    );
 }
 
 #[test]
