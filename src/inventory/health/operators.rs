@@ -154,6 +154,9 @@ pub(super) fn read(labels: &mut LabelReader<'_>) -> OperatorStates {
             ),
         ));
     }
+    if let Some(issue) = disabled_operands_issue(labels) {
+        states.issues.push(issue);
+    }
     if labels.iter().any(|(k, v)| is_deployed(k, v)) {
         states.vendor = states.vendor.or(Some(Vendor::Nvidia));
         states.manages = true;
@@ -180,6 +183,52 @@ pub(super) fn evidence(labels: &LabelReader<'_>) -> Vec<String> {
         .chain(deployed)
         .map(|(k, v)| format!("{k}={}", shown(v.trim())))
         .collect()
+}
+
+/// The operands whose loss keeps the node's GPUs from pods: the device plugin advertises them, the toolkit
+/// lets containers use them, and `operands` turns every operand off at once.
+const SERVING_OPERANDS: [&str; 3] = ["operands", "device-plugin", "container-toolkit"];
+
+/// The GPU operator runs an operand only where its deploy label is `true` (its DaemonSet selects `=true`).
+/// Raised when an operand that serves the GPUs will not run: `false` (an administrator's choice,
+/// NVIDIA/gpu-operator#661) or empty (no one's: the operator's labels were cleared, NVIDIA/gpu-operator#491).
+/// Other operands off (`driver=false` where drivers are installed on the host, `nvsm=""` as NVIDIA's own test
+/// host has it) keep the GPUs usable: not an issue.
+fn disabled_operands_issue(labels: &LabelReader<'_>) -> Option<Issue> {
+    let disabled: Vec<(String, String)> = labels
+        .iter()
+        .filter_map(|(k, v)| {
+            let operand = k.strip_prefix(NVIDIA_DEPLOY_PREFIX)?;
+            let value = v.trim();
+            (value.is_empty() || value.eq_ignore_ascii_case("false"))
+                .then(|| (shown(operand), shown(value)))
+        })
+        .collect();
+    if !disabled
+        .iter()
+        .any(|(operand, _)| SERVING_OPERANDS.contains(&operand.as_str()))
+    {
+        return None;
+    }
+    let listed = disabled
+        .iter()
+        .map(|(operand, value)| format!("{operand}=\"{value}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let why = if disabled.iter().any(|(_, value)| value.is_empty()) {
+        "an empty value is not true: the operator's labels were cleared"
+    } else {
+        "switched off by someone"
+    };
+    Some(Issue::new(
+        IssueReason::OperandsDisabled,
+        format!(
+            "the GPU operator will not run {listed} on this node ({NVIDIA_DEPLOY_PREFIX}<operand> must be \
+             \"true\"; {why}): without the device plugin and the toolkit no new pod gets its GPUs; set them to \
+             true (kubectl label node <node> {NVIDIA_DEPLOY_PREFIX}<operand>=true --overwrite), or take the \
+             node out of the GPU pools if it is meant to be"
+        ),
+    ))
 }
 
 /// The operands paused for a driver upgrade, by name.

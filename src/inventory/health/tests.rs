@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::NodeCondition;
 
 use super::*;
-use crate::inventory::model::IssueReason;
+use crate::inventory::model::{IssueReason, Severity};
 use crate::inventory::text_map::TextMap;
 
 fn condition(type_: &str, status: &str, message: &str) -> NodeCondition {
@@ -333,4 +333,42 @@ fn paused_operands_are_shown() {
         false,
     );
     assert!(!off.known && off.vendor.is_none());
+}
+
+#[test]
+fn operands_the_gpu_operator_will_not_run_are_an_issue_when_they_serve_the_gpus_or_were_cleared() {
+    // NVIDIA/gpu-operator#491: the labels emptied, the device plugin never scheduled.
+    let cleared = reading(
+        &[
+            ("nvidia.com/gpu.deploy.device-plugin", ""),
+            ("nvidia.com/gpu.deploy.dcgm", ""),
+            ("nvidia.com/gpu.deploy.driver", "true"),
+        ],
+        &[],
+        &[],
+        false,
+    );
+    assert_eq!(reasons(&cleared), [IssueReason::OperandsDisabled]);
+    let message = &cleared.issues[0].message;
+    assert!(
+        message.contains(r#"dcgm="", device-plugin="""#) && message.contains("labels were cleared"),
+        "{message}"
+    );
+    assert!(cleared.known, "the driver label shows the operator manages the node");
+    // NVIDIA/gpu-operator#661: every operand switched off.
+    let off = reading(&[("nvidia.com/gpu.deploy.operands", "false")], &[], &[], false);
+    assert_eq!(reasons(&off), [IssueReason::OperandsDisabled]);
+    assert!(off.issues[0].message.contains("without the device plugin"));
+    assert_eq!(IssueReason::OperandsDisabled.severity(), Severity::Degraded);
+    // Drivers installed on the host, no exporter, NVIDIA's own test host's `nvsm=""`: the GPUs stay usable.
+    for (choice, value) in [("driver", "false"), ("dcgm-exporter", "false"), ("nvsm", "")] {
+        let key = format!("nvidia.com/gpu.deploy.{choice}");
+        let r = reading(
+            &[(key.as_str(), value), ("nvidia.com/gpu.deploy.device-plugin", "true")],
+            &[],
+            &[],
+            false,
+        );
+        assert!(r.issues.is_empty(), "{choice}=false: {:?}", r.issues);
+    }
 }

@@ -54,6 +54,9 @@ pub enum IssueReason {
     DriverUpgradeInProgress,
     /// The GPU operator paused operands on the node (information: planned work).
     OperandsPaused,
+    /// The GPU operator will not run the operands that serve the node's GPUs (`nvidia.com/gpu.deploy.<operand>`
+    /// `false` or empty, not `true`).
+    OperandsDisabled,
     /// The cloud scheduled maintenance of the node's host (information: planned work).
     MaintenanceScheduled,
 }
@@ -85,7 +88,7 @@ impl fmt::Display for Severity {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 23] = [
+    pub const ALL: [IssueReason; 24] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -108,6 +111,7 @@ impl IssueReason {
         IssueReason::DriverUpgradeFailed,
         IssueReason::DriverUpgradeInProgress,
         IssueReason::OperandsPaused,
+        IssueReason::OperandsDisabled,
         IssueReason::MaintenanceScheduled,
     ];
 
@@ -136,6 +140,7 @@ impl IssueReason {
             IssueReason::DriverUpgradeFailed => "DriverUpgradeFailed",
             IssueReason::DriverUpgradeInProgress => "DriverUpgradeInProgress",
             IssueReason::OperandsPaused => "OperandsPaused",
+            IssueReason::OperandsDisabled => "OperandsDisabled",
             IssueReason::MaintenanceScheduled => "MaintenanceScheduled",
         }
     }
