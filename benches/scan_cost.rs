@@ -29,6 +29,7 @@ use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
 use gpu_inventory_operator::inventory::scanner::ScanScope;
+use gpu_inventory_operator::inventory::topology::TopologyLevels;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
 use testkit::cluster::{load_templates, make_node, topology_labels};
@@ -108,7 +109,15 @@ fn main() {
     };
     println!("scan cost: median (min..max) of {runs} scans, one thread");
     let largest = sizes.iter().copied().max().unwrap_or(0);
-    for (n, topology) in sizes.iter().flat_map(|n| [(*n, false), (*n, true)]) {
+    // Each size three ways: no topology labels; the labels on every GPU node but no level read (what an
+    // operator without topology pays for the same objects); the labels read. The growth topology costs is
+    // the third over the second: the second over the first is only the labels' own weight.
+    let ways = [
+        (false, TopologyLevels::built_in()),
+        (true, TopologyLevels::none()),
+        (true, TopologyLevels::built_in()),
+    ];
+    for (n, (topology, levels)) in sizes.iter().flat_map(|n| ways.map(|w| (*n, w))) {
         let (nodes, pods) = fleet(n, topology);
         let mut pods = pods;
         let interner = NodeInterner::default();
@@ -118,6 +127,7 @@ fn main() {
             held = Some(scan(
                 ScanInput::nodes(nodes.iter().map(|n| n.as_ref()))
                     .pods(pods.iter().map(|p| p.as_ref()))
+                    .topology(levels)
                     .interner(&interner),
             ));
         });
@@ -128,7 +138,11 @@ fn main() {
                 pods[next] = Arc::new((*pods[next]).clone());
                 next = (next + 1) % pods.len();
             }
-            held = Some(scan(ScanInput::shared(&nodes, &pods).interner(&interner)));
+            held = Some(scan(
+                ScanInput::shared(&nodes, &pods)
+                    .topology(levels)
+                    .interner(&interner),
+            ));
         });
         let (scope, _, _) = timed(runs, || {
             std::hint::black_box(ScanScope::of(nodes.iter().map(|n| n.as_ref())));
@@ -137,10 +151,10 @@ fn main() {
         println!(
             "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods, {}); ScanScope::of {:.1} ms",
             pods.len(),
-            if topology {
-                "topology labels on every GPU node"
-            } else {
-                "no topology labels"
+            match (topology, std::ptr::eq(levels, TopologyLevels::none())) {
+                (false, _) => "no topology labels",
+                (true, true) => "topology labels on every GPU node, not read",
+                (true, false) => "topology labels on every GPU node, read",
             },
             ms(scope)
         );
@@ -156,7 +170,7 @@ fn main() {
                 median.as_secs_f64() * 1e6 / n as f64,
             );
         }
-        if topology && n == largest {
+        if topology && !std::ptr::eq(levels, TopologyLevels::none()) && n == largest {
             time_fit(&held, runs);
         }
     }

@@ -374,7 +374,12 @@ fn sum_up<'n>(
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
 ) -> Inventory {
-    let products = topology::gang::product_groups(&nodes);
+    // A fleet without topology labels pays nothing for topology.
+    let products = if nodes.iter().any(|n| !n.topology.is_empty()) {
+        topology::gang::product_groups(&nodes)
+    } else {
+        Vec::new()
+    };
     topology::nvlink_health::mark_clique_missing(&mut nodes, &products);
     let demand = allocation::demand(pods, &nodes, scope, dra, facts);
     Inventory {

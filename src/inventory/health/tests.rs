@@ -354,17 +354,32 @@ fn operands_the_gpu_operator_will_not_run_are_an_issue_when_they_serve_the_gpus_
         message.contains(r#"dcgm="", device-plugin="""#) && message.contains("labels were cleared"),
         "{message}"
     );
-    assert!(cleared.known, "the driver label shows the operator manages the node");
+    assert!(
+        cleared.known,
+        "the driver label shows the operator manages the node"
+    );
     // NVIDIA/gpu-operator#661: every operand switched off.
-    let off = reading(&[("nvidia.com/gpu.deploy.operands", "false")], &[], &[], false);
+    let off = reading(
+        &[("nvidia.com/gpu.deploy.operands", "false")],
+        &[],
+        &[],
+        false,
+    );
     assert_eq!(reasons(&off), [IssueReason::OperandsDisabled]);
     assert!(off.issues[0].message.contains("without the device plugin"));
     assert_eq!(IssueReason::OperandsDisabled.severity(), Severity::Degraded);
     // Drivers installed on the host, no exporter, NVIDIA's own test host's `nvsm=""`: the GPUs stay usable.
-    for (choice, value) in [("driver", "false"), ("dcgm-exporter", "false"), ("nvsm", "")] {
+    for (choice, value) in [
+        ("driver", "false"),
+        ("dcgm-exporter", "false"),
+        ("nvsm", ""),
+    ] {
         let key = format!("nvidia.com/gpu.deploy.{choice}");
         let r = reading(
-            &[(key.as_str(), value), ("nvidia.com/gpu.deploy.device-plugin", "true")],
+            &[
+                (key.as_str(), value),
+                ("nvidia.com/gpu.deploy.device-plugin", "true"),
+            ],
             &[],
             &[],
             false,

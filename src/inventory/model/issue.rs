@@ -48,6 +48,9 @@ pub enum IssueReason {
     /// A GPU node (known by its labels or conditions) advertises no GPU resource and no DRA device: the
     /// driver or the device plugin is not up. The operator raises it only after a grace period.
     GpuResourcesMissing,
+    /// The node advertises its vendor's device resource at 0 and nothing of the vendor beside it: its devices
+    /// disappeared or are held elsewhere (the kubelet keeps a resource once a device plugin registered it).
+    GpuDevicesGone,
     /// The GPU operator's driver upgrade failed on the node.
     DriverUpgradeFailed,
     /// The GPU operator is upgrading the node's driver (information: planned work).
@@ -88,7 +91,7 @@ impl fmt::Display for Severity {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 24] = [
+    pub const ALL: [IssueReason; 25] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -108,6 +111,7 @@ impl IssueReason {
         IssueReason::GpusMissing,
         IssueReason::NvlinkCliqueMissing,
         IssueReason::GpuResourcesMissing,
+        IssueReason::GpuDevicesGone,
         IssueReason::DriverUpgradeFailed,
         IssueReason::DriverUpgradeInProgress,
         IssueReason::OperandsPaused,
@@ -137,6 +141,7 @@ impl IssueReason {
             IssueReason::GpusMissing => "GpusMissing",
             IssueReason::NvlinkCliqueMissing => "NvlinkCliqueMissing",
             IssueReason::GpuResourcesMissing => "GpuResourcesMissing",
+            IssueReason::GpuDevicesGone => "GpuDevicesGone",
             IssueReason::DriverUpgradeFailed => "DriverUpgradeFailed",
             IssueReason::DriverUpgradeInProgress => "DriverUpgradeInProgress",
             IssueReason::OperandsPaused => "OperandsPaused",

@@ -10,10 +10,10 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::DraNode;
 use crate::inventory::health;
 use crate::inventory::label_reader::LabelReader;
-use crate::inventory::model::{Amount, IssueReason, NodeInventory, Source, Vendor};
+use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory, Source, Vendor};
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
-use crate::inventory::vendors::vendor_table::{NodeResources, Sensed, Unit};
+use crate::inventory::vendors::vendor_table::{NodeResources, Sensed, Unit, VendorTable};
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
 /// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
@@ -87,6 +87,10 @@ pub fn scan_node_in(
         .position(|t| t.vendor() == table.vendor())
         .and_then(|i| sensed[i].take());
     let reading = table.read(&mut labels, &resources, own_sensed);
+    let zero_devices: Vec<String> = vendors::zero_devices(table, &resources)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
 
     let mut derived_from = BTreeMap::new();
     let mut derive = |field: &str, from: Option<String>| {
@@ -120,7 +124,8 @@ pub fn scan_node_in(
     if reading.cloud {
         sources.push(Source::Cloud);
     }
-    if positive(&capacity) || positive(&allocatable) {
+    // A device resource at 0 is the device plugin's word too: it registered the resource.
+    if positive(&capacity) || positive(&allocatable) || !zero_devices.is_empty() {
         sources.push(Source::DevicePlugin);
     }
     if reading.labelled {
@@ -187,6 +192,11 @@ pub fn scan_node_in(
     issues.extend(reading.issues);
     issues.extend(published.issues);
     issues.extend(dra_issues);
+    if let Some(gone) = devices_gone(table, &zero_devices, &issues) {
+        // The more precise of the two: the resource is there, at 0, not missing.
+        issues.retain(|i| i.reason != IssueReason::GpuResourcesMissing);
+        issues.push(gone);
+    }
     let (invalid, notes) = labels.finish();
     issues.extend(invalid);
     if table.orders_issues_by_reason() {
@@ -199,6 +209,29 @@ pub fn scan_node_in(
 }
 
 /// The node's taints as (key, value, effect).
+/// `GpuDevicesGone`: the vendor's device resource advertised at 0 with nothing of the vendor beside it, unless
+/// another issue already explains it (the GPU operator switched off on the node).
+fn devices_gone(table: &dyn VendorTable, gone: &[String], issues: &[Issue]) -> Option<Issue> {
+    if gone.is_empty()
+        || issues
+            .iter()
+            .any(|i| i.reason == IssueReason::OperandsDisabled)
+    {
+        return None;
+    }
+    Some(Issue::new(
+        IssueReason::GpuDevicesGone,
+        format!(
+            "{} advertised at 0: the kubelet keeps a device resource once a device plugin registered it, so the \
+             node had {} and now offers none: the device plugin lost them (driver unloaded, devices fell off \
+             the bus, plugin crash-looping) or something else holds them (VM passthrough); check the device \
+             plugin's pod and the kernel log on the node",
+            gone.join(", "),
+            table.devices_word()
+        ),
+    ))
+}
+
 fn taints(node: &ClusterNode) -> Vec<(String, String, String)> {
     node.taints
         .iter()

@@ -16,6 +16,8 @@ use crate::inventory::text_map::{Text, TextMap};
 /// The topology levels a scan reads: the built-in table and the extra keys, in the order given.
 #[derive(Debug)]
 pub struct TopologyLevels {
+    /// No level at all is read (see [`TopologyLevels::none`]).
+    off: bool,
     extra: Vec<&'static str>,
     /// Every level label, sorted by key, with what it is: a node's labels (sorted too) are read in one merge
     /// pass, not one lookup per known label.
@@ -39,7 +41,7 @@ fn interned() -> &'static Mutex<Vec<&'static TopologyLevels>> {
 
 impl PartialEq for TopologyLevels {
     fn eq(&self, other: &Self) -> bool {
-        self.extra == other.extra
+        (self.off, &self.extra) == (other.off, &other.extra)
     }
 }
 
@@ -60,7 +62,7 @@ impl PartialOrd for TopologyLevels {
 
 impl Ord for TopologyLevels {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.extra.cmp(&other.extra)
+        (self.off, &self.extra).cmp(&(other.off, &other.extra))
     }
 }
 
@@ -71,9 +73,21 @@ impl TopologyLevels {
         BUILT_IN.get_or_init(|| TopologyLevels::of(Vec::new()))
     }
 
+    /// No level: every node's place is empty and no summary is made. What a scan costs without reading
+    /// topology, on the same nodes (`make scan-cost` measures the difference); not a setting of the operator.
+    pub fn none() -> &'static TopologyLevels {
+        static NONE: OnceLock<TopologyLevels> = OnceLock::new();
+        NONE.get_or_init(|| TopologyLevels {
+            off: true,
+            extra: Vec::new(),
+            index: Vec::new(),
+        })
+    }
+
     /// The levels of the table and `extra`, indexed.
     fn of(extra: Vec<&'static str>) -> TopologyLevels {
         let mut levels = TopologyLevels {
+            off: false,
             extra,
             index: Vec::new(),
         };

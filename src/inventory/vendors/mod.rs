@@ -117,6 +117,14 @@ pub(crate) fn identify(
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|(v, _)| *v);
+    // No device of any vendor, but a vendor's device resource advertised at 0: the kubelet keeps a resource
+    // once a device plugin registered it, so the node had that vendor's devices (they are gone or held).
+    let by_resources = by_resources.or_else(|| {
+        tables
+            .iter()
+            .find(|table| !zero_devices(*table, resources).is_empty())
+            .map(|table| table.vendor())
+    });
     let by_labels = by_resources.or(sensed).or_else(|| {
         tables
             .iter()
@@ -131,6 +139,29 @@ pub(crate) fn identify(
         by_dra_only: by_labels.is_none(),
         also: units.into_keys().filter(|v| *v != vendor).collect(),
     }
+}
+
+/// The device resources of `table`'s vendor the node advertises at 0 (capacity, else allocatable), when it
+/// advertises nothing of that vendor above 0 (no partition or share either: `nvidia.com/gpu: 0` beside MIG
+/// resources is the mixed strategy working). Empty otherwise.
+pub(crate) fn zero_devices<'a>(
+    table: &dyn VendorTable,
+    resources: &NodeResources<'a>,
+) -> Vec<&'a str> {
+    if !resources.with_units(|name| table.unit_of(name)).is_empty() {
+        return Vec::new();
+    }
+    let mut names: Vec<&'a str> = resources
+        .capacity
+        .keys()
+        .chain(resources.allocatable.keys())
+        .map(String::as_str)
+        .filter(|name| table.unit_of(name) == Some(Unit::Device))
+        .filter(|name| resources.count(name) == Some(0))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// The vendor of a node's accelerators as the API names it: the scanner's attribution, else (an entry no

@@ -121,7 +121,11 @@ fn gfd_fixture_matches_its_readme() {
 
     let gone = entry(&inv, "gfd-gone");
     assert!(!gone.ready);
-    assert_eq!(reasons(gone), ["NotReady", "GpuLabelsMissing"]);
+    // nvidia.com/gpu 0 with nothing beside it: the device plugin lost the GPUs too (#38 rule 1).
+    assert_eq!(
+        reasons(gone),
+        ["NotReady", "GpuLabelsMissing", "GpuDevicesGone"]
+    );
 }
 
 #[test]
@@ -221,8 +225,30 @@ fn gpu_node_detection_signals() {
     );
     let e = scan_one(by_capacity).expect("capacity makes a GPU node");
     assert_eq!(reasons(&e), ["GpuLabelsMissing"]);
+    // #38 rule 1: a device resource at 0 is a GPU node whose devices are gone, not a CPU node.
     let zero_capacity = with_resources(node("zero", &[], "True"), &[("nvidia.com/gpu", "0")], &[]);
-    assert!(scan_one(zero_capacity).is_none());
+    let e = scan_one(zero_capacity).expect("a device resource at 0 makes a GPU node");
+    assert_eq!(
+        (reasons(&e), e.count),
+        (vec!["GpuLabelsMissing", "GpuDevicesGone"], 0),
+        "the resource is there at 0, not missing: no GpuResourcesMissing"
+    );
+    let amd_zero = with_resources(node("amd0", &[], "True"), &[("amd.com/gpu", "0")], &[]);
+    let e = scan_one(amd_zero).expect("any vendor's");
+    assert_eq!(e.vendor, Some(crate::inventory::model::Vendor::Amd));
+    assert_eq!(reasons(&e), ["GpuDevicesGone"]);
+    // The MIG mixed strategy: nvidia.com/gpu 0 beside MIG devices is no issue.
+    let mixed = with_resources(
+        node("mixed", &[], "True"),
+        &[("nvidia.com/gpu", "0"), ("nvidia.com/mig-1g.10gb", "7")],
+        &[("nvidia.com/gpu", "0"), ("nvidia.com/mig-1g.10gb", "7")],
+    );
+    let e = scan_one(mixed).expect("MIG devices make a GPU node");
+    assert!(
+        !reasons(&e).contains(&"GpuDevicesGone"),
+        "{:?}",
+        reasons(&e)
+    );
     let absent = node("cpu", &[("nvidia.com/gpu.present", "false")], "True");
     assert!(scan_one(absent).is_none());
     let other_vendor = node(

@@ -54,7 +54,8 @@ fn real_nodes_read_as_an_expert_reads_them() {
             DGX_MYWORKER,
             (
                 None,
-                0,
+                // 56 MIG compute slices: at least 8 GPUs, the DGX H100's 8 (#38 rule 2; it read 0 before).
+                8,
                 None,
                 vec!["device-plugin", "labels"],
                 vec!["GpuLabelsMissing"],

@@ -41,7 +41,14 @@ pub(super) fn read(
         .count(labels::GPU_COUNT)
         .map(|n| (n, labels::GPU_COUNT.to_owned()))
         .or(cloud.count)
-        .or_else(|| device_plugin_gpus(capacity, allocatable, replicas).or(vm.count));
+        .or_else(|| {
+            let plugin = device_plugin_gpus(capacity, allocatable, replicas).or(vm.count);
+            match plugin {
+                Some((n, _)) if n > 0 => plugin,
+                // MIG resources alone (the mixed strategy, `nvidia.com/gpu: 0`): never 0 GPUs.
+                _ => mig_lower_bound(capacity, allocatable).or(plugin),
+            }
+        });
     let memory_mib = match labels.memory_mib(labels::GPU_MEMORY) {
         Some(memory) if memory.was_bytes => {
             Some((memory.mib, format!("{} (bytes)", labels::GPU_MEMORY)))
@@ -117,6 +124,45 @@ fn device_plugin_gpus(
         }
         _ => Some((value, from)),
     }
+}
+
+/// The most compute slices one GPU holds (A100, H100, H200, B200: 7; an A30 has 4, so 7 gives a lower bound
+/// for every family).
+const MIG_SLICES_PER_GPU: u64 = 7;
+
+/// At least how many GPUs a node's MIG resources (`nvidia.com/mig-<N>g.<memory>`, capacity else allocatable)
+/// take: their compute slices (the `<N>g` of each profile, times its count) over [`MIG_SLICES_PER_GPU`],
+/// rounded up. `None` when the node advertises no MIG device.
+pub(crate) fn mig_lower_bound(
+    capacity: &BTreeMap<String, Amount>,
+    allocatable: &BTreeMap<String, Amount>,
+) -> Option<(u64, String)> {
+    let list = if capacity.keys().any(|k| mig_slices(k).is_some()) {
+        capacity
+    } else {
+        allocatable
+    };
+    let slices: u64 = list
+        .iter()
+        .filter_map(|(name, amount)| Some(mig_slices(name)? * amount.whole()?))
+        .sum();
+    (slices > 0).then(|| {
+        (
+            slices.div_ceil(MIG_SLICES_PER_GPU),
+            format!(
+                "at least: {slices} MIG compute slices in nvidia.com/mig-* resources, at most \
+                 {MIG_SLICES_PER_GPU} per GPU"
+            ),
+        )
+    })
+}
+
+/// The compute slices of one device of a MIG resource: the `3` of `nvidia.com/mig-3g.40gb` (or
+/// `mig-1g.10gb+me`); `None` for any other resource.
+fn mig_slices(resource: &str) -> Option<u64> {
+    let profile = resource.strip_prefix("nvidia.com/mig-")?;
+    let (slices, _) = profile.split_once("g.")?;
+    slices.parse().ok().filter(|n| *n > 0)
 }
 
 /// GKE's MIG: partitions of one size advertised as `nvidia.com/gpu`, so `count` counts partitions.
@@ -220,4 +266,47 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amou
         || nvidia_capacity
             .iter()
             .any(|(name, q)| name.starts_with(NVIDIA_RESOURCE_PREFIX) && q.is_positive())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amounts(pairs: &[(&str, &str)]) -> BTreeMap<String, Amount> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
+            .collect()
+    }
+
+    #[test]
+    fn mig_resources_alone_count_at_least_their_slices_over_seven() {
+        // cocalc#8161: 5 x 1g.5gb + 1 x 2g.10gb on one A100-40GB, 7 slices.
+        let cocalc = amounts(&[
+            ("nvidia.com/gpu", "0"),
+            ("nvidia.com/mig-1g.5gb", "5"),
+            ("nvidia.com/mig-2g.10gb", "1"),
+            ("nvidia.com/mig-3g.20gb", "0"),
+        ]);
+        let (n, from) = mig_lower_bound(&cocalc, &BTreeMap::new()).unwrap();
+        assert_eq!(n, 1);
+        assert!(from.starts_with("at least: 7 MIG compute slices"), "{from}");
+        // 14 slices (gpu-operator#637): at least 2; 8 slices: at least 2 (never rounded down).
+        let two = amounts(&[
+            ("nvidia.com/mig-1g.10gb", "6"),
+            ("nvidia.com/mig-2g.20gb", "4"),
+        ]);
+        assert_eq!(mig_lower_bound(&two, &BTreeMap::new()).unwrap().0, 2);
+        let eight = amounts(&[
+            ("nvidia.com/mig-1g.10gb+me", "1"),
+            ("nvidia.com/mig-7g.80gb", "1"),
+        ]);
+        assert_eq!(mig_lower_bound(&eight, &BTreeMap::new()).unwrap().0, 2);
+        // Allocatable when capacity has none; nothing when no MIG device is advertised.
+        assert_eq!(mig_lower_bound(&BTreeMap::new(), &cocalc).unwrap().0, 1);
+        let none = amounts(&[("nvidia.com/gpu", "0"), ("nvidia.com/mig-3g.20gb", "0")]);
+        assert_eq!(mig_lower_bound(&none, &BTreeMap::new()), None);
+        assert_eq!(mig_slices("nvidia.com/gpu.shared"), None);
+        assert_eq!(mig_slices("nvidia.com/mig-abc"), None);
+    }
 }
