@@ -115,3 +115,43 @@ async fn operands_the_gpu_operator_will_not_run_are_an_issue_that_explains_the_0
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_cordon_nvsentinel_holds_after_its_checks_recovered_is_a_stale_quarantine_until_one_fails_again() {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let env = TestEnv::new("read3-stale").await;
+    // NVIDIA/NVSentinel#458: cordoned with NVSentinel's labels, both syslog checks healthy again.
+    env.load_fixture_only(FIXTURE, &["nvsentinel-458-node"]).await;
+    let node = env.node_name("nvsentinel-458-node");
+    let _operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    let status = env
+        .wait_inventory(&inv, CONVERGE, "StaleQuarantine", |s| {
+            has(s, &node, "StaleQuarantine")
+        })
+        .await
+        .status
+        .unwrap();
+    let reasons_now = reasons(&status, &node).unwrap();
+    assert!(
+        !reasons_now.iter().any(|r| r == "GpuNodeQuarantined" || r == "Unschedulable"),
+        "{reasons_now:?}"
+    );
+
+    // A check fails again: the quarantine holds for a reason, and is told as such.
+    let body = serde_json::json!({ "status": { "conditions": [{
+        "type": "SysLogsXIDError", "status": "True", "reason": "SysLogsXIDErrorIsNotHealthy",
+        "message": "ErrorCode:79 GPU:0 fell off the bus Recommended Action=RESTART_VM;",
+        "lastHeartbeatTime": "2026-12-01T00:00:00Z", "lastTransitionTime": "2026-12-01T00:00:00Z",
+    }] } });
+    Api::<Node>::all(env.client.clone())
+        .patch_status(&node, &PatchParams::default(), &Patch::Strategic(body))
+        .await
+        .unwrap();
+    env.wait_inventory(&inv, Duration::from_secs(10), "quarantined again", |s| {
+        has(s, &node, "GpuNodeQuarantined") && !has(s, &node, "StaleQuarantine")
+    })
+    .await;
+}

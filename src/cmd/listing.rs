@@ -30,12 +30,28 @@ pub(crate) fn dump_snapshot(
     drivers: Arc<[String]>,
     table: &'static HealthTable,
 ) -> Snapshot {
+    let mut nodes: Vec<Arc<ClusterNode>> = dump
+        .nodes
+        .iter()
+        .map(|node| Arc::new(ClusterNode::from_node(node, table)))
+        .collect();
+    // Slices of nodes the dump holds no Node object of (`kubectl get resourceslices -o yaml` alone): the
+    // nodes they name, from their devices, each noted as such. In a cluster a Node always exists.
+    let named: std::collections::BTreeSet<&str> = dump
+        .slices
+        .iter()
+        .filter_map(|s| s.spec.node_name.as_deref())
+        .filter(|name| !name.is_empty())
+        .collect();
+    let present: std::collections::HashSet<&str> = nodes.iter().map(|n| &*n.name).collect();
+    let absent: Vec<Arc<ClusterNode>> = named
+        .into_iter()
+        .filter(|name| !present.contains(name))
+        .map(|name| Arc::new(ClusterNode::named_by_slices(name)))
+        .collect();
+    nodes.extend(absent);
     Snapshot {
-        nodes: dump
-            .nodes
-            .iter()
-            .map(|node| Arc::new(ClusterNode::from_node(node, table)))
-            .collect(),
+        nodes,
         pods: dump
             .pods
             .iter()

@@ -36,6 +36,19 @@ pub struct ClusterNode {
     /// A scope (the scanner's encoding, and its health table) in which the node, without DRA devices, was
     /// found to be no GPU node.
     pub no_gpu_in: Derived<ScopeKey>,
+    /// There was no Node object: only ResourceSlices name the node (a dump of slices alone).
+    pub from_slices_only: bool,
+}
+
+impl ClusterNode {
+    /// A node only ResourceSlices name: its name and nothing else is known.
+    pub fn named_by_slices(name: &str) -> ClusterNode {
+        ClusterNode {
+            name: name.into(),
+            from_slices_only: true,
+            ..Default::default()
+        }
+    }
 }
 
 /// Everything a node's entry depends on besides the node itself, as the scanner encodes it

@@ -116,7 +116,8 @@ pub(crate) fn read(
             .issues
             .extend(node_conditions::issue(condition, family));
     }
-    let (quarantine, explained) = remediation::quarantine(labels, taints, cordoned);
+    let (quarantine, explained) =
+        remediation::quarantine(labels, taints, node_conditions, cordoned);
     reading.issues.extend(quarantine);
     reading.issues.extend(remediation::missing_gpus(labels));
     reading.issues.extend(remediation::maintenance(labels));

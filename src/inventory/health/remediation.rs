@@ -1,6 +1,7 @@
 //! What health controllers do to a node they judge broken (remediation taints, cordons they label with who
 //! and why), what they count (GPUs present against expected), and maintenance a cloud announces, as tables.
 
+use crate::inventory::cluster_node::Condition;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Issue, IssueReason};
 
@@ -29,12 +30,17 @@ struct CordonLabels {
     by: &'static str,
     reason: &'static str,
     reporter: &'static str,
+    /// The end of the `reason` of the conditions the controller raises, healthy and not (NVSentinel's
+    /// platform connector writes `<check>IsHealthy` / `<check>IsNotHealthy`): with every one of them
+    /// `False`, a cordon it still holds is stale.
+    condition_reasons: &'static [&'static str],
 }
 
 const CORDON_LABELS: &[CordonLabels] = &[CordonLabels {
     by: "k8saas.nvidia.com/cordon-by",
     reason: "k8saas.nvidia.com/cordon-reason",
     reporter: "NVIDIA NVSentinel",
+    condition_reasons: &["IsHealthy", "IsNotHealthy"],
 }];
 
 /// Labels with a monitor's count of the GPUs it sees and of those the node should have.
@@ -60,6 +66,7 @@ const GKE_ACTIVE_MAINTENANCE: &str = "cloud.google.com/active-node-maintenance";
 pub(super) fn quarantine(
     labels: &LabelReader<'_>,
     taints: &[(String, String, String)],
+    conditions: &[Condition],
     cordoned: bool,
 ) -> (Vec<Issue>, bool) {
     let mut parts = Vec::new();
@@ -83,6 +90,9 @@ pub(super) fn quarantine(
                 continue;
             };
             explained = true;
+            if let Some(stale) = stale_cordon(cordon, by, labels, conditions) {
+                return (vec![stale], true);
+            }
             let why = labels
                 .get(cordon.reason)
                 .filter(|v| !v.trim().is_empty())
@@ -110,6 +120,48 @@ pub(super) fn quarantine(
         vec![Issue::new(IssueReason::GpuNodeQuarantined, message)],
         explained,
     )
+}
+
+/// `StaleQuarantine` when the controller's cordon labels hold a cordoned node while every condition it raised
+/// on the node is `False` (healthy) again: the controller did not put the node back (NVIDIA/NVSentinel#458).
+/// `None` when any of its conditions is not `False`, or the node shows none of them (nothing to judge by).
+fn stale_cordon(
+    cordon: &CordonLabels,
+    by: &str,
+    labels: &LabelReader<'_>,
+    conditions: &[Condition],
+) -> Option<Issue> {
+    let own: Vec<&Condition> = conditions
+        .iter()
+        .filter(|c| {
+            c.reason
+                .as_deref()
+                .is_some_and(|r| cordon.condition_reasons.iter().any(|end| r.ends_with(end)))
+        })
+        .collect();
+    if own.is_empty() || own.iter().any(|c| &*c.status != "False") {
+        return None;
+    }
+    let healthy: Vec<&str> = own.iter().map(|c| &*c.type_).collect();
+    let why = labels
+        .get(cordon.reason)
+        .filter(|v| !v.trim().is_empty())
+        .map(|r| format!(", reason {}", shown(r)))
+        .unwrap_or_default();
+    Some(Issue::new(
+        IssueReason::StaleQuarantine,
+        format!(
+            "cordoned by {} ({}={}{why}) while every condition it raised on the node is healthy again ({} False): \
+             the quarantine was not lifted; check its fault-quarantine log, then uncordon the node and remove \
+             the {} and {} labels",
+            cordon.reporter,
+            cordon.by,
+            shown(by),
+            crate::inventory::text::capped_list(healthy.iter().copied()),
+            cordon.by,
+            cordon.reason
+        ),
+    ))
 }
 
 /// `GpusMissing` when a monitor counts fewer GPUs than expected; malformed counts are `InvalidLabel`.

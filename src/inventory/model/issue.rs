@@ -40,6 +40,9 @@ pub enum IssueReason {
     /// A health controller took the node out of service: a remediation taint, or a cordon its labels
     /// explain (NVSentinel's `k8saas.nvidia.com/cordon-by`).
     GpuNodeQuarantined,
+    /// A health controller's cordon still holds the node while every condition it raised there is healthy
+    /// again: the quarantine was not lifted.
+    StaleQuarantine,
     /// A health monitor counts fewer GPUs than the node should have.
     GpusMissing,
     /// Other nodes of the node's product carry `nvidia.com/gpu.clique` and it does not: Fabric Manager or
@@ -91,7 +94,7 @@ impl fmt::Display for Severity {
 
 impl IssueReason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [IssueReason; 25] = [
+    pub const ALL: [IssueReason; 26] = [
         IssueReason::NotReady,
         IssueReason::GpuLabelsMissing,
         IssueReason::GpusNotAllocatable,
@@ -108,6 +111,7 @@ impl IssueReason {
         IssueReason::AllocatedDeviceHealthUnknown,
         IssueReason::GpuHealthCheckFailed,
         IssueReason::GpuNodeQuarantined,
+        IssueReason::StaleQuarantine,
         IssueReason::GpusMissing,
         IssueReason::NvlinkCliqueMissing,
         IssueReason::GpuResourcesMissing,
@@ -138,6 +142,7 @@ impl IssueReason {
             IssueReason::AllocatedDeviceHealthUnknown => "AllocatedDeviceHealthUnknown",
             IssueReason::GpuHealthCheckFailed => "GpuHealthCheckFailed",
             IssueReason::GpuNodeQuarantined => "GpuNodeQuarantined",
+            IssueReason::StaleQuarantine => "StaleQuarantine",
             IssueReason::GpusMissing => "GpusMissing",
             IssueReason::NvlinkCliqueMissing => "NvlinkCliqueMissing",
             IssueReason::GpuResourcesMissing => "GpuResourcesMissing",

@@ -227,8 +227,24 @@ fn withdrawn_resources(
     capacity: &BTreeMap<String, Amount>,
     allocatable: &BTreeMap<String, Amount>,
 ) -> Vec<String> {
+    let serves = |name: &str| {
+        allocatable
+            .get(name)
+            .and_then(Amount::value)
+            .is_some_and(|v| v > 0.0)
+    };
     capacity
         .iter()
+        // A renamed shared resource left at 0 beside the plain one that serves (or the plain one beside the
+        // renamed one) is the previous sharing configuration's: the kubelet keeps the name after its plugin
+        // left. Reconfigured, not unhealthy (bottlerocket-core-kit#789).
+        .filter(|(name, _)| {
+            let other = match name.strip_suffix(".shared") {
+                Some(plain) => plain.to_owned(),
+                None => format!("{name}.shared"),
+            };
+            serves(name) || !serves(&other)
+        })
         .filter_map(|(name, cap)| {
             let cap_value = cap.value()?;
             let alloc = allocatable.get(name).map_or("0", Amount::text);

@@ -13,7 +13,7 @@ use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory, Source, Vendor};
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
-use crate::inventory::vendors::vendor_table::{NodeResources, Sensed, Unit, VendorTable};
+use crate::inventory::vendors::vendor_table::{NodeResources, Reading, Sensed, Unit, VendorTable};
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
 /// what the node publishes as DRA devices, if anything. Holdings are the allocation's, so none yet.
@@ -86,11 +86,12 @@ pub fn scan_node_in(
         .iter()
         .position(|t| t.vendor() == table.vendor())
         .and_then(|i| sensed[i].take());
-    let reading = table.read(&mut labels, &resources, own_sensed);
+    let mut reading = table.read(&mut labels, &resources, own_sensed);
     let zero_devices: Vec<String> = vendors::zero_devices(table, &resources)
         .into_iter()
         .map(str::to_owned)
         .collect();
+    fill_from_instance_type(&mut reading, &labels, table, zero_devices.is_empty());
 
     let mut derived_from = BTreeMap::new();
     let mut derive = |field: &str, from: Option<String>| {
@@ -155,10 +156,16 @@ pub fn scan_node_in(
             .collect(),
         ..Default::default()
     };
-    if node.conditions.is_none() {
+    if node.from_slices_only {
+        labels.note(
+            "the Node object was not in the input: only its ResourceSlices name the node, so its labels, \
+             resources and readiness are unknown"
+                .to_owned(),
+        );
+    } else if node.conditions.is_none() {
         labels.note(diagnose::NO_CONDITIONS_NOTE.to_owned());
     }
-    if allocatable_block.is_none() {
+    if allocatable_block.is_none() && !node.from_slices_only {
         labels.note(format!(
             "the object has no status.allocatable (a partial dump?): whether its {} are allocatable is unknown",
             table.devices_word()
@@ -209,6 +216,33 @@ pub fn scan_node_in(
 }
 
 /// The node's taints as (key, value, effect).
+/// What the node's instance type says, where the vendor's own signals say nothing: the model, the memory,
+/// and the count unless the device plugin advertises the devices at 0 (then they are gone, not unknown).
+fn fill_from_instance_type(
+    reading: &mut Reading,
+    labels: &LabelReader<'_>,
+    table: &dyn VendorTable,
+    count_unknown: bool,
+) {
+    let Some(instance) =
+        vendors::instance_types::of_node(labels).filter(|i| i.vendor == table.vendor())
+    else {
+        return;
+    };
+    let from = instance.derived_from();
+    if let (None, Some(product)) = (&reading.product, instance.product) {
+        reading.product = Some((product.to_owned(), Some(from.clone())));
+        reading.cloud = true;
+    }
+    if count_unknown && reading.count.as_ref().is_none_or(|(n, _)| *n == 0) {
+        reading.count = Some((instance.count, from.clone()));
+        reading.cloud = true;
+    }
+    if let (None, Some(mib)) = (&reading.memory_mib, instance.memory_mib) {
+        reading.memory_mib = Some((mib, from));
+    }
+}
+
 /// `GpuDevicesGone`: the vendor's device resource advertised at 0 with nothing of the vendor beside it, unless
 /// another issue already explains it (the GPU operator switched off on the node).
 fn devices_gone(table: &dyn VendorTable, gone: &[String], issues: &[Issue]) -> Option<Issue> {

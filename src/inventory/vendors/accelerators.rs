@@ -116,12 +116,31 @@ fn read_google(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> R
     reading.product = labels
         .text(TPU_ACCELERATOR)
         .map(|p| (p.to_owned(), Some(TPU_ACCELERATOR.to_owned())));
+    if reading.count.is_none()
+        && let Some((chips, machine)) = labels.text(INSTANCE_TYPE).and_then(|t| Some((tpu_chips(t)?, t)))
+    {
+        reading.count = Some((
+            chips,
+            format!("{INSTANCE_TYPE}={machine} (TPU chips per VM: the -{chips}t suffix)"),
+        ));
+    }
     if let Some(topology) = labels.text(TPU_TOPOLOGY) {
         labels.note(format!(
             "TPU slice topology {topology} ({TPU_TOPOLOGY}): count is this node's chips, not the slice's"
         ));
     }
     reading
+}
+
+/// The TPU chips of one VM of a TPU machine type: Google names them `<family>-<shape>-<N>t` (`ct5lp-hightpu-4t`,
+/// `ct6e-standard-8t`, `tpu7x-standard-4t`: N chips). `None` for any other type.
+fn tpu_chips(machine_type: &str) -> Option<u64> {
+    let machine_type = machine_type.trim();
+    if !(machine_type.starts_with("ct") || machine_type.starts_with("tpu")) {
+        return None;
+    }
+    let suffix = machine_type.rsplit('-').next()?.strip_suffix('t')?;
+    suffix.parse().ok().filter(|n| *n > 0)
 }
 
 /// Resources that are one device of a vendor other labels name.
@@ -172,6 +191,17 @@ fn devices_only(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tpu_chips_come_from_the_machine_type_s_suffix() {
+        assert_eq!(tpu_chips("ct6e-standard-4t"), Some(4));
+        assert_eq!(tpu_chips("ct5lp-hightpu-8t"), Some(8));
+        assert_eq!(tpu_chips("tpu7x-standard-4t"), Some(4));
+        assert_eq!(tpu_chips("ct6e-standard-1t"), Some(1));
+        for other in ["n2-standard-4", "ct6e-standard", "a3-highgpu-8g", "ct6e-standard-0t", ""] {
+            assert_eq!(tpu_chips(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn neuron_chips_come_from_the_instance_family() {

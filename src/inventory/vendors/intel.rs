@@ -21,6 +21,10 @@ const FAMILY: &str = "gpu.intel.com/family";
 const DEVICE_COUNT: &str = "gpu.intel.com/device.count";
 /// `gpu.intel.com/device-id.0300-56c0.count`: GPUs of one PCI id.
 const DEVICE_ID: (&str, &str) = ("gpu.intel.com/device-id.", ".count");
+/// `gpu.intel.com/device-id.0300-46a6.present`: one label per distinct PCI device ID (NFD's Intel rules).
+const PRESENT: &str = ".present";
+/// Models by PCI device ID (see the file's header).
+const DEVICE_IDS: &str = include_str!("intel_device_ids.tsv");
 /// Bytes of every GPU of the node together.
 const MEMORY_MAX: &str = "gpu.intel.com/memory.max";
 
@@ -36,6 +40,46 @@ fn labelled(labels: &LabelReader<'_>) -> bool {
         .any(|(key, value)| key.starts_with(PREFIX) && !value.trim().is_empty())
 }
 
+/// The model a PCI device ID names: the table's, else "Intel GPU <id>" (an ID is a model even unnamed).
+fn model_of_id(id: &str) -> String {
+    DEVICE_IDS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let mut fields = l.split('\t');
+            (fields.next()? == id).then(|| fields.next().map(str::to_owned))?
+        })
+        .unwrap_or_else(|| format!("Intel GPU {id}"))
+}
+
+/// The model from the device-ID labels (`.present`, else `.count`), with the label it came from; the first
+/// by ID when the node has several models, the others noted.
+fn model_by_id(labels: &mut LabelReader<'_>) -> Option<(String, Option<String>)> {
+    let mut ids: Vec<(String, String)> = labels
+        .iter()
+        .filter_map(|(key, _)| {
+            let rest = key.strip_prefix(DEVICE_ID.0)?;
+            let class_id = rest.strip_suffix(PRESENT).or_else(|| rest.strip_suffix(DEVICE_ID.1))?;
+            let (_, id) = class_id.split_once('-')?;
+            let id = id.trim().to_ascii_lowercase();
+            (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit()))
+                .then(|| (id, key.to_owned()))
+        })
+        .collect();
+    ids.sort();
+    ids.dedup_by(|a, b| a.0 == b.0);
+    let (id, key) = ids.first()?.clone();
+    if ids.len() > 1 {
+        let others: Vec<String> = ids[1..].iter().map(|(id, _)| model_of_id(id)).collect();
+        labels.note(format!(
+            "the node has several Intel GPU models by their device IDs; the product names the first, {} is also \
+             there",
+            others.join(", ")
+        ));
+    }
+    Some((model_of_id(&id), Some(format!("{key} (PCI device ID table)"))))
+}
+
 fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading {
     let mut reading = Reading {
         labelled: labelled(labels),
@@ -44,6 +88,7 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
     reading.product = labels
         .text(PRODUCT)
         .map(|p| (p.to_owned(), None))
+        .or_else(|| model_by_id(labels))
         .or_else(|| {
             labels
                 .text(FAMILY)
@@ -91,4 +136,52 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
         ));
     }
     reading
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::text_map::TextMap;
+
+    fn product_of(pairs: &[(&str, &str)]) -> Option<(String, Option<String>)> {
+        let map: TextMap = pairs.iter().map(|(k, v)| (*k, *v)).collect();
+        let mut labels = LabelReader::new(Some(&map));
+        model_by_id(&mut labels)
+    }
+
+    #[test]
+    fn the_pci_device_id_in_nfd_s_labels_names_the_model() {
+        // intel/intel-device-plugins-for-kubernetes#1826: an Alder Lake-P NUC.
+        let (model, from) = product_of(&[
+            ("gpu.intel.com/device-id.0300-46a6.count", "1"),
+            ("gpu.intel.com/device-id.0300-46a6.present", "true"),
+        ])
+        .unwrap();
+        assert_eq!(model, "Intel Iris Xe Graphics");
+        assert_eq!(
+            from.as_deref(),
+            Some("gpu.intel.com/device-id.0300-46a6.count (PCI device ID table)")
+        );
+        assert_eq!(
+            product_of(&[("gpu.intel.com/device-id.0380-0bd5.present", "true")]).unwrap().0,
+            "Intel Data Center GPU Max 1550"
+        );
+        // An ID the table lacks is still a model.
+        assert_eq!(
+            product_of(&[("gpu.intel.com/device-id.0300-ffff.present", "true")]).unwrap().0,
+            "Intel GPU ffff"
+        );
+        assert_eq!(product_of(&[("gpu.intel.com/device-id.0300-.present", "true")]), None);
+        assert_eq!(product_of(&[("gpu.intel.com/family", "A_Series")]), None);
+    }
+
+    #[test]
+    fn every_row_of_the_id_table_has_an_id_a_model_and_a_source() {
+        for row in DEVICE_IDS.lines().filter(|l| !l.starts_with('#')) {
+            let fields: Vec<&str> = row.split('\t').collect();
+            assert_eq!(fields.len(), 3, "{row}");
+            assert!(fields[0].len() == 4 && fields[0].chars().all(|c| c.is_ascii_hexdigit()), "{row}");
+            assert!(fields[1].starts_with("Intel ") && fields[2].starts_with("https://"), "{row}");
+        }
+    }
 }

@@ -12,6 +12,7 @@ mod accelerators;
 mod amd;
 mod counted;
 pub(crate) mod dra_drivers;
+pub(crate) mod instance_types;
 mod intel;
 pub(crate) mod nvidia;
 
@@ -131,6 +132,9 @@ pub(crate) fn identify(
             .find(|table| table.labelled(labels))
             .map(|table| table.vendor())
     });
+    // Nothing of a vendor on the node, but its instance type has accelerators (no feature discovery, the
+    // device plugin not up yet): the provider's table says whose.
+    let by_labels = by_labels.or_else(|| instance_types::of_node(labels).map(|i| i.vendor));
     let vendor = by_labels
         .or_else(|| dra_drivers::drivers_vendor(drivers))
         .unwrap_or(Vendor::Unknown);

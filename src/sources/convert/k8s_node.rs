@@ -74,6 +74,7 @@ impl ClusterNode {
             }),
             scope_signals: Derived::default(),
             no_gpu_in: Derived::default(),
+            from_slices_only: false,
         }
     }
 

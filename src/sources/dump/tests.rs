@@ -186,7 +186,7 @@ fn an_api_version_not_read_is_skipped_with_one_warning_naming_it() {
         dump.warnings,
         [
             "dra-versions.yaml: items[6] (ResourceSlice node-d-gpu.nvidia.com-future): apiVersion \
-             \"resource.k8s.io/v9\" is not one this scan reads (resource.k8s.io/v1, v1beta2 or v1beta1); \
+             \"resource.k8s.io/v9\" is not one this scan reads (resource.k8s.io/v1, v1beta2, v1beta1 or v1alpha3); \
              skipped. Re-export it with a served version: kubectl get resourceslices.v1.resource.k8s.io -o \
              yaml (v1beta1 before Kubernetes 1.34)"
         ]
@@ -202,21 +202,21 @@ fn an_api_version_not_read_is_skipped_with_one_warning_naming_it() {
     };
     assert_eq!(counts(&dump), (1, 3, 1, 1));
 
-    // 1.31's v1alpha3 (capacity as a bare quantity) is not read either, also as the file's only object.
+    // 1.31's v1alpha3 is read: v1beta1's `basic:`, and a capacity that is a bare quantity (#38 rule 6).
     let dump = yaml(
         "apiVersion: resource.k8s.io/v1alpha3\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  \
-         driver: gpu.nvidia.com\n  devices:\n  - name: gpu-0\n    basic: {capacity: {memory: 40Gi}}\n",
+         driver: gpu.nvidia.com\n  nodeName: n\n  pool: {name: n, generation: 1, resourceSliceCount: 1}\n  \
+         devices:\n  - name: gpu-0\n    basic:\n      attributes: {type: {string: mig}}\n      \
+         capacity: {memory: 40Gi}\n",
     )
     .unwrap();
-    assert!(dump.slices.is_empty());
-    assert_eq!(dump.warnings.len(), 1);
-    assert!(
-        dump.warnings[0].starts_with(
-            "t.yaml: ResourceSlice s: apiVersion \"resource.k8s.io/v1alpha3\" is not one this scan reads"
-        ),
-        "{:?}",
-        dump.warnings
+    assert!(dump.warnings.is_empty(), "{:?}", dump.warnings);
+    let device = &dump.slices[0].spec.devices.as_ref().unwrap()[0];
+    assert_eq!(
+        device.capacity.as_ref().unwrap()["memory"].value,
+        Quantity("40Gi".to_owned())
     );
+    assert!(device.attributes.as_ref().unwrap().contains_key("type"));
 }
 
 #[test]

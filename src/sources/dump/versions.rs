@@ -9,8 +9,9 @@
 //!   `allocationMode`, `count`, `adminAccess`, `tolerations`, `capacity`, ...; the server moves them under
 //!   `exactly` when any is set). Everything else (pools, counters, attributes, capacity, allocation
 //!   results, DeviceClasses) is the same as `v1`.
-//! - Any other version (`v1alpha3` of 1.31, whose device capacity is a bare quantity; a future one) is not
-//!   read: the caller skips the object with a warning.
+//! - `v1alpha3` (1.31; what `kubectl get -o yaml` printed there, and what users' issues of that time paste)
+//!   has `v1beta1`'s shape, and a device's capacity is a bare quantity: it is wrapped as `{value: ...}`.
+//! - Any other version (a future one) is not read: the caller skips the object with a warning.
 //!
 //! DeviceTaintRules are read from `v1`, `v1beta2` and `v1alpha3`, whose `spec` shares the fields the scan
 //! reads (as the operator's own source does, [`crate::sources::taint_rules`]).
@@ -27,7 +28,7 @@ use super::tree::{Tree, Value};
 use crate::sources::taint_rules::TAINT_RULE_VERSIONS as TAINT_RULE_API_VERSIONS;
 
 /// The versions of ResourceSlices, ResourceClaims and DeviceClasses read, for messages.
-pub(super) const DRA_VERSIONS: &str = "resource.k8s.io/v1, v1beta2 or v1beta1";
+pub(super) const DRA_VERSIONS: &str = "resource.k8s.io/v1, v1beta2, v1beta1 or v1alpha3";
 
 /// The versions of DeviceTaintRules read, for messages.
 pub(super) const TAINT_RULE_VERSIONS: &str = "resource.k8s.io/v1, v1beta2 or v1alpha3";
@@ -41,6 +42,15 @@ pub(super) fn as_v1(mut object: Tree, kind: Kind, api_version: Option<&str>) -> 
         None | Some(Some("v1" | "v1beta2")) => {}
         Some(Some("v1beta1")) => match kind {
             Kind::ResourceSlice => unwrap_basic(&mut object),
+            Kind::ResourceClaim => wrap_exactly(&mut object),
+            _ => {}
+        },
+        // v1beta1's shape, and a device's capacity a bare quantity (`memory: 40Gi`, not `{value: 40Gi}`).
+        Some(Some("v1alpha3")) => match kind {
+            Kind::ResourceSlice => {
+                unwrap_basic(&mut object);
+                wrap_bare_capacity(&mut object);
+            }
             Kind::ResourceClaim => wrap_exactly(&mut object),
             _ => {}
         },
@@ -69,6 +79,38 @@ fn unwrap_basic(slice: &mut Tree) {
             && let Value::Map(entries) = &mut device.value
         {
             entries.extend(fields);
+        }
+    }
+}
+
+/// `spec.devices[*].capacity.<name>: 40Gi` → `spec.devices[*].capacity.<name>: {value: 40Gi}` (a capacity
+/// already a mapping is left as it is).
+fn wrap_bare_capacity(slice: &mut Tree) {
+    let Some(Tree {
+        value: Value::Seq(devices),
+        ..
+    }) = slice.get_mut("spec").and_then(|s| s.get_mut("devices"))
+    else {
+        return;
+    };
+    for device in devices {
+        let Some(Tree {
+            value: Value::Map(capacity),
+            ..
+        }) = device.get_mut("capacity")
+        else {
+            continue;
+        };
+        for (_, quantity) in capacity.iter_mut() {
+            if matches!(quantity.value, Value::Map(_)) {
+                continue;
+            }
+            let at = quantity.at;
+            let bare = std::mem::replace(quantity, Tree::text("", at));
+            *quantity = Tree {
+                value: Value::Map(vec![(Tree::text("value", at), bare)]),
+                at,
+            };
         }
     }
 }

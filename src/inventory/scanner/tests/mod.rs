@@ -487,5 +487,6 @@ fn reading(e: &NodeInventory) -> Reading<'_> {
 }
 
 mod health;
+mod reading_third;
 mod real_nodes;
 mod wild;

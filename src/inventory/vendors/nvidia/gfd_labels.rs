@@ -5,6 +5,12 @@
 
 /// `"true"` when GFD or the GPU Operator found an NVIDIA GPU.
 pub(crate) const GPU_PRESENT: &str = "nvidia.com/gpu.present";
+/// GFD's vGPU guest label: the node runs NVIDIA vGPUs.
+pub(crate) const VGPU_PRESENT: &str = "nvidia.com/vgpu.present";
+/// GFD's system model (`DGXH100`, `PIO-4124GS-TNR-01-NC24B`): written only on nodes it found GPUs on.
+pub(crate) const GPU_MACHINE: &str = "nvidia.com/gpu.machine";
+/// GFD's (or the ComputeDomain plugin's) NVLink partition: only GPUs have one.
+pub(crate) const GPU_CLIQUE: &str = "nvidia.com/gpu.clique";
 /// The GPU model, e.g. `NVIDIA-H100-80GB-HBM3`; `-SHARED` and `-MIG-<profile>` suffixes are GFD's.
 pub(crate) const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
 /// Number of GPUs (MIG devices under MIG strategy `single`).

@@ -249,9 +249,13 @@ fn is_mig_profile_evidence(key: &str, value: &str) -> bool {
         || (rest.ends_with(".product") && !value.is_empty())
 }
 
-/// Any one signal makes a GPU node; `gpu.present=false` alone makes nothing.
+/// Any one signal makes a GPU node, even alone (an unknown model is "unknown", not "no GPU"):
+/// `gpu.present=false` alone makes nothing.
 fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amount>) -> bool {
     labels.get(labels::GPU_PRESENT) == Some("true")
+        || labels.get(labels::VGPU_PRESENT) == Some("true")
+        || has_value(labels, labels::GPU_MACHINE)
+        || has_value(labels, labels::GPU_CLIQUE)
         || labels
             .iter()
             .any(|(k, v)| labels::is_nvidia_pci_label(k, v))
