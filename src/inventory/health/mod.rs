@@ -116,8 +116,14 @@ pub(crate) fn read(
             .issues
             .extend(node_conditions::issue(condition, family));
     }
-    let (quarantine, explained) =
-        remediation::quarantine(labels, taints, node_conditions, cordoned);
+    let watched: Vec<(&str, &Condition)> = node_conditions
+        .iter()
+        .filter_map(|c| {
+            let family = node_conditions::family_of(&table.families, &c.type_)?;
+            Some((family.reporter.as_str(), c))
+        })
+        .collect();
+    let (quarantine, explained) = remediation::quarantine(labels, taints, &watched, cordoned);
     reading.issues.extend(quarantine);
     reading.issues.extend(remediation::missing_gpus(labels));
     reading.issues.extend(remediation::maintenance(labels));

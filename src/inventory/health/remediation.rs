@@ -29,18 +29,15 @@ const REMEDIATION_TAINTS: &[RemediationTaint] = &[
 struct CordonLabels {
     by: &'static str,
     reason: &'static str,
+    /// Also the reporter of the health table's condition family it raises: with every one of those
+    /// conditions `False` on the node, a cordon it still holds is stale.
     reporter: &'static str,
-    /// The end of the `reason` of the conditions the controller raises, healthy and not (NVSentinel's
-    /// platform connector writes `<check>IsHealthy` / `<check>IsNotHealthy`): with every one of them
-    /// `False`, a cordon it still holds is stale.
-    condition_reasons: &'static [&'static str],
 }
 
 const CORDON_LABELS: &[CordonLabels] = &[CordonLabels {
     by: "k8saas.nvidia.com/cordon-by",
     reason: "k8saas.nvidia.com/cordon-reason",
     reporter: "NVIDIA NVSentinel",
-    condition_reasons: &["IsHealthy", "IsNotHealthy"],
 }];
 
 /// Labels with a monitor's count of the GPUs it sees and of those the node should have.
@@ -66,7 +63,7 @@ const GKE_ACTIVE_MAINTENANCE: &str = "cloud.google.com/active-node-maintenance";
 pub(super) fn quarantine(
     labels: &LabelReader<'_>,
     taints: &[(String, String, String)],
-    conditions: &[Condition],
+    watched: &[(&str, &Condition)],
     cordoned: bool,
 ) -> (Vec<Issue>, bool) {
     let mut parts = Vec::new();
@@ -90,7 +87,7 @@ pub(super) fn quarantine(
                 continue;
             };
             explained = true;
-            if let Some(stale) = stale_cordon(cordon, by, labels, conditions) {
+            if let Some(stale) = stale_cordon(cordon, by, labels, watched) {
                 return (vec![stale], true);
             }
             let why = labels
@@ -123,21 +120,19 @@ pub(super) fn quarantine(
 }
 
 /// `StaleQuarantine` when the controller's cordon labels hold a cordoned node while every condition it raised
-/// on the node is `False` (healthy) again: the controller did not put the node back (NVIDIA/NVSentinel#458).
-/// `None` when any of its conditions is not `False`, or the node shows none of them (nothing to judge by).
+/// on the node (`watched`: the node's health conditions with the reporter the health table names) is `False`
+/// again: the controller did not put the node back (NVIDIA/NVSentinel#458). `None` when any of them is not
+/// `False`, or the node shows none of them (nothing to judge by).
 fn stale_cordon(
     cordon: &CordonLabels,
     by: &str,
     labels: &LabelReader<'_>,
-    conditions: &[Condition],
+    watched: &[(&str, &Condition)],
 ) -> Option<Issue> {
-    let own: Vec<&Condition> = conditions
+    let own: Vec<&Condition> = watched
         .iter()
-        .filter(|c| {
-            c.reason
-                .as_deref()
-                .is_some_and(|r| cordon.condition_reasons.iter().any(|end| r.ends_with(end)))
-        })
+        .filter(|(reporter, _)| *reporter == cordon.reporter)
+        .map(|(_, c)| *c)
         .collect();
     if own.is_empty() || own.iter().any(|c| &*c.status != "False") {
         return None;

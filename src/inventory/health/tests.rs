@@ -400,7 +400,10 @@ fn a_cordon_nvsentinel_holds_after_its_conditions_are_healthy_again_is_a_stale_q
     // NVIDIA/NVSentinel#458: still cordoned, its labels on, both syslog checks healthy again.
     let labels = [
         ("k8saas.nvidia.com/cordon-by", "NVSentinel"),
-        ("k8saas.nvidia.com/cordon-reason", "Syslog-fatal-error-ruleset"),
+        (
+            "k8saas.nvidia.com/cordon-reason",
+            "Syslog-fatal-error-ruleset",
+        ),
     ];
     let healthy = [
         with_reason("SysLogsXIDError", "False", "SysLogsXIDErrorIsHealthy"),
@@ -410,17 +413,25 @@ fn a_cordon_nvsentinel_holds_after_its_conditions_are_healthy_again_is_a_stale_q
     assert_eq!(reasons(&stale), [IssueReason::StaleQuarantine]);
     let message = &stale.issues[0].message;
     assert!(
-        message.contains("SysLogsSXIDError, SysLogsXIDError False") || message.contains("SysLogsXIDError, SysLogsSXIDError False"),
+        message.contains("SysLogsSXIDError, SysLogsXIDError False")
+            || message.contains("SysLogsXIDError, SysLogsSXIDError False"),
         "{message}"
     );
-    assert!(stale.cordon_explained, "the cordon is NVSentinel's: no plain Unschedulable");
+    assert!(
+        stale.cordon_explained,
+        "the cordon is NVSentinel's: no plain Unschedulable"
+    );
     // One check still failing: the quarantine holds for a reason.
     let failing = [
         with_reason("SysLogsXIDError", "True", "SysLogsXIDErrorIsNotHealthy"),
         with_reason("SysLogsSXIDError", "False", "SysLogsSXIDErrorIsHealthy"),
     ];
     let r = reading(&labels, &failing, &[], true);
-    assert!(reasons(&r).contains(&IssueReason::GpuNodeQuarantined), "{:?}", reasons(&r));
+    assert!(
+        reasons(&r).contains(&IssueReason::GpuNodeQuarantined),
+        "{:?}",
+        reasons(&r)
+    );
     assert!(!reasons(&r).contains(&IssueReason::StaleQuarantine));
     // No NVSentinel condition on the node: nothing to judge staleness by.
     let r = reading(&labels, &[], &[], true);

@@ -117,7 +117,9 @@ fn read_google(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> R
         .text(TPU_ACCELERATOR)
         .map(|p| (p.to_owned(), Some(TPU_ACCELERATOR.to_owned())));
     if reading.count.is_none()
-        && let Some((chips, machine)) = labels.text(INSTANCE_TYPE).and_then(|t| Some((tpu_chips(t)?, t)))
+        && let Some((chips, machine)) = labels
+            .text(INSTANCE_TYPE)
+            .and_then(|t| Some((tpu_chips(t)?, t)))
     {
         reading.count = Some((
             chips,
@@ -198,7 +200,13 @@ mod tests {
         assert_eq!(tpu_chips("ct5lp-hightpu-8t"), Some(8));
         assert_eq!(tpu_chips("tpu7x-standard-4t"), Some(4));
         assert_eq!(tpu_chips("ct6e-standard-1t"), Some(1));
-        for other in ["n2-standard-4", "ct6e-standard", "a3-highgpu-8g", "ct6e-standard-0t", ""] {
+        for other in [
+            "n2-standard-4",
+            "ct6e-standard",
+            "a3-highgpu-8g",
+            "ct6e-standard-0t",
+            "",
+        ] {
             assert_eq!(tpu_chips(other), None, "{other}");
         }
     }

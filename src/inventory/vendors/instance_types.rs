@@ -101,7 +101,9 @@ mod tests {
         for row in &rows {
             assert!(parse_row(row).is_some(), "row does not parse: {row}");
             assert!(
-                row.split('\t').next_back().is_some_and(|s| s.starts_with("https://")),
+                row.split('\t')
+                    .next_back()
+                    .is_some_and(|s| s.starts_with("https://")),
                 "row without its source: {row}"
             );
         }
@@ -122,7 +124,11 @@ mod tests {
         assert_eq!(lookup("inf1.xlarge").unwrap().vendor, Vendor::Aws);
         assert_eq!(lookup("ct6e-standard-4t").unwrap().count, 4);
         assert_eq!(lookup("BM.GPU.MI300X.8").unwrap().vendor, Vendor::Amd);
-        assert_eq!(lookup("BM.GPU4.8").unwrap().product, None, "the source names no model");
+        assert_eq!(
+            lookup("BM.GPU4.8").unwrap().product,
+            None,
+            "the source names no model"
+        );
         assert_eq!(lookup("a3-highgpu-8g").unwrap().memory_mib, Some(81920));
         // Unknown, hand-made or CPU types name nothing.
         for other in ["k3s", "m5.xlarge", "", "p5"] {

@@ -59,7 +59,9 @@ fn model_by_id(labels: &mut LabelReader<'_>) -> Option<(String, Option<String>)>
         .iter()
         .filter_map(|(key, _)| {
             let rest = key.strip_prefix(DEVICE_ID.0)?;
-            let class_id = rest.strip_suffix(PRESENT).or_else(|| rest.strip_suffix(DEVICE_ID.1))?;
+            let class_id = rest
+                .strip_suffix(PRESENT)
+                .or_else(|| rest.strip_suffix(DEVICE_ID.1))?;
             let (_, id) = class_id.split_once('-')?;
             let id = id.trim().to_ascii_lowercase();
             (!id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit()))
@@ -77,7 +79,10 @@ fn model_by_id(labels: &mut LabelReader<'_>) -> Option<(String, Option<String>)>
             others.join(", ")
         ));
     }
-    Some((model_of_id(&id), Some(format!("{key} (PCI device ID table)"))))
+    Some((
+        model_of_id(&id),
+        Some(format!("{key} (PCI device ID table)")),
+    ))
 }
 
 fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading {
@@ -163,15 +168,22 @@ mod tests {
             Some("gpu.intel.com/device-id.0300-46a6.count (PCI device ID table)")
         );
         assert_eq!(
-            product_of(&[("gpu.intel.com/device-id.0380-0bd5.present", "true")]).unwrap().0,
+            product_of(&[("gpu.intel.com/device-id.0380-0bd5.present", "true")])
+                .unwrap()
+                .0,
             "Intel Data Center GPU Max 1550"
         );
         // An ID the table lacks is still a model.
         assert_eq!(
-            product_of(&[("gpu.intel.com/device-id.0300-ffff.present", "true")]).unwrap().0,
+            product_of(&[("gpu.intel.com/device-id.0300-ffff.present", "true")])
+                .unwrap()
+                .0,
             "Intel GPU ffff"
         );
-        assert_eq!(product_of(&[("gpu.intel.com/device-id.0300-.present", "true")]), None);
+        assert_eq!(
+            product_of(&[("gpu.intel.com/device-id.0300-.present", "true")]),
+            None
+        );
         assert_eq!(product_of(&[("gpu.intel.com/family", "A_Series")]), None);
     }
 
@@ -180,8 +192,14 @@ mod tests {
         for row in DEVICE_IDS.lines().filter(|l| !l.starts_with('#')) {
             let fields: Vec<&str> = row.split('\t').collect();
             assert_eq!(fields.len(), 3, "{row}");
-            assert!(fields[0].len() == 4 && fields[0].chars().all(|c| c.is_ascii_hexdigit()), "{row}");
-            assert!(fields[1].starts_with("Intel ") && fields[2].starts_with("https://"), "{row}");
+            assert!(
+                fields[0].len() == 4 && fields[0].chars().all(|c| c.is_ascii_hexdigit()),
+                "{row}"
+            );
+            assert!(
+                fields[1].starts_with("Intel ") && fields[2].starts_with("https://"),
+                "{row}"
+            );
         }
     }
 }

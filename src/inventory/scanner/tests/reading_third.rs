@@ -28,7 +28,11 @@ fn rule_1_devices_gone_is_a_gpu_node_with_an_issue_and_mig_or_sharing_beside_0_i
     ] {
         let e = alone(NVIDIA, name).expect("a GPU node");
         assert_eq!((vendor(&e), e.count), (Some(want_vendor), 0), "{name}");
-        assert!(reasons(&e).contains(&"GpuDevicesGone"), "{name}: {:?}", reasons(&e));
+        assert!(
+            reasons(&e).contains(&"GpuDevicesGone"),
+            "{name}: {:?}",
+            reasons(&e)
+        );
     }
     for name in [
         "kubectl-view-allocations-258-node",
@@ -37,7 +41,11 @@ fn rule_1_devices_gone_is_a_gpu_node_with_an_issue_and_mig_or_sharing_beside_0_i
         "nvidia-docs-k8s-mig-mixed-a100-node",
     ] {
         let e = alone(NVIDIA, name).expect("a GPU node");
-        assert!(!reasons(&e).contains(&"GpuDevicesGone"), "{name}: {:?}", reasons(&e));
+        assert!(
+            !reasons(&e).contains(&"GpuDevicesGone"),
+            "{name}: {:?}",
+            reasons(&e)
+        );
     }
     // The operator switched off explains the 0: one finding (gpu-operator#661).
     let e = alone(NVIDIA, "gpu-operator-661-node").unwrap();
@@ -71,29 +79,58 @@ fn rule_3_intel_s_pci_device_id_names_the_model_and_no_labels_are_missing() {
         ("stibbons-hex-lexicon", "Intel UHD Graphics G4"),
     ] {
         let e = alone(TYPES, name).unwrap();
-        assert_eq!((vendor(&e), e.product.as_deref()), (Some("intel"), Some(model)), "{name}");
+        assert_eq!(
+            (vendor(&e), e.product.as_deref()),
+            (Some("intel"), Some(model)),
+            "{name}"
+        );
         assert_eq!(e.count, 1, "{name}");
-        assert!(!reasons(&e).contains(&"GpuLabelsMissing"), "{name}: {:?}", reasons(&e));
+        assert!(
+            !reasons(&e).contains(&"GpuLabelsMissing"),
+            "{name}: {:?}",
+            reasons(&e)
+        );
     }
     // `k3s` in the k3s node's instance-type label is no cloud type.
     let e = alone(TYPES, "intel-dp-issue-1826-k3s-nuc-1").unwrap();
-    assert!(!e.derived_from.values().any(|v| v.contains("instance-type")), "{:?}", e.derived_from);
+    assert!(
+        !e.derived_from.values().any(|v| v.contains("instance-type")),
+        "{:?}",
+        e.derived_from
+    );
 }
 
 #[test]
 fn rule_4_an_instance_type_names_the_accelerators_when_nothing_else_does() {
     for (name, want) in [
-        ("karpenter-pr-1476-ip-10-32-136-67", ("nvidia", "NVIDIA-A10G", 1)),
-        ("tf-aws-eks-issue-2060-inf1-xlarge", ("aws", "AWS Inferentia", 1)),
-        ("tensorworks-directx-pr-2-ip-192-168-62-122", ("nvidia", "NVIDIA-T4", 1)),
+        (
+            "karpenter-pr-1476-ip-10-32-136-67",
+            ("nvidia", "NVIDIA-A10G", 1),
+        ),
+        (
+            "tf-aws-eks-issue-2060-inf1-xlarge",
+            ("aws", "AWS Inferentia", 1),
+        ),
+        (
+            "tensorworks-directx-pr-2-ip-192-168-62-122",
+            ("nvidia", "NVIDIA-T4", 1),
+        ),
     ] {
         let e = alone(TYPES, name).expect("the instance type makes an accelerator node");
         assert_eq!(
-            (vendor(&e).unwrap_or("-"), e.product.as_deref().unwrap_or("-"), e.count),
+            (
+                vendor(&e).unwrap_or("-"),
+                e.product.as_deref().unwrap_or("-"),
+                e.count
+            ),
             want,
             "{name}"
         );
-        assert!(e.sources.contains(&Source::Cloud), "{name}: {:?}", e.sources);
+        assert!(
+            e.sources.contains(&Source::Cloud),
+            "{name}: {:?}",
+            e.sources
+        );
         assert!(
             e.derived_from["count"].contains("node.kubernetes.io/instance-type="),
             "{name}: {:?}",
@@ -115,28 +152,49 @@ fn rule_5_tpu_chips_come_from_the_machine_type_and_legacy_neuron_resources_count
         assert_eq!((vendor(&e), e.count), (Some("google"), chips), "{name}");
     }
     let trn1 = alone(TYPES, "sirzzang-blog-trn1-2xlarge-ip-10-0-5-100").unwrap();
-    assert_eq!((vendor(&trn1), trn1.count), (Some("aws"), 1), "1 device, its 2 cores are not devices");
+    assert_eq!(
+        (vendor(&trn1), trn1.count),
+        (Some("aws"), 1),
+        "1 device, its 2 cores are not devices"
+    );
 }
 
 #[test]
 fn rule_8_a_stale_renamed_resource_is_no_unhealthy_gpu() {
     // bottlerocket-core-kit#789: MPS x8 on one L4; nvidia.com/gpu.shared 8 / 0 is the previous configuration's.
-    let e = alone(NVIDIA, "bottlerocket-core-kit-789-ip-192-168-12-91.us-west-2.compute.internal").unwrap();
+    let e = alone(
+        NVIDIA,
+        "bottlerocket-core-kit-789-ip-192-168-12-91.us-west-2.compute.internal",
+    )
+    .unwrap();
     assert!(!reasons(&e).contains(&"GpusUnhealthy"), "{:?}", reasons(&e));
     // MPS said by GFD's labels: 4 T4s advertised 16 times.
     let e = alone(NVIDIA, "nvidia-docs-pr67-mps-t4-node").unwrap();
     assert_eq!(e.count, 4);
-    assert_eq!(e.sharing.as_ref().and_then(|s| s.strategy.as_deref()), Some("mps"));
+    assert_eq!(
+        e.sharing.as_ref().and_then(|s| s.strategy.as_deref()),
+        Some("mps")
+    );
 }
 
 #[test]
 fn rule_9_operands_not_run_and_a_stale_nvsentinel_quarantine_are_issues() {
     let e = alone(NVIDIA, "gpu-operator-491-node").unwrap();
-    assert!(reasons(&e).contains(&"OperandsDisabled"), "{:?}", reasons(&e));
+    assert!(
+        reasons(&e).contains(&"OperandsDisabled"),
+        "{:?}",
+        reasons(&e)
+    );
     // Paused for a driver upgrade is the existing OperandsPaused, not disabled.
     let e = alone(NVIDIA, "gpu-operator-316-node").unwrap();
     assert!(reasons(&e).contains(&"OperandsPaused") && !reasons(&e).contains(&"OperandsDisabled"));
     let e = alone(NVIDIA, "nvsentinel-458-node").unwrap();
-    assert!(reasons(&e).contains(&"StaleQuarantine"), "{:?}", reasons(&e));
-    assert!(!reasons(&e).contains(&"GpuNodeQuarantined") && !reasons(&e).contains(&"Unschedulable"));
+    assert!(
+        reasons(&e).contains(&"StaleQuarantine"),
+        "{:?}",
+        reasons(&e)
+    );
+    assert!(
+        !reasons(&e).contains(&"GpuNodeQuarantined") && !reasons(&e).contains(&"Unschedulable")
+    );
 }
