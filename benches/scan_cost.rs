@@ -12,10 +12,12 @@
 //!   `Arc`s before each scan, as the pod cache replaces a changed pod (50 changes a pass is the scale
 //!   scenario's churn of 50 changes/s at about one pass a second). Only their nodes are built again.
 //!
-//! Each size is measured twice, side by side: the plain fleet, and the same fleet with topology labels on
+//! Each size is measured three times, side by side: the plain fleet; the same fleet with topology labels on
 //! every GPU node (`nvidia.com/gpu.clique` of racks of 18, GKE block and subblock, a zone: what a GB200 fleet
-//! carries), so the cost of reading topology (docs/topology.md) shows as a ratio. At the largest size one
-//! `fit` of a rack-sized job is timed on the labelled fleet, against one scan.
+//! carries) scanned without reading any level (`TopologyLevels::none()`); and that fleet with its levels read.
+//! The cost of reading topology (docs/topology.md) is the third over the second, a ratio; the second over the
+//! first is only the labels' own weight. At the largest size one `fit` of a rack-sized job is timed on the
+//! labelled fleet, against one scan.
 //!
 //! Usage: `cargo bench --bench scan-cost -- [NODES ...]` (default 5000 65000).
 
