@@ -117,13 +117,15 @@ async fn operands_the_gpu_operator_will_not_run_are_an_issue_that_explains_the_0
 }
 
 #[tokio::test]
-async fn a_cordon_nvsentinel_holds_after_its_checks_recovered_is_a_stale_quarantine_until_one_fails_again() {
+async fn a_cordon_nvsentinel_holds_after_its_checks_recovered_is_a_stale_quarantine_until_one_fails_again()
+ {
     use k8s_openapi::api::core::v1::Node;
     use kube::api::{Api, Patch, PatchParams};
 
     let env = TestEnv::new("read3-stale").await;
     // NVIDIA/NVSentinel#458: cordoned with NVSentinel's labels, both syslog checks healthy again.
-    env.load_fixture_only(FIXTURE, &["nvsentinel-458-node"]).await;
+    env.load_fixture_only(FIXTURE, &["nvsentinel-458-node"])
+        .await;
     let node = env.node_name("nvsentinel-458-node");
     let _operator = env.start_operator("2s");
     let inv = env.inventory_name();
@@ -136,7 +138,9 @@ async fn a_cordon_nvsentinel_holds_after_its_checks_recovered_is_a_stale_quarant
         .unwrap();
     let reasons_now = reasons(&status, &node).unwrap();
     assert!(
-        !reasons_now.iter().any(|r| r == "GpuNodeQuarantined" || r == "Unschedulable"),
+        !reasons_now
+            .iter()
+            .any(|r| r == "GpuNodeQuarantined" || r == "Unschedulable"),
         "{reasons_now:?}"
     );
 

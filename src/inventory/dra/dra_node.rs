@@ -33,6 +33,9 @@ pub struct DraNode {
     /// Partitionable devices (shared counters): how many more of each resource the counters that remain
     /// still fit, each resource on its own (they are alternatives: "3 x 1g.10gb or 1 x 3g.40gb").
     pub still_fit: BTreeMap<String, u64>,
+    /// The drivers whose pools name the node, devices or none (a driver that found no device still
+    /// publishes its pool).
+    pub drivers: BTreeSet<String>,
     /// Whole-GPU device names per pool, to count MIG parents not listed as GPUs (uuid -> listed).
     gpu_uuids: BTreeSet<String>,
     mig_parents: BTreeSet<String>,
@@ -48,6 +51,7 @@ impl DraNode {
         entries: Vec<Device>,
         still_fit: BTreeMap<String, u64>,
     ) {
+        self.drivers.insert(pool.driver.to_owned());
         for (resource, n) in still_fit {
             *self.still_fit.entry(resource).or_insert(0) += n;
         }

@@ -55,10 +55,17 @@ pub fn scan_node_in(
                 .is_some_and(|found| found.present || published.vendor == Some(table.vendor()))
         })
         .map(|(table, _)| table.vendor());
-    let drivers: Vec<&str> = dra
+    let mut drivers: Vec<&str> = dra
         .iter()
         .flat_map(|d| d.devices.iter().map(|device| device.driver.as_str()))
         .collect();
+    if drivers.is_empty() {
+        // Pools without a device still say whose driver runs on the node.
+        drivers.extend(
+            dra.iter()
+                .flat_map(|d| d.drivers.iter().map(String::as_str)),
+        );
+    }
     let mut identified = vendors::identify(tables, &labels, &resources, &drivers, sensed_vendor);
     if identified.by_dra_only && dra.is_none() && published.known {
         // Known only by a health monitor's condition or an operator's labels: that vendor's node (or, when
@@ -176,6 +183,12 @@ pub fn scan_node_in(
         .and_then(|key| labels.text(key))
         .map(str::to_owned);
     let served_by_dra = dra.as_ref().is_some_and(DraNode::serves_gpus);
+    let empty_pools: Vec<String> = dra
+        .as_ref()
+        // An incomplete pool is told as such (DraPoolIncomplete): its devices may be in the slices to come.
+        .filter(|d| d.devices.is_empty() && d.issues.is_empty())
+        .map(|d| d.drivers.iter().cloned().collect())
+        .unwrap_or_default();
     let dra_issues = dra.as_ref().map(|d| d.issues.clone()).unwrap_or_default();
     if let Some(dra) = dra {
         dra_devices::merge(&mut entry, dra);
@@ -199,6 +212,22 @@ pub fn scan_node_in(
     issues.extend(reading.issues);
     issues.extend(published.issues);
     issues.extend(dra_issues);
+    if !empty_pools.is_empty()
+        && entry.count == 0
+        && !issues
+            .iter()
+            .any(|i| i.reason == IssueReason::GpuResourcesMissing)
+    {
+        issues.push(Issue::new(
+            IssueReason::GpuResourcesMissing,
+            format!(
+                "the DRA driver {} publishes the node's pool with no device: it found no {} on the node (check \
+                 the driver's kubelet plugin log, and the driver and devices on the node)",
+                empty_pools.join(", "),
+                table.devices_word()
+            ),
+        ));
+    }
     if let Some(gone) = devices_gone(table, &zero_devices, &issues) {
         // The more precise of the two: the resource is there, at 0, not missing.
         issues.retain(|i| i.reason != IssueReason::GpuResourcesMissing);

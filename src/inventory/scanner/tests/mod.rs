@@ -249,6 +249,23 @@ fn gpu_node_detection_signals() {
         "{:?}",
         reasons(&e)
     );
+    // #38 rule 5: any one NVIDIA label makes a GPU node, even alone.
+    for (key, value) in [
+        (
+            "nvidia.com/gpu.clique",
+            "8f3c1d52-7b1e-4c55-9d7c-0a1b2c3d4e5f.32766",
+        ),
+        ("nvidia.com/vgpu.present", "true"),
+        ("nvidia.com/gpu.machine", "DGXH100"),
+    ] {
+        let alone = node("one-label", &[(key, value)], "True");
+        let e = scan_one(alone).unwrap_or_else(|| panic!("{key} alone makes a GPU node"));
+        assert_eq!(
+            e.vendor,
+            Some(crate::inventory::model::Vendor::Nvidia),
+            "{key}"
+        );
+    }
     let absent = node("cpu", &[("nvidia.com/gpu.present", "false")], "True");
     assert!(scan_one(absent).is_none());
     let other_vendor = node(
