@@ -151,4 +151,6 @@ pub(crate) fn evidence(
 }
 
 #[cfg(test)]
+mod leftover_tests;
+#[cfg(test)]
 mod tests;
