@@ -42,14 +42,20 @@ fn labelled(labels: &LabelReader<'_>) -> bool {
 
 /// The model a PCI device ID names: the table's, else "Intel GPU <id>" (an ID is a model even unnamed).
 fn model_of_id(id: &str) -> String {
-    DEVICE_IDS
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|l| {
-            let mut fields = l.split('\t');
-            (fields.next()? == id).then(|| fields.next().map(str::to_owned))?
-        })
-        .unwrap_or_else(|| format!("Intel GPU {id}"))
+    static BY_ID: std::sync::LazyLock<std::collections::HashMap<&'static str, &'static str>> =
+        std::sync::LazyLock::new(|| {
+            DEVICE_IDS
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| {
+                    let mut fields = l.split('\t');
+                    Some((fields.next()?, fields.next()?))
+                })
+                .collect()
+        });
+    BY_ID
+        .get(id)
+        .map_or_else(|| format!("Intel GPU {id}"), |model| (*model).to_owned())
 }
 
 /// The model from the device-ID labels (`.present`, else `.count`), with the label it came from; the first

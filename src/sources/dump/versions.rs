@@ -61,16 +61,20 @@ pub(super) fn as_v1(mut object: Tree, kind: Kind, api_version: Option<&str>) -> 
     Some(object)
 }
 
+/// A slice's `spec.devices`, when it is a list (empty otherwise: `devices: null`, or none).
+fn slice_devices(slice: &mut Tree) -> &mut [Tree] {
+    match slice.get_mut("spec").and_then(|s| s.get_mut("devices")) {
+        Some(Tree {
+            value: Value::Seq(devices),
+            ..
+        }) => devices,
+        _ => &mut [],
+    }
+}
+
 /// `spec.devices[*].basic.{attributes, capacity, ...}` → `spec.devices[*].{attributes, capacity, ...}`.
 fn unwrap_basic(slice: &mut Tree) {
-    let Some(Tree {
-        value: Value::Seq(devices),
-        ..
-    }) = slice.get_mut("spec").and_then(|s| s.get_mut("devices"))
-    else {
-        return;
-    };
-    for device in devices {
+    for device in slice_devices(slice) {
         // A `basic` that is not a mapping (no server writes one) is dropped, as v1 has no such field.
         if let Some(Tree {
             value: Value::Map(fields),
@@ -86,14 +90,7 @@ fn unwrap_basic(slice: &mut Tree) {
 /// `spec.devices[*].capacity.<name>: 40Gi` → `spec.devices[*].capacity.<name>: {value: 40Gi}` (a capacity
 /// already a mapping is left as it is).
 fn wrap_bare_capacity(slice: &mut Tree) {
-    let Some(Tree {
-        value: Value::Seq(devices),
-        ..
-    }) = slice.get_mut("spec").and_then(|s| s.get_mut("devices"))
-    else {
-        return;
-    };
-    for device in devices {
+    for device in slice_devices(slice) {
         let Some(Tree {
             value: Value::Map(capacity),
             ..
