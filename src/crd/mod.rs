@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 
 mod gpu_node_entry;
 mod gpunode;
+mod quota;
 mod topology;
 
 pub use gpu_node_entry::*;
 pub use gpunode::*;
+pub use quota::*;
 pub use topology::*;
 
 /// API group of every resource this operator owns.
@@ -100,6 +102,17 @@ pub struct GpuInventoryStatus {
     /// offer to a multi-node job of the product's pods, and what is wrong with them (docs/topology.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology: Vec<TopologyLevelSummary>,
+    /// Per Kueue ResourceFlavor and accelerator resource: the nominal quota against the healthy units of the
+    /// flavor's nodes (docs/quotas.md). Absent where Kueue is not installed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaEntry>,
+    /// Pending Kueue Workloads that can never be admitted as they are, by name, at most 50 of them
+    /// (`workloadIssueCount` is the true count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workload_issues: Vec<WorkloadIssueEntry>,
+    /// Pending Workloads that can never be admitted, all of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workload_issue_count: u32,
     /// GPU nodes with at least one issue, by name, at most 100 of them (`problemNodeCount` is the true count).
     /// Each node's detail is in its GpuNode.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

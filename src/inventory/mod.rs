@@ -23,6 +23,7 @@ pub mod health;
 pub mod interner;
 pub(crate) mod label_reader;
 pub mod model;
+pub mod quotas;
 pub mod resources;
 pub mod scanner;
 pub mod selector;

@@ -12,9 +12,11 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{self, DraInput};
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::{MadeFrom, NodeInterner};
-use crate::inventory::model::{Inventory, NodeInventory};
+use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
+use crate::inventory::quotas::{self, KueueInput, NodeView};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
+use crate::inventory::text_map::TextMap;
 use crate::inventory::topology::{self, TopologyLevels};
 use crate::inventory::totals;
 use crate::inventory::vendors::vendor_table::VendorTables;
@@ -46,6 +48,8 @@ pub struct ScanInput<'a> {
     vendors: VendorTables,
     /// The topology levels nodes' places are read at (the built-in table unless given).
     topology: &'static TopologyLevels,
+    /// Kueue's objects, when read: the scan then checks their quotas against the GPUs.
+    kueue: Option<KueueInput<'a>>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -106,6 +110,12 @@ impl<'a> ScanInput<'a> {
     /// Reads nodes' places at these topology levels (the built-in table otherwise).
     pub fn topology(mut self, levels: &'static TopologyLevels) -> ScanInput<'a> {
         self.topology = levels;
+        self
+    }
+
+    /// Kueue's objects: the inventory gets a quota report ([`crate::inventory::quotas`]).
+    pub fn kueue(mut self, kueue: KueueInput<'a>) -> ScanInput<'a> {
+        self.kueue = Some(kueue);
         self
     }
 
@@ -176,7 +186,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         });
     }
     // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
-    let facts: HashMap<&str, NodeFacts<'_>> = scanned
+    let facts_of: HashMap<&str, NodeFacts<'_>> = scanned
         .iter()
         .map(|s| {
             let facts = NodeFacts {
@@ -186,7 +196,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             (name_of(s.at.node), facts)
         })
         .collect();
-    let facts = |name: &str| facts.get(name).copied().unwrap_or_default();
+    let facts = |name: &str| facts_of.get(name).copied().unwrap_or_default();
     scanned.sort_by(|a, b| a.name().cmp(b.name()));
     let mut nodes = Vec::with_capacity(scanned.len());
     let mut scanned = scanned.into_iter().peekable();
@@ -217,11 +227,37 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         all_nodes: input.universe == NodeUniverse::Cluster
             && input.selector.is_none_or(|s| s.selects_all()),
     };
-    let inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
+    let all_nodes = scope.all_nodes;
+    let mut inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
+    if let Some(kueue) = &input.kueue {
+        inventory.quotas = Some(quota_report(&inventory, &facts_of, kueue, all_nodes));
+    }
     if let Some(interner) = input.interner {
         interner.forget_unused();
     }
     inventory
+}
+
+/// The inventory's GPU nodes, with their labels, against Kueue's objects.
+fn quota_report(
+    inventory: &Inventory,
+    facts: &HashMap<&str, NodeFacts<'_>>,
+    kueue: &KueueInput<'_>,
+    all_nodes: bool,
+) -> QuotaReport {
+    let no_labels = TextMap::default();
+    let views: Vec<NodeView<'_>> = inventory
+        .nodes
+        .iter()
+        .map(|entry| NodeView {
+            entry,
+            labels: facts
+                .get(entry.name.as_str())
+                .and_then(|f| f.labels)
+                .unwrap_or(&no_labels),
+        })
+        .collect();
+    quotas::assess(&views, kueue, all_nodes)
 }
 
 fn name_of(node: &ClusterNode) -> &str {
@@ -397,6 +433,7 @@ fn sum_up<'n>(
         products: totals::products(&nodes),
         namespaces: totals::namespaces(&nodes, &demand),
         nodes,
+        quotas: None,
     }
 }
 

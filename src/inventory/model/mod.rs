@@ -10,6 +10,7 @@ mod device;
 mod holding;
 mod issue;
 mod node_inventory;
+mod quota;
 mod topology;
 mod totals;
 mod vendor;
@@ -21,6 +22,7 @@ pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
+pub use quota::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};
 pub use topology::{
     DomainFit, DomainFree, DomainProblem, DomainProblemReason, GPU_CLIQUE, NVLINK, NodeTopology,
     TopologySummary, physical_domain,
@@ -52,6 +54,8 @@ pub struct Inventory {
     pub nodes: Vec<Arc<NodeInventory>>,
     /// Per product and topology level, what its domains offer and what is wrong with them.
     pub topology: Vec<TopologySummary>,
+    /// Kueue's quotas and pending workloads against the GPUs; `None` where Kueue's objects are not read.
+    pub quotas: Option<QuotaReport>,
 }
 
 impl Inventory {

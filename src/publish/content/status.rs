@@ -37,6 +37,11 @@ pub fn desired_status(
             (all.collect(), 0)
         }
     };
+    let (workload_issues, workload_issue_count) = inventory
+        .quotas
+        .as_ref()
+        .map(wire::workload_issues)
+        .unwrap_or_default();
     let mut status = GpuInventoryStatus {
         observed_time: None,
         observed_generation: generation,
@@ -54,6 +59,13 @@ pub fn desired_status(
             .iter()
             .map(wire::topology_summary)
             .collect(),
+        quotas: inventory
+            .quotas
+            .iter()
+            .flat_map(|q| q.quotas.iter().map(wire::quota_entry))
+            .collect(),
+        workload_issues,
+        workload_issue_count,
         nodes,
         problem_nodes: inventory
             .problem_nodes()
