@@ -19,7 +19,8 @@ use crate::runtime::client::connect;
 use crate::sources::Snapshot;
 use crate::sources::dra::dra_api_served;
 use crate::sources::dump::{Dump, parse_dump};
-use crate::sources::kueue_topology::{KueueTopology, list_topologies};
+use crate::sources::kueue::KueueObjects;
+use crate::sources::kueue::topology::{KueueTopology, TOPOLOGIES, strip_topology};
 use crate::sources::pods::UNFINISHED_PODS;
 use crate::sources::slim::{SlimNode, SlimPod};
 use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_served};
@@ -84,6 +85,7 @@ pub(crate) fn dump_snapshot(
         health: table,
         version: 0,
         topology: TopologyLevels::built_in(),
+        kueue: KueueObjects::of_dump(&dump.kueue),
     }
 }
 
@@ -120,8 +122,10 @@ pub(crate) async fn list_cluster(
 ) -> Result<(Snapshot, Vec<Arc<KueueTopology>>)> {
     let connection = connect(&global.client_config()).await?;
     let client = connection.client;
-    let (topologies, note) = list_topologies(&client).await;
-    if let Some(note) = note {
+    let (topologies, note) = TOPOLOGIES.list(&client, strip_topology).await;
+    let (kueue, mut notes) = KueueObjects::list(&client).await;
+    notes.extend(note);
+    for note in notes {
         eprintln!("warning: {}", crate::runtime::terminal_text::visible(&note));
     }
     let topologies: Vec<Arc<KueueTopology>> = topologies.into_iter().map(Arc::new).collect();
@@ -154,6 +158,7 @@ pub(crate) async fn list_cluster(
     let mut snapshot = Snapshot {
         nodes,
         pods,
+        kueue,
         drivers: drivers.clone(),
         ..Default::default()
     };

@@ -20,7 +20,7 @@ use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::Detail;
 use crate::sources::Snapshot;
-use crate::sources::kueue_topology::{KueueTopology, levels_of, strip_topology};
+use crate::sources::kueue::topology::{KueueTopology, levels_of, strip_topology};
 
 /// Exit code: every GPU node healthy.
 pub(crate) const EXIT_HEALTHY: u8 = 0;
@@ -120,8 +120,9 @@ pub(crate) async fn scan_inventory(
         Some(path) => {
             let dump = read_dump(path)?;
             let topologies: Vec<Arc<KueueTopology>> = dump
-                .topologies
+                .kueue
                 .iter()
+                .filter(|o| o.types.as_ref().is_some_and(|t| t.kind == "Topology"))
                 .filter_map(strip_topology)
                 .map(Arc::new)
                 .collect();

@@ -10,8 +10,9 @@ pub mod convert;
 mod discovery;
 pub mod dra;
 pub mod dump;
-pub mod kueue_topology;
+pub mod kueue;
 pub mod nodes;
+pub mod optional_api;
 pub mod pods;
 pub mod slim;
 pub mod stripped;
@@ -37,6 +38,9 @@ use crate::inventory::topology::TopologyLevels;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
+/// How long the first inventory waits for Kueue's quota objects' first lists.
+const KUEUE_FIRST_LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the sources watch.
 #[derive(Clone, Debug, Default)]
 pub struct SourcesConfig {
@@ -57,7 +61,8 @@ pub struct Sources {
     pods: PodStore,
     dra: DraStores,
     taint_rules: taint_rules::TaintRuleStore,
-    topologies: kueue_topology::TopologyStore,
+    topologies: kueue::topology::TopologyStore,
+    kueue: kueue::KueueStores,
     topology_labels: Arc<[String]>,
     drivers: Arc<[String]>,
     health: &'static HealthTable,
@@ -89,6 +94,8 @@ pub struct Snapshot {
     pub health: &'static HealthTable,
     /// The topology levels: the built-in table, Kueue's Topologies' levels and `--topology-label`.
     pub topology: &'static TopologyLevels,
+    /// Kueue's quota objects (none where Kueue is not installed).
+    pub kueue: kueue::KueueObjects,
 }
 
 impl Snapshot {
@@ -108,12 +115,15 @@ impl Snapshot {
             classes: self.classes.iter().map(AsRef::as_ref).collect(),
             taint_rules: self.taint_rules.iter().map(AsRef::as_ref).collect(),
         };
-        let input = ScanInput::shared(&self.nodes, &self.pods)
+        let mut input = ScanInput::shared(&self.nodes, &self.pods)
             .dra(dra)
             .selector(selector)
             .universe(universe)
             .health(self.health)
             .topology(self.topology);
+        if let Some(kueue) = self.kueue.input() {
+            input = input.kueue(kueue);
+        }
         scan(match interner {
             Some(interner) => input.interner(interner),
             None => input,
@@ -147,7 +157,13 @@ impl Sources {
         );
         let (taint_rules, rules_feed) =
             taint_rules::watch_taint_rules(client.clone(), health.clone(), signal.clone());
-        let (topologies, topology_feed) = kueue_topology::watch_topologies(client, health, signal);
+        let (topologies, topology_feed) = kueue::topology::TOPOLOGIES.watch(
+            client.clone(),
+            health.clone(),
+            signal.clone(),
+            kueue::topology::strip_topology,
+        );
+        let (kueue, kueue_feed) = kueue::KueueStores::watch(client, health, signal);
         let read_dra = !drivers.is_empty();
         let feed = async move {
             let dra_feed = async move {
@@ -155,7 +171,7 @@ impl Sources {
                     futures::join!(dra_feed, rules_feed);
                 }
             };
-            futures::join!(node_feed, pod_feed, dra_feed, topology_feed);
+            futures::join!(node_feed, pod_feed, dra_feed, topology_feed, kueue_feed);
         };
         (
             Self {
@@ -164,6 +180,7 @@ impl Sources {
                 dra,
                 taint_rules,
                 topologies,
+                kueue,
                 topology_labels: config.topology_labels.clone().into(),
                 drivers,
                 health: config.health,
@@ -187,6 +204,19 @@ impl Sources {
         if !self.drivers.is_empty() {
             self.dra.wait_until_ready().await;
             self.taint_rules.wait_until_ready().await;
+        }
+        // Kueue's quota objects are waited for a while: a first status without the quotas a restarted
+        // operator published would be one more write, and "resolved" events for issues that still hold. Not
+        // for ever: a forbidden or slow Kueue watch must not hold back the inventory.
+        if tokio::time::timeout(KUEUE_FIRST_LIST_WAIT, self.kueue.wait_until_ready())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "Kueue's quota objects are not listed after {}s (check the operator's RBAC for \
+                 kueue.x-k8s.io); the inventory is published without quotas until they are",
+                KUEUE_FIRST_LIST_WAIT.as_secs()
+            );
         }
     }
 
@@ -213,7 +243,8 @@ impl Sources {
             taint_rules: self.taint_rules.state(),
             drivers: self.drivers.clone(),
             health: self.health,
-            topology: kueue_topology::levels_of(&self.topologies.state(), &self.topology_labels),
+            topology: kueue::topology::levels_of(&self.topologies.state(), &self.topology_labels),
+            kueue: self.kueue.state(),
         }
     }
 
@@ -263,7 +294,7 @@ impl Sources {
             stripped::stripped_store(|_: &Node| None::<DraTaintRule>);
         rules_writer.mark_absent();
         let (topologies, mut topologies_writer) =
-            stripped::stripped_store(|_: &Node| None::<kueue_topology::KueueTopology>);
+            stripped::stripped_store(|_: &Node| None::<kueue::topology::KueueTopology>);
         topologies_writer.mark_absent();
         // The writers are dropped: the stores keep what they hold.
         Sources {
@@ -276,6 +307,7 @@ impl Sources {
             },
             taint_rules,
             topologies,
+            kueue: kueue::KueueStores::absent(),
             topology_labels: Arc::from(Vec::new()),
             drivers: Arc::from(Vec::new()),
             health: HealthTable::defaults(),

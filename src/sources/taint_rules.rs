@@ -5,27 +5,21 @@
 //! 1.33, the older two only where those API versions are enabled. The versions share the fields read here,
 //! so each is watched as a [`DynamicObject`] and its `spec` decoded as `v1`'s. A server that serves none is
 //! said once (info), the store stays empty and synced, and discovery is asked again every
-//! [`DISCOVERY_REFRESH`]: an upgrade or a `--runtime-config` change starts the watch without a restart.
+//! 30 s (`sources::optional_api`): an upgrade or a `--runtime-config` change starts the watch without a restart.
 
 use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
-use tracing::{info, warn};
+use kube::{Client, ResourceExt};
+use tracing::warn;
 
 use super::changes::ChangeSignal;
-use super::discovery::{DISCOVERY_REFRESH, Discovered, wait_until_served};
-use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
-use crate::error::describe_kube_error;
+use super::optional_api::OptionalApi;
+use super::stripped::StrippedStore;
 use crate::inventory::dra::DraTaintRule;
-use crate::runtime::backoff;
 use crate::runtime::health::Health;
 
 /// The versions of `resource.k8s.io` that serve DeviceTaintRules, newest first.
 pub(crate) const TAINT_RULE_VERSIONS: [&str; 3] = ["v1", "v1beta2", "v1alpha3"];
-
-/// The watch's name in logs, metrics and health.
-const WATCH: &str = "devicetaintrules";
 
 /// The stripped DeviceTaintRules.
 pub(crate) type TaintRuleStore = StrippedStore<DraTaintRule>;
@@ -48,36 +42,26 @@ pub(crate) fn strip_rule(object: &DynamicObject) -> Option<DraTaintRule> {
     }
 }
 
-/// Which version serves the rules, if any: `Err` when discovery itself failed.
-async fn served_version(client: &Client) -> Result<Option<&'static str>, String> {
-    for version in TAINT_RULE_VERSIONS {
-        match client
-            .list_api_group_resources(&format!("resource.k8s.io/{version}"))
-            .await
-        {
-            Ok(list) if list.resources.iter().any(|r| r.name == WATCH) => return Ok(Some(version)),
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(error) => return Err(describe_kube_error(&error)),
-        }
-    }
-    Ok(None)
-}
+/// DeviceTaintRules, in the newest version served.
+pub(crate) const TAINT_RULES: OptionalApi = OptionalApi {
+    group: "resource.k8s.io",
+    versions: &TAINT_RULE_VERSIONS,
+    kind: "DeviceTaintRule",
+    plural: "devicetaintrules",
+    what: "DeviceTaintRules",
+    without: "only taints written in ResourceSlices are seen",
+    purpose: "their NoSchedule/NoExecute taints make devices unavailable",
+    quiet_absence: false,
+};
 
 /// The newest version serving DeviceTaintRules; `None` when none is served or discovery failed.
 pub async fn taint_rules_served(client: &Client) -> Option<&'static str> {
-    served_version(client).await.ok().flatten()
+    TAINT_RULES.served_version(client).await.ok().flatten()
 }
 
 /// The API resource of DeviceTaintRules at `version`.
 pub fn taint_rule_resource(version: &str) -> ApiResource {
-    ApiResource {
-        group: "resource.k8s.io".into(),
-        version: version.into(),
-        api_version: format!("resource.k8s.io/{version}"),
-        kind: "DeviceTaintRule".into(),
-        plural: WATCH.into(),
-    }
+    TAINT_RULES.resource(version)
 }
 
 /// Starts the DeviceTaintRule source: its store, and the task that feeds it (run it until shutdown).
@@ -86,50 +70,7 @@ pub(crate) fn watch_taint_rules(
     health: Health,
     changes: ChangeSignal,
 ) -> (TaintRuleStore, impl Future<Output = ()> + Send + 'static) {
-    let (store, mut writer) = stripped_store(strip_rule);
-    let task = async move {
-        let version = wait_for_api(&client, &mut writer).await;
-        info!(
-            api = %format!("resource.k8s.io/{version}"),
-            "DeviceTaintRules served: watching them (their NoSchedule/NoExecute taints make devices unavailable)"
-        );
-        let api: Api<DynamicObject> = Api::all_with(client, &taint_rule_resource(version));
-        let events = watcher(api, watcher::Config::default()).backoff(backoff::WATCH.backoff());
-        feed(WATCH, events, &mut writer, &health, &changes).await;
-    };
-    (store, task)
-}
-
-/// Returns the newest served version once there is one. Until then the store is empty and synced, and the
-/// absence is said once.
-async fn wait_for_api(
-    client: &Client,
-    writer: &mut StrippedWriter<DynamicObject, DraTaintRule>,
-) -> &'static str {
-    let mut said = false;
-    let discover = || async {
-        match served_version(client).await {
-            Ok(Some(version)) => Discovered::Served(version),
-            Ok(None) => Discovered::Absent(
-                "the API server serves no DeviceTaintRules (resource.k8s.io/v1 from 1.37; v1beta2 or \
-                 v1alpha3 where enabled)"
-                    .to_owned(),
-            ),
-            Err(error) => Discovered::Failed(error),
-        }
-    };
-    wait_until_served("DeviceTaintRules", discover, |why| {
-        writer.mark_absent();
-        if !said {
-            info!(
-                "DeviceTaintRules unavailable: {why}; only taints written in ResourceSlices are seen, and the \
-                 API is looked for again every {}s",
-                DISCOVERY_REFRESH.as_secs()
-            );
-            said = true;
-        }
-    })
-    .await
+    TAINT_RULES.watch(client, health, changes, strip_rule)
 }
 
 #[cfg(test)]

@@ -84,8 +84,9 @@ pub struct Dump {
     pub(crate) classes: Vec<DeviceClass>,
     /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds (their `spec` as `v1`'s).
     pub(crate) taint_rules: Vec<DynamicObject>,
-    /// Kueue's Topologies (`kueue.x-k8s.io`, any version: their levels read alike).
-    pub(crate) topologies: Vec<DynamicObject>,
+    /// Kueue's objects (`kueue.x-k8s.io`, any version: the fields read are alike): Topologies, and the quota
+    /// objects (`sources::kueue`).
+    pub(crate) kueue: Vec<DynamicObject>,
     /// One line per object skipped, each starting with the source name: which object (list index, kind,
     /// name), why (the field that did not decode, or the apiVersion not read) and what to do.
     pub warnings: Vec<String>,
@@ -276,11 +277,11 @@ impl Reader<'_> {
                 .taint_rules
                 .push(versions::taint_rule(&object, version)?),
             // Only Kueue's: another API group may name a kind `Topology` too, and is none of the scan's.
-            Kind::Topology => {
+            Kind::Kueue(_) => {
                 if version.is_some_and(|v| {
-                    v.starts_with(&format!("{}/", crate::sources::kueue_topology::KUEUE_GROUP))
+                    v.starts_with(&format!("{}/", crate::sources::kueue::KUEUE_GROUP))
                 }) {
-                    dump.topologies.push(decode(&object)?);
+                    dump.kueue.push(decode(&object)?);
                 }
             }
             Kind::ResourceSlice | Kind::ResourceClaim | Kind::DeviceClass => {

@@ -12,9 +12,20 @@ pub(super) enum Kind {
     ResourceClaim,
     DeviceClass,
     DeviceTaintRule,
-    /// Kueue's `Topology` (`kueue.x-k8s.io`); another group's `Topology` is not read.
-    Topology,
+    /// One of Kueue's kinds the scan reads (`kueue.x-k8s.io`: Topology, ResourceFlavor, ClusterQueue, Cohort,
+    /// LocalQueue, Workload); another group's kind of the same name is not read.
+    Kueue(&'static str),
 }
+
+/// Kueue's kinds a dump's objects are read as.
+const KUEUE_KINDS: [&str; 6] = [
+    "Topology",
+    "ResourceFlavor",
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "Workload",
+];
 
 impl Kind {
     pub(super) fn parse(kind: &str) -> Option<Kind> {
@@ -25,8 +36,7 @@ impl Kind {
             "ResourceClaim" => Kind::ResourceClaim,
             "DeviceClass" => Kind::DeviceClass,
             "DeviceTaintRule" => Kind::DeviceTaintRule,
-            "Topology" => Kind::Topology,
-            _ => return None,
+            other => Kind::Kueue(KUEUE_KINDS.into_iter().find(|k| *k == other)?),
         })
     }
 
@@ -38,7 +48,7 @@ impl Kind {
             Kind::ResourceClaim => "ResourceClaim",
             Kind::DeviceClass => "DeviceClass",
             Kind::DeviceTaintRule => "DeviceTaintRule",
-            Kind::Topology => "Topology",
+            Kind::Kueue(kind) => kind,
         }
     }
 }

@@ -225,11 +225,21 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         // Kueue Topologies are read only. `kubectl auth can-i` resolves a resource through discovery, so it is
         // asked where Kueue's CRDs are served (the referee tests install them; a cluster without says why).
         if served("topologies.kueue.x-k8s.io") {
-            allowed.extend([
-                q("list", "topologies.kueue.x-k8s.io", None, None),
-                q("watch", "topologies.kueue.x-k8s.io", None, None),
-            ]);
-            denied.push(q("create", "topologies.kueue.x-k8s.io", None, None));
+            for kind in [
+                "topologies",
+                "resourceflavors",
+                "clusterqueues",
+                "cohorts",
+                "localqueues",
+                "workloads",
+            ] {
+                let resource = format!("{kind}.kueue.x-k8s.io");
+                allowed.extend([
+                    q("list", &resource, None, None),
+                    q("watch", &resource, None, None),
+                ]);
+                denied.push(q("create", &resource, None, None));
+            }
         } else {
             eprintln!(
                 "RBAC: the Kueue Topology questions are not asked: this server serves no Kueue CRDs"

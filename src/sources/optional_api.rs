@@ -1,0 +1,155 @@
+//! A source whose API the server may not serve: Kueue's kinds (absent until Kueue is installed) and
+//! DeviceTaintRules (1.37's, or a beta where enabled). One [`OptionalApi`] names the kind and the versions
+//! that serve it, newest first; [`OptionalApi::watch`] waits until one is served (the store empty and synced
+//! meanwhile, the absence said once, discovery asked again every [`DISCOVERY_REFRESH`]), then watches it as a
+//! [`DynamicObject`] stripped on arrival; [`OptionalApi::list`] is the one-shot `scan`'s read.
+
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tracing::info;
+
+use super::changes::ChangeSignal;
+use super::discovery::{DISCOVERY_REFRESH, Discovered, wait_until_served};
+use super::stripped::{StrippedStore, feed, stripped_store};
+use crate::error::describe_kube_error;
+use crate::runtime::backoff;
+use crate::runtime::health::Health;
+
+/// A kind the server may not serve.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionalApi {
+    /// The API group (`kueue.x-k8s.io`).
+    pub group: &'static str,
+    /// The versions that serve it, newest first.
+    pub versions: &'static [&'static str],
+    /// `kind`.
+    pub kind: &'static str,
+    /// The plural: the resource's name, and the watch's in logs, metrics and health.
+    pub plural: &'static str,
+    /// What it is, for messages: `Kueue ResourceFlavors`.
+    pub what: &'static str,
+    /// What the operator does without it, for the one info line: `quotas are not checked`.
+    pub without: &'static str,
+    /// What reading it is for, for the info line when it is found: `their quotas are checked`.
+    pub purpose: &'static str,
+    /// Its absence is said at debug level only: another kind of the same group says it for both (Kueue's
+    /// Topologies speak for its quota objects: one info line when Kueue is not installed).
+    pub quiet_absence: bool,
+}
+
+/// A strip function for the objects of an optional API.
+pub type StripDynamic<T> = fn(&DynamicObject) -> Option<T>;
+
+impl OptionalApi {
+    /// The API resource at `version`.
+    pub fn resource(&self, version: &str) -> ApiResource {
+        ApiResource {
+            group: self.group.into(),
+            version: version.into(),
+            api_version: format!("{}/{version}", self.group),
+            kind: self.kind.into(),
+            plural: self.plural.into(),
+        }
+    }
+
+    /// The newest version serving the kind, if any: `Err` when discovery itself failed.
+    pub async fn served_version(&self, client: &Client) -> Result<Option<&'static str>, String> {
+        for version in self.versions {
+            match client
+                .list_api_group_resources(&format!("{}/{version}", self.group))
+                .await
+            {
+                Ok(list) if list.resources.iter().any(|r| r.name == self.plural) => {
+                    return Ok(Some(version));
+                }
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(describe_kube_error(&error)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every object, stripped, for a one-shot scan: none where the kind is not served; a note (for stderr)
+    /// when it could not be read.
+    pub async fn list<T>(
+        &self,
+        client: &Client,
+        strip: StripDynamic<T>,
+    ) -> (Vec<T>, Option<String>) {
+        let version = match self.served_version(client).await {
+            Ok(Some(version)) => version,
+            Ok(None) => return (Vec::new(), None),
+            Err(error) => {
+                let note = format!(
+                    "{} not read (discovery failed: {error}); {}",
+                    self.what, self.without
+                );
+                return (Vec::new(), Some(note));
+            }
+        };
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &self.resource(version));
+        match api.list(&ListParams::default()).await {
+            Ok(list) => (list.items.iter().filter_map(strip).collect(), None),
+            Err(error) => {
+                let note = format!(
+                    "{} not read ({}); {} (grant list on {}.{})",
+                    self.what,
+                    describe_kube_error(&error),
+                    self.without,
+                    self.plural,
+                    self.group
+                );
+                (Vec::new(), Some(note))
+            }
+        }
+    }
+
+    /// Starts the source: its store, and the task that feeds it (run it until shutdown).
+    pub fn watch<T: PartialEq + Send + Sync + 'static>(
+        self,
+        client: Client,
+        health: Health,
+        changes: ChangeSignal,
+        strip: StripDynamic<T>,
+    ) -> (StrippedStore<T>, impl Future<Output = ()> + Send + 'static) {
+        let (store, mut writer) = stripped_store(strip);
+        let task = async move {
+            let mut said = false;
+            let discover = || async {
+                match self.served_version(&client).await {
+                    Ok(Some(version)) => Discovered::Served(version),
+                    Ok(None) => Discovered::Absent(format!(
+                        "the API server serves no {}.{}",
+                        self.plural, self.group
+                    )),
+                    Err(error) => Discovered::Failed(error),
+                }
+            };
+            let version = wait_until_served(self.what, discover, |why| {
+                writer.mark_absent();
+                if self.quiet_absence {
+                    tracing::debug!("{} unavailable: {why}; {}", self.what, self.without);
+                } else if !said {
+                    info!(
+                        "{} unavailable: {why}; {}, and the API is looked for again every {}s",
+                        self.what,
+                        self.without,
+                        DISCOVERY_REFRESH.as_secs()
+                    );
+                    said = true;
+                }
+            })
+            .await;
+            info!(
+                api = %format!("{}/{version}", self.group),
+                "{} served: watching them ({})", self.what, self.purpose
+            );
+            let api: Api<DynamicObject> = Api::all_with(client, &self.resource(version));
+            let events = watcher(api, watcher::Config::default()).backoff(backoff::WATCH.backoff());
+            feed(self.plural, events, &mut writer, &health, &changes).await;
+        };
+        (store, task)
+    }
+}
