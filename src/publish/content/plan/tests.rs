@@ -231,6 +231,30 @@ fn full_status() -> GpuInventoryStatus {
         nodes: vec!["b".into()],
         message: "NVLink partition 7c7f4a1e.32766 (rack 7c7f4a1e): 1 of 2 nodes usable".into(),
     }];
+    // Kueue's quotas: an entry with every optional part, and a workload that cannot fit.
+    status.quotas = vec![crate::crd::QuotaEntry {
+        flavor: "gb200".into(),
+        resource: "nvidia.com/gpu".into(),
+        nominal_quota: 600,
+        borrowing_limit: Some(8),
+        cluster_queues: vec!["research".into()],
+        cohorts: vec!["org".into()],
+        nodes: 150,
+        gpus: 600,
+        healthy_gpus: 564,
+        free_gpus: 100,
+        issues: vec![crate::crd::QuotaIssueEntry {
+            reason: "QuotaExceedsCapacity".into(),
+            message: "flavor gb200: nominal quota 600 is above the 564 healthy".into(),
+        }],
+    }];
+    status.workload_issues = vec![crate::crd::WorkloadIssueEntry {
+        workload: "ml/train".into(),
+        cluster_queue: "research".into(),
+        reason: "WorkloadCannotFit".into(),
+        message: "PodSet main asks for 80 nvidia.com/gpu in one rack".into(),
+    }];
+    status.workload_issue_count = 1;
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))
 }
