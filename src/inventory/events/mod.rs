@@ -13,6 +13,8 @@ use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, gpus_available_message
 use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
 
+mod quotas;
+
 /// Above this many transitions of one kind, they are reported as one event.
 pub(crate) const MAX_EVENTS_PER_KIND: usize = 5;
 
@@ -76,6 +78,8 @@ pub(crate) fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<Inv
                 pending_gpu_pods: new.pending_gpu_pods,
                 // The domains' problems are the inventory's, not a node's: compared whole.
                 topology: new.topology.clone(),
+                // Kueue's quotas are the inventory's too.
+                quotas: new.quotas.clone(),
                 ..Default::default()
             };
             transitions(Some(old), &known)
@@ -190,6 +194,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     );
     issue_events(&mut events, &before, &after);
     domain_events(&mut events, old, new);
+    quotas::quota_events(&mut events, old, new);
     events.extend(demand_event(old, new));
     events
 }

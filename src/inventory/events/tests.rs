@@ -250,3 +250,69 @@ fn a_degraded_nvlink_domain_is_one_warning_when_it_appears_and_one_event_when_it
     assert_eq!(reasons(&cleared), ["NvlinkDomainDegradedResolved"]);
     assert_eq!(cleared[0].severity, Severity::Info);
 }
+
+fn with_quotas(workloads: usize, exceeded: bool) -> Inventory {
+    use crate::inventory::model::{
+        FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue,
+    };
+    let mut inventory = status(vec![node("a", true, &[])]);
+    let issues = if exceeded {
+        vec![QuotaIssue {
+            reason: QuotaIssueReason::QuotaExceedsCapacity,
+            message: "flavor gb200: nominal quota 24 nvidia.com/gpu is above the 20 healthy".into(),
+        }]
+    } else {
+        Vec::new()
+    };
+    inventory.quotas = Some(QuotaReport {
+        quotas: vec![FlavorQuota {
+            flavor: "gb200".into(),
+            resource: "nvidia.com/gpu".into(),
+            issues,
+            ..FlavorQuota::default()
+        }],
+        workload_issues: (0..workloads)
+            .map(|i| WorkloadIssue {
+                workload: format!("ml/job-{i}"),
+                cluster_queue: "cq".into(),
+                message: "PodSet main asks for 80".into(),
+            })
+            .collect(),
+    });
+    inventory
+}
+
+#[test]
+fn a_quota_issue_and_a_workload_that_cannot_fit_are_warned_about_once_and_told_when_they_clear() {
+    let calm = with_quotas(0, false);
+    let bad = with_quotas(1, true);
+    let events = transitions_since(EventBase::Model(&calm), &bad);
+    assert_eq!(
+        reasons(&events),
+        ["QuotaExceedsCapacity", "WorkloadCannotFit"]
+    );
+    assert!(events.iter().all(|e| e.severity == Severity::Degraded));
+    assert!(
+        events[1]
+            .note
+            .contains("Workload ml/job-0 can never be admitted"),
+        "{events:?}"
+    );
+    assert!(
+        transitions_since(EventBase::Model(&bad), &bad).is_empty(),
+        "no change, no event"
+    );
+    let events = transitions_since(EventBase::Model(&bad), &calm);
+    assert_eq!(
+        reasons(&events),
+        ["QuotaExceedsCapacityResolved", "WorkloadCannotFitResolved"]
+    );
+    assert!(events.iter().all(|e| e.severity == Severity::Info));
+    // Many workloads at once: one event naming the first few.
+    let events = transitions_since(EventBase::Model(&calm), &with_quotas(40, false));
+    assert_eq!(reasons(&events), ["WorkloadCannotFit"]);
+    assert!(
+        events[0].note.starts_with("40 pending workloads"),
+        "{events:?}"
+    );
+}

@@ -130,6 +130,30 @@ pub(crate) struct DomainLabels {
     pub(crate) domain: String,
 }
 
+/// One Kueue flavor's quota of one resource.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct QuotaLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The ResourceFlavor.
+    pub(crate) flavor: String,
+    /// The resource (`nvidia.com/gpu`).
+    pub(crate) resource: String,
+}
+
+/// One issue of a Kueue flavor's quota.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct QuotaIssueLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The ResourceFlavor.
+    pub(crate) flavor: String,
+    /// The resource.
+    pub(crate) resource: String,
+    /// `QuotaExceedsCapacity` or `FlavorMatchesNoNodes`.
+    pub(crate) reason: String,
+}
+
 /// The gauges of every inventory, and what was last exported of each.
 #[derive(Debug, Default)]
 pub struct InventoryGauges {
@@ -155,6 +179,10 @@ pub struct InventoryGauges {
     pub(crate) topology_degraded_domains: Family<TopologyLabels, Gauge>,
     pub(crate) topology_largest_free_gpus: Family<TopologyLabels, Gauge>,
     pub(crate) topology_domain_free_gpus: Family<DomainLabels, Gauge>,
+    pub(crate) quota: Family<QuotaLabels, Gauge>,
+    pub(crate) quota_healthy: Family<QuotaLabels, Gauge>,
+    pub(crate) quota_issues: Family<QuotaIssueLabels, Gauge>,
+    pub(crate) workloads_cannot_fit: Family<InventoryLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
     pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
 }
@@ -280,6 +308,28 @@ impl InventoryGauges {
             "GPUs a domain offers to pods of the product's GPUs per node, for the level's largest domains only \
              (at most 5 per product and level: status.topology[].largestDomains)",
             self.topology_domain_free_gpus.clone(),
+        );
+        registry.register(
+            "quota",
+            "A Kueue ResourceFlavor's nominal quota of a resource, summed over the ClusterQueues and Cohorts \
+             giving it (status.quotas[].nominalQuota)",
+            self.quota.clone(),
+        );
+        registry.register(
+            "quota_healthy",
+            "The resource's allocatable on the flavor's healthy nodes: what the quota can be served from \
+             (status.quotas[].healthyGpus)",
+            self.quota_healthy.clone(),
+        );
+        registry.register(
+            "quota_issues",
+            "1 while a flavor's quota of a resource has the issue (QuotaExceedsCapacity, FlavorMatchesNoNodes)",
+            self.quota_issues.clone(),
+        );
+        registry.register(
+            "workloads_cannot_fit",
+            "Pending Kueue Workloads that can never be admitted as they are (status.workloadIssueCount)",
+            self.workloads_cannot_fit.clone(),
         );
     }
 }

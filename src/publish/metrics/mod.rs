@@ -1,16 +1,18 @@
 //! The metrics publisher: each inventory's gauges on `/metrics` (GPU nodes, GPUs, per-node info, issues,
-//! allocation, topology).
+//! allocation, topology, Kueue quotas).
 //! Series of nodes and inventories that are gone are removed, so dashboards never show ghosts.
 //!
 //! - `families`: the metric families and their label sets, registered into the process's registry;
 //! - `export`: setting an inventory's series from its model;
 //! - `removal`: removing the series of what is gone;
 //! - `label_sets`: the label sets both build the same way;
+//! - `quotas`: the Kueue quota series (per flavor and resource), set and removed;
 //! - `topology`: the topology series (per product and level, and the largest domains), set and removed.
 
 mod export;
 mod families;
 mod label_sets;
+mod quotas;
 mod removal;
 mod topology;
 

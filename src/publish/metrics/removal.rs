@@ -6,6 +6,7 @@ use super::families::{
     NodeLabels, ResourceLabels,
 };
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
+use super::quotas::remove_quotas;
 use super::topology::remove_topology;
 use crate::inventory::model::{Inventory, IssueReason};
 use crate::runtime::metrics::Metrics;
@@ -46,6 +47,7 @@ pub(crate) fn retain_inventories(
 
 pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     remove_topology(metrics, inventory, status);
+    remove_quotas(metrics, inventory, status);
     for node in &status.nodes {
         metrics.node_info.remove(&info_labels(inventory, node));
         let labels = NodeLabels {

@@ -228,3 +228,48 @@ fn topology_series_follow_the_largest_domains_and_leave_no_ghosts() {
         "an inventory gone takes its topology along"
     );
 }
+
+#[test]
+fn quota_series_follow_the_report_and_leave_no_ghosts() {
+    use crate::inventory::model::{
+        FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue,
+    };
+    let g = InventoryGauges::default();
+    let m = Metrics::with_families(|r| g.register(r));
+    let mut with_quotas = Arc::unwrap_or_clone(status(&[("a", true, None)]));
+    with_quotas.quotas = Some(QuotaReport {
+        quotas: vec![FlavorQuota {
+            flavor: "gb200".into(),
+            resource: "nvidia.com/gpu".into(),
+            nominal_quota: 600,
+            healthy_gpus: 564,
+            issues: vec![QuotaIssue {
+                reason: QuotaIssueReason::QuotaExceedsCapacity,
+                message: String::new(),
+            }],
+            ..FlavorQuota::default()
+        }],
+        workload_issues: vec![WorkloadIssue::default()],
+    });
+    export_inventory(&m, &g, "cluster", &Arc::new(with_quotas));
+    let text = m.encode();
+    let of = "inventory=\"cluster\",flavor=\"gb200\",resource=\"nvidia.com/gpu\"";
+    for line in [
+        format!("gpu_inventory_quota{{{of}}} 600"),
+        format!("gpu_inventory_quota_healthy{{{of}}} 564"),
+        format!("gpu_inventory_quota_issues{{{of},reason=\"QuotaExceedsCapacity\"}} 1"),
+        "gpu_inventory_workloads_cannot_fit{inventory=\"cluster\"} 1".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+    }
+    export_inventory(&m, &g, "cluster", &status(&[("a", true, None)]));
+    let text = m.encode();
+    assert!(
+        !text.contains("flavor=\"gb200\""),
+        "gone with Kueue:\n{text}"
+    );
+    assert!(
+        !text.contains("gpu_inventory_workloads_cannot_fit{"),
+        "{text}"
+    );
+}
