@@ -45,6 +45,10 @@ pub enum Command {
     /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain.
     /// Exit code: 0 it fits, 1 it does not, 2 error.
     Fit(super::fit_args::FitArgs),
+    /// Kueue's quotas against the GPUs: per ResourceFlavor and resource, the nominal quota beside the healthy
+    /// units of the flavor's nodes, and the pending Workloads that can never be admitted as they are.
+    /// Exit code: 0 every promise holds, 1 some issue, 2 error.
+    Quotas(super::quotas::QuotasArgs),
 }
 
 /// Flags every subcommand understands.

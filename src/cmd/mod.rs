@@ -1,5 +1,5 @@
 //! The commands: `run` (the operator), `scan` (one read-only pass), `fit` (can a job of G GPUs start, and
-//! where) and `crd` (print the CRD), the command
+//! where), `quotas` (Kueue's quotas against the GPUs) and `crd` (print the CRD), the command
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
@@ -8,6 +8,7 @@ pub mod fit_args;
 pub mod group_by;
 mod listing;
 pub mod plugin;
+pub mod quotas;
 pub(crate) mod render;
 pub mod run;
 pub mod scan;

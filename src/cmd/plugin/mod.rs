@@ -79,6 +79,9 @@ pub(crate) enum PluginCommand {
     /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain
     /// (as `gpu-inventory-operator fit`). Exit code: 0 it fits, 1 it does not, 2 error.
     Fit(FitArgs),
+    /// Kueue's quotas against the GPUs: flavor, quota, healthy, free, issues, and the pending Workloads that
+    /// can never be admitted (as `gpu-inventory-operator quotas`). Exit code: 0 none, 1 some issue, 2 error.
+    Quotas(super::quotas::QuotasArgs),
 }
 
 /// When to colour the table.
@@ -115,6 +118,18 @@ pub async fn run(args: PluginArgs) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
         return super::fit::run(&args.global, fit).await;
+    }
+    if let Some(PluginCommand::Quotas(quotas)) = &args.command {
+        let table_flags = table_flags(&args);
+        if !table_flags.is_empty() {
+            eprintln!(
+                "error: {} belong(s) to the table, not to `quotas`; `quotas` takes its own -l and -o after \
+                 its name (kubectl gpu-inventory quotas --help)",
+                table_flags.join(", ")
+            );
+            return ExitCode::from(EXIT_ERROR);
+        }
+        return super::quotas::run(&args.global, quotas).await;
     }
     let color = match args.color {
         Color::Always => true,

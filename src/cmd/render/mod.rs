@@ -5,9 +5,11 @@
 
 mod columns;
 mod devices;
+mod quotas;
 mod topology;
 
 use columns::columns;
+pub(crate) use quotas::quotas;
 use topology::PlaceColumns;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,107 @@
+//! `quotas`: Kueue's quotas against the GPUs, and the pending workloads that can never be admitted, as the
+//! operator would publish them (`status.quotas`, `status.workloadIssues`), from the cluster or a dump.
+//! Exit code: 0 every promise holds, 1 some quota or workload issue, 2 error.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::group_by::GroupBy;
+use super::render;
+use super::scan::{EXIT_ERROR, scan_inventory};
+use crate::crd::{QuotaEntry, WorkloadIssueEntry};
+use crate::error::{Error, Result};
+use crate::publish::content::status::{NodeList, desired_status};
+
+/// Flags of `quotas`.
+#[derive(Debug, Args, Clone)]
+pub struct QuotasArgs {
+    /// Read nodes, pods and Kueue's objects (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, Workloads)
+    /// from a `kubectl get -A -o yaml|json` dump instead of the cluster; `-` reads stdin.
+    #[arg(
+        long,
+        short = 'f',
+        env = "GPUINV_QUOTAS_FROM_FILE",
+        value_name = "FILE"
+    )]
+    pub from_file: Option<String>,
+    /// Only count nodes matching this label selector (workloads are judged only over every node).
+    #[arg(long, short = 'l', value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format: `table`, or `json` / `yaml` (`{quotas, workloadIssues, workloadIssueCount}` as the
+    /// GpuInventory status holds them).
+    #[arg(long, short = 'o', env = "GPUINV_QUOTAS_OUTPUT", value_enum, default_value_t = QuotasOutput::Table)]
+    pub output: QuotasOutput,
+}
+
+/// Output formats of `quotas`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QuotasOutput {
+    /// The quota table, the workloads that cannot fit and every issue's message.
+    Table,
+    /// One JSON object.
+    Json,
+    /// One YAML document.
+    Yaml,
+}
+
+/// What `-o json|yaml` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QuotasJson {
+    quotas: Vec<QuotaEntry>,
+    workload_issues: Vec<WorkloadIssueEntry>,
+    workload_issue_count: u32,
+}
+
+/// Prints the quotas; the exit code says whether any promise fails.
+pub async fn run(global: &GlobalArgs, args: &QuotasArgs) -> ExitCode {
+    match report(global, args).await {
+        Ok((text, issues)) => {
+            print!("{text}");
+            ExitCode::from(u8::from(issues))
+        }
+        Err(e) => {
+            eprintln!(
+                "error: {}",
+                crate::runtime::terminal_text::visible(&e.to_string())
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The text to print and whether there is any issue.
+async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool)> {
+    let scan_args = ScanArgs {
+        from_file: args.from_file.clone(),
+        output: OutputFormat::Json,
+        selector: args.selector.clone(),
+        group_by: GroupBy::Node,
+        chunk_size: DEFAULT_CHUNK_SIZE,
+        status_nodes_budget: None,
+    };
+    let inventory = scan_inventory(global, &scan_args, &[]).await?;
+    let status = desired_status(&inventory, None, NodeList::Within(0));
+    let issues =
+        status.quotas.iter().any(|q| !q.issues.is_empty()) || status.workload_issue_count > 0;
+    let json = QuotasJson {
+        quotas: status.quotas.clone(),
+        workload_issues: status.workload_issues.clone(),
+        workload_issue_count: status.workload_issue_count,
+    };
+    let text = match args.output {
+        QuotasOutput::Json => {
+            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidFlag(e.to_string()))? + "\n"
+        }
+        QuotasOutput::Yaml => serde_saphyr::to_string(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?,
+        QuotasOutput::Table => render::quotas(&status).unwrap_or_else(|| {
+            "no Kueue quotas: Kueue is not installed here, or has no ResourceFlavor or ClusterQueue \
+             (nothing to check)\n"
+                .to_owned()
+        }),
+    };
+    Ok((text, issues))
+}
