@@ -86,6 +86,7 @@ pub(crate) fn dump_snapshot(
         version: 0,
         topology: TopologyLevels::built_in(),
         kueue: KueueObjects::of_dump(&dump.kueue),
+        watched: None,
     }
 }
 

@@ -61,6 +61,18 @@ impl Requirement {
         }
     }
 
+    /// Whether every node carrying all of `pinned` (labels with their values) satisfies the requirement,
+    /// whatever else it carries.
+    pub fn implied_by(&self, pinned: &std::collections::BTreeMap<String, String>) -> bool {
+        let value = pinned.get(&self.key);
+        match self.operator {
+            Operator::In | Operator::Equal => value.is_some_and(|v| self.values.contains(v)),
+            Operator::NotIn | Operator::NotEqual => value.is_some_and(|v| !self.values.contains(v)),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => false,
+        }
+    }
+
     /// The one value of an `Equal`/`NotEqual` term.
     fn value(&self) -> &str {
         self.values.iter().next().map_or("", String::as_str)
@@ -80,6 +92,12 @@ impl LabelSelector {
     /// Whether it selects every node (it has no requirement).
     pub fn selects_all(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether it selects every node carrying all of `pinned` (labels with their values), whatever else the
+    /// node carries: a Kueue flavor whose `nodeLabels` imply an inventory's selector lies wholly inside it.
+    pub fn implied_by(&self, pinned: &std::collections::BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|r| r.implied_by(pinned))
     }
 
     /// Its requirements, in order.

@@ -67,6 +67,7 @@ pub struct Sources {
     drivers: Arc<[String]>,
     health: &'static HealthTable,
     universe: NodeUniverse,
+    watched: Option<Arc<LabelSelector>>,
     // A receiver, not the signal itself: once the feed task (which owns the signal) ends, followers end too.
     changes: Changes,
 }
@@ -96,6 +97,8 @@ pub struct Snapshot {
     pub topology: &'static TopologyLevels,
     /// Kueue's quota objects (none where Kueue is not installed).
     pub kueue: kueue::KueueObjects,
+    /// The selector the node watch lists by (`--node-label-selector`), when it watches a subset.
+    pub watched: Option<Arc<LabelSelector>>,
 }
 
 impl Snapshot {
@@ -123,6 +126,9 @@ impl Snapshot {
             .topology(self.topology);
         if let Some(kueue) = self.kueue.input() {
             input = input.kueue(kueue);
+        }
+        if let Some(watched) = &self.watched {
+            input = input.watched_by(watched);
         }
         scan(match interner {
             Some(interner) => input.interner(interner),
@@ -188,6 +194,12 @@ impl Sources {
                     Some(_) => NodeUniverse::Subset,
                     None => NodeUniverse::Cluster,
                 },
+                // Already accepted by the API server's list; one it would refuse leaves the scope unknown.
+                watched: config
+                    .node_label_selector
+                    .as_deref()
+                    .and_then(|s| crate::inventory::selector::parse_selector(s).ok())
+                    .map(Arc::new),
                 changes,
             },
             feed,
@@ -245,6 +257,7 @@ impl Sources {
             health: self.health,
             topology: kueue::topology::levels_of(&self.topologies.state(), &self.topology_labels),
             kueue: self.kueue.state(),
+            watched: self.watched.clone(),
         }
     }
 
@@ -312,6 +325,7 @@ impl Sources {
             drivers: Arc::from(Vec::new()),
             health: HealthTable::defaults(),
             universe: NodeUniverse::Cluster,
+            watched: None,
             changes: ChangeSignal::default().subscribe(),
         }
     }

@@ -13,7 +13,7 @@ use crate::inventory::dra::{self, DraInput};
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::{MadeFrom, NodeInterner};
 use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
-use crate::inventory::quotas::{self, KueueInput, NodeView};
+use crate::inventory::quotas::{self, KueueInput, NodeView, QuotaScope};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
 use crate::inventory::text_map::TextMap;
@@ -50,6 +50,8 @@ pub struct ScanInput<'a> {
     topology: &'static TopologyLevels,
     /// Kueue's objects, when read: the scan then checks their quotas against the GPUs.
     kueue: Option<KueueInput<'a>>,
+    /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
+    watched: Option<&'a LabelSelector>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -116,6 +118,13 @@ impl<'a> ScanInput<'a> {
     /// Kueue's objects: the inventory gets a quota report ([`crate::inventory::quotas`]).
     pub fn kueue(mut self, kueue: KueueInput<'a>) -> ScanInput<'a> {
         self.kueue = Some(kueue);
+        self
+    }
+
+    /// The nodes handed in are those `selector` picks (the operator's `--node-label-selector`): a Kueue
+    /// flavor whose `nodeLabels` imply it is judged in full ([`crate::inventory::quotas::QuotaScope`]).
+    pub fn watched_by(mut self, selector: &'a LabelSelector) -> ScanInput<'a> {
+        self.watched = Some(selector);
         self
     }
 
@@ -227,10 +236,10 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         all_nodes: input.universe == NodeUniverse::Cluster
             && input.selector.is_none_or(|s| s.selects_all()),
     };
-    let all_nodes = scope.all_nodes;
     let mut inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
     if let Some(kueue) = &input.kueue {
-        inventory.quotas = Some(quota_report(&inventory, &facts_of, kueue, all_nodes));
+        let scope = quota_scope(&input);
+        inventory.quotas = Some(quota_report(&inventory, &facts_of, kueue, &scope));
     }
     if let Some(interner) = input.interner {
         interner.forget_unused();
@@ -243,7 +252,7 @@ fn quota_report(
     inventory: &Inventory,
     facts: &HashMap<&str, NodeFacts<'_>>,
     kueue: &KueueInput<'_>,
-    all_nodes: bool,
+    scope: &QuotaScope<'_>,
 ) -> QuotaReport {
     let no_labels = TextMap::default();
     let views: Vec<NodeView<'_>> = inventory
@@ -257,7 +266,23 @@ fn quota_report(
                 .unwrap_or(&no_labels),
         })
         .collect();
-    quotas::assess(&views, kueue, all_nodes)
+    quotas::assess(&views, kueue, scope)
+}
+
+/// Which nodes the scan holds, for the quota rules: the inventory's selector and, on a subset, the one that
+/// picked it.
+fn quota_scope<'a>(input: &ScanInput<'a>) -> QuotaScope<'a> {
+    let selector = input.selector.filter(|s| !s.selects_all());
+    match (input.universe, input.watched) {
+        (NodeUniverse::Cluster, _) => match selector {
+            None => QuotaScope::Cluster,
+            Some(s) => QuotaScope::Selected(vec![s]),
+        },
+        (NodeUniverse::Subset, Some(watched)) => {
+            QuotaScope::Selected(selector.into_iter().chain([watched]).collect())
+        }
+        (NodeUniverse::Subset, None) => QuotaScope::Partial,
+    }
 }
 
 fn name_of(node: &ClusterNode) -> &str {

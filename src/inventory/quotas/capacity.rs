@@ -30,12 +30,13 @@ enum Giver {
 }
 
 /// The entries of every (flavor, accelerator resource) with quota. `nodes_of(flavor)` is the flavor's nodes
-/// (`None`: no ResourceFlavor of that name exists). `all_nodes`: the nodes are the whole cluster's, so a
-/// flavor matching none of them matches no node at all; in a subset, flavors with no node are left out.
+/// (`None`: no ResourceFlavor of that name exists). `whole(flavor)`: the scan holds every node of the flavor,
+/// so one matching none of them matches no node at all; a flavor not whole in the scan is listed only when
+/// some of its nodes are in it, and never said to match nothing.
 pub fn quota_entries<'n>(
     kueue: &KueueInput<'_>,
     nodes_of: &HashMap<&str, Vec<FlavorNode<'n>>>,
-    all_nodes: bool,
+    whole: &dyn Fn(&str) -> bool,
 ) -> Vec<FlavorQuota> {
     let mut promises: BTreeMap<(String, String), Promise> = BTreeMap::new();
     let holders = kueue
@@ -50,6 +51,7 @@ pub fn quota_entries<'n>(
         .into_iter()
         .filter_map(|((flavor, resource), promise)| {
             let nodes = nodes_of.get(flavor.as_str());
+            let all_nodes = whole(&flavor);
             let entry = held_to_nodes(
                 flavor,
                 resource,
@@ -131,14 +133,12 @@ fn held_to_nodes(
 }
 
 fn issue_of(entry: &FlavorQuota, flavor_exists: bool, all_nodes: bool) -> Option<QuotaIssue> {
-    if entry.nominal_quota == 0 {
+    // Only a scan holding every node of the flavor can hold its quota to them.
+    if entry.nominal_quota == 0 || !all_nodes {
         return None;
     }
     let givers = givers(entry);
     if entry.nodes == 0 {
-        if !all_nodes {
-            return None;
-        }
         let why = if flavor_exists {
             format!("its nodeLabels match no node offering {}", entry.resource)
         } else {

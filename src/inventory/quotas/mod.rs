@@ -19,12 +19,47 @@ use std::collections::HashMap;
 pub use flavor_nodes::NodeView;
 pub use kueue::KueueInput;
 
-use crate::inventory::model::QuotaReport;
+use std::collections::BTreeMap;
 
-/// The quota report of `nodes` (the scan's GPU nodes with their labels) against Kueue's objects.
-/// `all_nodes`: the nodes are the whole cluster's (see `capacity::quota_entries`); workloads are judged only
-/// then, since a subset cannot say that a workload fits nowhere.
-pub fn assess(nodes: &[NodeView<'_>], kueue: &KueueInput<'_>, all_nodes: bool) -> QuotaReport {
+use crate::inventory::model::QuotaReport;
+use crate::inventory::selector::LabelSelector;
+
+/// Which of the cluster's nodes a scan holds, as far as a flavor's nodes are concerned.
+#[derive(Clone, Debug, Default)]
+pub enum QuotaScope<'a> {
+    /// Every node.
+    #[default]
+    Cluster,
+    /// The nodes every one of these selectors picks (the inventory's `spec.nodeSelector`, the operator's
+    /// `--node-label-selector`).
+    Selected(Vec<&'a LabelSelector>),
+    /// Some nodes; which is not known.
+    Partial,
+}
+
+impl QuotaScope<'_> {
+    /// Whether every node of a flavor pinning these labels is in the scope: the scan then sees all of the
+    /// flavor's nodes, and can say that none matches or that a workload fits on none of them.
+    pub fn holds_all_of(&self, node_labels: Option<&BTreeMap<String, String>>) -> bool {
+        match (self, node_labels) {
+            (QuotaScope::Cluster, _) => true,
+            (QuotaScope::Selected(selectors), Some(labels)) => {
+                selectors.iter().all(|s| s.implied_by(labels))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The quota report of `nodes` (the scan's GPU nodes with their labels) against Kueue's objects. A flavor
+/// wholly inside `scope` (every node carrying its `nodeLabels` is in it) is judged in full; of any other only
+/// the nodes in scope are counted, and only when there are some (`capacity::quota_entries`), and workloads
+/// are judged only where some flavor of their queue is whole (`workloads`).
+pub fn assess(
+    nodes: &[NodeView<'_>],
+    kueue: &KueueInput<'_>,
+    scope: &QuotaScope<'_>,
+) -> QuotaReport {
     let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> = kueue
         .flavors
         .iter()
@@ -35,12 +70,14 @@ pub fn assess(nodes: &[NodeView<'_>], kueue: &KueueInput<'_>, all_nodes: bool) -
             )
         })
         .collect();
-    let quotas = capacity::quota_entries(kueue, &nodes_of, all_nodes);
-    let workload_issues = if all_nodes {
-        workloads::workload_issues(kueue, &nodes_of)
-    } else {
-        Vec::new()
-    };
+    let labels_of: HashMap<&str, &BTreeMap<String, String>> = kueue
+        .flavors
+        .iter()
+        .map(|f| (f.name.as_str(), &f.node_labels))
+        .collect();
+    let whole = |flavor: &str| scope.holds_all_of(labels_of.get(flavor).copied());
+    let quotas = capacity::quota_entries(kueue, &nodes_of, &whole);
+    let workload_issues = workloads::workload_issues(kueue, &nodes_of, &whole);
     QuotaReport {
         quotas,
         workload_issues,

@@ -8,10 +8,11 @@ use super::kueue::{
     Flavor, FlavorQuotas, LocalQueue, PendingWorkload, PodSet, QuotaHolder, ResourceGroup,
     ResourceQuota,
 };
-use super::{KueueInput, NodeView, assess};
+use super::{KueueInput, NodeView, QuotaScope, assess};
 use crate::inventory::model::{
     Amount, Issue, IssueReason, NodeInventory, QuotaIssueReason, QuotaReport,
 };
+use crate::inventory::selector::{LabelMatcher, parse_selector};
 use crate::inventory::text_map::TextMap;
 use crate::inventory::topology::gang::Toleration;
 
@@ -131,7 +132,29 @@ impl Kueue {
             local_queues: &self.local,
             workloads: &self.workloads,
         };
-        assess(&views, &input, all_nodes)
+        let scope = if all_nodes {
+            QuotaScope::Cluster
+        } else {
+            QuotaScope::Partial
+        };
+        assess(&views, &input, &scope)
+    }
+
+    fn report_within(&self, nodes: &[(NodeInventory, TextMap)], selector: &str) -> QuotaReport {
+        let selector = parse_selector(selector).unwrap();
+        let views: Vec<NodeView<'_>> = nodes
+            .iter()
+            .filter(|(_, labels)| LabelMatcher::new(&selector).matches(labels))
+            .map(|(entry, labels)| NodeView { entry, labels })
+            .collect();
+        let input = KueueInput {
+            flavors: &self.flavors,
+            cluster_queues: &self.queues,
+            cohorts: &self.cohorts,
+            local_queues: &self.local,
+            workloads: &self.workloads,
+        };
+        assess(&views, &input, &QuotaScope::Selected(vec![&selector]))
     }
 }
 
@@ -482,4 +505,48 @@ fn a_resource_no_flavor_of_the_queue_covers_cannot_fit_and_unknown_queues_are_le
     );
     // A subset of the nodes cannot say a workload fits nowhere.
     assert!(kueue.report(&fleet(), false).workload_issues.is_empty());
+}
+
+#[test]
+fn an_inventory_of_some_nodes_judges_in_full_the_flavors_whose_node_labels_imply_its_selector() {
+    let mut kueue = Kueue::new(
+        vec![
+            flavor("gb200", "gb200"),
+            flavor("h100", "h100"),
+            flavor("renamed", "old-pool"),
+        ],
+        vec![holder(
+            "cq",
+            None,
+            &[
+                ("gb200", quota(100)),
+                ("h100", quota(8)),
+                ("renamed", quota(4)),
+            ],
+        )],
+    );
+    kueue.workloads = vec![workload("too-big", 7, &[(GPU, 4)], None)];
+    // pool=gb200: the gb200 flavor lies wholly inside; h100 and renamed do not.
+    let report = kueue.report_within(&fleet(), "pool=gb200");
+    let flavors: Vec<&str> = report.quotas.iter().map(|q| q.flavor.as_str()).collect();
+    assert_eq!(flavors, ["gb200"], "{report:#?}");
+    assert_eq!(
+        reasons(&report, "gb200"),
+        [QuotaIssueReason::QuotaExceedsCapacity]
+    );
+    // The workload's queue offers gb200 and h100 for the GPU; h100's nodes are not all here: not judged.
+    assert!(report.workload_issues.is_empty());
+    // `pool in (gb200,h100)`: both flavors lie wholly inside it, and the queue is judged.
+    let report = kueue.report_within(&fleet(), "pool in (gb200,h100)");
+    assert_eq!(
+        report.workload_issues.len(),
+        0,
+        "h100 holds 8 more: 32 > 28 fits"
+    );
+    // A selector a flavor pins a different value of, or does not pin, leaves it out.
+    let report = kueue.report_within(&fleet(), "example.com/rack=r1");
+    assert!(
+        report.quotas.iter().all(|q| q.issues.is_empty()),
+        "{report:#?}"
+    );
 }

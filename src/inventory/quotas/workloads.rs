@@ -24,6 +24,7 @@ struct Room {
 
 /// What the rules need to answer for one workload.
 pub struct WorkloadRules<'k, 'n> {
+    whole: &'k dyn Fn(&str) -> bool,
     queues: HashMap<(&'k str, &'k str), &'k str>,
     cluster_queues: HashMap<&'k str, &'k QuotaHolder>,
     nodes_of: &'k HashMap<&'k str, Vec<FlavorNode<'n>>>,
@@ -31,12 +32,15 @@ pub struct WorkloadRules<'k, 'n> {
 }
 
 impl<'k, 'n> WorkloadRules<'k, 'n> {
-    /// The rules over these Kueue objects and flavors' nodes.
+    /// The rules over these Kueue objects and flavors' nodes; `whole(flavor)`: the scan holds every node of
+    /// the flavor.
     pub fn new(
         kueue: &KueueInput<'k>,
         nodes_of: &'k HashMap<&'k str, Vec<FlavorNode<'n>>>,
+        whole: &'k dyn Fn(&str) -> bool,
     ) -> Self {
         WorkloadRules {
+            whole,
             queues: kueue
                 .local_queues
                 .iter()
@@ -63,6 +67,16 @@ impl<'k, 'n> WorkloadRules<'k, 'n> {
             .queues
             .get(&(workload.namespace.as_str(), workload.queue.as_str()))?;
         let cluster_queue = *self.cluster_queues.get(queue)?;
+        // Judged only where the scan holds every node of some flavor of the queue: an inventory of other nodes
+        // cannot say a workload fits nowhere.
+        let in_scope = cluster_queue
+            .groups
+            .iter()
+            .flat_map(|g| &g.flavors)
+            .any(|f| (self.whole)(&f.flavor));
+        if !in_scope {
+            return None;
+        }
         let reasons: Vec<String> = workload
             .pod_sets
             .iter()
@@ -100,6 +114,10 @@ impl<'k, 'n> WorkloadRules<'k, 'n> {
                 "{asks}, and no flavor of ClusterQueue {} covers {resource}",
                 queue.name
             ));
+        }
+        // A flavor of which the scan holds only some nodes might hold the rest elsewhere.
+        if flavors.iter().any(|f| !(self.whole)(f)) {
+            return None;
         }
         let level = pod_set.required_level.as_deref();
         let best = flavors
@@ -176,8 +194,9 @@ fn room_in(nodes: &[FlavorNode<'_>], resource: &str, k: u64, level: Option<&str>
 pub fn workload_issues<'k>(
     kueue: &KueueInput<'k>,
     nodes_of: &'k HashMap<&'k str, Vec<FlavorNode<'_>>>,
+    whole: &'k dyn Fn(&str) -> bool,
 ) -> Vec<WorkloadIssue> {
-    let mut rules = WorkloadRules::new(kueue, nodes_of);
+    let mut rules = WorkloadRules::new(kueue, nodes_of, whole);
     let mut issues: Vec<WorkloadIssue> = kueue
         .workloads
         .iter()
