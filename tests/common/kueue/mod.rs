@@ -8,6 +8,7 @@ pub mod assignment;
 pub mod fleet;
 pub mod objects;
 pub mod process;
+pub mod quota_objects;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

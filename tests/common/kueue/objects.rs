@@ -21,7 +21,8 @@ pub const GPU: &str = "nvidia.com/gpu";
 /// More GPUs than every node of a test together: the ClusterQueue's quota never refuses, the topology does.
 const NOMINAL_QUOTA: &str = "100000";
 
-fn resource(kind: &str, plural: &str) -> ApiResource {
+/// Kueue's `kind` (plural `plural`) at the tests' version.
+pub fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, kind), plural)
 }
 
@@ -198,50 +199,57 @@ impl TasQueue {
 }
 
 impl Drop for TasQueue {
-    /// Deletes the test's Kueue objects, the Workloads first. Kueue puts finalizers on them, which a Kueue
-    /// already stopped (a failed test) would never lift: they are cleared before each delete.
     fn drop(&mut self) {
-        let (name, namespace) = (self.name.clone(), self.namespace.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                // The test's client is bound to its (now blocked) runtime: a fresh one, as TestEnv's Drop does.
-                let client = crate::common::cluster_access::client().await;
-                let selector = format!("{TEST_LABEL}={name}");
-                let kinds = [
-                    ("Workload", "workloads", true),
-                    ("LocalQueue", "localqueues", true),
-                    ("ClusterQueue", "clusterqueues", false),
-                    ("ResourceFlavor", "resourceflavors", false),
-                    ("Topology", "topologies", false),
-                ];
-                for (kind, plural, namespaced) in kinds {
-                    let api: Api<DynamicObject> = if namespaced {
-                        Api::namespaced_with(client.clone(), &namespace, &resource(kind, plural))
-                    } else {
-                        Api::all_with(client.clone(), &resource(kind, plural))
-                    };
-                    let listed = api
-                        .list(&kube::api::ListParams::default().labels(&selector))
-                        .await;
-                    for object in listed.map(|l| l.items).unwrap_or_default() {
-                        let Some(object_name) = object.metadata.name else {
-                            continue;
-                        };
-                        let clear = json!({ "metadata": { "finalizers": null } });
-                        let _ = api
-                            .patch(&object_name, &PatchParams::default(), &Patch::Merge(clear))
-                            .await;
-                        let _ = api.delete(&object_name, &DeleteParams::default()).await;
-                    }
-                }
-            });
-        })
-        .join();
+        delete_labelled(&self.name, &self.namespace);
     }
+}
+
+/// Deletes a test's Kueue objects (labelled with its id; the namespaced ones in `namespace`), the Workloads
+/// first. Kueue puts finalizers on them, which a Kueue already stopped (a failed test) would never lift: they
+/// are cleared before each delete. Runs on a thread of its own: it is called from `Drop`, inside the test's
+/// (then blocked) runtime.
+pub fn delete_labelled(id: &str, namespace: &str) {
+    let (name, namespace) = (id.to_owned(), namespace.to_owned());
+    let _ = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            // The test's client is bound to its (now blocked) runtime: a fresh one, as TestEnv's Drop does.
+            let client = crate::common::cluster_access::client().await;
+            let selector = format!("{TEST_LABEL}={name}");
+            let kinds = [
+                ("Workload", "workloads", true),
+                ("LocalQueue", "localqueues", true),
+                ("ClusterQueue", "clusterqueues", false),
+                ("Cohort", "cohorts", false),
+                ("ResourceFlavor", "resourceflavors", false),
+                ("Topology", "topologies", false),
+            ];
+            for (kind, plural, namespaced) in kinds {
+                let api: Api<DynamicObject> = if namespaced {
+                    Api::namespaced_with(client.clone(), &namespace, &resource(kind, plural))
+                } else {
+                    Api::all_with(client.clone(), &resource(kind, plural))
+                };
+                let listed = api
+                    .list(&kube::api::ListParams::default().labels(&selector))
+                    .await;
+                for object in listed.map(|l| l.items).unwrap_or_default() {
+                    let Some(object_name) = object.metadata.name else {
+                        continue;
+                    };
+                    let clear = json!({ "metadata": { "finalizers": null } });
+                    let _ = api
+                        .patch(&object_name, &PatchParams::default(), &Patch::Merge(clear))
+                        .await;
+                    let _ = api.delete(&object_name, &DeleteParams::default()).await;
+                }
+            }
+        });
+    })
+    .join();
 }
 
 /// The condition `type` of an object's status: (status, reason, message).
