@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
+use common::kueue::quota_objects::QuotaObjects;
 use common::rbac::kubectl;
-use common::{Deadline, TestEnv, impersonating_kubeconfig, wait_for};
+use common::{Deadline, TEST_LABEL, TestEnv, impersonating_kubeconfig, wait_for};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Value, json};
 
@@ -299,11 +300,32 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
         "waits-for-eight cannot fit 8 GPUs on 2: {refused}"
     );
     phase("the scheduler decided on both pods");
+    // Kueue's objects (its CRDs served; its controller need not run): a flavor of the node with a quota of 4
+    // GPUs where 2 are healthy, so every quota series exists, the issue's included.
+    common::kueue::install_crds();
+    let kueue = QuotaObjects::new(&env);
+    let flavor = kueue
+        .create(
+            "ResourceFlavor",
+            "h100",
+            json!({ "nodeLabels": { TEST_LABEL: env.id } }),
+        )
+        .await;
+    kueue
+        .create(
+            "ClusterQueue",
+            "cq",
+            json!({ "namespaceSelector": {}, "resourceGroups": [{ "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [{ "name": flavor, "resources": [{ "name": "nvidia.com/gpu", "nominalQuota": 4 }] }] }] }),
+        )
+        .await;
+    phase("Kueue's flavor and ClusterQueue created");
     let operator = env.start_operator("2s");
     let inv = env.inventory_name();
     let allocation = [
         format!("gpu_inventory_namespace_requested{{inventory=\"{inv}\""),
         format!("gpu_inventory_namespace_pending_gpu_pods{{inventory=\"{inv}\""),
+        format!("gpu_inventory_quota_issues{{inventory=\"{inv}\""),
     ];
     let allocation: Vec<&str> = allocation.iter().map(String::as_str).collect();
     let text = wait_for(
@@ -432,6 +454,10 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
         "gpu_inventory_topology_degraded_domains",
         "gpu_inventory_topology_domain_free_gpus",
         "gpu_inventory_topology_largest_free_gpus",
+        "gpu_inventory_quota",
+        "gpu_inventory_quota_healthy",
+        "gpu_inventory_quota_issues",
+        "gpu_inventory_workloads_cannot_fit",
     ] {
         assert!(all.contains(metric), "no panel shows {metric}");
     }
