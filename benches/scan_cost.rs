@@ -19,6 +19,11 @@
 //! first is only the labels' own weight. At the largest size one `fit` of a rack-sized job is timed on the
 //! labelled fleet, against one scan.
 //!
+//! A fourth way adds Kueue (docs/quotas.md) to the labelled fleet read: 20 ResourceFlavors (one GKE block
+//! each), 50 ClusterQueues giving quota on two flavors each, their LocalQueues and 2,000 pending Workloads
+//! (2 to 18 pods of 4 GPUs, half of them required in one subblock), checked against the GPUs on every scan.
+//! The cost of the quota checks is the fourth over the third.
+//!
 //! Usage: `cargo bench --bench scan-cost -- [NODES ...]` (default 5000 65000).
 
 use std::path::Path;
@@ -30,11 +35,16 @@ use std::time::{Duration, Instant};
 use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
+use gpu_inventory_operator::inventory::quotas::KueueInput;
+use gpu_inventory_operator::inventory::quotas::kueue::{
+    Flavor, FlavorQuotas, LocalQueue, PendingWorkload, PodSet, QuotaHolder, ResourceGroup,
+    ResourceQuota,
+};
 use gpu_inventory_operator::inventory::scanner::ScanScope;
 use gpu_inventory_operator::inventory::topology::TopologyLevels;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use testkit::cached::{cached_node, decoded_pod, listed_node, listed_pod};
-use testkit::cluster::{load_templates, make_node, topology_labels};
+use testkit::cluster::{BLOCK_RACKS, RACK_NODES, load_templates, make_node, topology_labels};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
 /// Adds a GB200 fleet's topology labels (`testkit::cluster::topology_labels`) to GPU node `i` (every fifth
@@ -80,6 +90,107 @@ fn fleet(n: usize, topology: bool) -> (Vec<Arc<ClusterNode>>, Vec<Arc<GpuPod>>) 
     (nodes, pods)
 }
 
+/// Kueue's objects of the fourth way, for a fleet of `n` nodes (its GKE blocks: `topology_labels`).
+struct Kueue {
+    flavors: Vec<Arc<Flavor>>,
+    queues: Vec<Arc<QuotaHolder>>,
+    local: Vec<Arc<LocalQueue>>,
+    workloads: Vec<Arc<PendingWorkload>>,
+}
+
+impl Kueue {
+    const FLAVORS: usize = 20;
+    const QUEUES: usize = 50;
+    const WORKLOADS: usize = 2_000;
+    const GPU: &str = "nvidia.com/gpu";
+    const SUBBLOCK: &str = "cloud.google.com/gce-topology-subblock";
+
+    fn of_fleet(n: usize) -> Kueue {
+        let blocks = (n / 5).div_ceil(RACK_NODES).div_ceil(BLOCK_RACKS).max(1);
+        let flavors = (0..Self::FLAVORS)
+            .map(|f| {
+                Arc::new(Flavor {
+                    name: format!("gb200-{f}"),
+                    node_labels: [(
+                        "cloud.google.com/gce-topology-block".to_owned(),
+                        format!("block-{}", f % blocks),
+                    )]
+                    .into(),
+                    ..Flavor::default()
+                })
+            })
+            .collect();
+        let quota = |flavor: usize| FlavorQuotas {
+            flavor: format!("gb200-{flavor}"),
+            resources: vec![ResourceQuota {
+                resource: Self::GPU.to_owned(),
+                nominal: 64,
+                ..ResourceQuota::default()
+            }],
+        };
+        let queues = (0..Self::QUEUES)
+            .map(|q| {
+                Arc::new(QuotaHolder {
+                    name: format!("team-{q}"),
+                    cohort: Some(format!("org-{}", q % 5)),
+                    groups: vec![ResourceGroup {
+                        covered: vec![Self::GPU.to_owned()],
+                        flavors: vec![quota(q % Self::FLAVORS), quota((q + 7) % Self::FLAVORS)],
+                    }],
+                })
+            })
+            .collect();
+        let local = (0..Self::QUEUES)
+            .map(|q| {
+                Arc::new(LocalQueue {
+                    namespace: format!("ns-{q}"),
+                    name: "user".to_owned(),
+                    cluster_queue: format!("team-{q}"),
+                })
+            })
+            .collect();
+        let workloads = (0..Self::WORKLOADS)
+            .map(|w| {
+                Arc::new(PendingWorkload {
+                    namespace: format!("ns-{}", w % Self::QUEUES),
+                    name: format!("job-{w:05}"),
+                    queue: "user".to_owned(),
+                    pod_sets: vec![PodSet {
+                        name: "main".to_owned(),
+                        count: 2 + (w % 17) as u64,
+                        per_pod: [(Self::GPU.to_owned(), 4)].into(),
+                        required_level: w.is_multiple_of(2).then(|| Self::SUBBLOCK.to_owned()),
+                    }],
+                })
+            })
+            .collect();
+        Kueue {
+            flavors,
+            queues,
+            local,
+            workloads,
+        }
+    }
+
+    fn input(&self) -> KueueInput<'_> {
+        KueueInput {
+            flavors: &self.flavors,
+            cluster_queues: &self.queues,
+            cohorts: &[],
+            local_queues: &self.local,
+            workloads: &self.workloads,
+        }
+    }
+}
+
+/// The scan's input with Kueue's objects, when given.
+fn add_kueue<'a>(input: ScanInput<'a>, kueue: Option<&'a Kueue>) -> ScanInput<'a> {
+    match kueue {
+        Some(k) => input.kueue(k.input()),
+        None => input,
+    }
+}
+
 /// Median, minimum and maximum of `runs` timings of `f` (after one warm-up).
 fn timed(runs: usize, mut f: impl FnMut()) -> (Duration, Duration, Duration) {
     f();
@@ -114,24 +225,28 @@ fn main() {
     // Each size three ways: no topology labels; the labels on every GPU node but no level read (what an
     // operator without topology pays for the same objects); the labels read. The growth topology costs is
     // the third over the second: the second over the first is only the labels' own weight.
+    // The fourth way adds Kueue's objects to the third.
     let ways = [
-        (false, TopologyLevels::built_in()),
-        (true, TopologyLevels::none()),
-        (true, TopologyLevels::built_in()),
+        (false, TopologyLevels::built_in(), false),
+        (true, TopologyLevels::none(), false),
+        (true, TopologyLevels::built_in(), false),
+        (true, TopologyLevels::built_in(), true),
     ];
-    for (n, (topology, levels)) in sizes.iter().flat_map(|n| ways.map(|w| (*n, w))) {
+    for (n, (topology, levels, with_kueue)) in sizes.iter().flat_map(|n| ways.map(|w| (*n, w))) {
         let (nodes, pods) = fleet(n, topology);
+        let kueue = with_kueue.then(|| Kueue::of_fleet(n));
         let mut pods = pods;
         let interner = NodeInterner::default();
         let mut held = None;
         let built = timed(runs, || {
             // The previous scan is held while the next is made, as a publisher holds its last one.
-            held = Some(scan(
+            held = Some(scan(add_kueue(
                 ScanInput::nodes(nodes.iter().map(|n| n.as_ref()))
                     .pods(pods.iter().map(|p| p.as_ref()))
                     .topology(levels)
                     .interner(&interner),
-            ));
+                kueue.as_ref(),
+            )));
         });
         let interner = NodeInterner::default();
         let mut next = 0;
@@ -140,11 +255,12 @@ fn main() {
                 pods[next] = Arc::new((*pods[next]).clone());
                 next = (next + 1) % pods.len();
             }
-            held = Some(scan(
+            held = Some(scan(add_kueue(
                 ScanInput::shared(&nodes, &pods)
                     .topology(levels)
                     .interner(&interner),
-            ));
+                kueue.as_ref(),
+            )));
         });
         let (scope, _, _) = timed(runs, || {
             std::hint::black_box(ScanScope::of(nodes.iter().map(|n| n.as_ref())));
@@ -153,10 +269,26 @@ fn main() {
         println!(
             "  {n:>6} nodes ({gpu_nodes} GPU, {} GPU pods, {}); ScanScope::of {:.1} ms",
             pods.len(),
-            match (topology, std::ptr::eq(levels, TopologyLevels::none())) {
-                (false, _) => "no topology labels",
-                (true, true) => "topology labels on every GPU node, not read",
-                (true, false) => "topology labels on every GPU node, read",
+            match (
+                topology,
+                std::ptr::eq(levels, TopologyLevels::none()),
+                &kueue
+            ) {
+                (false, _, _) => "no topology labels".to_owned(),
+                (true, true, _) => "topology labels on every GPU node, not read".to_owned(),
+                (true, false, None) => "topology labels on every GPU node, read".to_owned(),
+                (true, false, Some(_)) => {
+                    let report = held.as_ref().and_then(|i| i.quotas.as_ref());
+                    format!(
+                        "topology labels read, and Kueue: {} flavors, {} ClusterQueues, {} pending Workloads \
+                         ({} quota entries, {} cannot fit)",
+                        Kueue::FLAVORS,
+                        Kueue::QUEUES,
+                        Kueue::WORKLOADS,
+                        report.map_or(0, |r| r.quotas.len()),
+                        report.map_or(0, |r| r.workload_issues.len())
+                    )
+                }
             },
             ms(scope)
         );
@@ -172,10 +304,46 @@ fn main() {
                 median.as_secs_f64() * 1e6 / n as f64,
             );
         }
-        if topology && !std::ptr::eq(levels, TopologyLevels::none()) && n == largest {
+        if let (Some(kueue), Some(inventory)) = (&kueue, &held) {
+            time_quotas(kueue, inventory, &nodes, runs);
+        }
+        if topology && !with_kueue && !std::ptr::eq(levels, TopologyLevels::none()) && n == largest
+        {
             time_fit(&held, runs);
         }
     }
+}
+
+/// The quota checks alone (`quotas::assess`) on the scan just made: what the fourth way adds to a pass.
+fn time_quotas(
+    kueue: &Kueue,
+    inventory: &gpu_inventory_operator::inventory::model::Inventory,
+    nodes: &[Arc<ClusterNode>],
+    runs: usize,
+) {
+    use gpu_inventory_operator::inventory::quotas::{MembershipMemo, NodeView, QuotaScope, assess};
+    let labels: std::collections::HashMap<&str, &Arc<ClusterNode>> =
+        nodes.iter().map(|n| (&*n.name, n)).collect();
+    let views: Vec<NodeView<'_>> = inventory
+        .nodes
+        .iter()
+        .map(|entry| NodeView {
+            entry,
+            labels: &labels[entry.name.as_str()].labels,
+            node: Some(labels[entry.name.as_str()]),
+        })
+        .collect();
+    let input = kueue.input();
+    let memo = MembershipMemo::default();
+    let (median, min, max) = timed(runs, || {
+        std::hint::black_box(assess(&views, &input, &QuotaScope::Cluster, Some(&memo)));
+    });
+    println!(
+        "    quotas::assess alone   {:>7.1} ms ({:.1}..{:.1}), the flavors' members kept",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
 }
 
 /// One `fit` of a rack-sized job (without a level: every level tried), on the scan just made.

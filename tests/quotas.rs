@@ -99,7 +99,7 @@ async fn a_quota_above_the_healthy_gpus_is_flagged_while_kueue_admits_on_it_and_
         .unwrap();
     let entry = quota(&held, &flavor).unwrap();
     assert_eq!((entry.nodes, entry.gpus, entry.free_gpus), (4, 16, 16));
-    assert_eq!(entry.cluster_queues, [cq.clone()]);
+    assert_eq!(entry.cluster_queues, std::slice::from_ref(&cq));
     assert!(entry.issues.is_empty(), "{entry:?}");
 
     // One node cordoned: 12 healthy GPUs behind a quota of 16.
@@ -385,7 +385,7 @@ async fn lending_and_borrowing_in_a_cohort_is_not_a_promise_and_a_cohorts_own_qu
         .status
         .unwrap();
     let entry = quota(&exceeded, &flavor).unwrap();
-    assert_eq!(entry.cohorts, [cohort.clone()]);
+    assert_eq!(entry.cohorts, std::slice::from_ref(&cohort));
     assert_eq!(reasons(entry), ["QuotaExceedsCapacity"]);
     assert!(
         entry.issues[0]
@@ -395,4 +395,81 @@ async fn lending_and_borrowing_in_a_cohort_is_not_a_promise_and_a_cohorts_own_qu
         entry.issues[0].message
     );
     kueue.assert_running();
+}
+
+/// The resourceVersions of the test's GpuInventory and GpuNodes: any write of the operator's moves one.
+async fn written_versions(env: &TestEnv) -> Vec<(String, String)> {
+    let mut versions: Vec<(String, String)> = env
+        .gpunodes()
+        .await
+        .into_iter()
+        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
+        .collect();
+    let inventory = env
+        .inventory(&env.inventory_name())
+        .await
+        .expect("the inventory");
+    versions.push((
+        "GpuInventory".to_owned(),
+        inventory.metadata.resource_version.unwrap_or_default(),
+    ));
+    versions
+}
+
+#[tokio::test]
+async fn a_quiet_minute_with_kueue_running_and_its_objects_rewritten_writes_nothing() {
+    let _turn = one_at_a_time().await;
+    let env = TestEnv::new("quota-quiet").await;
+    let fleet = Fleet::create(&env, &[("b1", "s1", 3)]).await;
+    let kueue_process = KueueProcess::start(&env);
+    let kueue = QuotaObjects::new(&env);
+    let flavor = kueue
+        .create("ResourceFlavor", "gb200", flavor_spec(&env, json!({})))
+        .await;
+    let cq = kueue
+        .create(
+            "ClusterQueue",
+            "research",
+            queue_spec(&env, None, json!([gpu_quota(&flavor, 16, json!({}))])),
+        )
+        .await;
+    let local = kueue
+        .create("LocalQueue", "user", json!({ "clusterQueue": cq }))
+        .await;
+    kueue.wait_active(&cq).await;
+    // One Workload that can never fit (16 GPUs per pod on nodes of 4), pending for good.
+    let stuck = kueue.submit("stuck", &local, 1, 16, None).await;
+    assert!(matches!(
+        kueue.admission(&stuck).await,
+        Admission::Pending(_)
+    ));
+    let _operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "the quota flagged and the workload", |s| {
+        s.workload_issue_count == 1 && quota(s, &flavor).is_some_and(|q| !q.issues.is_empty())
+    })
+    .await;
+    for node in fleet.nodes("b1-s1") {
+        env.wait_gpunode(node, CONVERGE, "its GpuNode", |_| true)
+            .await;
+    }
+    // Let the first writes settle (the GpuNodes and the status land within a pass of each other).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = written_versions(&env).await;
+    // A quiet minute for the GPUs, not for Kueue's objects: every 5 s the Workload and the ClusterQueue get a
+    // new annotation (a watch event each, as Kueue's status heartbeats are), which is no change to the
+    // operator's view.
+    let quiet = Instant::now();
+    let mut tick = 0;
+    while quiet.elapsed() < Duration::from_secs(60) {
+        tick += 1;
+        let note =
+            json!({ "metadata": { "annotations": { "example.com/tick": tick.to_string() } } });
+        kueue.patch_object("Workload", &stuck, note.clone()).await;
+        kueue.patch_object("ClusterQueue", &cq, note).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    let after = written_versions(&env).await;
+    assert_eq!(before, after, "the operator wrote in a quiet minute");
+    drop(kueue_process);
 }

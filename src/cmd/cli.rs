@@ -48,7 +48,7 @@ pub enum Command {
     /// Kueue's quotas against the GPUs: per ResourceFlavor and resource, the nominal quota beside the healthy
     /// units of the flavor's nodes, and the pending Workloads that can never be admitted as they are.
     /// Exit code: 0 every promise holds, 1 some issue, 2 error.
-    Quotas(super::quotas::QuotasArgs),
+    Quotas(super::quotas_args::QuotasArgs),
 }
 
 /// Flags every subcommand understands.

@@ -9,6 +9,7 @@ pub mod group_by;
 mod listing;
 pub mod plugin;
 pub mod quotas;
+pub mod quotas_args;
 pub(crate) mod render;
 pub mod run;
 pub mod scan;

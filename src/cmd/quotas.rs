@@ -4,48 +4,16 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use super::group_by::GroupBy;
+use super::quotas_args::{QuotasArgs, QuotasOutput};
 use super::render;
 use super::scan::{EXIT_ERROR, scan_inventory};
 use crate::crd::{QuotaEntry, WorkloadIssueEntry};
 use crate::error::{Error, Result};
 use crate::publish::content::status::{NodeList, desired_status};
-
-/// Flags of `quotas`.
-#[derive(Debug, Args, Clone)]
-pub struct QuotasArgs {
-    /// Read nodes, pods and Kueue's objects (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, Workloads)
-    /// from a `kubectl get -A -o yaml|json` dump instead of the cluster; `-` reads stdin.
-    #[arg(
-        long,
-        short = 'f',
-        env = "GPUINV_QUOTAS_FROM_FILE",
-        value_name = "FILE"
-    )]
-    pub from_file: Option<String>,
-    /// Only count nodes matching this label selector (workloads are judged only over every node).
-    #[arg(long, short = 'l', value_name = "SELECTOR")]
-    pub selector: Option<String>,
-    /// Output format: `table`, or `json` / `yaml` (`{quotas, workloadIssues, workloadIssueCount}` as the
-    /// GpuInventory status holds them).
-    #[arg(long, short = 'o', env = "GPUINV_QUOTAS_OUTPUT", value_enum, default_value_t = QuotasOutput::Table)]
-    pub output: QuotasOutput,
-}
-
-/// Output formats of `quotas`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum QuotasOutput {
-    /// The quota table, the workloads that cannot fit and every issue's message.
-    Table,
-    /// One JSON object.
-    Json,
-    /// One YAML document.
-    Yaml,
-}
 
 /// What `-o json|yaml` prints.
 #[derive(Debug, Serialize)]

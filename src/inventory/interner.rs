@@ -62,6 +62,8 @@ struct Held {
 pub struct NodeInterner {
     entries: Mutex<HashMap<String, Held>>,
     reused: AtomicU64,
+    /// The Kueue flavors' members, kept between this scanner's scans (`inventory::quotas`).
+    pub(crate) flavor_members: crate::inventory::quotas::MembershipMemo,
 }
 
 impl NodeInterner {

@@ -81,7 +81,7 @@ pub(crate) enum PluginCommand {
     Fit(FitArgs),
     /// Kueue's quotas against the GPUs: flavor, quota, healthy, free, issues, and the pending Workloads that
     /// can never be admitted (as `gpu-inventory-operator quotas`). Exit code: 0 none, 1 some issue, 2 error.
-    Quotas(super::quotas::QuotasArgs),
+    Quotas(super::quotas_args::QuotasArgs),
 }
 
 /// When to colour the table.

@@ -5,135 +5,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::inventory::selector::LabelSelector;
-
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::dra::{self, DraInput};
-use crate::inventory::health::HealthTable;
+use crate::inventory::dra;
 use crate::inventory::interner::{MadeFrom, NodeInterner};
 use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
-use crate::inventory::quotas::{self, KueueInput, NodeView, QuotaScope};
+use crate::inventory::quotas::{self, KueueInput, MembershipMemo, NodeView, QuotaScope};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
-use crate::inventory::text_map::TextMap;
-use crate::inventory::topology::{self, TopologyLevels};
+use crate::inventory::topology;
 use crate::inventory::totals;
-use crate::inventory::vendors::vendor_table::VendorTables;
-
-/// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
-/// `--node-label-selector` nodes). Only an inventory of the whole cluster answers for every pending GPU pod.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum NodeUniverse {
-    /// Every node of the cluster.
-    #[default]
-    Cluster,
-    /// Some of them.
-    Subset,
-}
-
-/// What a scan reads: nodes, and optionally pods, DRA objects, a selector and what the nodes are.
-#[derive(Clone, Debug, Default)]
-pub struct ScanInput<'a> {
-    nodes: Vec<&'a ClusterNode>,
-    pods: Vec<&'a GpuPod>,
-    /// The caches' `Arc`s of `nodes` and `pods`, in the same order, when the scan was given them.
-    shared: Option<Shared<'a>>,
-    dra: DraInput<'a>,
-    selector: Option<&'a LabelSelector>,
-    universe: NodeUniverse,
-    interner: Option<&'a NodeInterner>,
-    health: &'static HealthTable,
-    /// The vendor tables the scan reads with (the built-in ones), handed to the scanner in its scope.
-    vendors: VendorTables,
-    /// The topology levels nodes' places are read at (the built-in table unless given).
-    topology: &'static TopologyLevels,
-    /// Kueue's objects, when read: the scan then checks their quotas against the GPUs.
-    kueue: Option<KueueInput<'a>>,
-    /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
-    watched: Option<&'a LabelSelector>,
-}
-
-impl<'a> ScanInput<'a> {
-    /// These nodes (all of the cluster's, unless [`ScanInput::universe`] says otherwise), no pods, no DRA
-    /// objects, every node selected.
-    pub fn nodes(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanInput<'a> {
-        ScanInput {
-            nodes: nodes.into_iter().collect(),
-            ..Default::default()
-        }
-    }
-
-    /// These nodes and pods as the caches hold them. Their identity lets a scan with an interner reuse a
-    /// node's entry made from the very same node and pods (see [`crate::inventory::interner`]); the result
-    /// is the same as [`ScanInput::nodes`] with [`ScanInput::pods`].
-    pub fn shared(nodes: &'a [Arc<ClusterNode>], pods: &'a [Arc<GpuPod>]) -> ScanInput<'a> {
-        ScanInput {
-            nodes: nodes.iter().map(AsRef::as_ref).collect(),
-            pods: pods.iter().map(AsRef::as_ref).collect(),
-            shared: Some(Shared { nodes, pods }),
-            ..Default::default()
-        }
-    }
-
-    /// The pods whose holdings and demand are accounted.
-    pub fn pods(mut self, pods: impl IntoIterator<Item = &'a GpuPod>) -> ScanInput<'a> {
-        self.pods = pods.into_iter().collect();
-        self.shared = None;
-        self
-    }
-
-    /// The DRA sources' objects: nodes publishing GPU devices are GPU nodes, and their devices are counted
-    /// and allocated by the DRA rules (see [`dra`]).
-    pub fn dra(mut self, dra: DraInput<'a>) -> ScanInput<'a> {
-        self.dra = dra;
-        self
-    }
-
-    /// Scans only the nodes `selector` picks.
-    pub fn selector(mut self, selector: &'a LabelSelector) -> ScanInput<'a> {
-        self.selector = Some(selector);
-        self
-    }
-
-    /// Shares entries equal to earlier scans' through `interner` (see [`crate::inventory::interner`]); the
-    /// result is the same without it.
-    pub fn interner(mut self, interner: &'a NodeInterner) -> ScanInput<'a> {
-        self.interner = Some(interner);
-        self
-    }
-
-    /// Which node conditions are GPU health (the built-in table otherwise).
-    pub fn health(mut self, table: &'static HealthTable) -> ScanInput<'a> {
-        self.health = table;
-        self
-    }
-
-    /// Reads nodes' places at these topology levels (the built-in table otherwise).
-    pub fn topology(mut self, levels: &'static TopologyLevels) -> ScanInput<'a> {
-        self.topology = levels;
-        self
-    }
-
-    /// Kueue's objects: the inventory gets a quota report ([`crate::inventory::quotas`]).
-    pub fn kueue(mut self, kueue: KueueInput<'a>) -> ScanInput<'a> {
-        self.kueue = Some(kueue);
-        self
-    }
-
-    /// The nodes handed in are those `selector` picks (the operator's `--node-label-selector`): a Kueue
-    /// flavor whose `nodeLabels` imply it is judged in full ([`crate::inventory::quotas::QuotaScope`]).
-    pub fn watched_by(mut self, selector: &'a LabelSelector) -> ScanInput<'a> {
-        self.watched = Some(selector);
-        self
-    }
-
-    /// What the nodes are (see [`NodeUniverse`]).
-    pub fn universe(mut self, universe: NodeUniverse) -> ScanInput<'a> {
-        self.universe = universe;
-        self
-    }
-}
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
 /// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
@@ -208,6 +89,8 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     let facts = |name: &str| facts_of.get(name).copied().unwrap_or_default();
     scanned.sort_by(|a, b| a.name().cmp(b.name()));
     let mut nodes = Vec::with_capacity(scanned.len());
+    // The node each entry was made from, in the entries' order (the quota rules read their labels).
+    let mut made_from_nodes: Vec<Selected<'_>> = Vec::with_capacity(scanned.len());
     let mut scanned = scanned.into_iter().peekable();
     while let Some(mut kept) = scanned.next() {
         // Names are unique in a real cluster; a hand-made dump may repeat one. The entry kept is the least
@@ -220,6 +103,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
                 a
             };
         }
+        made_from_nodes.push(kept.at);
         nodes.push(match kept.entry {
             Entry::Kept(entry) => entry,
             Entry::Fresh(entry) => {
@@ -239,7 +123,14 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
     if let Some(kueue) = &input.kueue {
         let scope = quota_scope(&input);
-        inventory.quotas = Some(quota_report(&inventory, &facts_of, kueue, &scope));
+        let memo = input.interner.map(|i| &i.flavor_members);
+        inventory.quotas = Some(quota_report(
+            &inventory,
+            &made_from_nodes,
+            kueue,
+            &scope,
+            memo,
+        ));
     }
     if let Some(interner) = input.interner {
         interner.forget_unused();
@@ -247,26 +138,33 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     inventory
 }
 
-/// The inventory's GPU nodes, with their labels, against Kueue's objects.
+/// The inventory's GPU nodes, with their labels, against Kueue's objects. `made_from[i]` is the node entry
+/// `i` was made from (the assembler keeps the entries' order).
 fn quota_report(
     inventory: &Inventory,
-    facts: &HashMap<&str, NodeFacts<'_>>,
+    made_from: &[Selected<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
+    memo: Option<&MembershipMemo>,
 ) -> QuotaReport {
-    let no_labels = TextMap::default();
     let views: Vec<NodeView<'_>> = inventory
         .nodes
         .iter()
-        .map(|entry| NodeView {
-            entry,
-            labels: facts
-                .get(entry.name.as_str())
-                .and_then(|f| f.labels)
-                .unwrap_or(&no_labels),
+        .zip(made_from)
+        .map(|(entry, at)| {
+            debug_assert_eq!(
+                entry.name.as_str(),
+                &*at.node.name,
+                "entries keep their order"
+            );
+            NodeView {
+                entry,
+                labels: &at.node.labels,
+                node: at.arc,
+            }
         })
         .collect();
-    quotas::assess(&views, kueue, scope)
+    quotas::assess(&views, kueue, scope, memo)
 }
 
 /// Which nodes the scan holds, for the quota rules: the inventory's selector and, on a subset, the one that
@@ -287,13 +185,6 @@ fn quota_scope<'a>(input: &ScanInput<'a>) -> QuotaScope<'a> {
 
 fn name_of(node: &ClusterNode) -> &str {
     &node.name
-}
-
-/// The caches' `Arc`s of a scan's nodes and pods ([`ScanInput::shared`]).
-#[derive(Clone, Copy, Debug)]
-struct Shared<'a> {
-    nodes: &'a [Arc<ClusterNode>],
-    pods: &'a [Arc<GpuPod>],
 }
 
 /// A node the selector picked, and its cache's `Arc` when the scan has them.
@@ -462,5 +353,8 @@ fn sum_up<'n>(
     }
 }
 
+mod input;
 #[cfg(test)]
 mod reuse_tests;
+
+pub use input::{NodeUniverse, ScanInput};

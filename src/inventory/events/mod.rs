@@ -13,29 +13,11 @@ use crate::inventory::conditions::{DEMAND_EXCEEDS_SUPPLY, gpus_available_message
 use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
 
+mod event;
 mod quotas;
 
-/// Above this many transitions of one kind, they are reported as one event.
-pub(crate) const MAX_EVENTS_PER_KIND: usize = 5;
-
-/// An event to publish on the GpuInventory.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct InventoryEvent {
-    /// `Degraded` is published as a Warning, `Info` as a Normal event.
-    pub(crate) severity: Severity,
-    /// PascalCase reason, e.g. `GpuNodeNotReady`.
-    pub(crate) reason: String,
-    /// The human-readable note, naming the node(s).
-    pub(crate) note: String,
-}
-
-fn event(severity: Severity, reason: &str, note: String) -> InventoryEvent {
-    InventoryEvent {
-        severity,
-        reason: reason.to_owned(),
-        note,
-    }
-}
+use event::event;
+pub(crate) use event::{InventoryEvent, MAX_EVENTS_PER_KIND};
 
 /// What the events of a new inventory are diffed against.
 #[derive(Clone, Copy, Debug)]

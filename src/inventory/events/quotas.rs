@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{InventoryEvent, MAX_EVENTS_PER_KIND, event};
+use super::event::{InventoryEvent, MAX_EVENTS_PER_KIND, event};
 use crate::inventory::model::{Inventory, QuotaIssueReason, Severity};
 use crate::inventory::text::capped_list;
 

@@ -16,7 +16,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-pub use flavor_nodes::NodeView;
+pub use flavor_nodes::{MembershipMemo, NodeView};
 pub use kueue::KueueInput;
 
 use std::collections::BTreeMap;
@@ -51,7 +51,8 @@ impl QuotaScope<'_> {
     }
 }
 
-/// The quota report of `nodes` (the scan's GPU nodes with their labels) against Kueue's objects. A flavor
+/// The quota report of `nodes` (the scan's GPU nodes with their labels) against Kueue's objects; `memo`
+/// keeps the flavors' members from one scan to the next (a scanner's [`MembershipMemo`]). A flavor
 /// wholly inside `scope` (every node carrying its `nodeLabels` is in it) is judged in full; of any other only
 /// the nodes in scope are counted, and only when there are some (`capacity::quota_entries`), and workloads
 /// are judged only where some flavor of their queue is whole (`workloads`).
@@ -59,17 +60,10 @@ pub fn assess(
     nodes: &[NodeView<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
+    memo: Option<&MembershipMemo>,
 ) -> QuotaReport {
-    let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> = kueue
-        .flavors
-        .iter()
-        .map(|flavor| {
-            (
-                flavor.name.as_str(),
-                flavor_nodes::flavor_nodes(flavor, nodes),
-            )
-        })
-        .collect();
+    let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> =
+        flavor_nodes::nodes_of_flavors(kueue.flavors, nodes, memo);
     let labels_of: HashMap<&str, &BTreeMap<String, String>> = kueue
         .flavors
         .iter()

@@ -104,14 +104,18 @@ impl<'k, 'n> WorkloadRules<'k, 'n> {
         k: u64,
     ) -> Option<String> {
         let demand = pod_set.count.saturating_mul(k);
-        let asks = format!(
-            "PodSet {} asks for {demand} {resource} ({} pod(s) of {k})",
-            pod_set.name, pod_set.count
-        );
+        // Made only for a workload that is refused: most fit.
+        let asks = || {
+            format!(
+                "PodSet {} asks for {demand} {resource} ({} pod(s) of {k})",
+                pod_set.name, pod_set.count
+            )
+        };
         let flavors: Vec<&'k str> = queue.flavors_for(resource).collect();
         if flavors.is_empty() {
             return Some(format!(
-                "{asks}, and no flavor of ClusterQueue {} covers {resource}",
+                "{}, and no flavor of ClusterQueue {} covers {resource}",
+                asks(),
                 queue.name
             ));
         }
@@ -146,7 +150,8 @@ impl<'k, 'n> WorkloadRules<'k, 'n> {
             .map(|l| format!(" in one {l} domain"))
             .unwrap_or_default();
         Some(format!(
-            "{asks}{within}, but {most} even with every unit free"
+            "{}{within}, but {most} even with every unit free",
+            asks()
         ))
     }
 

@@ -97,6 +97,14 @@ impl QuotaObjects {
             .unwrap_or_else(|e| panic!("patching {kind} {name}: {e}"));
     }
 
+    /// Merges `patch` into `kind` `name` (its metadata, say).
+    pub async fn patch_object(&self, kind: &str, name: &str, patch: Value) {
+        self.api(kind)
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap_or_else(|e| panic!("patching {kind} {name}: {e}"));
+    }
+
     /// The object as the API server holds it.
     pub async fn get(&self, kind: &str, name: &str) -> Value {
         let object = self

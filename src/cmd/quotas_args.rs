@@ -1,0 +1,37 @@
+//! The flags of `quotas` (`gpu-inventory-operator quotas`, `kubectl gpu-inventory quotas`), in a file of
+//! their own: the command lines name them, and `quotas` names the command line's shared flags, so they cannot
+//! live in either without an import circle (tests/layers.rs), as `fit_args.rs`.
+
+use clap::{Args, ValueEnum};
+
+/// Flags of `quotas`.
+#[derive(Debug, Args, Clone)]
+pub struct QuotasArgs {
+    /// Read nodes, pods and Kueue's objects (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues, Workloads)
+    /// from a `kubectl get -A -o yaml|json` dump instead of the cluster; `-` reads stdin.
+    #[arg(
+        long,
+        short = 'f',
+        env = "GPUINV_QUOTAS_FROM_FILE",
+        value_name = "FILE"
+    )]
+    pub from_file: Option<String>,
+    /// Only count nodes matching this label selector (workloads are judged only over every node).
+    #[arg(long, short = 'l', value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format: `table`, or `json` / `yaml` (`{quotas, workloadIssues, workloadIssueCount}` as the
+    /// GpuInventory status holds them).
+    #[arg(long, short = 'o', env = "GPUINV_QUOTAS_OUTPUT", value_enum, default_value_t = QuotasOutput::Table)]
+    pub output: QuotasOutput,
+}
+
+/// Output formats of `quotas`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QuotasOutput {
+    /// The quota table, the workloads that cannot fit and every issue's message.
+    Table,
+    /// One JSON object.
+    Json,
+    /// One YAML document.
+    Yaml,
+}
