@@ -437,8 +437,9 @@ async fn a_quiet_minute_with_kueue_running_and_its_objects_rewritten_writes_noth
         .create("LocalQueue", "user", json!({ "clusterQueue": cq }))
         .await;
     kueue.wait_active(&cq).await;
-    // One Workload that can never fit (16 GPUs per pod on nodes of 4), pending for good.
-    let stuck = kueue.submit("stuck", &local, 1, 16, None).await;
+    // One Workload that can never fit, pending for good: one pod of 20 GPUs, above the queue's quota of 16 (so
+    // Kueue, which admits on quota alone, refuses it too) and above any node's 4.
+    let stuck = kueue.submit("stuck", &local, 1, 20, None).await;
     assert!(matches!(
         kueue.admission(&stuck).await,
         Admission::Pending(_)
