@@ -16,7 +16,8 @@ pub struct QuotasArgs {
         value_name = "FILE"
     )]
     pub from_file: Option<String>,
-    /// Only count nodes matching this label selector (workloads are judged only over every node).
+    /// Only nodes matching this label selector: a flavor whose `nodeLabels` imply it is judged in full, any
+    /// other only counted where it has nodes here (docs/quotas.md).
     #[arg(long, short = 'l', value_name = "SELECTOR")]
     pub selector: Option<String>,
     /// Output format: `table`, or `json` / `yaml` (`{quotas, workloadIssues, workloadIssueCount}` as the
