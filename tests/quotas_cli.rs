@@ -5,7 +5,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use common::offline_cli::{operator, plugin, row, text};
 
 use serde_json::Value;
 
@@ -30,38 +31,6 @@ fn dump() -> PathBuf {
     let path = dir.join("fleet-and-kueue.json");
     std::fs::write(&path, serde_json::to_vec(&list).unwrap()).unwrap();
     path
-}
-
-fn run(program: &Path, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env("HOME", "/nonexistent-home")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn operator(args: &[&str]) -> Output {
-    run(
-        Path::new(env!("CARGO_BIN_EXE_gpu-inventory-operator")),
-        args,
-    )
-}
-
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn row<'t>(text: &'t str, first: &str) -> Vec<&'t str> {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("{first} ")))
-        .unwrap_or_else(|| panic!("no row {first:?} in:\n{text}"));
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .collect()
 }
 
 #[test]
@@ -116,16 +85,7 @@ fn quotas_json_is_the_status_fields_and_the_plugin_prints_the_same() {
         serde_json::json!(["production", "research"])
     );
     assert_eq!(json["workloadIssues"][0]["reason"], "WorkloadCannotFit");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "target/test-logs/quotas-cli-{}-bin",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("kubectl-gpu_inventory");
-    if !link.exists() {
-        let _ = std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gpu-inventory-operator"), &link);
-    }
-    let plugin = run(&link, &["quotas", "-f", path]);
+    let plugin = plugin("quotas-cli", &["quotas", "-f", path]);
     let table = operator(&["quotas", "-f", path]);
     assert_eq!(text(&plugin), text(&table));
     assert_eq!(plugin.status.code(), Some(1));

@@ -4,19 +4,8 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
+use common::offline_cli::operator;
 use serde_json::Value;
-
-fn operator(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env("HOME", "/nonexistent-home")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 fn fleet() -> String {
     common::fixture_path("topology/gb200-fleet.yaml")

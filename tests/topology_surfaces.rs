@@ -5,59 +5,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::offline_cli::{operator, row, text};
+
+/// The binary under the plugin's name.
+fn plugin(args: &[&str]) -> std::process::Output {
+    common::offline_cli::plugin("topology-surfaces", args)
+}
 
 fn fleet() -> String {
     common::fixture_path("topology/gb200-fleet.yaml")
-}
-
-fn run(program: &Path, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env("HOME", "/nonexistent-home")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn operator(args: &[&str]) -> Output {
-    run(
-        Path::new(env!("CARGO_BIN_EXE_gpu-inventory-operator")),
-        args,
-    )
-}
-
-/// The binary under the plugin's name (a symlink, as `make install-plugin` makes it).
-fn plugin(args: &[&str]) -> Output {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "target/test-logs/topology-surfaces-{}-bin",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let link: PathBuf = dir.join("kubectl-gpu_inventory");
-    if !link.exists() {
-        // Tests run in parallel: another may have made it between the check and here.
-        let _ = std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gpu-inventory-operator"), &link);
-    }
-    run(&link, args)
-}
-
-fn text(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The cells of the table row that starts with `first` (cells are two or more spaces apart).
-fn row<'t>(text: &'t str, first: &str) -> Vec<&'t str> {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("{first} ")))
-        .unwrap_or_else(|| panic!("no row {first:?} in:\n{text}"));
-    line.split("  ")
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .collect()
 }
 
 #[test]

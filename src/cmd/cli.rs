@@ -244,6 +244,21 @@ pub struct ScanArgs {
     pub status_nodes_budget: Option<usize>,
 }
 
+impl ScanArgs {
+    /// The scan behind a command that asks a question of the inventory (`fit`, `quotas`): the same dump or
+    /// cluster and selector, the whole status, default paging.
+    pub fn of_query(from_file: Option<String>, selector: Option<String>) -> ScanArgs {
+        ScanArgs {
+            from_file,
+            output: OutputFormat::Json,
+            selector,
+            group_by: GroupBy::Node,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            status_nodes_budget: None,
+        }
+    }
+}
+
 /// `scan --chunk-size`'s default (the kubectl plugin's too).
 pub const DEFAULT_CHUNK_SIZE: u32 = 500;
 

@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::cli::{GlobalArgs, ScanArgs};
 use super::fit_args::{FitArgs, FitOutput};
-use super::group_by::GroupBy;
 use super::scan::{EXIT_ERROR, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::topology::{FitAnswer, FitRequest, fit};
@@ -68,14 +67,7 @@ pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAns
             "--level: empty; name `nvlink` or a node label key".to_owned(),
         ));
     }
-    let scan_args = ScanArgs {
-        from_file: args.from_file.clone(),
-        output: OutputFormat::Json,
-        selector: args.selector.clone(),
-        group_by: GroupBy::Node,
-        chunk_size: DEFAULT_CHUNK_SIZE,
-        status_nodes_budget: None,
-    };
+    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
     let extra: Vec<String> = args.level.iter().cloned().collect();
     let inventory = scan_inventory(global, &scan_args, &extra).await?;
     let request = FitRequest {

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
-use super::group_by::GroupBy;
+use super::cli::{GlobalArgs, ScanArgs};
 use super::quotas_args::{QuotasArgs, QuotasOutput};
 use super::render;
 use super::scan::{EXIT_ERROR, scan_inventory};
@@ -43,14 +42,7 @@ pub async fn run(global: &GlobalArgs, args: &QuotasArgs) -> ExitCode {
 
 /// The text to print and whether there is any issue.
 async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool)> {
-    let scan_args = ScanArgs {
-        from_file: args.from_file.clone(),
-        output: OutputFormat::Json,
-        selector: args.selector.clone(),
-        group_by: GroupBy::Node,
-        chunk_size: DEFAULT_CHUNK_SIZE,
-        status_nodes_budget: None,
-    };
+    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
     let inventory = scan_inventory(global, &scan_args, &[]).await?;
     let status = desired_status(&inventory, None, NodeList::Within(0));
     let issues =

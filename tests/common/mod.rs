@@ -20,6 +20,7 @@ pub mod fresh_scan;
 pub mod helm;
 pub mod kueue;
 pub mod node_changes;
+pub mod offline_cli;
 pub mod operator_process;
 pub mod output_reads;
 pub mod pod_scheduling;

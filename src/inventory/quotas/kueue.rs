@@ -82,11 +82,10 @@ pub struct QuotaHolder {
 
 impl QuotaHolder {
     /// The flavors that can serve `resource`, in Kueue's order: those of the group covering it.
-    pub fn flavors_for<'q>(&'q self, resource: &str) -> impl Iterator<Item = &'q str> + 'q {
-        let resource = resource.to_owned();
+    pub fn flavors_for<'q>(&'q self, resource: &'q str) -> impl Iterator<Item = &'q str> + 'q {
         self.groups
             .iter()
-            .filter(move |g| g.covered.contains(&resource))
+            .filter(move |g| g.covered.iter().any(|r| r == resource))
             .flat_map(|g| g.flavors.iter().map(|f| f.flavor.as_str()))
     }
 }

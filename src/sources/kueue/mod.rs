@@ -152,17 +152,31 @@ impl KueueStores {
         health: Health,
         changes: ChangeSignal,
     ) -> (KueueStores, impl Future<Output = ()> + Send + 'static) {
-        let start = |api: OptionalApi| (client.clone(), health.clone(), changes.clone(), api);
-        let (c, h, s, api) = start(FLAVORS);
-        let (flavors, flavors_feed) = api.watch(c, h, s, strip_flavor);
-        let (c, h, s, api) = start(CLUSTER_QUEUES);
-        let (cluster_queues, queues_feed) = api.watch(c, h, s, strip_cluster_queue);
-        let (c, h, s, api) = start(COHORTS);
-        let (cohorts, cohorts_feed) = api.watch(c, h, s, strip_cohort);
-        let (c, h, s, api) = start(LOCAL_QUEUES);
-        let (local_queues, local_feed) = api.watch(c, h, s, strip_local_queue);
-        let (c, h, s, api) = start(WORKLOADS);
-        let (workloads, workloads_feed) = api.watch(c, h, s, strip_workload);
+        let (flavors, flavors_feed) = FLAVORS.watch(
+            client.clone(),
+            health.clone(),
+            changes.clone(),
+            strip_flavor,
+        );
+        let (cluster_queues, queues_feed) = CLUSTER_QUEUES.watch(
+            client.clone(),
+            health.clone(),
+            changes.clone(),
+            strip_cluster_queue,
+        );
+        let (cohorts, cohorts_feed) = COHORTS.watch(
+            client.clone(),
+            health.clone(),
+            changes.clone(),
+            strip_cohort,
+        );
+        let (local_queues, local_feed) = LOCAL_QUEUES.watch(
+            client.clone(),
+            health.clone(),
+            changes.clone(),
+            strip_local_queue,
+        );
+        let (workloads, workloads_feed) = WORKLOADS.watch(client, health, changes, strip_workload);
         let feed = async move {
             futures::join!(
                 flavors_feed,

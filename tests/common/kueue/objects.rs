@@ -70,33 +70,7 @@ impl TasQueue {
         queue
             .create_object("LocalQueue", "localqueues", json!({ "clusterQueue": name }))
             .await;
-        let cqs: Api<DynamicObject> = Api::all_with(
-            queue.client.clone(),
-            &resource("ClusterQueue", "clusterqueues"),
-        );
-        let what = format!("Kueue calling ClusterQueue {name} Active");
-        let deadline =
-            Deadline::reaction("Kueue's start-up (its caches filled from the API server)")
-                .then(Deadline::reaction("Kueue's ClusterQueue controller"));
-        wait_for(deadline, &what, || {
-            // A Kueue that exited (its webhook port taken meanwhile, a CRD missing) says why at once.
-            kueue.assert_running();
-            let cqs = &cqs;
-            async move {
-                let cq = cqs
-                    .get(name)
-                    .await
-                    .map_err(|e| format!("reading it: {e}"))?;
-                match condition(&cq.data, "Active") {
-                    Some((status, _, _)) if status == "True" => Ok(()),
-                    Some((status, reason, message)) => {
-                        Err(format!("Active {status} {reason}: {message}"))
-                    }
-                    None => Err("no Active condition yet".to_owned()),
-                }
-            }
-        })
-        .await;
+        wait_active(&queue.client, name, Some(kueue)).await;
         queue
     }
 
@@ -202,6 +176,37 @@ impl Drop for TasQueue {
     fn drop(&mut self) {
         delete_labelled(&self.name, &self.namespace);
     }
+}
+
+/// Waits until Kueue calls ClusterQueue `name` Active, which it does once its caches hold the queue's flavors
+/// (and their topologies): from then on it is ready to decide. With `kueue`, a Kueue that exited meanwhile (its
+/// webhook port taken, a CRD missing) says why at once.
+pub async fn wait_active(client: &Client, name: &str, mut kueue: Option<&mut KueueProcess>) {
+    let cqs: Api<DynamicObject> =
+        Api::all_with(client.clone(), &resource("ClusterQueue", "clusterqueues"));
+    let what = format!("Kueue calling ClusterQueue {name} Active");
+    let deadline = Deadline::reaction("Kueue's start-up (its caches filled from the API server)")
+        .then(Deadline::reaction("Kueue's ClusterQueue controller"));
+    wait_for(deadline, &what, || {
+        if let Some(kueue) = kueue.as_deref_mut() {
+            kueue.assert_running();
+        }
+        let cqs = &cqs;
+        async move {
+            let cq = cqs
+                .get(name)
+                .await
+                .map_err(|e| format!("reading it: {e}"))?;
+            match condition(&cq.data, "Active") {
+                Some((status, _, _)) if status == "True" => Ok(()),
+                Some((status, reason, message)) => {
+                    Err(format!("Active {status} {reason}: {message}"))
+                }
+                None => Err("no Active condition yet".to_owned()),
+            }
+        }
+    })
+    .await;
 }
 
 /// Deletes a test's Kueue objects (labelled with its id; the namespaced ones in `namespace`), the Workloads

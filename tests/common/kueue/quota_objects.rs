@@ -7,7 +7,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use testkit::waits::Deadline;
 
-use super::objects::{condition, delete_labelled, resource};
+use super::objects::{condition, delete_labelled, resource, wait_active};
 use super::{GROUP, VERSION};
 use crate::common::test_env::{TEST_LABEL, TestEnv};
 use crate::common::waiting::wait_for;
@@ -87,14 +87,7 @@ impl QuotaObjects {
 
     /// Merges `spec` into the spec of `kind` `name`.
     pub async fn patch_spec(&self, kind: &str, name: &str, spec: Value) {
-        self.api(kind)
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "spec": spec })),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("patching {kind} {name}: {e}"));
+        self.patch_object(kind, name, json!({ "spec": spec })).await;
     }
 
     /// Merges `patch` into `kind` `name` (its metadata, say).
@@ -103,16 +96,6 @@ impl QuotaObjects {
             .patch(name, &PatchParams::default(), &Patch::Merge(patch))
             .await
             .unwrap_or_else(|e| panic!("patching {kind} {name}: {e}"));
-    }
-
-    /// The object as the API server holds it.
-    pub async fn get(&self, kind: &str, name: &str) -> Value {
-        let object = self
-            .api(kind)
-            .get(name)
-            .await
-            .unwrap_or_else(|e| panic!("reading {kind} {name}: {e}"));
-        serde_json::to_value(object).unwrap()
     }
 
     /// Deletes `kind` `name` (its finalizers cleared: Kueue lifts a Workload's only when it sees the delete).
@@ -157,28 +140,7 @@ impl QuotaObjects {
 
     /// Waits until Kueue calls ClusterQueue `name` Active (its caches hold its flavors).
     pub async fn wait_active(&self, name: &str) {
-        let api = self.api("ClusterQueue");
-        let deadline =
-            Deadline::reaction("Kueue's start-up (its caches filled from the API server)")
-                .then(Deadline::reaction("Kueue's ClusterQueue controller"));
-        wait_for(
-            deadline,
-            &format!("Kueue calling ClusterQueue {name} Active"),
-            || async {
-                let cq = api
-                    .get(name)
-                    .await
-                    .map_err(|e| format!("reading it: {e}"))?;
-                match condition(&cq.data, "Active") {
-                    Some((status, _, _)) if status == "True" => Ok(()),
-                    Some((status, reason, message)) => {
-                        Err(format!("Active {status} {reason}: {message}"))
-                    }
-                    None => Err("no Active condition yet".to_owned()),
-                }
-            },
-        )
-        .await;
+        wait_active(&self.client, name, None).await;
     }
 
     /// Submits Workload `<id>-<suffix>` to LocalQueue `queue`: `pods` pods of `gpus` GPUs each, all in one
@@ -233,26 +195,6 @@ impl QuotaObjects {
             },
         )
         .await
-    }
-
-    /// Waits until Kueue reserves quota for Workload `name` (after a change that lets it fit).
-    pub async fn wait_reserved(&self, name: &str) {
-        let api = self.api("Workload");
-        wait_for(
-            Deadline::reaction("Kueue's scheduler, on its next cycle"),
-            &format!("Kueue reserving quota for Workload {name}"),
-            || async {
-                let workload = api
-                    .get(name)
-                    .await
-                    .map_err(|e| format!("reading it: {e}"))?;
-                match condition(&workload.data, "QuotaReserved") {
-                    Some((status, _, _)) if status == "True" => Ok(()),
-                    other => Err(format!("QuotaReserved: {other:?}")),
-                }
-            },
-        )
-        .await;
     }
 }
 

@@ -288,14 +288,7 @@ fn the_flavors_members_are_kept_while_the_nodes_are_the_same_and_read_again_when
                 node: Some(node),
             })
             .collect();
-        let input = KueueInput {
-            flavors: &kueue.flavors,
-            cluster_queues: &kueue.queues,
-            cohorts: &kueue.cohorts,
-            local_queues: &kueue.local,
-            workloads: &kueue.workloads,
-        };
-        assess(&views, &input, &QuotaScope::Cluster, Some(&memo))
+        assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(&memo))
     };
     assert_eq!(report(&arcs).quotas[0].nodes, 6);
     assert_eq!(report(&arcs).quotas[0].nodes, 6, "kept");

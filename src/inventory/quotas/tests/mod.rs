@@ -128,6 +128,16 @@ impl Kueue {
         }
     }
 
+    pub(super) fn input(&self) -> KueueInput<'_> {
+        KueueInput {
+            flavors: &self.flavors,
+            cluster_queues: &self.queues,
+            cohorts: &self.cohorts,
+            local_queues: &self.local,
+            workloads: &self.workloads,
+        }
+    }
+
     pub(super) fn report(
         &self,
         nodes: &[(NodeInventory, TextMap)],
@@ -141,13 +151,7 @@ impl Kueue {
                 node: None,
             })
             .collect();
-        let input = KueueInput {
-            flavors: &self.flavors,
-            cluster_queues: &self.queues,
-            cohorts: &self.cohorts,
-            local_queues: &self.local,
-            workloads: &self.workloads,
-        };
+        let input = self.input();
         let scope = if all_nodes {
             QuotaScope::Cluster
         } else {
@@ -171,13 +175,7 @@ impl Kueue {
                 node: None,
             })
             .collect();
-        let input = KueueInput {
-            flavors: &self.flavors,
-            cluster_queues: &self.queues,
-            cohorts: &self.cohorts,
-            local_queues: &self.local,
-            workloads: &self.workloads,
-        };
+        let input = self.input();
         assess(&views, &input, &QuotaScope::Selected(vec![&selector]), None)
     }
 }
