@@ -5,11 +5,14 @@
 #   - kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager   one module builds
 #   - kube-scheduler           k8s.io/kubernetes/cmd/kube-scheduler              all three)
 #   - kwok                     sigs.k8s.io/kwok/cmd/kwok              (module: hack/go/kwok)
-# and, on request only, two developer tools:
+# and, on request only, developer and test tools:
 #   - actionlint               github.com/rhysd/actionlint/cmd/actionlint (module: hack/go/actionlint)
 #   - helm                     helm.sh/helm/v3/cmd/helm               (module: hack/go/helm)
 #   - kueue                    sigs.k8s.io/kueue/cmd/kueue            (module: hack/go/kueue), with its
 #                              CRDs beside it in crds/ (for tests/topology_referee.rs)
+#   - prometheus               github.com/prometheus/prometheus/cmd/prometheus (module: hack/go/prometheus),
+#                              with promtool (.../cmd/promtool) beside it (tests/common/prometheus), both
+#                              built with -tags remove_all_sd: no service-discovery plugins
 #
 # Binaries are cached outside the repository, keyed by version:
 #   ${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-inventory-operator}/bin/<name>-<version>/<name>
@@ -18,16 +21,18 @@
 # contains `etcd` and `kube-apiserver`, those two are used from there (and kube-controller-manager,
 # kube-scheduler and kwok too when that directory has them); the rest is built.
 #
-# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|paths]
+# Usage: hack/build-control-plane.sh [all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|prometheus|paths]
 #   all (default)   ensure the five cluster binaries exist (build what is missing)
-#   <name>          ensure that binary only; `actionlint`, `helm` and `kueue` also print their path on stdout
+#   <name>          ensure that binary only; `actionlint`, `helm`, `kueue` and `prometheus` also print their path
+#                   on stdout (`prometheus` builds promtool too, and prints the path of prometheus)
 #   paths [<name>...]
 #                   like `all` (or only the named binaries), then print ETCD=, KUBE_APISERVER=,
 #                   KUBE_CONTROLLER_MANAGER=, KUBE_SCHEDULER= and KWOK=<path> lines on stdout
 #   regenerate-modules
-#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint,helm,kueue} for K8S_VERSION,
-#                   KWOK_VERSION, ACTIONLINT_VERSION, HELM_VERSION and KUEUE_VERSION (after changing a default)
-# All progress output goes to stderr; only `paths`, `actionlint`, `helm` and `kueue` write to stdout.
+#                   rewrite the pinned modules hack/go/{kubernetes,kwok,actionlint,helm,kueue,prometheus} for
+#                   K8S_VERSION, KWOK_VERSION, ACTIONLINT_VERSION, HELM_VERSION, KUEUE_VERSION and
+#                   PROMETHEUS_VERSION (after changing a default)
+# All progress output goes to stderr; only `paths`, `actionlint`, `helm`, `kueue` and `prometheus` write to stdout.
 #
 # Environment:
 #   K8S_VERSION          Kubernetes version of kube-apiserver, kube-controller-manager and
@@ -38,6 +43,8 @@
 #   ACTIONLINT_VERSION   actionlint version  (default v1.7.12)
 #   HELM_VERSION         helm version        (default v3.22.0)
 #   KUEUE_VERSION        Kueue version       (default v0.17.0)
+#   PROMETHEUS_VERSION   version of the Go module github.com/prometheus/prometheus (default v0.316.0, which is
+#                        Prometheus 3.16.0; v0.3XX.Y is 3.XX.Y); it needs Go >= 1.26.7
 #   GPUINV_CACHE_DIR     cache root (see above)
 #   KUBEBUILDER_ASSETS   use prebuilt binaries from this directory instead
 set -euo pipefail
@@ -51,6 +58,7 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 ACTIONLINT_VERSION="${ACTIONLINT_VERSION:-v1.7.12}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 KUEUE_VERSION="${KUEUE_VERSION:-v0.17.0}"
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
 SUPPORTED_K8S_VERSIONS="v1.32.13 v1.34.4 v1.37.2"
 CACHE_DIR="${GPUINV_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpu-inventory-operator}"
 BIN_CACHE="${CACHE_DIR}/bin"
@@ -71,12 +79,22 @@ version_of() {
     actionlint) printf '%s' "${ACTIONLINT_VERSION}" ;;
     helm) printf '%s' "${HELM_VERSION}" ;;
     kueue) printf '%s' "${KUEUE_VERSION}" ;;
+    prometheus | promtool) printf '%s' "${PROMETHEUS_VERSION}" ;;
     *) die "internal: unknown binary '$1'" ;;
   esac
 }
 
+# <name> -> the name of its cache directory (without the version): its own, except promtool's, which
+# lies beside prometheus.
+cache_dir_name() {
+  case "$1" in
+    promtool) printf 'prometheus' ;;
+    *) printf '%s' "$1" ;;
+  esac
+}
+
 cache_path() { # <name>
-  printf '%s/%s-%s/%s' "${BIN_CACHE}" "$1" "$(version_of "$1")" "$1"
+  printf '%s/%s-%s/%s' "${BIN_CACHE}" "$(cache_dir_name "$1")" "$(version_of "$1")" "$1"
 }
 
 # Where a binary comes from: KUBEBUILDER_ASSETS when it holds it (etcd and kube-apiserver must
@@ -254,16 +272,28 @@ generate_kubernetes_gomod() { # <version> <dir>
 
 # A go.mod with one `tool` (<package>) from <module>@<version>; `go get` picks the go directive.
 generate_tool_gomod() { # <module> <package> <version> <dir>
-  local module="$1" pkg="$2" version="$3" dir="$4" name
-  name="$(basename "${pkg}")"
-  printf '// Generated by hack/build-control-plane.sh: builds %s %s.\nmodule gpu-inventory-operator/hack/go/%s\n\ngo 1.24.0\n\ntool %s\n' \
-    "${pkg}" "${version}" "${name}" "${pkg}" >"${dir}/go.mod"
+  generate_tools_gomod "$1" "$3" "$4" "$(basename "$2")" "$2"
+}
+# The same with several `tool` lines, one per <package>, in module gpu-inventory-operator/hack/go/<name>.
+generate_tools_gomod() { # <module> <version> <dir> <name> <package>...
+  local module="$1" version="$2" dir="$3" name="$4" pkgs
+  shift 4
+  pkgs="$(printf '%s\n// and ' "$@")" # one package a line
+  {
+    printf '// Generated by hack/build-control-plane.sh: builds %s %s.\n' "${pkgs%$'\n'// and }" "${version}"
+    printf 'module gpu-inventory-operator/hack/go/%s\n\ngo 1.24.0\n\n' "${name}"
+    printf 'tool %s\n' "$@"
+  } >"${dir}/go.mod"
   (cd "${dir}" && GOWORK=off go get "${module}@${version}" >&2 && GOWORK=off go mod tidy >&2)
 }
 generate_kwok_gomod() { generate_tool_gomod sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$@"; }
 generate_actionlint_gomod() { generate_tool_gomod github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint "$@"; }
 generate_helm_gomod() { generate_tool_gomod helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$@"; }
 generate_kueue_gomod() { generate_tool_gomod sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue "$@"; }
+generate_prometheus_gomod() { # <version> <dir>
+  generate_tools_gomod github.com/prometheus/prometheus "$1" "$2" prometheus \
+    github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+}
 
 generate_etcd_gomod() { # <version> <dir>
   cp "${GO_DIR}/etcd/main.go" "$2/"
@@ -318,6 +348,9 @@ kwok_module_dir() { module_dir_for kwok sigs.k8s.io/kwok "${KWOK_VERSION}" gener
 actionlint_module_dir() { module_dir_for actionlint github.com/rhysd/actionlint "${ACTIONLINT_VERSION}" generate_actionlint_gomod; }
 helm_module_dir() { module_dir_for helm helm.sh/helm/v3 "${HELM_VERSION}" generate_helm_gomod; }
 kueue_module_dir() { module_dir_for kueue sigs.k8s.io/kueue "${KUEUE_VERSION}" generate_kueue_gomod; }
+prometheus_module_dir() {
+  module_dir_for prometheus github.com/prometheus/prometheus "${PROMETHEUS_VERSION}" generate_prometheus_gomod
+}
 
 build_etcd() {
   ensure_binary etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" etcd_module_dir . \
@@ -387,6 +420,31 @@ kueue_overlaid_module_dir() {
   printf '%s' "${module}"
 }
 
+# Prometheus and promtool (tests/common/prometheus: a real Prometheus with back-filled dcgm-exporter history),
+# side by side in the cache, each under its own lock; promtool reuses prometheus's compiled packages. The tag
+# remove_all_sd leaves out every service-discovery plugin (the tests scrape nothing); without the tag
+# builtinassets, which needs the web UI built by npm, the UI is absent but the HTTP API is all there. The version
+# ldflags are those of Prometheus's .promu.yml: Version is the release (3.16.0 for module v0.316.0).
+build_prometheus() {
+  local minor release build_date ldflags name p="github.com/prometheus/common/version"
+  # Module v0.<minor>.<patch>: Prometheus 3.x is v0.3xx (v0.316.0 is 3.16.0), 2.x was v0.<x>.
+  minor="$(printf '%s' "${PROMETHEUS_VERSION}" | cut -d. -f2)"
+  if [[ "${minor}" =~ ^[0-9]+$ ]] && ((minor >= 300)); then
+    release="$((minor / 100)).$((minor % 100)).${PROMETHEUS_VERSION#v0.*.}"
+  else
+    release="2.${PROMETHEUS_VERSION#v0.}"
+  fi
+  build_date="$(module_time "github.com/prometheus/prometheus@${PROMETHEUS_VERSION}" 2>/dev/null || true)"
+  ldflags="-s -w -X ${p}.Version=${release} -X ${p}.Revision=${PROMETHEUS_VERSION} -X ${p}.Branch=HEAD"
+  ldflags+=" -X ${p}.BuildUser=hack/build-control-plane.sh -X ${p}.BuildDate=${build_date:-unknown}"
+  for name in prometheus promtool; do
+    GO_BUILD_EXTRA_FLAGS="-tags=remove_all_sd" ensure_binary "${name}" \
+      "github.com/prometheus/prometheus@${PROMETHEUS_VERSION}" prometheus_module_dir \
+      "github.com/prometheus/prometheus/cmd/${name}" "${ldflags}" \
+      "$([[ "${name}" == prometheus ]] && echo "~2 minutes" || echo "~1 minute after prometheus")"
+  done
+}
+
 check_k8s_version() {
   [[ "${K8S_VERSION}" =~ ^v1\.[0-9]+\.[0-9]+$ ]] ||
     die "K8S_VERSION='${K8S_VERSION}' is not a Kubernetes release like v1.34.4 (supported: ${SUPPORTED_K8S_VERSIONS})"
@@ -398,7 +456,7 @@ check_k8s_version() {
 main() {
   local what="${1:-all}"
   case "${what}" in
-    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | helm | kueue | paths) ;;
+    all | etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | actionlint | helm | kueue | prometheus | paths) ;;
     regenerate-modules)
       check_k8s_version
       generate_kubernetes_gomod "${K8S_VERSION}" "${GO_DIR}/kubernetes"
@@ -406,14 +464,15 @@ main() {
       generate_actionlint_gomod "${ACTIONLINT_VERSION}" "${GO_DIR}/actionlint"
       generate_helm_gomod "${HELM_VERSION}" "${GO_DIR}/helm"
       generate_kueue_gomod "${KUEUE_VERSION}" "${GO_DIR}/kueue"
-      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION}), hack/go/helm (${HELM_VERSION}), hack/go/kueue (${KUEUE_VERSION})"
+      generate_prometheus_gomod "${PROMETHEUS_VERSION}" "${GO_DIR}/prometheus"
+      log "regenerated hack/go/kubernetes (${K8S_VERSION}), hack/go/kwok (${KWOK_VERSION}), hack/go/actionlint (${ACTIONLINT_VERSION}), hack/go/helm (${HELM_VERSION}), hack/go/kueue (${KUEUE_VERSION}), hack/go/prometheus (${PROMETHEUS_VERSION})"
       return 0
       ;;
     -h | --help | help)
       sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
       return 0
       ;;
-    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|paths|regenerate-modules)" ;;
+    *) die "unknown argument '${what}' (expected all|etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|actionlint|helm|kueue|prometheus|paths|regenerate-modules)" ;;
   esac
   check_k8s_version
   if ASSETS_DIR="$(assets_dir)"; then
@@ -427,7 +486,7 @@ main() {
     names="$*"
   fi
   case "${what}" in
-    actionlint | helm | kueue)
+    actionlint | helm | kueue | prometheus)
       "build_${what}"
       printf '%s\n' "$(cache_path "${what}")"
       return 0

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
-use gpu_inventory_operator::cmd::{fit, plugin, quotas, run, scan};
+use gpu_inventory_operator::cmd::{fit, idle, plugin, quotas, run, scan};
 use gpu_inventory_operator::publish::crd::crd_yaml;
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Scan(args) => one_shot().block_on(scan::run(&cli.global, &args)),
         Command::Fit(args) => one_shot().block_on(fit::run(&cli.global, &args)),
         Command::Quotas(args) => one_shot().block_on(quotas::run(&cli.global, &args)),
+        Command::Idle(args) => one_shot().block_on(idle::run(&cli.global, &args)),
         Command::Run(args) => {
             // The signal handlers are tasks: they are set up inside the runtime.
             let operator = async { run::run(&cli.global, *args, Shutdown::on_signals()).await };

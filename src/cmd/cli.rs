@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use super::duration_arg::parse_duration;
 use super::group_by::{GroupBy, parse_group_by};
 use crate::publish::content::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
 use crate::runtime::client::ClientConfig;
@@ -49,6 +50,10 @@ pub enum Command {
     /// units of the flavor's nodes, and the pending Workloads that can never be admitted as they are.
     /// Exit code: 0 every promise holds, 1 some issue, 2 error.
     Quotas(super::quotas_args::QuotasArgs),
+    /// Which held GPUs sat idle through the window (dcgm-exporter's activity in Prometheus, joined with who
+    /// holds each GPU): per namespace, then per pod or claim. Exit code: 0 none idle, 1 some, 2 error or
+    /// Prometheus's answer unknown.
+    Idle(super::idle_args::IdleArgs),
 }
 
 /// Flags every subcommand understands.
@@ -198,6 +203,9 @@ pub struct RunArgs {
     /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
     #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub startup_timeout: Duration,
+    /// Which held GPUs sit idle, from dcgm-exporter's series in Prometheus (docs/utilization.md).
+    #[command(flatten)]
+    pub utilization: super::utilization_args::UtilizationArgs,
 }
 
 /// Flags of `scan`.
@@ -242,6 +250,9 @@ pub struct ScanArgs {
     #[arg(long, env = "GPUINV_SCAN_STATUS_NODES_BUDGET", value_name = "BYTES",
           value_parser = parse_status_budget)]
     pub status_nodes_budget: Option<usize>,
+    /// Which held GPUs sit idle (an IDLE column, `namespaces[].idle`), from Prometheus.
+    #[command(flatten)]
+    pub utilization: super::utilization_args::UtilizationArgs,
 }
 
 impl ScanArgs {
@@ -255,6 +266,7 @@ impl ScanArgs {
             group_by: GroupBy::Node,
             chunk_size: DEFAULT_CHUNK_SIZE,
             status_nodes_budget: None,
+            utilization: Default::default(),
         }
     }
 }
@@ -304,17 +316,6 @@ fn parse_status_budget(text: &str) -> Result<usize, String> {
         ));
     }
     Ok(bytes)
-}
-
-/// Parses `30s`, `2m`, `1h 30m`, `500ms` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    let signed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration like 30s, 2m or 500ms: {e}"))?;
-    Duration::try_from(signed).map_err(|_| format!("{text:?} is negative"))
 }
 
 #[cfg(test)]

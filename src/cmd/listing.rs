@@ -52,6 +52,7 @@ pub(crate) fn dump_snapshot(
         .collect();
     nodes.extend(absent);
     Snapshot {
+        activity: None,
         nodes,
         pods: dump
             .pods

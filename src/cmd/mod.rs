@@ -3,9 +3,12 @@
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+mod duration_arg;
 pub mod fit;
 pub mod fit_args;
 pub mod group_by;
+pub mod idle;
+pub mod idle_args;
 mod listing;
 pub mod plugin;
 pub mod quotas;
@@ -13,3 +16,4 @@ pub mod quotas_args;
 pub(crate) mod render;
 pub mod run;
 pub mod scan;
+pub mod utilization_args;

@@ -62,6 +62,7 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         dra_drivers: global.dra_drivers(),
         health: global.health_table(),
         topology_labels: global.topology_labels.clone(),
+        utilization: args.utilization.source()?,
     };
     let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
     let feed_task = tokio::spawn(feed);

@@ -139,9 +139,16 @@ pub(crate) async fn scan_inventory(
         .chain(extra_levels.iter().filter(|level| level.as_str() != NVLINK))
         .cloned()
         .collect();
+    let activity = match args.utilization.source()? {
+        Some((prometheus, config)) => Some(Arc::new(
+            crate::sources::utilization::read_once(&prometheus, &config).await,
+        )),
+        None => None,
+    };
     let snapshot = Snapshot {
         health: global.health_table(),
         topology: levels_of(&topologies, &flags),
+        activity,
         ..snapshot
     };
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds

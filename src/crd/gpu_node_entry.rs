@@ -84,6 +84,10 @@ pub struct GpuNodeEntry {
     /// Where the node sits: level (`nvlink`, or a network level's node label key) -> domain.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub topology: BTreeMap<String, String>,
+    /// The pods and claims whose held units sat idle through the utilization window (docs/utilization.md),
+    /// sorted; absent when none did, or when the activity is not read or not known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle: Vec<super::utilization::IdleEntry>,
 }
 
 /// One DRA device of a node, as `scan` lists it.

@@ -14,11 +14,13 @@ mod gpu_node_entry;
 mod gpunode;
 mod quota;
 mod topology;
+mod utilization;
 
 pub use gpu_node_entry::*;
 pub use gpunode::*;
 pub use quota::*;
 pub use topology::*;
+pub use utilization::*;
 
 /// API group of every resource this operator owns.
 pub const GROUP: &str = "homelab.youngju.dev";
@@ -113,6 +115,10 @@ pub struct GpuInventoryStatus {
     /// Pending Workloads that can never be admitted, all of them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub workload_issue_count: u32,
+    /// The held GPUs' activity: its source and window, whether the idle figures are known, and the idle units
+    /// per resource (docs/utilization.md). Absent without `--prometheus-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<UtilizationStatus>,
     /// GPU nodes with at least one issue, by name, at most 100 of them (`problemNodeCount` is the true count).
     /// Each node's detail is in its GpuNode.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -208,6 +214,10 @@ pub struct NamespaceUsage {
     /// Per resource, what those pending pods ask for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, u64>,
+    /// Per resource, the units its pods and claims hold that sat idle through the utilization window; absent
+    /// when none did, or while `utilization.state` is `Unknown`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub idle: BTreeMap<String, u64>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -32,6 +32,7 @@ pub(crate) mod text;
 pub mod text_map;
 pub mod topology;
 pub(crate) mod totals;
+pub mod utilization;
 pub(crate) mod vendors;
 
 pub use assemble::{NodeUniverse, ScanInput, scan};

@@ -17,6 +17,7 @@ pub mod pods;
 pub mod slim;
 pub mod stripped;
 pub mod taint_rules;
+pub mod utilization;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule
 use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::topology::TopologyLevels;
+use crate::inventory::utilization::Activity;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
@@ -52,6 +54,11 @@ pub struct SourcesConfig {
     pub health: &'static HealthTable,
     /// `--topology-label`: node label keys that are topology levels, beside the built-in table and Kueue's.
     pub topology_labels: Vec<String>,
+    /// `--prometheus-url` and the rest: the utilization source's client and settings; `None`: off.
+    pub utilization: Option<(
+        utilization::prometheus::Prometheus,
+        utilization::UtilizationConfig,
+    )>,
 }
 
 /// Read handles on every source's cache, and the change signal they feed.
@@ -63,6 +70,7 @@ pub struct Sources {
     taint_rules: taint_rules::TaintRuleStore,
     topologies: kueue::topology::TopologyStore,
     kueue: kueue::KueueStores,
+    utilization: Option<utilization::UtilizationStore>,
     topology_labels: Arc<[String]>,
     drivers: Arc<[String]>,
     health: &'static HealthTable,
@@ -99,6 +107,8 @@ pub struct Snapshot {
     pub kueue: kueue::KueueObjects,
     /// The selector the node watch lists by (`--node-label-selector`), when it watches a subset.
     pub watched: Option<Arc<LabelSelector>>,
+    /// The held GPUs' activity, where the utilization source is on.
+    pub activity: Option<Arc<Activity>>,
 }
 
 impl Snapshot {
@@ -129,6 +139,9 @@ impl Snapshot {
         }
         if let Some(watched) = &self.watched {
             input = input.watched_by(watched);
+        }
+        if let Some(activity) = &self.activity {
+            input = input.activity(activity);
         }
         scan(match interner {
             Some(interner) => input.interner(interner),
@@ -169,7 +182,14 @@ impl Sources {
             signal.clone(),
             kueue::topology::strip_topology,
         );
-        let (kueue, kueue_feed) = kueue::KueueStores::watch(client, health, signal);
+        let (kueue, kueue_feed) = kueue::KueueStores::watch(client, health, signal.clone());
+        let (utilization, utilization_feed) = match config.utilization.clone() {
+            Some((prometheus, settings)) => {
+                let (store, feed) = utilization::watch_utilization(prometheus, settings, signal);
+                (Some(store), Some(feed))
+            }
+            None => (None, None),
+        };
         let read_dra = !drivers.is_empty();
         let feed = async move {
             let dra_feed = async move {
@@ -177,7 +197,19 @@ impl Sources {
                     futures::join!(dra_feed, rules_feed);
                 }
             };
-            futures::join!(node_feed, pod_feed, dra_feed, topology_feed, kueue_feed);
+            let utilization_feed = async move {
+                if let Some(feed) = utilization_feed {
+                    feed.await;
+                }
+            };
+            futures::join!(
+                node_feed,
+                pod_feed,
+                dra_feed,
+                topology_feed,
+                kueue_feed,
+                utilization_feed
+            );
         };
         (
             Self {
@@ -187,6 +219,7 @@ impl Sources {
                 taint_rules,
                 topologies,
                 kueue,
+                utilization,
                 topology_labels: config.topology_labels.clone().into(),
                 drivers,
                 health: config.health,
@@ -258,6 +291,7 @@ impl Sources {
             topology: kueue::topology::levels_of(&self.topologies.state(), &self.topology_labels),
             kueue: self.kueue.state(),
             watched: self.watched.clone(),
+            activity: self.utilization.as_ref().and_then(|u| u.state()),
         }
     }
 
@@ -321,6 +355,7 @@ impl Sources {
             taint_rules,
             topologies,
             kueue: kueue::KueueStores::absent(),
+            utilization: None,
             topology_labels: Arc::from(Vec::new()),
             drivers: Arc::from(Vec::new()),
             health: HealthTable::defaults(),

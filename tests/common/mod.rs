@@ -26,6 +26,7 @@ pub mod output_reads;
 pub mod pod_scheduling;
 pub mod pool_counts;
 pub mod pool_status;
+pub mod prometheus;
 pub mod proxy;
 pub mod rbac;
 pub mod test_env;

@@ -68,6 +68,9 @@ pub struct PluginArgs {
     /// Colour: `auto` (only on a terminal, and not when NO_COLOR is set), `always` or `never`.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub(crate) color: Color,
+    /// With `--prometheus-url`, an IDLE column: the held units that sat idle (docs/utilization.md).
+    #[command(flatten)]
+    pub utilization: super::utilization_args::UtilizationArgs,
     /// kubectl's --kubeconfig, --context (and --log-format, for RUST_LOG diagnostics).
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -82,6 +85,9 @@ pub(crate) enum PluginCommand {
     /// Kueue's quotas against the GPUs: flavor, quota, healthy, free, issues, and the pending Workloads that
     /// can never be admitted (as `gpu-inventory-operator quotas`). Exit code: 0 none, 1 some issue, 2 error.
     Quotas(super::quotas_args::QuotasArgs),
+    /// Which held GPUs sat idle through the window, per namespace and per pod or claim (as
+    /// `gpu-inventory-operator idle`; needs `--prometheus-url`). Exit code: 0 none, 1 some, 2 error.
+    Idle(super::idle_args::IdleArgs),
 }
 
 /// When to colour the table.
@@ -131,6 +137,14 @@ pub async fn run(args: PluginArgs) -> ExitCode {
         }
         return super::quotas::run(&args.global, quotas).await;
     }
+    if let Some(PluginCommand::Idle(idle)) = &args.command {
+        // `kubectl gpu-inventory --prometheus-url URL idle` as well as `... idle --prometheus-url URL`.
+        let mut idle = idle.clone();
+        if idle.utilization.prometheus_url.is_none() {
+            idle.utilization = args.utilization.clone();
+        }
+        return super::idle::run(&args.global, &idle).await;
+    }
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
@@ -178,6 +192,7 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         group_by: args.group_by.clone(),
         chunk_size: DEFAULT_CHUNK_SIZE,
         status_nodes_budget: None,
+        utilization: args.utilization.clone(),
     };
     let (inventory, status) = scan_status(&args.global, &scan_args).await?;
     print!("{}", shown(&inventory, &status, args, color));
@@ -220,6 +235,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
             .chain(table_level(args.output, &args.group_by))
             .map(str::to_owned)
             .collect(),
+        utilization: args.utilization.source()?,
     };
     let (sources, feed) = Sources::start(connection.client, &config, health.clone());
     let feed = tokio::spawn(feed);

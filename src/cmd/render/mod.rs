@@ -5,10 +5,12 @@
 
 mod columns;
 mod devices;
+mod idle;
 mod quotas;
 mod topology;
 
 use columns::columns;
+pub(crate) use idle::idle;
 pub(crate) use quotas::quotas;
 use topology::PlaceColumns;
 
@@ -156,11 +158,28 @@ fn shows_vendor(status: &GpuInventoryStatus, wide: bool) -> bool {
     }
 }
 
+/// The IDLE cell: idle units per resource as FREE spells them (`0` when none), `?` while the activity is
+/// unknown.
+fn idle_cell(node: &GpuNodeEntry, known: bool) -> String {
+    if !known {
+        return "?".to_owned();
+    }
+    let mut idle: BTreeMap<String, u64> = BTreeMap::new();
+    for entry in &node.idle {
+        *idle.entry(entry.resource.clone()).or_default() += entry.amount;
+    }
+    match per_resource_cell(node, &idle) {
+        dash if dash == "-" => "0".to_owned(),
+        cell => cell,
+    }
+}
+
 fn node_row(
     n: &GpuNodeEntry,
     wide: bool,
     vendor: bool,
     places: Option<&PlaceColumns>,
+    idle: Option<bool>,
 ) -> Vec<String> {
     let mut reasons: Vec<String> = n.issues.iter().map(|i| i.reason.clone()).collect();
     reasons.dedup();
@@ -185,6 +204,9 @@ fn node_row(
     if let Some(places) = places {
         row.extend(places.cells(n));
     }
+    if let Some(known) = idle {
+        row.push(idle_cell(n, known));
+    }
     row.push(or_dash(reasons));
     row
 }
@@ -203,11 +225,16 @@ fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
     if let Some(places) = &places {
         header.extend(places.header());
     }
+    // With `--prometheus-url`: the held units that sat idle through the window (docs/utilization.md).
+    let idle = status.utilization.as_ref().map(|u| u.state == "Current");
+    if idle.is_some() {
+        header.push("IDLE");
+    }
     header.push("ISSUES");
     let rows: Vec<Vec<String>> = status
         .nodes
         .iter()
-        .map(|n| node_row(n, wide, vendor, places.as_ref()))
+        .map(|n| node_row(n, wide, vendor, places.as_ref(), idle))
         .collect();
     let mut out = columns(&header, &rows);
     out += &legend(status);

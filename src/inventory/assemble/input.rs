@@ -10,6 +10,7 @@ use crate::inventory::interner::NodeInterner;
 use crate::inventory::quotas::KueueInput;
 use crate::inventory::selector::LabelSelector;
 use crate::inventory::topology::TopologyLevels;
+use crate::inventory::utilization::Activity;
 use crate::inventory::vendors::vendor_table::VendorTables;
 
 /// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
@@ -43,6 +44,8 @@ pub struct ScanInput<'a> {
     pub(super) kueue: Option<KueueInput<'a>>,
     /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
     pub(super) watched: Option<&'a LabelSelector>,
+    /// The held GPUs' activity, when read: the scan then says which holdings sit idle.
+    pub(super) activity: Option<&'a Activity>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -109,6 +112,13 @@ impl<'a> ScanInput<'a> {
     /// Kueue's objects: the inventory gets a quota report ([`crate::inventory::quotas`]).
     pub fn kueue(mut self, kueue: KueueInput<'a>) -> ScanInput<'a> {
         self.kueue = Some(kueue);
+        self
+    }
+
+    /// The held GPUs' activity ([`crate::inventory::utilization`]): the inventory gets a utilization report
+    /// and the nodes their idle holdings.
+    pub fn activity(mut self, activity: &'a Activity) -> ScanInput<'a> {
+        self.activity = Some(activity);
         self
     }
 

@@ -15,6 +15,7 @@ use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
 use crate::inventory::topology;
 use crate::inventory::totals;
+use crate::inventory::utilization::{self, Activity};
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
 /// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
@@ -132,10 +133,33 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             memo,
         ));
     }
+    if let Some(activity) = input.activity {
+        put_idle(&mut inventory, activity, input.interner);
+    }
     if let Some(interner) = input.interner {
         interner.forget_unused();
     }
     inventory
+}
+
+/// Joins the held GPUs with their activity: the report, and each node with idle holdings as an entry that
+/// lists them (shared with the last scan's when equal, see [`NodeInterner::with_idle`]).
+fn put_idle(inventory: &mut Inventory, activity: &Activity, interner: Option<&NodeInterner>) {
+    let mut assessment = utilization::assess(&inventory.nodes, activity);
+    if !assessment.by_node.is_empty() {
+        for node in &mut inventory.nodes {
+            if let Some(idle) = assessment.by_node.remove(&node.name) {
+                *node = match interner {
+                    Some(interner) => interner.with_idle(node, idle),
+                    None => Arc::new(NodeInventory {
+                        idle,
+                        ..NodeInventory::clone(node)
+                    }),
+                };
+            }
+        }
+    }
+    inventory.utilization = Some(assessment.report);
 }
 
 /// The inventory's GPU nodes, with their labels, against Kueue's objects. `made_from[i]` is the node entry
@@ -350,6 +374,7 @@ fn sum_up<'n>(
         namespaces: totals::namespaces(&nodes, &demand),
         nodes,
         quotas: None,
+        utilization: None,
     }
 }
 

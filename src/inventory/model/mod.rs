@@ -13,6 +13,7 @@ mod node_inventory;
 mod quota;
 mod topology;
 mod totals;
+mod utilization;
 mod vendor;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ pub use topology::{
     TopologySummary, physical_domain,
 };
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
+pub use utilization::{IdleHolding, UtilizationReport, UtilizationState};
 pub use vendor::Vendor;
 
 /// The GPU view of a set of nodes and the pods on them.
@@ -56,6 +58,8 @@ pub struct Inventory {
     pub topology: Vec<TopologySummary>,
     /// Kueue's quotas and pending workloads against the GPUs; `None` where Kueue's objects are not read.
     pub quotas: Option<QuotaReport>,
+    /// The held GPUs' activity, from Prometheus; `None` where it is not read (`--prometheus-url` unset).
+    pub utilization: Option<UtilizationReport>,
 }
 
 impl Inventory {

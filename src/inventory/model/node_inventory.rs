@@ -8,6 +8,7 @@ use super::device::Device;
 use super::holding::Holding;
 use super::issue::{Issue, IssueReason};
 use super::topology::NodeTopology;
+use super::utilization::IdleHolding;
 use super::vendor::Vendor;
 
 /// What described a node.
@@ -133,6 +134,9 @@ pub struct NodeInventory {
     pub free: BTreeMap<String, u64>,
     /// Who holds what: pods by their requests, claims by their devices. Sorted.
     pub holdings: Vec<Holding>,
+    /// The holdings whose units sat idle through the utilization window, sorted; empty where activity is not
+    /// read or not known (`inventory::utilization`).
+    pub idle: Vec<IdleHolding>,
     /// The node is cordoned.
     pub unschedulable: bool,
     /// What described the node, sorted.

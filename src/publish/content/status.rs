@@ -53,7 +53,12 @@ pub fn desired_status(
         pending_gpu_pods: inventory.pending_gpu_pods,
         resources: inventory.resources.iter().map(wire::resource).collect(),
         products: inventory.products.iter().map(wire::product).collect(),
-        namespaces: inventory.namespaces.iter().map(wire::namespace).collect(),
+        namespaces: inventory
+            .namespaces
+            .iter()
+            .map(|n| wire::namespace(n, inventory.utilization.as_ref()))
+            .collect(),
+        utilization: inventory.utilization.as_ref().map(wire::utilization_status),
         topology: inventory
             .topology
             .iter()

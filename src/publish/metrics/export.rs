@@ -13,6 +13,7 @@ use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::quotas::export_quotas;
 use super::removal::remove_series;
 use super::topology::export_topology;
+use super::utilization::export_idle;
 use crate::inventory::model::{Inventory, IssueReason};
 use crate::runtime::metrics::Metrics;
 
@@ -90,6 +91,7 @@ pub fn export_inventory(
     export_allocation(metrics, inventory, status);
     export_topology(metrics, inventory, status);
     export_quotas(metrics, inventory, status);
+    export_idle(metrics, inventory, status);
     exported.insert(inventory.to_owned(), Arc::clone(status));
 }
 

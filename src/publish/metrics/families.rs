@@ -183,6 +183,8 @@ pub struct InventoryGauges {
     pub(crate) quota_healthy: Family<QuotaLabels, Gauge>,
     pub(crate) quota_issues: Family<QuotaIssueLabels, Gauge>,
     pub(crate) workloads_cannot_fit: Family<InventoryLabels, Gauge>,
+    pub(crate) idle_gpus: Family<NamespaceResourceLabels, Gauge>,
+    pub(crate) utilization_known: Family<InventoryLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
     pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
 }
@@ -330,6 +332,18 @@ impl InventoryGauges {
             "workloads_cannot_fit",
             "Pending Kueue Workloads that can never be admitted as they are (status.workloadIssueCount)",
             self.workloads_cannot_fit.clone(),
+        );
+        registry.register(
+            "idle_gpus",
+            "Units of a resource a namespace's pods and claims hold that sat idle through the utilization \
+             window (status.namespaces[].idle); absent while the activity is unknown",
+            self.idle_gpus.clone(),
+        );
+        registry.register(
+            "utilization_known",
+            "1 while the last query of the GPUs' activity answered in full (status.utilization.state Current), \
+             0 while the idle figures are withheld",
+            self.utilization_known.clone(),
         );
     }
 }

@@ -1,5 +1,5 @@
 //! The metrics publisher: each inventory's gauges on `/metrics` (GPU nodes, GPUs, per-node info, issues,
-//! allocation, topology, Kueue quotas).
+//! allocation, topology, Kueue quotas, idle GPUs).
 //! Series of nodes and inventories that are gone are removed, so dashboards never show ghosts.
 //!
 //! - `families`: the metric families and their label sets, registered into the process's registry;
@@ -7,7 +7,8 @@
 //! - `removal`: removing the series of what is gone;
 //! - `label_sets`: the label sets both build the same way;
 //! - `quotas`: the Kueue quota series (per flavor and resource), set and removed;
-//! - `topology`: the topology series (per product and level, and the largest domains), set and removed.
+//! - `topology`: the topology series (per product and level, and the largest domains), set and removed;
+//! - `utilization`: the idle GPU series (per namespace and resource) and whether they are known.
 
 mod export;
 mod families;
@@ -15,6 +16,7 @@ mod label_sets;
 mod quotas;
 mod removal;
 mod topology;
+mod utilization;
 
 pub use export::export_inventory;
 pub use families::*;

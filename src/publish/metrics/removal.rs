@@ -8,6 +8,7 @@ use super::families::{
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::quotas::remove_quotas;
 use super::topology::remove_topology;
+use super::utilization::remove_idle;
 use crate::inventory::model::{Inventory, IssueReason};
 use crate::runtime::metrics::Metrics;
 
@@ -48,6 +49,7 @@ pub(crate) fn retain_inventories(
 pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     remove_topology(metrics, inventory, status);
     remove_quotas(metrics, inventory, status);
+    remove_idle(metrics, inventory, status);
     for node in &status.nodes {
         metrics.node_info.remove(&info_labels(inventory, node));
         let labels = NodeLabels {

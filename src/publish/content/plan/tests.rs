@@ -255,6 +255,33 @@ fn full_status() -> GpuInventoryStatus {
         message: "PodSet main asks for 80 nvidia.com/gpu in one rack".into(),
     }];
     status.workload_issue_count = 1;
+    // The schema walk reads each list's first item: it names both holders (a real entry names one).
+    status.nodes[0].idle = vec![
+        crate::crd::IdleEntry {
+            pod: Some("ml/train".into()),
+            claim: Some("ml/c0".into()),
+            resource: "nvidia.com/gpu".into(),
+            amount: 2,
+            idle_since: "2026-12-05T01:00:00Z".into(),
+        },
+        crate::crd::IdleEntry {
+            pod: None,
+            claim: Some("ml/c1".into()),
+            resource: "gpu.nvidia.com/gpu".into(),
+            amount: 1,
+            idle_since: "2026-12-05T01:00:00Z".into(),
+        },
+    ];
+    status.utilization = Some(crate::crd::UtilizationStatus {
+        source: "http://prometheus:9090".into(),
+        window: "30m".into(),
+        state: "Current".into(),
+        message: "idle: below 1% through 30m".into(),
+        idle: BTreeMap::from([("nvidia.com/gpu".into(), 2)]),
+    });
+    for namespace in &mut status.namespaces {
+        namespace.idle = BTreeMap::from([("nvidia.com/gpu".into(), 2)]);
+    }
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))
 }

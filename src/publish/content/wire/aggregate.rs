@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::crd::{FreeGpuNodes, NamespaceUsage, ProblemNode, ProductSummary, ResourceSummary};
 use crate::inventory::conditions::{InventoryCondition, inventory_conditions};
 use crate::inventory::model::{
-    Inventory, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals,
+    Inventory, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals, UtilizationReport,
 };
 
 /// The inventory's conditions for spec generation `generation`, `lastTransitionTime` left at the epoch for
@@ -60,13 +60,20 @@ pub fn product(totals: &ProductTotals) -> ProductSummary {
     }
 }
 
-/// A namespace's holdings and demand.
-pub fn namespace(totals: &NamespaceTotals) -> NamespaceUsage {
+/// A namespace's holdings and demand, and its idle units when the activity is read.
+pub fn namespace(
+    totals: &NamespaceTotals,
+    utilization: Option<&UtilizationReport>,
+) -> NamespaceUsage {
     NamespaceUsage {
         name: totals.name.clone(),
         allocated: totals.allocated.clone(),
         pending_pods: totals.pending_pods,
         pending: totals.pending.clone(),
+        idle: utilization
+            .and_then(|u| u.namespaces.get(&totals.name))
+            .cloned()
+            .unwrap_or_default(),
     }
 }
 

@@ -5,16 +5,19 @@
 //! - `aggregate`: a GpuInventory status's conditions, sums and problem nodes;
 //! - `read_back`: a published status read back into the model;
 //! - `quota`: Kueue's quotas and the workloads that cannot fit, both ways;
-//! - `topology`: a node's places and the inventory's topology levels, both ways.
+//! - `topology`: a node's places and the inventory's topology levels, both ways;
+//! - `utilization`: the idle holdings and the utilization report, both ways.
 
 mod aggregate;
 mod node_entry;
 mod quota;
 mod read_back;
 mod topology;
+mod utilization;
 
 pub use aggregate::{conditions, free_by_vendor, namespace, problem_node, product, resource};
 pub use node_entry::{Detail, device, issue, node_entry};
 pub use quota::{WORKLOAD_ISSUES_LIMIT, quota_entry, read_quotas, workload_issues};
 pub use read_back::published_inventory;
 pub use topology::{places, read_places, read_summary, summary as topology_summary};
+pub use utilization::{idle_entry, read_idle_entry, read_utilization, utilization_status};

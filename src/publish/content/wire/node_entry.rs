@@ -49,6 +49,11 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
             Detail::Counts => BTreeMap::new(),
             Detail::Devices => super::topology::places(&node.topology),
         },
+        idle: node
+            .idle
+            .iter()
+            .map(super::utilization::idle_entry)
+            .collect(),
     }
 }
 

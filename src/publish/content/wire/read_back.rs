@@ -73,6 +73,14 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .filter_map(super::topology::read_summary)
             .collect(),
         quotas: super::quota::read_quotas(status),
+        utilization: status.utilization.as_ref().map(|u| {
+            let idle = status
+                .namespaces
+                .iter()
+                .filter(|n| !n.idle.is_empty())
+                .map(|n| (n.name.clone(), n.idle.clone()));
+            super::utilization::read_utilization(u, idle.collect())
+        }),
     }
 }
 
@@ -83,6 +91,11 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
             .collect()
     };
     NodeInventory {
+        idle: entry
+            .idle
+            .iter()
+            .filter_map(super::utilization::read_idle_entry)
+            .collect(),
         name: entry.name.clone(),
         vendor: entry.vendor.as_deref().and_then(Vendor::from_name),
         // The entry does not carry them; events do not need them.

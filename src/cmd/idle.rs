@@ -1,0 +1,84 @@
+//! `idle`: which held GPUs sat idle through the window, per namespace and per holder, as the operator would
+//! publish them (`GpuInventory.status.namespaces[].idle`, `GpuNode.status.node.idle[]`), read live from the
+//! cluster and Prometheus. Exit code: 0 none idle, 1 some, 2 error (Prometheus's answer unknown included).
+
+use std::process::ExitCode;
+
+use super::cli::{GlobalArgs, ScanArgs};
+use super::idle_args::{IdleArgs, IdleJson, IdleOutput, NamespaceIdle, NodeIdle};
+use super::render;
+use super::scan::{EXIT_ERROR, scan_inventory};
+use crate::error::{Error, Result};
+use crate::inventory::model::UtilizationState;
+use crate::publish::content::wire;
+
+/// Prints the idle GPUs; the exit code says whether any sat idle.
+pub async fn run(global: &GlobalArgs, args: &IdleArgs) -> ExitCode {
+    match report(global, args).await {
+        Ok((text, code)) => {
+            print!("{text}");
+            ExitCode::from(code)
+        }
+        Err(e) => {
+            eprintln!(
+                "error: {}",
+                crate::runtime::terminal_text::visible(&e.to_string())
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The text to print and the exit code.
+async fn report(global: &GlobalArgs, args: &IdleArgs) -> Result<(String, u8)> {
+    if args.utilization.prometheus_url.is_none() {
+        return Err(Error::InvalidFlag(
+            "--prometheus-url is required: the Prometheus holding dcgm-exporter's series (or set \
+             GPUINV_PROMETHEUS_URL)"
+                .into(),
+        ));
+    }
+    let scan_args = ScanArgs {
+        utilization: args.utilization.clone(),
+        ..ScanArgs::of_query(None, args.selector.clone())
+    };
+    let inventory = scan_inventory(global, &scan_args, &[]).await?;
+    let Some(report) = &inventory.utilization else {
+        return Err(Error::InvalidFlag("the activity was not read".into()));
+    };
+    let json = IdleJson {
+        utilization: wire::utilization_status(report),
+        namespaces: report
+            .namespaces
+            .iter()
+            .map(|(name, idle)| NamespaceIdle {
+                name: name.clone(),
+                idle: idle.clone(),
+            })
+            .collect(),
+        nodes: inventory
+            .nodes
+            .iter()
+            .filter(|n| !n.idle.is_empty())
+            .map(|n| NodeIdle {
+                name: n.name.clone(),
+                idle: n.idle.iter().map(wire::idle_entry).collect(),
+            })
+            .collect(),
+    };
+    let code = match report.state {
+        UtilizationState::Unknown => EXIT_ERROR,
+        UtilizationState::Current => u8::from(!json.nodes.is_empty()),
+    };
+    let text = match args.output {
+        IdleOutput::Json => {
+            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
+                + "\n"
+        }
+        IdleOutput::Yaml => {
+            serde_saphyr::to_string(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
+        }
+        IdleOutput::Table => render::idle(&json),
+    };
+    Ok((text, code))
+}

@@ -1,0 +1,234 @@
+//! The utilization source: which held GPUs sat idle, read from dcgm-exporter's series in Prometheus at most
+//! once per `--utilization-interval`, never per change (docs/utilization.md).
+//!
+//! Each round asks how many GPU series stayed below `--idle-below` through `--idle-window` ([`promql`]),
+//! refuses an answer past `--utilization-max-series` without fetching it, then fetches the idle series and
+//! reads their labels ([`IdleSeries`]). Each keeps the `since` it was first found idle with ([`IdleSince`]),
+//! so that a round that finds the same [`Activity`] changes nothing and notifies no one. A failed round makes
+//! the reading `Unknown` with the reason, and the next try comes after a backoff (5 s doubling to the
+//! interval); the idle figures are withheld meanwhile, and every other output goes on.
+
+pub mod prometheus;
+pub mod promql;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::inventory::utilization::{Activity, IdleSeries, Reading};
+use crate::runtime::backoff::Policy;
+use crate::sources::changes::ChangeSignal;
+use prometheus::{Prometheus, QueryError};
+use promql::IdleQuery;
+
+/// How the source reads Prometheus.
+#[derive(Clone, Debug)]
+pub struct UtilizationConfig {
+    /// Where Prometheus is, and how to talk to it.
+    pub endpoint: prometheus::Endpoint,
+    /// At most one round this often.
+    pub interval: Duration,
+    /// What the queries ask.
+    pub query: IdleQuery,
+    /// The most idle series a round fetches.
+    pub max_series: u64,
+}
+
+/// After a failed round: 5 s, doubling, at most the interval.
+const RETRY: Policy = Policy {
+    first: Duration::from_secs(5),
+    cap: Duration::from_secs(600),
+    ignore_resets_within: Duration::ZERO,
+};
+
+/// The latest [`Activity`], shared by the round task and the scans.
+#[derive(Clone, Debug, Default)]
+pub struct UtilizationStore(Arc<Mutex<Option<Arc<Activity>>>>);
+
+impl UtilizationStore {
+    /// The latest activity; `None` where the source is off.
+    pub fn state(&self) -> Option<Arc<Activity>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the activity; whether it changed.
+    fn set(&self, activity: Activity) -> bool {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if held.as_deref() == Some(&activity) {
+            return false;
+        }
+        *held = Some(Arc::new(activity));
+        true
+    }
+}
+
+/// Starts the source: its store (`Unknown` until the first round answers) and its task.
+pub fn watch_utilization(
+    client: Prometheus,
+    config: UtilizationConfig,
+    signal: ChangeSignal,
+) -> (UtilizationStore, impl Future<Output = ()> + Send + 'static) {
+    let store = UtilizationStore::default();
+    let base = unasked(&client, &config);
+    store.set(base.clone());
+    let feed_store = store.clone();
+    let feed = async move {
+        let mut since = IdleSince::default();
+        let mut retry = Policy {
+            cap: config.interval.max(RETRY.first),
+            ..RETRY
+        }
+        .backoff();
+        loop {
+            let now = jiff::Timestamp::now();
+            let reading = match round(&client, &config, now).await {
+                Ok(samples) => {
+                    retry.reset();
+                    Reading::Current(since.mark(samples, now, config.query.window))
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the GPUs' activity failed; idle figures withheld");
+                    Reading::Unknown(e.to_string())
+                }
+            };
+            let failed = matches!(reading, Reading::Unknown(_));
+            if feed_store.set(Activity {
+                reading,
+                ..base.clone()
+            }) {
+                signal.notify();
+            }
+            let wait = if failed {
+                retry.next_delay()
+            } else {
+                config.interval
+            };
+            tokio::time::sleep(wait).await;
+        }
+    };
+    (store, feed)
+}
+
+/// One round for a one-shot command (`scan`, `idle`, the plugin): the activity now.
+pub async fn read_once(client: &Prometheus, config: &UtilizationConfig) -> Activity {
+    let now = jiff::Timestamp::now();
+    let reading = match round(client, config, now).await {
+        Ok(samples) => {
+            Reading::Current(IdleSince::default().mark(samples, now, config.query.window))
+        }
+        Err(e) => Reading::Unknown(e.to_string()),
+    };
+    Activity {
+        reading,
+        ..unasked(client, config)
+    }
+}
+
+/// The activity before any round.
+fn unasked(client: &Prometheus, config: &UtilizationConfig) -> Activity {
+    Activity {
+        source: client.source(),
+        window: promql::duration(config.query.window),
+        rule: rule(&config.query),
+        reading: Reading::Unknown("Prometheus has not been asked yet".into()),
+    }
+}
+
+/// The rule as `status.utilization.message` says it.
+fn rule(query: &IdleQuery) -> String {
+    format!(
+        "idle: below {}% through {}, by {} (MIG instances' too), else {}",
+        query.below * 100.0,
+        promql::duration(query.window),
+        promql::GR_ENGINE_ACTIVE,
+        promql::GPU_UTIL
+    )
+}
+
+/// One round: the count, refused past the bound, then the idle series.
+async fn round(
+    client: &Prometheus,
+    config: &UtilizationConfig,
+    now: jiff::Timestamp,
+) -> Result<Vec<BTreeMap<String, String>>, QueryError> {
+    let time = now.as_second();
+    let count = client.query(&config.query.count(), time).await?;
+    let idle = count.first().map_or(0.0, |s| s.value);
+    if idle > config.max_series as f64 {
+        return Err(QueryError::TooLarge(format!(
+            "{idle} idle GPU series is more than --utilization-max-series={}; not fetched (raise the bound, \
+             or narrow the series with --utilization-selector)",
+            config.max_series
+        )));
+    }
+    let samples = client.query(&config.query.idle(), time).await?;
+    Ok(samples.into_iter().map(|s| s.labels).collect())
+}
+
+/// When each idle series was first found idle: the start of that round's window. Kept across rounds while the
+/// series stays idle, and through failed rounds; forgotten once a round answers without it.
+#[derive(Default)]
+struct IdleSince(HashMap<BTreeMap<String, String>, jiff::Timestamp>);
+
+impl IdleSince {
+    /// The idle series of a round that answered, each with its `since`, sorted.
+    fn mark(
+        &mut self,
+        idle: Vec<BTreeMap<String, String>>,
+        now: jiff::Timestamp,
+        window: Duration,
+    ) -> Vec<IdleSeries> {
+        let start =
+            jiff::Timestamp::from_second(now.as_second() - window.as_secs() as i64).unwrap_or(now);
+        let mut seen = HashMap::with_capacity(idle.len());
+        let mut series: Vec<IdleSeries> = idle
+            .into_iter()
+            .map(|labels| {
+                let since = self.0.get(&labels).copied().unwrap_or(start);
+                let read = IdleSeries::of_labels(&labels, since);
+                seen.insert(labels, since);
+                read
+            })
+            .collect();
+        self.0 = seen;
+        series.sort();
+        series
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_keeps_the_since_it_was_first_found_idle_with() {
+        let labels = |pod: &str| {
+            BTreeMap::from([
+                ("namespace".into(), "ml".into()),
+                ("pod".into(), pod.into()),
+            ])
+        };
+        let at = |s| jiff::Timestamp::from_second(s).unwrap();
+        let window = Duration::from_secs(1800);
+        let mut since = IdleSince::default();
+        let first = since.mark(vec![labels("a")], at(10_000), window);
+        assert_eq!(first[0].since, at(8_200));
+        let again = since.mark(vec![labels("a"), labels("b")], at(10_060), window);
+        assert_eq!(again[0].since, at(8_200), "unchanged while idle");
+        assert_eq!(again[1].since, at(8_260));
+        // `a` was busy for a round: found idle again, it starts over.
+        since.mark(vec![labels("b")], at(10_120), window);
+        let later = since.mark(vec![labels("a"), labels("b")], at(10_180), window);
+        assert_eq!(later[0].since, at(8_380));
+        assert_eq!(later[1].since, at(8_260));
+    }
+
+    #[test]
+    fn the_store_says_whether_the_activity_changed() {
+        let store = UtilizationStore::default();
+        let activity = Activity::default();
+        assert!(store.set(activity.clone()));
+        assert!(!store.set(activity), "the same activity changes nothing");
+        assert!(store.state().is_some());
+    }
+}
