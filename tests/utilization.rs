@@ -1,0 +1,470 @@
+//! Which held GPUs sit idle, against a real Prometheus (v0.316.0, built from its Go module) holding
+//! dcgm-exporter's history back-filled with promtool in the exporter's own series and labels
+//! (tests/common/prometheus), and the real scheduler and KWOK nodes holding the pods (docs/utilization.md).
+//!
+//! The history runs from two hours ago to twenty minutes ahead, so that every case reads the same for the
+//! length of a test: Prometheus answers an instant query from the latest sample at or before the query's time.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::allocation::node;
+use common::prometheus::{PrometheusProcess, Series, dcgm_labels};
+use common::{OperatorProcess, TestEnv, eventually};
+use gpu_inventory_operator::crd::{GpuInventoryStatus, IdleEntry};
+use jiff::{Timestamp, ToSpan};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+const CONVERGE: Duration = Duration::from_secs(30);
+/// A change of the idle set: the next round (`--utilization-interval 2s`), the coalescing window, one scan.
+const ROUND: Duration = Duration::from_secs(15);
+/// Prometheus back after a stop: the source's backoff (5 s, 10 s, ...) and a round.
+const BACK: Duration = Duration::from_secs(40);
+const GPU: &str = "nvidia.com/gpu";
+const MIG: &str = "nvidia.com/mig-1g.10gb";
+/// dcgm-exporter's sampling step, in seconds.
+const STEP: i64 = 30;
+
+/// A series of `value` from `from` ago until twenty minutes ahead.
+fn history(series: Series, value: f64, from: jiff::Span) -> Series {
+    let now = Timestamp::now();
+    series.constant(value, now - from, now + 20.minutes(), STEP)
+}
+
+fn h100_node(name: &str, gpus: u32) -> k8s_openapi::api::core::v1::Node {
+    let labels = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": gpus.to_string() });
+    node(name, labels, &[(GPU, &gpus.to_string())])
+}
+
+/// An H100 with MIG strategy `mixed`: seven 1g.10gb instances.
+fn mig_node(name: &str) -> k8s_openapi::api::core::v1::Node {
+    let labels = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "1", "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.10gb.count": "7" });
+    node(name, labels, &[(MIG, "7")])
+}
+
+/// Pod `name` pinned to `node`, asking for `amount` of `resource`; waits until the scheduler bound it.
+async fn held(env: &TestEnv, name: &str, node: &str, resource: &str, amount: u32) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": { "nodeSelector": { "kubernetes.io/hostname": node },
+                  "automountServiceAccountToken": false,
+                  "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                   "resources": { "limits": { resource: amount.to_string() } } }] }
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(CONVERGE, &format!("creating pod {name}"), || async {
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+            .ok()
+    })
+    .await;
+    env.wait_bound(name).await;
+}
+
+fn idle_of<'s>(
+    status: &'s GpuInventoryStatus,
+    namespace: &str,
+) -> Option<&'s BTreeMap<String, u64>> {
+    status
+        .namespaces
+        .iter()
+        .find(|n| n.name == namespace)
+        .map(|n| &n.idle)
+        .filter(|idle| !idle.is_empty())
+}
+
+fn state(status: &GpuInventoryStatus) -> &str {
+    status.utilization.as_ref().map_or("", |u| u.state.as_str())
+}
+
+/// The GpuNode's idle entries as `(pod, resource, amount)`.
+async fn gpunode_idle(env: &TestEnv, node: &str) -> Vec<(String, String, u64)> {
+    let Some(gpunode) = env.gpunode(node).await else {
+        return Vec::new();
+    };
+    let entries: Vec<IdleEntry> = gpunode.status.map(|s| s.node.idle).unwrap_or_default();
+    entries
+        .into_iter()
+        .map(|e| {
+            let holder = e.pod.or(e.claim).unwrap_or_default();
+            (holder, e.resource, e.amount)
+        })
+        .collect()
+}
+
+fn operator_for(env: &TestEnv, prometheus: &PrometheusProcess) -> OperatorProcess {
+    env.start_operator_with(
+        "30s",
+        &[
+            "--prometheus-url",
+            &prometheus.url(),
+            "--utilization-interval",
+            "2s",
+        ],
+    )
+}
+
+/// Every GpuNode's and the inventory's resourceVersion.
+async fn written_versions(env: &TestEnv) -> Vec<(String, String)> {
+    let mut versions: Vec<(String, String)> = env
+        .gpunodes()
+        .await
+        .into_iter()
+        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
+        .collect();
+    let inventory = env
+        .inventory(&env.inventory_name())
+        .await
+        .expect("the inventory");
+    versions.push((
+        "GpuInventory".into(),
+        inventory.metadata.resource_version.unwrap_or_default(),
+    ));
+    versions
+}
+
+#[tokio::test]
+async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasured_ones_and_a_quiet_minute_writes_nothing()
+ {
+    let env = TestEnv::new("idle-pods").await;
+    let ns = env.namespace.clone();
+    let gpus = env.create_node(h100_node("gpus", 8)).await;
+    let mig = env.create_node(mig_node("mig")).await;
+    env.wait_schedulable(&gpus).await;
+    env.wait_schedulable(&mig).await;
+    // The namespace holds no idle unit at first: the idle pods come once the operator reads the activity, so
+    // that the namespace starting to hold idle GPUs is a transition (one event).
+    held(&env, "busy", &gpus, GPU, 1).await;
+    held(&env, "young", &gpus, GPU, 1).await;
+    held(&env, "unmeasured", &gpus, GPU, 1).await;
+    held(&env, "mig-busy", &mig, MIG, 1).await;
+
+    let on = |gpu: u32, pod: &str| {
+        dcgm_labels(&gpus, gpu)
+            .pod(&ns, pod, "cuda")
+            .scraped("gpu-metrics", "10.0.0.7:9400")
+    };
+    let two_hours = 2.hours();
+    let mut series = vec![
+        // Busy: both signals high.
+        history(on(0, "busy").gpu_util(), 85.0, two_hours),
+        history(on(0, "busy").gr_engine_active(), 0.8, two_hours),
+        // Idle on both of its GPUs for two hours.
+        history(on(1, "idle").gpu_util(), 0.0, two_hours),
+        history(on(1, "idle").gr_engine_active(), 0.0, two_hours),
+        history(on(2, "idle").gpu_util(), 0.0, two_hours),
+        history(on(2, "idle").gr_engine_active(), 0.0, two_hours),
+        // Idle, but only for the last ten minutes: younger than the window.
+        history(on(3, "young").gpu_util(), 0.0, 10.minutes()),
+        // Behind a ServiceMonitor without honor_labels: the holder's labels as exported_*, the exporter pod's
+        // as the plain ones; and no profiling (GPU_UTIL only).
+        history(
+            on(4, "relabelled")
+                .exported()
+                .exporter_pod("gpu-operator", "nvidia-dcgm-exporter-x7k2p")
+                .gpu_util(),
+            0.0,
+            two_hours,
+        ),
+        // GPU 5 ("unmeasured") has no series at all.
+    ];
+    // MIG: GPU_UTIL reads 0 for every instance, busy or not; the engine activity tells them apart.
+    for (instance, pod, activity) in [(1, "mig-busy", 0.7), (2, "mig-idle", 0.0)] {
+        let labels = dcgm_labels(&mig, 0)
+            .mig("1g.10gb", instance)
+            .pod(&ns, pod, "cuda");
+        series.push(history(labels.gpu_util(), 0.0, two_hours));
+        series.push(history(labels.gr_engine_active(), activity, two_hours));
+    }
+    let prometheus = PrometheusProcess::start(&env.id, &series);
+    let _operator = operator_for(&env, &prometheus);
+    let inv = env.inventory_name();
+    let status = env
+        .wait_inventory(&inv, CONVERGE, "the activity read", |s| {
+            state(s) == "Current"
+        })
+        .await
+        .status
+        .unwrap();
+    assert_eq!(
+        idle_of(&status, &ns),
+        None,
+        "busy, young and unmeasured pods are not idle"
+    );
+
+    held(&env, "idle", &gpus, GPU, 2).await;
+    held(&env, "relabelled", &gpus, GPU, 1).await;
+    held(&env, "mig-idle", &mig, MIG, 1).await;
+    let status = env
+        .wait_inventory(&inv, ROUND, "idle units in the test's namespace", |s| {
+            idle_of(s, &ns).is_some_and(|idle| idle.len() == 2 && idle.get(GPU) == Some(&3))
+        })
+        .await
+        .status
+        .unwrap();
+    let expected = BTreeMap::from([(GPU.to_owned(), 3), (MIG.to_owned(), 1)]);
+    assert_eq!(
+        idle_of(&status, &ns),
+        Some(&expected),
+        "idle: 2 + 1 relabelled, and one MIG instance"
+    );
+    let utilization = status.utilization.as_ref().unwrap();
+    assert_eq!(
+        (utilization.source.as_str(), utilization.window.as_str()),
+        (prometheus.url().as_str(), "30m")
+    );
+    assert!(
+        utilization
+            .message
+            .contains("DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+        "{}",
+        utilization.message
+    );
+
+    let mut on_gpus = gpunode_idle(&env, &gpus).await;
+    on_gpus.sort();
+    assert_eq!(
+        on_gpus,
+        vec![
+            (format!("{ns}/idle"), GPU.to_owned(), 2),
+            (format!("{ns}/relabelled"), GPU.to_owned(), 1)
+        ],
+        "busy, young and unmeasured pods are not idle"
+    );
+    assert_eq!(
+        gpunode_idle(&env, &mig).await,
+        vec![(format!("{ns}/mig-idle"), MIG.to_owned(), 1)]
+    );
+    let gpunode = env.gpunode(&gpus).await.unwrap();
+    let since: Timestamp = gpunode.status.unwrap().node.idle[0]
+        .idle_since
+        .parse()
+        .unwrap();
+    let age = Timestamp::now().duration_since(since);
+    assert!(
+        age >= jiff::SignedDuration::from_mins(30) && age < jiff::SignedDuration::from_mins(32),
+        "idleSince is the start of the window it was first found idle in: {since}"
+    );
+    let warning = eventually(ROUND, "the IdleGpus event", || async {
+        env.events_about(&inv)
+            .await
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("IdleGpus"))
+    })
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert!(
+        warning
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&format!("namespace {ns} holds"))
+    );
+
+    // A quiet minute: Prometheus is asked every 2 s and answers the same; nothing is written.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = written_versions(&env).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        before,
+        written_versions(&env).await,
+        "the operator wrote in a quiet minute"
+    );
+    let events = env.events_about(&inv).await;
+    let idle_events = events
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("IdleGpus"))
+        .count();
+    assert_eq!(
+        idle_events, 1,
+        "one event per namespace that starts holding idle GPUs, not one per query"
+    );
+
+    // The idle pods go: their units leave the GpuNode and the namespace with the pods, and the namespace's
+    // last one makes the Normal event.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &ns);
+    pods.delete("idle", &Default::default()).await.unwrap();
+    env.wait_inventory(&inv, ROUND, "the idle pod gone", |s| {
+        idle_of(s, &ns).is_some_and(|idle| idle.get(GPU) == Some(&1))
+    })
+    .await;
+    for pod in ["relabelled", "mig-idle"] {
+        pods.delete(pod, &Default::default()).await.unwrap();
+    }
+    env.wait_inventory(&inv, ROUND, "no idle unit left", |s| {
+        state(s) == "Current" && idle_of(s, &ns).is_none()
+    })
+    .await;
+    let resolved = eventually(ROUND, "the IdleGpusResolved event", || async {
+        env.events_about(&inv)
+            .await
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("IdleGpusResolved"))
+    })
+    .await;
+    assert_eq!(resolved.type_.as_deref(), Some("Normal"));
+    drop(prometheus);
+}
+
+#[tokio::test]
+async fn prometheus_stopped_makes_the_figures_unknown_and_withheld_and_they_return_when_it_does() {
+    let env = TestEnv::new("idle-faults").await;
+    let ns = env.namespace.clone();
+    let gpus = env.create_node(h100_node("gpus", 8)).await;
+    env.wait_schedulable(&gpus).await;
+    held(&env, "idle", &gpus, GPU, 1).await;
+    let labels = dcgm_labels(&gpus, 0).pod(&ns, "idle", "cuda");
+    let series = vec![
+        history(labels.gpu_util(), 0.0, 2.hours()),
+        history(labels.gr_engine_active(), 0.0, 2.hours()),
+    ];
+    let mut prometheus = PrometheusProcess::start(&env.id, &series);
+    let operator = operator_for(&env, &prometheus);
+    let inv = env.inventory_name();
+    env.wait_inventory(&inv, CONVERGE, "the idle pod", |s| {
+        idle_of(s, &ns).is_some()
+    })
+    .await;
+
+    prometheus.stop();
+    let stopped = Instant::now();
+    let unknown = env
+        .wait_inventory(&inv, ROUND, "state Unknown", |s| state(s) == "Unknown")
+        .await
+        .status
+        .unwrap();
+    eprintln!(
+        "Unknown {} ms after Prometheus stopped",
+        stopped.elapsed().as_millis()
+    );
+    let utilization = unknown.utilization.as_ref().unwrap();
+    assert!(
+        utilization.message.contains("unreachable"),
+        "{}",
+        utilization.message
+    );
+    assert!(
+        utilization.idle.is_empty(),
+        "withheld, not 0: {utilization:?}"
+    );
+    assert_eq!(
+        idle_of(&unknown, &ns),
+        None,
+        "the namespace's idle units are withheld"
+    );
+    eventually(ROUND, "the GpuNode's idle entries withheld", || async {
+        gpunode_idle(&env, &gpus).await.is_empty().then_some(())
+    })
+    .await;
+    // Everything else goes on: the node and its allocation are still there.
+    let entry = unknown
+        .nodes
+        .iter()
+        .find(|n| n.name == gpus)
+        .expect("the node");
+    assert_eq!(entry.allocated.get(GPU), Some(&1));
+    let (_, metrics) = operator.http_get("/metrics").await;
+    assert!(
+        metrics.contains("gpu_inventory_utilization_known{inventory=\""),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("gpu_inventory_idle_gpus{"),
+        "no idle series while unknown"
+    );
+
+    prometheus.restart();
+    let back = Instant::now();
+    env.wait_inventory(&inv, BACK, "Current again, the idle pod back", |s| {
+        state(s) == "Current" && idle_of(s, &ns).is_some()
+    })
+    .await;
+    eprintln!(
+        "Current {} ms after Prometheus restarted",
+        back.elapsed().as_millis()
+    );
+    let (_, metrics) = operator.http_get("/metrics").await;
+    let series = format!(
+        "gpu_inventory_idle_gpus{{inventory=\"{inv}\",namespace=\"{ns}\",resource=\"{GPU}\"}} 1"
+    );
+    assert!(metrics.contains(&series), "{series} not in /metrics");
+    let reasons: Vec<String> = env
+        .events_about(&inv)
+        .await
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    for reason in ["UtilizationUnknown", "UtilizationCurrent"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "no {reason} event in {reasons:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dra_claims_idle_gpu_is_the_claims() {
+    use common::dra;
+    let env = TestEnv::new("idle-dra").await;
+    dra::require_dra(&env.client, "a_dra_claims_idle_gpu_is_the_claims").await;
+    dra::ensure_device_classes(&env.client).await;
+    let node = env.create_node(dra::dra_node("dra")).await;
+    let devices = vec![dra::gpu(0, &node), dra::gpu(1, &node)];
+    dra::publish_slice(&env, &node, &format!("{node}-gpu"), 1, 1, devices).await;
+    env.wait_schedulable(&node).await;
+    dra::claim_pod(&env, "trainer", &node, "gpu.nvidia.com", 1).await;
+    let allocated = dra::pod_claim_devices(&env, "trainer").await;
+    let claims: Api<k8s_openapi::api::resource::v1::ResourceClaim> =
+        Api::namespaced(env.client.clone(), &env.namespace);
+    let claim = claims
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let claim_name = claim.metadata.name.clone().unwrap();
+    let device = allocated.first().expect("an allocated device").clone();
+    let series = vec![history(
+        dcgm_labels(&node, 0)
+            .pod(&env.namespace, "trainer", "cuda")
+            .dra_claim(&env.namespace, &claim_name, &node, &device)
+            .gr_engine_active(),
+        0.0,
+        2.hours(),
+    )];
+    let prometheus = PrometheusProcess::start(&env.id, &series);
+    let _operator = operator_for(&env, &prometheus);
+    env.wait_inventory(
+        &env.inventory_name(),
+        CONVERGE,
+        "the claim's idle GPU",
+        |s| idle_of(s, &env.namespace).is_some(),
+    )
+    .await;
+    let idle = gpunode_idle(&env, &node).await;
+    assert_eq!(
+        idle,
+        vec![(
+            format!("{}/{claim_name}", env.namespace),
+            dra::WHOLE.to_owned(),
+            1
+        )]
+    );
+    let gpunode = env.gpunode(&node).await.unwrap();
+    let entry = &gpunode.status.unwrap().node.idle[0];
+    assert_eq!(
+        (entry.pod.as_deref(), entry.claim.is_some()),
+        (None, true),
+        "{entry:?}"
+    );
+    drop(prometheus);
+}
