@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::kueue::quota_objects::QuotaObjects;
+use common::prometheus::{PrometheusProcess, dcgm_labels};
 use common::rbac::kubectl;
 use common::{Deadline, TEST_LABEL, TestEnv, impersonating_kubeconfig, wait_for};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -320,12 +321,35 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
         )
         .await;
     phase("Kueue's flavor and ClusterQueue created");
-    let operator = env.start_operator("2s");
+    // A Prometheus holding dcgm-exporter's history of the GPU holds-one holds: idle for two hours, so that the
+    // idle series exist too.
+    let now = jiff::Timestamp::now();
+    let idle = dcgm_labels(&node, 0)
+        .pod(&env.namespace, "holds-one", "cuda")
+        .gr_engine_active()
+        .constant(
+            0.0,
+            now - jiff::SignedDuration::from_hours(2),
+            now + jiff::SignedDuration::from_mins(20),
+            30,
+        );
+    let prometheus = PrometheusProcess::start(&env.id, &[idle]);
+    let operator = env.start_operator_with(
+        "2s",
+        &[
+            "--prometheus-url",
+            &prometheus.url(),
+            "--utilization-interval",
+            "2s",
+        ],
+    );
     let inv = env.inventory_name();
     let allocation = [
         format!("gpu_inventory_namespace_requested{{inventory=\"{inv}\""),
         format!("gpu_inventory_namespace_pending_gpu_pods{{inventory=\"{inv}\""),
         format!("gpu_inventory_quota_issues{{inventory=\"{inv}\""),
+        format!("gpu_inventory_idle_gpus{{inventory=\"{inv}\""),
+        format!("gpu_inventory_utilization_known{{inventory=\"{inv}\""),
     ];
     let allocation: Vec<&str> = allocation.iter().map(String::as_str).collect();
     let text = wait_for(
