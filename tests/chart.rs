@@ -176,12 +176,31 @@ fn every_feature_renders_and_the_monitoring_is_deploys() {
         "--metrics-addr=0.0.0.0:9090",
         "--node-label-selector=nvidia.com/gpu.present=true",
         "--startup-timeout=90s",
+        "--prometheus-url=https://thanos-querier.openshift-monitoring.svc:9091",
+        "--prometheus-bearer-token-file=/var/run/secrets/gpu-inventory/prometheus-token/token",
+        "--prometheus-ca-file=/var/run/secrets/gpu-inventory/prometheus-ca/service-ca.crt",
+        "--idle-window=1h",
+        "--utilization-selector=cluster=\"prod-a\"",
     ] {
         assert!(
             args.as_array().unwrap().contains(&json!(arg)),
             "{arg} in {args}"
         );
     }
+    // The token's Secret and the CA's ConfigMap are mounted where those flags read them.
+    let pod = &deployment["spec"]["template"]["spec"];
+    let volumes = pod["volumes"].to_string();
+    for part in [
+        r#""secretName":"prometheus-reader""#,
+        r#""configMap":{"name":"prometheus-ca"}"#,
+    ] {
+        assert!(volumes.contains(part), "{part} in {volumes}");
+    }
+    let mounts = pod["containers"][0]["volumeMounts"].to_string();
+    assert!(
+        mounts.contains("/var/run/secrets/gpu-inventory/prometheus-token"),
+        "{mounts}"
+    );
     let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"].clone();
     let topology = env
         .as_array()
