@@ -8,7 +8,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/target/local-cluster/kubeconfig
 # Kubernetes versions `make test-compat` runs the integration suite on (`make test` runs the default, v1.34.4).
 COMPAT_VERSIONS ?= v1.32.13 v1.37.2
 
-.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench memory-model scan-cost soak crd-manifest chart-files install-plugin release-local
+.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench memory-model scan-cost utilization-cost soak crd-manifest chart-files install-plugin release-local
 
 # `make install-plugin` installs into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
@@ -110,6 +110,9 @@ memory-model: ## Heap bytes per node, pod and GPU node entry (dhat, glibc), and 
 
 scan-cost: ## The CPU of one scan of a whole fleet, in process, at 5,000 and 65,000 nodes
 	$(CARGO) bench --locked --bench scan-cost
+
+utilization-cost: ## One round of the idle-GPU source (Prometheus's answer read, joined with the holdings) at 13,000 GPU nodes x 8 GPUs
+	$(CARGO) bench --locked --bench utilization-cost
 
 soak: ## Chaos soak: SOAK_SECS (1800) of churn on 5,000 nodes with API-server kills, etcd pauses, leader kills; report in target/soak
 	hack/soak.sh

@@ -39,25 +39,29 @@ pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Activity) -> Assessment {
     };
     report.state = UtilizationState::Current;
     report.message = activity.rule.clone();
-    let mut units: BTreeMap<Key<'_>, Units> = BTreeMap::new();
+    // Per holding (by address: each is one element of one node's list), what its idle series add up to.
+    let mut units: HashMap<*const Holding, (Key<'_>, Units)> = HashMap::with_capacity(idle.len());
     if !idle.is_empty() {
-        let index = Index::of(nodes);
+        let index = Index::of(nodes, idle);
         for series in idle {
             if let Some(place) = index.place(series) {
-                let units = units
-                    .entry(Key {
+                let (_, units) = units.entry(std::ptr::from_ref(place.holding)).or_insert((
+                    Key {
                         node: &place.node.name,
                         holding: place.holding,
-                    })
-                    .or_insert(Units {
+                    },
+                    Units {
                         count: 0,
                         since: series.since,
-                    });
+                    },
+                ));
                 units.count += 1;
                 units.since = units.since.max(series.since);
             }
         }
     }
+    let mut units: Vec<(Key<'_>, Units)> = units.into_values().collect();
+    units.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut by_node: BTreeMap<String, Vec<IdleHolding>> = BTreeMap::new();
     for (key, found) in units {
         let amount = found.count.min(key.holding.amount);
@@ -106,7 +110,7 @@ struct Place<'a> {
     holding: &'a Holding,
 }
 
-/// The holdings by holder, and the nodes by name.
+/// The holdings of the holders the idle series name, by holder, and the nodes they name, by name.
 struct Index<'a> {
     pods: HashMap<(&'a str, &'a str), Vec<Place<'a>>>,
     claims: HashMap<&'a ClaimRef, Vec<Place<'a>>>,
@@ -114,21 +118,48 @@ struct Index<'a> {
 }
 
 impl<'a> Index<'a> {
-    fn of(nodes: &'a [Arc<NodeInventory>]) -> Index<'a> {
+    /// Only what `idle` names is indexed: a few idle GPUs among 100,000 held ones cost a lookup per holding,
+    /// not an entry each.
+    fn of<'s>(nodes: &'a [Arc<NodeInventory>], idle: &'s [IdleSeries]) -> Index<'a> {
+        let mut pods: HashMap<(&'s str, &'s str), ()> = HashMap::new();
+        let mut claims: HashMap<&'s ClaimRef, ()> = HashMap::new();
+        let mut node_names: HashMap<&'s str, ()> = HashMap::new();
+        for series in idle {
+            match &series.holder {
+                SeriesHolder::Pod { namespace, name } => {
+                    pods.insert((namespace, name), ());
+                }
+                SeriesHolder::Claim(claim) => {
+                    claims.insert(claim, ());
+                }
+                SeriesHolder::Unnamed => {}
+            }
+            if let Some(node) = &series.node {
+                node_names.insert(node, ());
+            }
+        }
         let mut index = Index {
-            pods: HashMap::new(),
-            claims: HashMap::new(),
-            nodes: HashMap::with_capacity(nodes.len()),
+            pods: HashMap::with_capacity(pods.len()),
+            claims: HashMap::with_capacity(claims.len()),
+            nodes: HashMap::with_capacity(node_names.len()),
         };
         for node in nodes {
-            index.nodes.insert(&node.name, node);
+            if node_names.contains_key(node.name.as_str()) {
+                index.nodes.insert(&node.name, node);
+            }
             for holding in &node.holdings {
                 let place = Place { node, holding };
                 match &holding.holder {
                     Holder::Pod { namespace, name } => {
-                        index.pods.entry((namespace, name)).or_default().push(place);
+                        if pods.contains_key(&(namespace.as_str(), name.as_str())) {
+                            index.pods.entry((namespace, name)).or_default().push(place);
+                        }
                     }
-                    Holder::Claim(claim) => index.claims.entry(claim).or_default().push(place),
+                    Holder::Claim(claim) => {
+                        if claims.contains_key(claim) {
+                            index.claims.entry(claim).or_default().push(place);
+                        }
+                    }
                 }
             }
         }

@@ -6,8 +6,6 @@
 //! A Prometheus job without `honor_labels` renames the pod labels it would overwrite to `exported_pod`,
 //! `exported_namespace`. Empty values are absent (PromQL drops empty labels).
 
-use std::collections::BTreeMap;
-
 use crate::inventory::model::ClaimRef;
 
 /// Who a series says holds its GPU.
@@ -68,13 +66,17 @@ pub const LABELS: [&str; 18] = [
 ];
 
 impl IdleSeries {
-    /// Reads a series' labels; `since` is when the source first found it idle.
-    pub fn of_labels(labels: &BTreeMap<String, String>, since: jiff::Timestamp) -> IdleSeries {
+    /// Reads a series' labels through `label` (a label's value by name); `since` is when the source first
+    /// found it idle.
+    pub fn of_labels<'l>(
+        label: impl Fn(&str) -> Option<&'l str>,
+        since: jiff::Timestamp,
+    ) -> IdleSeries {
         let get = |names: &[&str]| {
             names
                 .iter()
-                .find_map(|n| labels.get(*n).filter(|v| !v.is_empty()))
-                .cloned()
+                .find_map(|n| label(n).filter(|v| !v.is_empty()))
+                .map(str::to_owned)
         };
         let claim = get(&["dra_claim_namespace"]).zip(get(&["dra_claim_name"]));
         // The pod's own labels first: `exported_*` are the exporter's when the scrape's target labels (the

@@ -51,12 +51,9 @@ fn node(name: &str, count: u64, holdings: Vec<Holding>) -> Arc<NodeInventory> {
     Arc::new(node)
 }
 
-fn series(labels: &[(&str, &str)], since: i64) -> IdleSeries {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    IdleSeries::of_labels(&labels, at(since))
+fn series(labels: &[(&'static str, &'static str)], since: i64) -> IdleSeries {
+    let label = |name: &str| labels.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    IdleSeries::of_labels(label, at(since))
 }
 
 fn current(idle: Vec<IdleSeries>) -> Activity {

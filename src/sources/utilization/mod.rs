@@ -11,14 +11,15 @@
 pub mod prometheus;
 pub mod promql;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::inventory::utilization::{Activity, IdleSeries, Reading};
 use crate::runtime::backoff::Policy;
 use crate::sources::changes::ChangeSignal;
-use prometheus::{Prometheus, QueryError};
+use prometheus::{Answer, Prometheus, QueryError, Sample};
 use promql::IdleQuery;
 
 /// How the source reads Prometheus.
@@ -81,10 +82,10 @@ pub fn watch_utilization(
         .backoff();
         loop {
             let now = jiff::Timestamp::now();
-            let reading = match round(&client, &config, now).await {
-                Ok(samples) => {
+            let reading = match idle_series(&client, &config, &mut since, now).await {
+                Ok(idle) => {
                     retry.reset();
-                    Reading::Current(since.mark(samples, now, config.query.window))
+                    Reading::Current(idle)
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the GPUs' activity failed; idle figures withheld");
@@ -112,10 +113,8 @@ pub fn watch_utilization(
 /// One round for a one-shot command (`scan`, `idle`, the plugin): the activity now.
 pub async fn read_once(client: &Prometheus, config: &UtilizationConfig) -> Activity {
     let now = jiff::Timestamp::now();
-    let reading = match round(client, config, now).await {
-        Ok(samples) => {
-            Reading::Current(IdleSince::default().mark(samples, now, config.query.window))
-        }
+    let reading = match idle_series(client, config, &mut IdleSince::default(), now).await {
+        Ok(idle) => Reading::Current(idle),
         Err(e) => Reading::Unknown(e.to_string()),
     };
     Activity {
@@ -145,15 +144,26 @@ fn rule(query: &IdleQuery) -> String {
     )
 }
 
-/// One round: the count, refused past the bound, then the idle series.
+/// One round's idle series, each with its `since`.
+async fn idle_series(
+    client: &Prometheus,
+    config: &UtilizationConfig,
+    since: &mut IdleSince,
+    now: jiff::Timestamp,
+) -> Result<Vec<IdleSeries>, QueryError> {
+    let answer = round(client, config, now).await?;
+    Ok(since.mark(&answer.samples()?, now, config.query.window))
+}
+
+/// One round: the count, refused past the bound, then the idle series' answer.
 async fn round(
     client: &Prometheus,
     config: &UtilizationConfig,
     now: jiff::Timestamp,
-) -> Result<Vec<BTreeMap<String, String>>, QueryError> {
+) -> Result<Answer, QueryError> {
     let time = now.as_second();
     let count = client.query(&config.query.count(), time).await?;
-    let idle = count.first().map_or(0.0, |s| s.value);
+    let idle = count.samples()?.first().map_or(0.0, |s| s.value);
     if idle > config.max_series as f64 {
         return Err(QueryError::TooLarge(format!(
             "{idle} idle GPU series is more than --utilization-max-series={}; not fetched (raise the bound, \
@@ -161,20 +171,22 @@ async fn round(
             config.max_series
         )));
     }
-    let samples = client.query(&config.query.idle(), time).await?;
-    Ok(samples.into_iter().map(|s| s.labels).collect())
+    let answer = client.query(&config.query.idle(), time).await?;
+    Ok(answer)
 }
 
 /// When each idle series was first found idle: the start of that round's window. Kept across rounds while the
-/// series stays idle, and through failed rounds; forgotten once a round answers without it.
-#[derive(Default)]
-struct IdleSince(HashMap<BTreeMap<String, String>, jiff::Timestamp>);
+/// series stays idle, and through failed rounds; forgotten once a round answers without it. A series is known
+/// by a 64-bit hash of its labels: two series of one answer sharing a hash (odds near 1 in 10^9 at 100,000
+/// series) would share a `since`, nothing worse.
+#[derive(Debug, Default)]
+pub struct IdleSince(HashMap<u64, jiff::Timestamp>);
 
 impl IdleSince {
     /// The idle series of a round that answered, each with its `since`, sorted.
-    fn mark(
+    pub fn mark(
         &mut self,
-        idle: Vec<BTreeMap<String, String>>,
+        idle: &[Sample<'_>],
         now: jiff::Timestamp,
         window: Duration,
     ) -> Vec<IdleSeries> {
@@ -182,16 +194,18 @@ impl IdleSince {
             jiff::Timestamp::from_second(now.as_second() - window.as_secs() as i64).unwrap_or(now);
         let mut seen = HashMap::with_capacity(idle.len());
         let mut series: Vec<IdleSeries> = idle
-            .into_iter()
-            .map(|labels| {
-                let since = self.0.get(&labels).copied().unwrap_or(start);
-                let read = IdleSeries::of_labels(&labels, since);
-                seen.insert(labels, since);
-                read
+            .iter()
+            .map(|sample| {
+                let mut hasher = std::hash::DefaultHasher::new();
+                sample.labels.hash(&mut hasher);
+                let key = hasher.finish();
+                let since = self.0.get(&key).copied().unwrap_or(start);
+                seen.insert(key, since);
+                IdleSeries::of_labels(|name| sample.labels.get(name).map(|v| v.as_ref()), since)
             })
             .collect();
         self.0 = seen;
-        series.sort();
+        series.sort_unstable();
         series
     }
 }
@@ -202,23 +216,24 @@ mod tests {
 
     #[test]
     fn a_series_keeps_the_since_it_was_first_found_idle_with() {
-        let labels = |pod: &str| {
-            BTreeMap::from([
-                ("namespace".into(), "ml".into()),
-                ("pod".into(), pod.into()),
-            ])
+        let labels = |pod: &'static str| Sample {
+            labels: [("namespace", "ml"), ("pod", pod)]
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            value: 0.0,
         };
         let at = |s| jiff::Timestamp::from_second(s).unwrap();
         let window = Duration::from_secs(1800);
         let mut since = IdleSince::default();
-        let first = since.mark(vec![labels("a")], at(10_000), window);
+        let first = since.mark(&[labels("a")], at(10_000), window);
         assert_eq!(first[0].since, at(8_200));
-        let again = since.mark(vec![labels("a"), labels("b")], at(10_060), window);
+        let again = since.mark(&[labels("a"), labels("b")], at(10_060), window);
         assert_eq!(again[0].since, at(8_200), "unchanged while idle");
         assert_eq!(again[1].since, at(8_260));
         // `a` was busy for a round: found idle again, it starts over.
-        since.mark(vec![labels("b")], at(10_120), window);
-        let later = since.mark(vec![labels("a"), labels("b")], at(10_180), window);
+        since.mark(&[labels("b")], at(10_120), window);
+        let later = since.mark(&[labels("a"), labels("b")], at(10_180), window);
         assert_eq!(later[0].since, at(8_380));
         assert_eq!(later[1].since, at(8_260));
     }

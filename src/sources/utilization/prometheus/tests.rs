@@ -9,7 +9,7 @@ fn a_vector_reads_with_its_labels_and_values() {
         {"metric":{},"value":[1790000000,"3"]}]}}"#;
     let samples = read_answer(200, body).unwrap();
     assert_eq!(samples.len(), 2);
-    assert_eq!(samples[0].labels["pod"], "p");
+    assert_eq!(samples[0].labels.get("pod").map(|p| p.as_ref()), Some("p"));
     assert_eq!(samples[1].value, 3.0);
 }
 
