@@ -253,6 +253,22 @@ impl Sources {
         // Kueue's quota objects are waited for a while: a first status without the quotas a restarted
         // operator published would be one more write, and "resolved" events for issues that still hold. Not
         // for ever: a forbidden or slow Kueue watch must not hold back the inventory.
+        // The first round of the utilization source is waited for as long as one query may take, so that the
+        // first status says Current or Unknown with a reason, not "not asked yet" (and no "read again" event
+        // follows every start).
+        if let Some(utilization) = &self.utilization {
+            let first = utilization.first_round_limit();
+            if tokio::time::timeout(first, utilization.wait_until_asked())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "Prometheus has not answered within {}s; the inventory is published with the idle \
+                     figures Unknown until it does",
+                    first.as_secs()
+                );
+            }
+        }
         if tokio::time::timeout(KUEUE_FIRST_LIST_WAIT, self.kueue.wait_until_ready())
             .await
             .is_err()

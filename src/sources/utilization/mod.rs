@@ -42,19 +42,39 @@ const RETRY: Policy = Policy {
     ignore_resets_within: Duration::ZERO,
 };
 
-/// The latest [`Activity`], shared by the round task and the scans.
+/// The latest [`Activity`], shared by the round task and the scans, and whether a round has ended yet.
 #[derive(Clone, Debug, Default)]
-pub struct UtilizationStore(Arc<Mutex<Option<Arc<Activity>>>>);
+pub struct UtilizationStore {
+    activity: Arc<Mutex<Option<Arc<Activity>>>>,
+    asked: Arc<tokio::sync::watch::Sender<bool>>,
+    /// How long a round may take: two queries, each within the timeout.
+    round_limit: Duration,
+}
 
 impl UtilizationStore {
+    /// How long the first round may take.
+    pub fn first_round_limit(&self) -> Duration {
+        self.round_limit
+    }
+
+    /// Resolves once the first round has ended, answered or not.
+    pub async fn wait_until_asked(&self) {
+        let mut asked = self.asked.subscribe();
+        // An error means the sender is gone: no round will end.
+        let _ = asked.wait_for(|asked| *asked).await;
+    }
+
     /// The latest activity; `None` where the source is off.
     pub fn state(&self) -> Option<Arc<Activity>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.activity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replaces the activity; whether it changed.
     fn set(&self, activity: Activity) -> bool {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.activity.lock().unwrap_or_else(|e| e.into_inner());
         if held.as_deref() == Some(&activity) {
             return false;
         }
@@ -69,7 +89,10 @@ pub fn watch_utilization(
     config: UtilizationConfig,
     signal: ChangeSignal,
 ) -> (UtilizationStore, impl Future<Output = ()> + Send + 'static) {
-    let store = UtilizationStore::default();
+    let store = UtilizationStore {
+        round_limit: config.endpoint.timeout * 2 + Duration::from_secs(1),
+        ..UtilizationStore::default()
+    };
     let base = unasked(&client, &config);
     store.set(base.clone());
     let feed_store = store.clone();
@@ -99,6 +122,7 @@ pub fn watch_utilization(
             }) {
                 signal.notify();
             }
+            feed_store.asked.send_replace(true);
             let wait = if failed {
                 retry.next_delay()
             } else {
