@@ -85,7 +85,8 @@ pub struct GpuNodeEntry {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub topology: BTreeMap<String, String>,
     /// The pods and claims whose held units sat idle through the utilization window (docs/utilization.md),
-    /// sorted; absent when none did, or when the activity is not read or not known.
+    /// sorted; absent when none did, or when the activity is not read or not known. In the node's `GpuNode`
+    /// and in `scan`; the GpuInventory sums them per namespace (`namespaces[].idle`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle: Vec<super::utilization::IdleEntry>,
 }

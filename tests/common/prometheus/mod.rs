@@ -5,6 +5,7 @@
 //! back-filled with `promtool tsdb create-blocks-from openmetrics` before Prometheus starts ([`process`]), so a
 //! test has two hours of past in the time it takes to start, without scraping anything.
 
+pub mod idle_fleet;
 pub mod openmetrics;
 pub mod process;
 

@@ -12,9 +12,11 @@ use crate::inventory::vendors as vendor;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detail {
     /// Counts only: the GpuInventory's `nodes[]` and the ConfigMap (thousands of nodes' devices would not
-    /// fit one object, and their topology places grew the ConfigMap by half at 600 GPU nodes).
+    /// fit one object, and their topology places grew the ConfigMap by half at 600 GPU nodes; the idle
+    /// holdings are summed per namespace in `namespaces[].idle`).
     Counts,
-    /// With the DRA devices one by one and the topology places: the node's GpuNode and `scan`.
+    /// With the DRA devices one by one, the topology places and the idle holdings: the node's GpuNode and
+    /// `scan`.
     Devices,
 }
 
@@ -49,11 +51,14 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
             Detail::Counts => BTreeMap::new(),
             Detail::Devices => super::topology::places(&node.topology),
         },
-        idle: node
-            .idle
-            .iter()
-            .map(super::utilization::idle_entry)
-            .collect(),
+        idle: match detail {
+            Detail::Counts => Vec::new(),
+            Detail::Devices => node
+                .idle
+                .iter()
+                .map(super::utilization::idle_entry)
+                .collect(),
+        },
     }
 }
 

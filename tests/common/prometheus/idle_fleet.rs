@@ -1,0 +1,130 @@
+//! What the utilization tests share (tests/utilization.rs, tests/utilization_cli.rs): their KWOK GPU nodes, pods
+//! holding GPUs, dcgm-exporter history that reads the same for the length of a test, and what the outputs say
+//! about idle GPUs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gpu_inventory_operator::crd::{GpuInventoryStatus, IdleEntry};
+use jiff::{Timestamp, ToSpan};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+use super::openmetrics::Series;
+use super::process::PrometheusProcess;
+use crate::common::allocation::node;
+use crate::common::{OperatorProcess, TestEnv, eventually};
+
+pub const CONVERGE: Duration = Duration::from_secs(30);
+/// A change of the idle set: the next round (`--utilization-interval 2s`), the coalescing window, one scan.
+pub const ROUND: Duration = Duration::from_secs(15);
+/// Prometheus back after a stop: the source's backoff (5 s, 10 s, ...) and a round.
+pub const BACK: Duration = Duration::from_secs(40);
+pub const GPU: &str = "nvidia.com/gpu";
+pub const MIG: &str = "nvidia.com/mig-1g.10gb";
+/// dcgm-exporter's sampling step, in seconds.
+pub const STEP: i64 = 30;
+
+/// A series of `value` from `from` ago until twenty minutes ahead.
+pub fn history(series: Series, value: f64, from: jiff::Span) -> Series {
+    let now = Timestamp::now();
+    series.constant(value, now - from, now + 20.minutes(), STEP)
+}
+
+pub fn h100_node(name: &str, gpus: u32) -> k8s_openapi::api::core::v1::Node {
+    let labels = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": gpus.to_string() });
+    node(name, labels, &[(GPU, &gpus.to_string())])
+}
+
+/// An H100 with MIG strategy `mixed`: seven 1g.10gb instances.
+pub fn mig_node(name: &str) -> k8s_openapi::api::core::v1::Node {
+    let labels = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "1", "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.10gb.count": "7" });
+    node(name, labels, &[(MIG, "7")])
+}
+
+/// Pod `name` pinned to `node`, asking for `amount` of `resource`; waits until the scheduler bound it.
+pub async fn held(env: &TestEnv, name: &str, node: &str, resource: &str, amount: u32) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": { "nodeSelector": { "kubernetes.io/hostname": node },
+                  "automountServiceAccountToken": false,
+                  "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                   "resources": { "limits": { resource: amount.to_string() } } }] }
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &env.namespace);
+    eventually(CONVERGE, &format!("creating pod {name}"), || async {
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+            .ok()
+    })
+    .await;
+    env.wait_bound(name).await;
+}
+
+pub fn idle_of<'s>(
+    status: &'s GpuInventoryStatus,
+    namespace: &str,
+) -> Option<&'s BTreeMap<String, u64>> {
+    status
+        .namespaces
+        .iter()
+        .find(|n| n.name == namespace)
+        .map(|n| &n.idle)
+        .filter(|idle| !idle.is_empty())
+}
+
+pub fn state(status: &GpuInventoryStatus) -> &str {
+    status.utilization.as_ref().map_or("", |u| u.state.as_str())
+}
+
+/// The GpuNode's idle entries as `(pod, resource, amount)`.
+pub async fn gpunode_idle(env: &TestEnv, node: &str) -> Vec<(String, String, u64)> {
+    let Some(gpunode) = env.gpunode(node).await else {
+        return Vec::new();
+    };
+    let entries: Vec<IdleEntry> = gpunode.status.map(|s| s.node.idle).unwrap_or_default();
+    entries
+        .into_iter()
+        .map(|e| {
+            let holder = e.pod.or(e.claim).unwrap_or_default();
+            (holder, e.resource, e.amount)
+        })
+        .collect()
+}
+
+pub fn operator_for(env: &TestEnv, prometheus: &PrometheusProcess) -> OperatorProcess {
+    env.start_operator_with(
+        "30s",
+        &[
+            "--prometheus-url",
+            &prometheus.url(),
+            "--utilization-interval",
+            "2s",
+        ],
+    )
+}
+
+/// Every GpuNode's and the inventory's resourceVersion.
+pub async fn written_versions(env: &TestEnv) -> Vec<(String, String)> {
+    let mut versions: Vec<(String, String)> = env
+        .gpunodes()
+        .await
+        .into_iter()
+        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
+        .collect();
+    let inventory = env
+        .inventory(&env.inventory_name())
+        .await
+        .expect("the inventory");
+    versions.push((
+        "GpuInventory".into(),
+        inventory.metadata.resource_version.unwrap_or_default(),
+    ));
+    versions
+}
