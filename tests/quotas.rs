@@ -397,25 +397,6 @@ async fn lending_and_borrowing_in_a_cohort_is_not_a_promise_and_a_cohorts_own_qu
     kueue.assert_running();
 }
 
-/// The resourceVersions of the test's GpuInventory and GpuNodes: any write of the operator's moves one.
-async fn written_versions(env: &TestEnv) -> Vec<(String, String)> {
-    let mut versions: Vec<(String, String)> = env
-        .gpunodes()
-        .await
-        .into_iter()
-        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
-        .collect();
-    let inventory = env
-        .inventory(&env.inventory_name())
-        .await
-        .expect("the inventory");
-    versions.push((
-        "GpuInventory".to_owned(),
-        inventory.metadata.resource_version.unwrap_or_default(),
-    ));
-    versions
-}
-
 #[tokio::test]
 async fn a_quiet_minute_with_kueue_running_and_its_objects_rewritten_writes_nothing() {
     let _turn = one_at_a_time().await;
@@ -456,7 +437,7 @@ async fn a_quiet_minute_with_kueue_running_and_its_objects_rewritten_writes_noth
     }
     // Let the first writes settle (the GpuNodes and the status land within a pass of each other).
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let before = written_versions(&env).await;
+    let before = env.written_versions().await;
     // A quiet minute for the GPUs, not for Kueue's objects: every 5 s the Workload and the ClusterQueue get a
     // new annotation (a watch event each, as Kueue's status heartbeats are), which is no change to the
     // operator's view.
@@ -470,7 +451,7 @@ async fn a_quiet_minute_with_kueue_running_and_its_objects_rewritten_writes_noth
         kueue.patch_object("ClusterQueue", &cq, note).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
-    let after = written_versions(&env).await;
+    let after = env.written_versions().await;
     assert_eq!(before, after, "the operator wrote in a quiet minute");
     drop(kueue_process);
 }

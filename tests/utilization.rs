@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::prometheus::idle_fleet::{
     BACK, CONVERGE, GPU, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of, mig_node,
-    operator_for, state, written_versions,
+    operator_for, state,
 };
 use common::prometheus::{PrometheusProcess, dcgm_labels};
 use common::{TestEnv, eventually};
@@ -160,11 +160,11 @@ async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasur
 
     // A quiet minute: Prometheus is asked every 2 s and answers the same; nothing is written.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let before = written_versions(&env).await;
+    let before = env.written_versions().await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(
         before,
-        written_versions(&env).await,
+        env.written_versions().await,
         "the operator wrote in a quiet minute"
     );
     let events = env.events_about(&inv).await;

@@ -81,14 +81,11 @@ async fn the_idle_command_the_plugin_and_scans_idle_column_read_prometheus_the_s
     assert_eq!(json["namespaces"][0]["idle"][GPU], 2);
     assert_eq!(json["nodes"][0]["idle"][0]["pod"], format!("{ns}/idle"));
     // The plugin's table: an IDLE column with `--prometheus-url`, none without.
-    let out = plugin(
-        &env.id,
-        &[
-            &connection[..],
-            &["-l", &selector, "--prometheus-url", &url],
-        ]
-        .concat(),
-    );
+    let plugin_table = || {
+        let args = ["-l", selector.as_str(), "--prometheus-url", url.as_str()];
+        plugin(&env.id, &[&connection[..], &args].concat())
+    };
+    let out = plugin_table();
     let table = text(&out);
     let header = table
         .lines()
@@ -163,14 +160,7 @@ async fn the_idle_command_the_plugin_and_scans_idle_column_read_prometheus_the_s
         table.contains("unreachable") && table.contains("withheld"),
         "{table}"
     );
-    let out = plugin(
-        &env.id,
-        &[
-            &connection[..],
-            &["-l", &selector, "--prometheus-url", &url],
-        ]
-        .concat(),
-    );
+    let out = plugin_table();
     let table = text(&out);
     assert_eq!(row(&table, &gpus)[at], "?", "{table}");
     // No URL at all: a clear error, exit 2.

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+use super::built_tools::tool_binary;
 
 use serde_json::Value;
 
@@ -25,27 +27,7 @@ pub fn all_features_values() -> PathBuf {
 /// ~/.cache/gpu-inventory-operator/bin). Panics with the script's error when it cannot be had.
 pub fn helm_binary() -> PathBuf {
     static HELM: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = HELM.get_or_init(|| {
-        if let Some(path) = std::env::var_os("HELM").filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(path));
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/build-control-plane.sh");
-        let out = Command::new(&script)
-            .arg("helm")
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if out.status.success() && Path::new(&path).is_file() {
-            Ok(PathBuf::from(path))
-        } else {
-            Err(format!(
-                "`hack/build-control-plane.sh helm` failed ({}): needs Go and the Go module proxy once; see its \
-                 output above, or set HELM to a helm v3 binary",
-                out.status
-            ))
-        }
-    });
+    let found = HELM.get_or_init(|| tool_binary("helm", "HELM", "a helm v3 binary"));
     match found {
         Ok(path) => path.clone(),
         Err(e) => panic!("no helm for the chart tests: {e}"),

@@ -11,6 +11,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod allocation;
+pub mod built_tools;
 pub mod cluster_access;
 pub mod cluster_periods;
 pub mod dra;

@@ -66,6 +66,26 @@ impl TestEnv {
         .await
     }
 
+    /// Every GpuNode's of this test and the inventory's resourceVersion: equal before and after a quiet minute
+    /// when the operator wrote nothing.
+    pub async fn written_versions(&self) -> Vec<(String, String)> {
+        let mut versions: Vec<(String, String)> = self
+            .gpunodes()
+            .await
+            .into_iter()
+            .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
+            .collect();
+        let inventory = self
+            .inventory(&self.inventory_name())
+            .await
+            .expect("the inventory");
+        versions.push((
+            "GpuInventory".to_owned(),
+            inventory.metadata.resource_version.unwrap_or_default(),
+        ));
+        versions
+    }
+
     /// The GpuNode of node `name`, if it exists.
     pub async fn gpunode(&self, name: &str) -> Option<GpuNode> {
         match Api::<GpuNode>::all(self.client.clone()).get_opt(name).await {

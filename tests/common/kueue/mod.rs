@@ -10,9 +10,11 @@ pub mod objects;
 pub mod process;
 pub mod quota_objects;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::OnceLock;
+
+use crate::common::built_tools::tool_binary;
 
 #[allow(unused_imports)] // each test binary uses a different part of the harness
 pub use {assignment::Decision, objects::TasQueue, process::KueueProcess};
@@ -29,25 +31,11 @@ pub const VERSION: &str = "v1beta2";
 pub fn kueue_binary() -> PathBuf {
     static KUEUE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let found = KUEUE.get_or_init(|| {
-        if let Some(path) = std::env::var_os("KUEUE").filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(path));
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/build-control-plane.sh");
-        let out = Command::new(&script)
-            .arg("kueue")
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if out.status.success() && Path::new(&path).is_file() {
-            Ok(PathBuf::from(path))
-        } else {
-            Err(format!(
-                "`hack/build-control-plane.sh kueue` failed ({}): needs Go and the Go module proxy once; see its \
-                 output above, or set KUEUE to a kueue binary with its CRDs in crds/ beside it",
-                out.status
-            ))
-        }
+        tool_binary(
+            "kueue",
+            "KUEUE",
+            "a kueue binary with its CRDs in crds/ beside it",
+        )
     });
     match found {
         Ok(path) => path.clone(),

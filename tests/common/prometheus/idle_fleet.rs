@@ -109,22 +109,3 @@ pub fn operator_for(env: &TestEnv, prometheus: &PrometheusProcess) -> OperatorPr
         ],
     )
 }
-
-/// Every GpuNode's and the inventory's resourceVersion.
-pub async fn written_versions(env: &TestEnv) -> Vec<(String, String)> {
-    let mut versions: Vec<(String, String)> = env
-        .gpunodes()
-        .await
-        .into_iter()
-        .filter_map(|n| Some((n.metadata.name?, n.metadata.resource_version?)))
-        .collect();
-    let inventory = env
-        .inventory(&env.inventory_name())
-        .await
-        .expect("the inventory");
-    versions.push((
-        "GpuInventory".into(),
-        inventory.metadata.resource_version.unwrap_or_default(),
-    ));
-    versions
-}

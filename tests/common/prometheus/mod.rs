@@ -9,9 +9,10 @@ pub mod idle_fleet;
 pub mod openmetrics;
 pub mod process;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::OnceLock;
+
+use crate::common::built_tools::tool_binary;
 
 #[allow(unused_imports)] // each test binary uses a different part of the harness
 pub use {
@@ -25,25 +26,11 @@ pub use {
 pub fn prometheus_binary() -> PathBuf {
     static PROMETHEUS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let found = PROMETHEUS.get_or_init(|| {
-        if let Some(path) = std::env::var_os("PROMETHEUS").filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(path));
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/build-control-plane.sh");
-        let out = Command::new(&script)
-            .arg("prometheus")
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if out.status.success() && Path::new(&path).is_file() {
-            Ok(PathBuf::from(path))
-        } else {
-            Err(format!(
-                "`hack/build-control-plane.sh prometheus` failed ({}): needs Go >= 1.26.7 and the Go module proxy \
-                 once; see its output above, or set PROMETHEUS to a prometheus binary with promtool beside it",
-                out.status
-            ))
-        }
+        tool_binary(
+            "prometheus",
+            "PROMETHEUS",
+            "a prometheus binary with promtool beside it (building it needs Go >= 1.26.7)",
+        )
     });
     match found {
         Ok(path) => path.clone(),
