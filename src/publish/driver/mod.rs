@@ -122,12 +122,17 @@ pub(crate) async fn pass<P: Publisher>(
                 next = outcome.again_in.map_or(next, |again| next.min(again));
             }
             Err(e) => {
+                next = next.min(retries.failed(key, &e));
                 // A credential failure is reported once for every caller (runtime/credentials.rs).
                 if !e.kube_error().is_some_and(|k| credentials::report(name, k)) {
-                    warn!(publisher = name, object = %key, error = %e, reason = e.metric_label(),
-                          "reconcile failed; retrying with backoff");
+                    if retries.warn_now(key) {
+                        warn!(publisher = name, object = %key, error = %e, reason = e.metric_label(),
+                              "reconcile failed; retrying with backoff");
+                    } else {
+                        tracing::debug!(publisher = name, object = %key, error = %e,
+                                        "reconcile failed again; retrying with backoff");
+                    }
                 }
-                next = next.min(retries.failed(key, &e));
             }
         }
     }

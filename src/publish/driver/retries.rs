@@ -17,6 +17,8 @@ struct Retry {
     backoff: Backoff,
     /// After a refusal: no attempt before this instant, whatever wakes the publisher.
     not_before: Option<Instant>,
+    /// Failed attempts in a row.
+    failures: u32,
 }
 
 impl Retries {
@@ -28,10 +30,21 @@ impl Retries {
         let retry = self.0.entry(key.to_owned()).or_insert_with(|| Retry {
             backoff: backoff::RECONCILE.backoff(),
             not_before: None,
+            failures: 0,
         });
+        retry.failures = retry.failures.saturating_add(1);
         let delay = retry.backoff.next_delay();
         retry.not_before = error.is_refusal().then(|| Instant::now() + delay);
         delay
+    }
+
+    /// Whether `key`'s last failure is worth a warning: the 1st, 2nd, 4th, 8th, ... of a run. A change or a
+    /// requeue retries a failed write at once (the API server may be back), so through an outage of 30 s a
+    /// publisher with a 2 s requeue fails 15 times in a row; the rest are logged at debug level.
+    pub(crate) fn warn_now(&self, key: &str) -> bool {
+        self.0
+            .get(key)
+            .is_none_or(|retry| retry.failures.is_power_of_two())
     }
 
     /// How long `key` must still wait before its next attempt (a refused request's backoff); `None`: now.
@@ -84,5 +97,20 @@ mod tests {
             None,
             "a gone object is forgotten"
         );
+    }
+
+    #[test]
+    fn a_run_of_failures_is_warned_at_its_first_second_fourth_and_eighth() {
+        let mut retries = Retries::default();
+        let warned: Vec<u32> = (1..=15)
+            .filter(|_| {
+                retries.failed("a", &refusal());
+                retries.warn_now("a")
+            })
+            .collect();
+        assert_eq!(warned, [1, 2, 4, 8]);
+        retries.succeeded("a");
+        retries.failed("a", &refusal());
+        assert!(retries.warn_now("a"), "a new run starts over");
     }
 }
