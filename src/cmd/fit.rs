@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
 use super::fit_args::{FitArgs, FitOutput};
-use super::scan::{EXIT_ERROR, scan_inventory};
+use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::topology::{FitAnswer, FitRequest, fit};
 
@@ -48,13 +48,7 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
                 EXIT_DOES_NOT_FIT
             })
         }
-        Err(e) => {
-            eprintln!(
-                "error: {}",
-                crate::runtime::terminal_text::visible(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Err(e) => failed(&e),
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use super::cli::{GlobalArgs, ScanArgs};
 use super::idle_args::{IdleArgs, IdleJson, IdleOutput, NamespaceIdle, NodeIdle};
 use super::render;
-use super::scan::{EXIT_ERROR, scan_inventory};
+use super::scan::{EXIT_ERROR, failed, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::model::UtilizationState;
 use crate::publish::content::wire;
@@ -19,13 +19,7 @@ pub async fn run(global: &GlobalArgs, args: &IdleArgs) -> ExitCode {
             print!("{text}");
             ExitCode::from(code)
         }
-        Err(e) => {
-            eprintln!(
-                "error: {}",
-                crate::runtime::terminal_text::visible(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Err(e) => failed(&e),
     }
 }
 

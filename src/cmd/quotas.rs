@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::cli::{GlobalArgs, ScanArgs};
 use super::quotas_args::{QuotasArgs, QuotasOutput};
 use super::render;
-use super::scan::{EXIT_ERROR, scan_inventory};
+use super::scan::{failed, scan_inventory};
 use crate::crd::{QuotaEntry, WorkloadIssueEntry};
 use crate::error::{Error, Result};
 use crate::publish::content::status::{NodeList, desired_status};
@@ -30,13 +30,7 @@ pub async fn run(global: &GlobalArgs, args: &QuotasArgs) -> ExitCode {
             print!("{text}");
             ExitCode::from(u8::from(issues))
         }
-        Err(e) => {
-            eprintln!(
-                "error: {}",
-                crate::runtime::terminal_text::visible(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Err(e) => failed(&e),
     }
 }
 

@@ -29,6 +29,15 @@ pub(crate) const EXIT_ISSUES: u8 = 1;
 /// Exit code: the scan itself failed (unreadable input, unreachable cluster, bad flag).
 pub(crate) const EXIT_ERROR: u8 = 2;
 
+/// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
+pub(crate) fn failed(e: &Error) -> ExitCode {
+    eprintln!(
+        "error: {}",
+        crate::runtime::terminal_text::visible(&e.to_string())
+    );
+    ExitCode::from(EXIT_ERROR)
+}
+
 /// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
 /// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
@@ -46,13 +55,7 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
             );
             inventory_exit_code(&inventory)
         }
-        Err(e) => {
-            eprintln!(
-                "error: {}",
-                crate::runtime::terminal_text::visible(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Err(e) => failed(&e),
     }
 }
 

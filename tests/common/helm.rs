@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-use super::built_tools::tool_binary;
+use super::built_tools::cached_tool;
 
 use serde_json::Value;
 
@@ -26,12 +25,7 @@ pub fn all_features_values() -> PathBuf {
 /// The helm binary: `$HELM` when set, else the one `hack/build-control-plane.sh helm` builds (once, cached in
 /// ~/.cache/gpu-inventory-operator/bin). Panics with the script's error when it cannot be had.
 pub fn helm_binary() -> PathBuf {
-    static HELM: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = HELM.get_or_init(|| tool_binary("helm", "HELM", "a helm v3 binary"));
-    match found {
-        Ok(path) => path.clone(),
-        Err(e) => panic!("no helm for the chart tests: {e}"),
-    }
+    cached_tool("helm", "HELM", "a helm v3 binary", "the chart tests")
 }
 
 /// `helm <args>` against the test cluster.

@@ -17,7 +17,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use super::fit_args::FitArgs;
 use super::group_by::{GroupBy, parse_group_by};
-use super::scan::{EXIT_ERROR, exit_code, format_scan, scan_status, status_of, table_level};
+use super::scan::{
+    EXIT_ERROR, exit_code, failed, format_scan, scan_status, status_of, table_level,
+};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
 use crate::inventory::selector::parse_selector;
@@ -160,13 +162,7 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!(
-                "error: {}",
-                crate::runtime::terminal_text::visible(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
+        Err(e) => failed(&e),
     }
 }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::common::built_tools::tool_binary;
+use crate::common::built_tools::cached_tool;
 
 #[allow(unused_imports)] // each test binary uses a different part of the harness
 pub use {assignment::Decision, objects::TasQueue, process::KueueProcess};
@@ -29,18 +29,12 @@ pub const VERSION: &str = "v1beta2";
 /// The kueue binary: `$KUEUE` when set, else the one `hack/build-control-plane.sh kueue` builds (once, cached
 /// outside the repository with its CRDs beside it). Panics with the script's error when it cannot be had.
 pub fn kueue_binary() -> PathBuf {
-    static KUEUE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = KUEUE.get_or_init(|| {
-        tool_binary(
-            "kueue",
-            "KUEUE",
-            "a kueue binary with its CRDs in crds/ beside it",
-        )
-    });
-    match found {
-        Ok(path) => path.clone(),
-        Err(e) => panic!("no Kueue for the referee tests: {e}"),
-    }
+    cached_tool(
+        "kueue",
+        "KUEUE",
+        "a kueue binary with its CRDs in crds/ beside it",
+        "the referee tests",
+    )
 }
 
 /// Kueue's CRDs, copied beside the binary from the module's `config/components/crd/bases`.

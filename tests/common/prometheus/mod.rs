@@ -10,9 +10,8 @@ pub mod openmetrics;
 pub mod process;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use crate::common::built_tools::tool_binary;
+use crate::common::built_tools::cached_tool;
 
 #[allow(unused_imports)] // each test binary uses a different part of the harness
 pub use {
@@ -24,18 +23,12 @@ pub use {
 /// `hack/build-control-plane.sh prometheus` builds (once, cached outside the repository, promtool beside it).
 /// Panics with the script's error when it cannot be had.
 pub fn prometheus_binary() -> PathBuf {
-    static PROMETHEUS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = PROMETHEUS.get_or_init(|| {
-        tool_binary(
-            "prometheus",
-            "PROMETHEUS",
-            "a prometheus binary with promtool beside it (building it needs Go >= 1.26.7)",
-        )
-    });
-    match found {
-        Ok(path) => path.clone(),
-        Err(e) => panic!("no Prometheus for the idle-GPU tests: {e}"),
-    }
+    cached_tool(
+        "prometheus",
+        "PROMETHEUS",
+        "a prometheus binary with promtool beside it (building it needs Go >= 1.26.7)",
+        "the idle-GPU tests",
+    )
 }
 
 /// promtool, beside [`prometheus_binary`] (the script builds both into one directory). Panics when it is not
