@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::prometheus::idle_fleet::{
     BACK, CONVERGE, GPU, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of, mig_node,
-    operator_for, state,
+    operator_for, state, wait_gpunode_idle,
 };
 use common::prometheus::{PrometheusProcess, dcgm_labels};
 use common::{TestEnv, eventually};
@@ -118,10 +118,8 @@ async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasur
         utilization.message
     );
 
-    let mut on_gpus = gpunode_idle(&env, &gpus).await;
-    on_gpus.sort();
     assert_eq!(
-        on_gpus,
+        wait_gpunode_idle(&env, &gpus, 2).await,
         vec![
             (format!("{ns}/idle"), GPU.to_owned(), 2),
             (format!("{ns}/relabelled"), GPU.to_owned(), 1)
@@ -129,7 +127,7 @@ async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasur
         "busy, young and unmeasured pods are not idle"
     );
     assert_eq!(
-        gpunode_idle(&env, &mig).await,
+        wait_gpunode_idle(&env, &mig, 1).await,
         vec![(format!("{ns}/mig-idle"), MIG.to_owned(), 1)]
     );
     let gpunode = env.gpunode(&gpus).await.unwrap();
@@ -338,9 +336,8 @@ async fn a_dra_claims_idle_gpu_is_the_claims() {
         |s| idle_of(s, &env.namespace).is_some(),
     )
     .await;
-    let idle = gpunode_idle(&env, &node).await;
     assert_eq!(
-        idle,
+        wait_gpunode_idle(&env, &node, 1).await,
         vec![(
             format!("{}/{claim_name}", env.namespace),
             dra::WHOLE.to_owned(),

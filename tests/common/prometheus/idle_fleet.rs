@@ -98,6 +98,26 @@ pub async fn gpunode_idle(env: &TestEnv, node: &str) -> Vec<(String, String, u64
         .collect()
 }
 
+/// The GpuNode's idle entries once it lists `entries` of them: the GpuNode is written after the inventory (its own
+/// publisher), so a test that saw the inventory's idle figures waits here rather than reading at once.
+pub async fn wait_gpunode_idle(
+    env: &TestEnv,
+    node: &str,
+    entries: usize,
+) -> Vec<(String, String, u64)> {
+    let mut idle = eventually(
+        ROUND,
+        &format!("{entries} idle entries in GpuNode {node}"),
+        || async {
+            let idle = gpunode_idle(env, node).await;
+            (idle.len() == entries).then_some(idle)
+        },
+    )
+    .await;
+    idle.sort();
+    idle
+}
+
 pub fn operator_for(env: &TestEnv, prometheus: &PrometheusProcess) -> OperatorProcess {
     env.start_operator_with(
         "30s",
