@@ -10,12 +10,14 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod cluster_property;
 mod gpu_node_entry;
 mod gpunode;
 mod quota;
 mod topology;
 mod utilization;
 
+pub use cluster_property::*;
 pub use gpu_node_entry::*;
 pub use gpunode::*;
 pub use quota::*;

@@ -18,6 +18,7 @@ pub mod cluster_node;
 pub mod conditions;
 pub mod dra;
 pub(crate) mod events;
+pub mod fleet;
 pub(crate) mod grace;
 pub mod health;
 pub mod interner;

@@ -7,6 +7,7 @@
 
 mod amount;
 mod device;
+mod fleet;
 mod holding;
 mod issue;
 mod node_inventory;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
+pub use fleet::{ClusterSummary, FleetProduct, FleetTotals, ProductSummary};
 pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};

@@ -2,6 +2,7 @@
 //! values, and where a published status is read back into the model.
 //!
 //! - `node_entry`: a node's entry (reasons, claims, taints and quantities spelled);
+//! - `cluster_summary`: a cluster's GPU summary as the ClusterProperty's value, both ways;
 //! - `aggregate`: a GpuInventory status's conditions, sums and problem nodes;
 //! - `read_back`: a published status read back into the model;
 //! - `quota`: Kueue's quotas and the workloads that cannot fit, both ways;
@@ -9,6 +10,7 @@
 //! - `utilization`: the idle holdings and the utilization report, both ways.
 
 mod aggregate;
+mod cluster_summary;
 mod node_entry;
 mod quota;
 mod read_back;
@@ -16,6 +18,7 @@ mod topology;
 mod utilization;
 
 pub use aggregate::{conditions, free_by_vendor, namespace, problem_node, product, resource};
+pub use cluster_summary::{read_summary_value, summary_value};
 pub use node_entry::{Detail, device, issue, node_entry};
 pub use quota::{WORKLOAD_ISSUES_LIMIT, quota_entry, read_quotas, workload_issues};
 pub use read_back::published_inventory;
