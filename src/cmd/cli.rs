@@ -109,6 +109,27 @@ pub struct GlobalArgs {
     pub topology_labels: Vec<String>,
 }
 
+/// A `--cluster-property` name: "" (none) or an object name (a DNS subdomain: lowercase letters, digits, `-`
+/// and `.`, at most 253 characters, starting and ending with a letter or digit).
+fn parse_cluster_property(text: &str) -> Result<String, String> {
+    let name = text.trim();
+    let fits = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if name.is_empty()
+        || (name.len() <= 253
+            && name.chars().all(fits)
+            && ends(name.chars().next())
+            && ends(name.chars().last()))
+    {
+        Ok(name.to_owned())
+    } else {
+        Err(format!(
+            "{name:?} is not an object name (lowercase letters, digits, '-' and '.', at most 253 characters, \
+             starting and ending with a letter or digit); \"\" keeps no ClusterProperty"
+        ))
+    }
+}
+
 /// A `--health-condition`, checked as a condition type or pattern.
 fn parse_health_condition(text: &str) -> Result<String, String> {
     crate::inventory::health::TypePattern::parse(text).map(|_| text.trim().to_owned())
@@ -155,6 +176,12 @@ pub struct RunArgs {
     /// Name of the GpuInventory created at start-up when it does not exist; "" creates none.
     #[arg(long, env = "GPUINV_DEFAULT_INVENTORY", default_value = "cluster")]
     pub default_inventory: String,
+    /// Name of the ClusterProperty (about.k8s.io, KEP-2149) that carries this cluster's GPU summary to a
+    /// multi-cluster hub, kept where the API server serves ClusterProperties (docs/fleet.md); "" keeps none.
+    /// The chart's ClusterRole grants writes to this one name.
+    #[arg(long, env = "GPUINV_CLUSTER_PROPERTY", default_value = crate::crd::DEFAULT_CLUSTER_PROPERTY,
+          value_parser = parse_cluster_property)]
+    pub cluster_property: String,
     /// Do not install or update the CRD; only check that it exists (for clusters where CRDs are managed
     /// elsewhere; the operator then needs no write access to CRDs).
     #[arg(long, env = "GPUINV_SKIP_CRD_INSTALL")]

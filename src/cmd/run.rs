@@ -10,6 +10,7 @@ use tracing::{debug, error, info, warn};
 use super::cli::{GlobalArgs, RunArgs};
 use crate::error::{Error, Result, api_status, describe_kube_error};
 use crate::inventory::selector::{equality_labels, parse_selector};
+use crate::publish::cluster_property::keep_cluster_property;
 use crate::publish::configmap::{ConfigMapTarget, ConfigMaps};
 use crate::publish::crd::{install_crd, require_crd};
 use crate::publish::crd_watch::{CrdPolicy, watch_crd};
@@ -183,6 +184,7 @@ async fn run_publishers(
     let inventory_selector = args.inventory_label_selector.clone();
     let scope = GpuNodeScope::of(args.node_label_selector.as_deref());
     let status_nodes_budget = args.status_nodes_budget;
+    let cluster_property = args.cluster_property.clone();
     let publishers = |stop: Shutdown| {
         let Shared {
             client,
@@ -203,9 +205,27 @@ async fn run_publishers(
             GpuNodes::start(client.clone(), scope.clone(), health.clone(), metrics);
         let (configmaps, configmap_changes) =
             ConfigMaps::start(client.clone(), target.clone(), health.clone(), metrics);
+        // Waits for the API before it watches anything: a cluster without about-api costs a discovery call
+        // every 30 s.
+        let property = (!cluster_property.is_empty()).then(|| {
+            keep_cluster_property(
+                client.clone(),
+                cluster_property.clone(),
+                scans.clone(),
+                health.clone(),
+                metrics.clone(),
+                stop.clone(),
+            )
+        });
         let (scans, metrics) = (scans.clone(), metrics.clone());
         async move {
+            let property = async move {
+                if let Some(property) = property {
+                    property.await;
+                }
+            };
             tokio::join!(
+                property,
                 drive(
                     statuses,
                     status_changes,

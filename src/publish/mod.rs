@@ -11,6 +11,7 @@
 //! - [`metrics`]: the inventories' gauges on `/metrics`;
 //! - [`crd`], `crd_watch`, `default_inventory`: the CRD and the default inventory the others rely on.
 
+pub(crate) mod cluster_property;
 pub(crate) mod configmap;
 pub mod content;
 pub mod crd;

@@ -106,6 +106,43 @@ impl OptionalApi {
         }
     }
 
+    /// Waits until a version serves the kind and returns it: its absence is said once at info (at debug with
+    /// `quiet_absence`), discovery is asked again every [`DISCOVERY_REFRESH`], and `absent` is called each
+    /// time it is found absent (a store marks itself absent). Its finding is said at info.
+    pub async fn wait_served(&self, client: &Client, mut absent: impl FnMut()) -> &'static str {
+        let mut said = false;
+        let discover = || async {
+            match self.served_version(client).await {
+                Ok(Some(version)) => Discovered::Served(version),
+                Ok(None) => Discovered::Absent(format!(
+                    "the API server serves no {}.{}",
+                    self.plural, self.group
+                )),
+                Err(error) => Discovered::Failed(error),
+            }
+        };
+        let version = wait_until_served(self.what, discover, |why| {
+            absent();
+            if self.quiet_absence {
+                tracing::debug!("{} unavailable: {why}; {}", self.what, self.without);
+            } else if !said {
+                info!(
+                    "{} unavailable: {why}; {}, and the API is looked for again every {}s",
+                    self.what,
+                    self.without,
+                    DISCOVERY_REFRESH.as_secs()
+                );
+                said = true;
+            }
+        })
+        .await;
+        info!(
+            api = %format!("{}/{version}", self.group),
+            "{} served: watching them ({})", self.what, self.purpose
+        );
+        version
+    }
+
     /// Starts the source: its store, and the task that feeds it (run it until shutdown).
     pub fn watch<T: PartialEq + Send + Sync + 'static>(
         self,
@@ -116,36 +153,7 @@ impl OptionalApi {
     ) -> (StrippedStore<T>, impl Future<Output = ()> + Send + 'static) {
         let (store, mut writer) = stripped_store(strip);
         let task = async move {
-            let mut said = false;
-            let discover = || async {
-                match self.served_version(&client).await {
-                    Ok(Some(version)) => Discovered::Served(version),
-                    Ok(None) => Discovered::Absent(format!(
-                        "the API server serves no {}.{}",
-                        self.plural, self.group
-                    )),
-                    Err(error) => Discovered::Failed(error),
-                }
-            };
-            let version = wait_until_served(self.what, discover, |why| {
-                writer.mark_absent();
-                if self.quiet_absence {
-                    tracing::debug!("{} unavailable: {why}; {}", self.what, self.without);
-                } else if !said {
-                    info!(
-                        "{} unavailable: {why}; {}, and the API is looked for again every {}s",
-                        self.what,
-                        self.without,
-                        DISCOVERY_REFRESH.as_secs()
-                    );
-                    said = true;
-                }
-            })
-            .await;
-            info!(
-                api = %format!("{}/{version}", self.group),
-                "{} served: watching them ({})", self.what, self.purpose
-            );
+            let version = self.wait_served(&client, || writer.mark_absent()).await;
             let api: Api<DynamicObject> = Api::all_with(client, &self.resource(version));
             let events = watcher(api, watcher::Config::default()).backoff(backoff::WATCH.backoff());
             feed(self.plural, events, &mut writer, &health, &changes).await;
