@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
-use gpu_inventory_operator::cmd::{fit, idle, plugin, quotas, run, scan};
+use gpu_inventory_operator::cmd::{fit, fleet, idle, plugin, quotas, run, scan};
 use gpu_inventory_operator::publish::crd::crd_yaml;
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
@@ -23,6 +23,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     logging::init_logging(cli.global.log_format);
+    if let Err(e) = cli.global.one_cluster("gpu-inventory-operator") {
+        return scan::failed(&e);
+    }
     match cli.command.unwrap_or(Command::Run(Box::new(cli.run))) {
         Command::Crd => {
             print!("{}", crd_yaml());
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => one_shot().block_on(fit::run(&cli.global, &args)),
         Command::Quotas(args) => one_shot().block_on(quotas::run(&cli.global, &args)),
         Command::Idle(args) => one_shot().block_on(idle::run(&cli.global, &args)),
+        Command::Fleet(args) => one_shot().block_on(fleet::hub::run(&cli.global, &args)),
         Command::Run(args) => {
             // The signal handlers are tasks: they are set up inside the runtime.
             let operator = async { run::run(&cli.global, *args, Shutdown::on_signals()).await };

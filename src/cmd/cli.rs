@@ -54,6 +54,10 @@ pub enum Command {
     /// holds each GPU): per namespace, then per pod or claim. Exit code: 0 none idle, 1 some, 2 error or
     /// Prometheus's answer unknown.
     Idle(super::idle_args::IdleArgs),
+    /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties
+    /// (about.k8s.io), read from the hub's ClusterProfiles (multicluster.x-k8s.io), with no credentials to the
+    /// members (docs/fleet.md). Exit code: 0 read, 2 error or a summary that cannot be read.
+    Fleet(super::fleet::hub::FleetHubArgs),
 }
 
 /// Flags every subcommand understands.
@@ -62,9 +66,10 @@ pub struct GlobalArgs {
     /// Kubeconfig file to use instead of $KUBECONFIG or ~/.kube/config.
     #[arg(long, global = true, env = "GPUINV_KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use instead of the current context.
-    #[arg(long, global = true, env = "GPUINV_CONTEXT")]
-    pub context: Option<String>,
+    /// Kubeconfig context to use instead of the current context. The kubectl plugin's table and `fit` take it
+    /// more than once, one cluster per context, read side by side (docs/fleet.md); other commands take one.
+    #[arg(long, global = true, env = "GPUINV_CONTEXT", value_name = "CONTEXT")]
+    pub context: Vec<String>,
     /// Log format; the filter comes from RUST_LOG (default: info).
     #[arg(long, global = true, env = "GPUINV_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -158,8 +163,28 @@ impl GlobalArgs {
     pub fn client_config(&self) -> ClientConfig {
         ClientConfig {
             kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            context: self.context.last().cloned(),
         }
+    }
+
+    /// These flags for the cluster of one `context`.
+    pub fn for_context(&self, context: &str) -> GlobalArgs {
+        GlobalArgs {
+            context: vec![context.to_owned()],
+            ..self.clone()
+        }
+    }
+
+    /// An error when `--context` was given more than once to a command that reads one cluster.
+    pub fn one_cluster(&self, command: &str) -> crate::error::Result<()> {
+        if self.context.len() > 1 {
+            return Err(crate::error::Error::InvalidFlag(format!(
+                "--context given {} times: `{command}` reads one cluster; the kubectl plugin's table and its \
+                 `fit` read several (kubectl gpu-inventory --context A --context B, or --all-contexts)",
+                self.context.len()
+            )));
+        }
+        Ok(())
     }
 }
 

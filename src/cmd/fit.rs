@@ -9,7 +9,7 @@ use super::cli::{GlobalArgs, ScanArgs};
 use super::fit_args::{FitArgs, FitOutput};
 use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
-use crate::inventory::topology::{FitAnswer, FitRequest, fit};
+use crate::inventory::topology::{FitAnswer, FitError, FitRequest, fit};
 
 /// Exit code: the job fits.
 const EXIT_FITS: u8 = 0;
@@ -19,7 +19,7 @@ const EXIT_DOES_NOT_FIT: u8 = 1;
 /// The answer as JSON prints it (`gpus`, `gpusPerPod`, `product`, `fits`, `level`, `domains`, `why`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FitJson<'a> {
+pub(crate) struct FitJson<'a> {
     gpus: u64,
     gpus_per_pod: u64,
     product: Option<&'a str>,
@@ -54,6 +54,13 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
 
 /// The answer for `args`, over the inventory `scan` would see.
 pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
+    let request = request(args)?;
+    let inventory = read_inventory(global, args).await?;
+    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+}
+
+/// The request `args` ask, checked before any cluster is read (a `--gpus 0` is refused once, not per cluster).
+pub(crate) fn request(args: &FitArgs) -> Result<FitRequest> {
     if let Some(level) = args.level.as_deref()
         && level.trim().is_empty()
     {
@@ -61,9 +68,6 @@ pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAns
             "--level: empty; name `nvlink` or a node label key".to_owned(),
         ));
     }
-    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
-    let extra: Vec<String> = args.level.iter().cloned().collect();
-    let inventory = scan_inventory(global, &scan_args, &extra).await?;
     let request = FitRequest {
         gpus: args.gpus,
         product: args.product.clone(),
@@ -71,36 +75,51 @@ pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAns
         level: args.level.as_ref().map(|l| l.trim().to_owned()),
         tolerations: args.tolerations.clone(),
     };
-    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+    match fit(&[], &request) {
+        Err(FitError::Invalid(why)) => Err(Error::InvalidFlag(why)),
+        _ => Ok(request),
+    }
+}
+
+/// The inventory `scan` would see, with the level `--level` names read too.
+pub(crate) async fn read_inventory(
+    global: &GlobalArgs,
+    args: &FitArgs,
+) -> Result<crate::inventory::Inventory> {
+    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
+    let extra: Vec<String> = args.level.iter().cloned().collect();
+    scan_inventory(global, &scan_args, &extra).await
 }
 
 /// The answer as text (`table`) or JSON.
 pub(crate) fn format_answer(answer: &FitAnswer, output: FitOutput) -> String {
     match output {
-        FitOutput::Json => {
-            let json = FitJson {
-                gpus: answer.gpus,
-                gpus_per_pod: answer.gpus_per_pod,
-                product: answer.product.as_deref(),
-                fits: answer.fits,
-                level: answer.level.as_deref(),
-                domains: answer
-                    .domains
-                    .iter()
-                    .map(|d| DomainJson {
-                        name: &d.name,
-                        free_gpus: d.free_gpus,
-                        nodes: &d.nodes,
-                    })
-                    .collect(),
-                why: answer.why.as_deref(),
-            };
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&json).unwrap_or_default()
-            )
-        }
+        FitOutput::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&fit_json(answer)).unwrap_or_default()
+        ),
         FitOutput::Table => table(answer),
+    }
+}
+
+/// The answer as JSON prints it.
+pub(crate) fn fit_json(answer: &FitAnswer) -> FitJson<'_> {
+    FitJson {
+        gpus: answer.gpus,
+        gpus_per_pod: answer.gpus_per_pod,
+        product: answer.product.as_deref(),
+        fits: answer.fits,
+        level: answer.level.as_deref(),
+        domains: answer
+            .domains
+            .iter()
+            .map(|d| DomainJson {
+                name: &d.name,
+                free_gpus: d.free_gpus,
+                nodes: &d.nodes,
+            })
+            .collect(),
+        why: answer.why.as_deref(),
     }
 }
 

@@ -127,9 +127,6 @@ pub(crate) async fn list_cluster(
     let (topologies, note) = TOPOLOGIES.list(&client, strip_topology).await;
     let (kueue, mut notes) = KueueObjects::list(&client).await;
     notes.extend(note);
-    for note in notes {
-        eprintln!("warning: {}", crate::runtime::terminal_text::visible(&note));
-    }
     let topologies: Vec<Arc<KueueTopology>> = topologies.into_iter().map(Arc::new).collect();
     let url = &connection.cluster_url;
     let paged = || match args.chunk_size {
@@ -148,6 +145,18 @@ pub(crate) async fn list_cluster(
     })
     .await
     .map_err(Error::kube(format!("listing nodes on {url}")))?;
+    // Said once the cluster answered (an unreachable one is one error, not one per Kueue kind), naming the
+    // context where several are read side by side.
+    let context = match global.context.last() {
+        Some(context) => format!("context {context}: "),
+        None => String::new(),
+    };
+    for note in notes {
+        eprintln!(
+            "warning: {}",
+            crate::runtime::terminal_text::visible(&format!("{context}{note}"))
+        );
+    }
     let pods: Api<SlimPod> = Api::all(client.clone());
     let params = paged().fields(UNFINISHED_PODS);
     let pods = list_paged(&pods, params, |slim| {

@@ -6,6 +6,7 @@ pub mod cli;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
+pub mod fleet;
 pub mod group_by;
 pub mod idle;
 pub mod idle_args;

@@ -30,7 +30,7 @@ pub(crate) const EXIT_ISSUES: u8 = 1;
 pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
-pub(crate) fn failed(e: &Error) -> ExitCode {
+pub fn failed(e: &Error) -> ExitCode {
     eprintln!(
         "error: {}",
         crate::runtime::terminal_text::visible(&e.to_string())

@@ -108,3 +108,20 @@ fn default_kubeconfig_paths() -> String {
         }
     }
 }
+
+/// The names of every context of the kubeconfig `kubectl` would read: `kubeconfig`, else $KUBECONFIG (its
+/// files merged) or ~/.kube/config; in the file's order.
+pub(crate) fn kubeconfig_contexts(kubeconfig: Option<&Path>) -> Result<Vec<String>> {
+    let read = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path).map_err(|e| {
+            Error::Kubeconfig(format!("cannot read kubeconfig {}: {e}", path.display()))
+        })?,
+        None => Kubeconfig::read().map_err(|e| {
+            Error::Kubeconfig(format!(
+                "cannot read the kubeconfig {}: {e}",
+                default_kubeconfig_paths()
+            ))
+        })?,
+    };
+    Ok(read.contexts.into_iter().map(|c| c.name).collect())
+}

@@ -16,6 +16,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use super::fit_args::FitArgs;
+use super::fleet::across::AcrossArgs;
+use super::fleet::hub::FleetHubArgs;
+use super::fleet::{FleetArgs, fleet_contexts};
 use super::group_by::{GroupBy, parse_group_by};
 use super::scan::{
     EXIT_ERROR, exit_code, failed, format_scan, scan_status, status_of, table_level,
@@ -76,6 +79,9 @@ pub struct PluginArgs {
     /// kubectl's --kubeconfig, --context (and --log-format, for RUST_LOG diagnostics).
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Several clusters: `--context` more than once, or `--all-contexts` (docs/fleet.md).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 /// The plugin's subcommands.
@@ -90,6 +96,9 @@ pub(crate) enum PluginCommand {
     /// Which held GPUs sat idle through the window, per namespace and per pod or claim (as
     /// `gpu-inventory-operator idle`; needs `--prometheus-url`). Exit code: 0 none, 1 some, 2 error.
     Idle(super::idle_args::IdleArgs),
+    /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties,
+    /// read from the hub's ClusterProfiles (as `gpu-inventory-operator fleet`). Exit code: 0 read, 2 error.
+    Fleet(FleetHubArgs),
 }
 
 /// When to colour the table.
@@ -115,6 +124,16 @@ pub fn invoked_as_plugin(argv0: &str) -> bool {
 
 /// Runs the plugin.
 pub async fn run(args: PluginArgs) -> ExitCode {
+    let contexts = match fleet_contexts(&args.global, &args.fleet) {
+        Ok(contexts) => contexts,
+        Err(e) => return failed(&e),
+    };
+    if let Some(contexts) = &contexts {
+        return across_clusters(&args, contexts).await;
+    }
+    if let Some(PluginCommand::Fleet(hub)) = &args.command {
+        return super::fleet::hub::run(&args.global, hub).await;
+    }
     if let Some(PluginCommand::Fit(fit)) = &args.command {
         let table_flags = table_flags(&args);
         if !table_flags.is_empty() {
@@ -163,6 +182,37 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => failed(&e),
+    }
+}
+
+/// The table or `fit` in each of `contexts`; the other subcommands read one cluster.
+async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
+    let refuse = |why: &str| failed(&Error::InvalidFlag(why.to_owned()));
+    match &args.command {
+        Some(PluginCommand::Fit(fit)) => {
+            super::fleet::fit_across::run(&args.global, &args.fleet, fit, contexts).await
+        }
+        Some(PluginCommand::Quotas(_) | PluginCommand::Idle(_) | PluginCommand::Fleet(_)) => {
+            refuse(
+                "several contexts are read by the table and by `fit`; `quotas`, `idle` and `fleet` read one \
+             cluster (give one --context)",
+            )
+        }
+        None if args.watch => refuse("-w/--watch follows one cluster; give one --context"),
+        None if args.group_by != GroupBy::Node => refuse(
+            "--group-by across clusters: the fleet's table has one row per cluster (-o wide: per node); \
+             group one cluster with one --context",
+        ),
+        None => {
+            let across = AcrossArgs {
+                global: &args.global,
+                fleet: &args.fleet,
+                output: args.output,
+                selector: args.selector.clone(),
+                utilization: args.utilization.clone(),
+            };
+            super::fleet::across::run(&across, contexts).await
+        }
     }
 }
 
@@ -315,7 +365,7 @@ mod tests {
             "-w",
         ])
         .unwrap();
-        assert_eq!(args.global.context.as_deref(), Some("lab"));
+        assert_eq!(args.global.context, ["lab"]);
         assert_eq!(args.selector.as_deref(), Some("pool=a"));
         assert!(args.watch && args.output == OutputFormat::Wide);
         assert!(args.command.is_none(), "no subcommand: the table");
@@ -342,7 +392,7 @@ mod tests {
             "/k",
         ])
         .unwrap();
-        assert_eq!(args.global.context.as_deref(), Some("lab"));
+        assert_eq!(args.global.context, ["lab"]);
         assert_eq!(
             args.global.kubeconfig.as_deref(),
             Some(std::path::Path::new("/k"))

@@ -3,7 +3,7 @@
 use crate::runtime::terminal_text::visible;
 
 /// Left-aligned columns two spaces apart, the header first.
-pub(super) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|row| row.iter().map(|cell| visible(cell).into_owned()).collect())

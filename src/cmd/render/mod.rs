@@ -5,11 +5,14 @@
 
 mod columns;
 mod devices;
+mod fleet;
 mod idle;
 mod quotas;
 mod topology;
 
 use columns::columns;
+pub(crate) use columns::columns as fleet_columns;
+pub(crate) use fleet::{ClusterRow, fleet, fleet_nodes};
 pub(crate) use idle::idle;
 pub(crate) use quotas::quotas;
 use topology::PlaceColumns;

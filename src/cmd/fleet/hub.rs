@@ -1,0 +1,278 @@
+//! `gpu-inventory-operator fleet` (and `kubectl gpu-inventory fleet`): the fleet as a multi-cluster hub sees
+//! it, from the `ClusterProfile` objects (`multicluster.x-k8s.io/v1alpha1`, KEP-4322) whose
+//! `status.properties` a cluster manager fills from each member's ClusterProperties: no credentials to the
+//! members. Exit code: 0 every profile's summary read (profiles without one are listed), 2 a summary that
+//! cannot be read or the hub itself.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::across::TotalsJson;
+use crate::cmd::cli::GlobalArgs;
+use crate::cmd::render::{ClusterRow, fleet};
+use crate::cmd::scan::{EXIT_ERROR, failed};
+use crate::crd::{CLUSTER_PROFILE_API, DEFAULT_CLUSTER_PROPERTY};
+use crate::error::{Error, Result, describe_kube_error};
+use crate::inventory::fleet::add_up;
+use crate::inventory::model::ClusterSummary;
+use crate::publish::content::wire::read_summary_value;
+use crate::runtime::client::connect;
+
+/// Flags of `fleet`.
+#[derive(Debug, Args, Clone)]
+pub struct FleetHubArgs {
+    /// Only the ClusterProfiles of this namespace (a cluster manager's, e.g. `open-cluster-management` or
+    /// `fleet-system`); default: every namespace.
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// The property carrying the GPU summary: the members' `--cluster-property`.
+    #[arg(long, default_value = DEFAULT_CLUSTER_PROPERTY)]
+    pub property: String,
+    /// Output format: `table` or `json`.
+    #[arg(long, short = 'o', value_enum, default_value_t = HubOutput::Table)]
+    pub output: HubOutput,
+}
+
+/// How `fleet` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HubOutput {
+    /// The clusters, then the fleet's totals.
+    Table,
+    /// `{clusters: [{cluster, observed, summary}], errors: [{cluster, message}], withoutSummary, totals}`.
+    Json,
+}
+
+/// One ClusterProfile as `fleet` reads it.
+struct Profile {
+    /// `namespace/name`.
+    name: String,
+    /// The property's `lastObservedTime`.
+    observed: Option<String>,
+    /// Its summary; `Err` when the value cannot be read; `None` when the profile carries no such property.
+    summary: Option<std::result::Result<(ClusterSummary, Value), String>>,
+}
+
+/// Reads the hub's ClusterProfiles and prints the fleet.
+pub async fn run(global: &GlobalArgs, args: &FleetHubArgs) -> ExitCode {
+    match profiles(global, args).await {
+        Ok(profiles) => {
+            print!("{}", shown(&profiles, args));
+            let unreadable = profiles.iter().any(|p| matches!(p.summary, Some(Err(_))));
+            if unreadable {
+                ExitCode::from(EXIT_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => failed(&e),
+    }
+}
+
+async fn profiles(global: &GlobalArgs, args: &FleetHubArgs) -> Result<Vec<Profile>> {
+    let connection = connect(&global.client_config()).await?;
+    let (group, version) = CLUSTER_PROFILE_API;
+    let resource = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: format!("{group}/{version}"),
+        kind: "ClusterProfile".into(),
+        plural: "clusterprofiles".into(),
+    };
+    let api: Api<DynamicObject> = match &args.namespace {
+        Some(namespace) => Api::namespaced_with(connection.client, namespace, &resource),
+        None => Api::all_with(connection.client, &resource),
+    };
+    let list = api.list(&ListParams::default()).await.map_err(|e| match &e {
+        kube::Error::Api(status) if status.code == 404 => Error::InvalidFlag(format!(
+            "{} serves no ClusterProfiles ({group}/{version}): is it a multi-cluster hub? A cluster manager \
+             (Open Cluster Management, or any KEP-4322 one) installs them (docs/fleet.md)",
+            connection.cluster_url
+        )),
+        _ => Error::InvalidFlag(format!(
+            "cannot list ClusterProfiles on {}: {} (grant list on clusterprofiles.{group})",
+            connection.cluster_url,
+            describe_kube_error(&e)
+        )),
+    })?;
+    let mut profiles: Vec<Profile> = list
+        .items
+        .iter()
+        .map(|p| profile(p, &args.property))
+        .collect();
+    profiles.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(profiles)
+}
+
+/// The profile's summary, from the property named `property` in its `status.properties`.
+fn profile(object: &DynamicObject, property: &str) -> Profile {
+    let name = format!(
+        "{}/{}",
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default()
+    );
+    let found = object.data["status"]["properties"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"].as_str() == Some(property));
+    let Some(found) = found else {
+        return Profile {
+            name,
+            observed: None,
+            summary: None,
+        };
+    };
+    let summary = match found["value"].as_str() {
+        Some(text) => read_summary_value(text).and_then(|summary| {
+            let json = serde_json::from_str(text).map_err(|e| e.to_string())?;
+            Ok((summary, json))
+        }),
+        None => Err("the property has no string value".to_owned()),
+    }
+    .map_err(|why| format!("property {property}: {why}"));
+    Profile {
+        name,
+        observed: found["lastObservedTime"].as_str().map(str::to_owned),
+        summary: Some(summary),
+    }
+}
+
+fn shown(profiles: &[Profile], args: &FleetHubArgs) -> String {
+    let missing = format!(
+        "no {} property (no gpu-inventory-operator there, or the manager does not copy ClusterProperties)",
+        args.property
+    );
+    match args.output {
+        HubOutput::Table => {
+            if profiles.is_empty() {
+                return "no ClusterProfiles on this hub\n".to_owned();
+            }
+            let rows: Vec<ClusterRow<'_>> = profiles
+                .iter()
+                .map(|p| ClusterRow {
+                    name: &p.name,
+                    summary: match &p.summary {
+                        Some(Ok((summary, _))) => Ok(summary),
+                        Some(Err(why)) => Err(why.as_str()),
+                        None => Err(missing.as_str()),
+                    },
+                })
+                .collect();
+            fleet(&rows)
+        }
+        HubOutput::Json => {
+            let read: Vec<(&str, &ClusterSummary)> = profiles
+                .iter()
+                .filter_map(|p| Some((p.name.as_str(), &p.summary.as_ref()?.as_ref().ok()?.0)))
+                .collect();
+            let json = HubJson {
+                clusters: profiles
+                    .iter()
+                    .filter_map(|p| {
+                        Some(ClusterJson {
+                            cluster: &p.name,
+                            observed: p.observed.as_deref(),
+                            summary: &p.summary.as_ref()?.as_ref().ok()?.1,
+                        })
+                    })
+                    .collect(),
+                errors: profiles
+                    .iter()
+                    .filter_map(|p| {
+                        Some(ErrorJson {
+                            cluster: &p.name,
+                            message: p.summary.as_ref()?.as_ref().err()?,
+                        })
+                    })
+                    .collect(),
+                without_summary: profiles
+                    .iter()
+                    .filter(|p| p.summary.is_none())
+                    .map(|p| p.name.as_str())
+                    .collect(),
+                totals: add_up(read).into(),
+            };
+            serde_json::to_string_pretty(&json).expect("the fleet serializes") + "\n"
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HubJson<'a> {
+    clusters: Vec<ClusterJson<'a>>,
+    errors: Vec<ErrorJson<'a>>,
+    without_summary: Vec<&'a str>,
+    totals: TotalsJson,
+}
+
+#[derive(Serialize)]
+struct ClusterJson<'a> {
+    cluster: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observed: Option<&'a str>,
+    summary: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    cluster: &'a str,
+    message: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(properties: Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+            "kind": "ClusterProfile",
+            "metadata": {"name": "east", "namespace": "fleet"},
+            "spec": {"displayName": "east", "clusterManager": {"name": "ocm"}},
+            "status": {"properties": properties}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_profile_reads_its_summary_and_says_what_is_wrong_with_a_bad_one() {
+        let value = r#"{"v":1,"nodes":2,"gpus":16,"free":8,"unhealthy":0}"#;
+        let good = profile(
+            &object(json!([
+                {"name": "clusterset.k8s.io", "value": "east"},
+                {"name": DEFAULT_CLUSTER_PROPERTY, "value": value, "lastObservedTime": "2026-12-05T05:00:00Z"}
+            ])),
+            DEFAULT_CLUSTER_PROPERTY,
+        );
+        assert_eq!(good.name, "fleet/east");
+        assert_eq!(good.observed.as_deref(), Some("2026-12-05T05:00:00Z"));
+        assert_eq!(good.summary.unwrap().unwrap().0.gpus, 16);
+        let bad = profile(
+            &object(json!([{"name": DEFAULT_CLUSTER_PROPERTY, "value": "16 GPUs"}])),
+            DEFAULT_CLUSTER_PROPERTY,
+        );
+        let why = bad.summary.unwrap().unwrap_err();
+        assert!(
+            why.starts_with("property gpus.homelab.youngju.dev: the value is not"),
+            "{why}"
+        );
+        let none = profile(&object(json!([])), DEFAULT_CLUSTER_PROPERTY);
+        assert!(none.summary.is_none());
+        let no_status = profile(
+            &serde_json::from_value(json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                "kind": "ClusterProfile", "metadata": {"name": "new", "namespace": "fleet"}}))
+            .unwrap(),
+            DEFAULT_CLUSTER_PROPERTY,
+        );
+        assert!(
+            no_status.summary.is_none(),
+            "a profile its manager has not filled yet"
+        );
+    }
+}
