@@ -17,6 +17,7 @@ pub mod cluster_periods;
 pub mod dra;
 pub mod exec_plugin;
 pub mod fit_cli;
+pub mod fleet;
 pub mod fresh_scan;
 pub mod helm;
 pub mod kueue;
