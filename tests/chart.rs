@@ -181,12 +181,22 @@ fn every_feature_renders_and_the_monitoring_is_deploys() {
         "--prometheus-ca-file=/var/run/secrets/gpu-inventory/prometheus-ca/service-ca.crt",
         "--idle-window=1h",
         "--utilization-selector=cluster=\"prod-a\"",
+        "--cluster-property=gpus.prod-a.example.com",
     ] {
         assert!(
             args.as_array().unwrap().contains(&json!(arg)),
             "{arg} in {args}"
         );
     }
+    // The ClusterRole grants the ClusterProperty by the name the flag names, and only it.
+    let role = get("ClusterRole//gpuinv");
+    let property = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["apiGroups"] == json!(["about.k8s.io"]))
+        .expect("a ClusterProperty rule");
+    assert_eq!(property["resourceNames"], json!(["gpus.prod-a.example.com"]));
     // The token's Secret and the CA's ConfigMap are mounted where those flags read them.
     let pod = &deployment["spec"]["template"]["spec"];
     let volumes = pod["volumes"].to_string();
