@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         if std::env::var_os("RUST_LOG").is_some() {
             logging::init_logging(args.global.log_format);
         }
-        return one_shot().block_on(plugin::run(args));
+        return once(plugin::run(args));
     }
     let cli = Cli::parse();
     logging::init_logging(cli.global.log_format);
@@ -31,11 +31,11 @@ fn main() -> ExitCode {
             print!("{}", crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Scan(args) => one_shot().block_on(scan::run(&cli.global, &args)),
-        Command::Fit(args) => one_shot().block_on(fit::run(&cli.global, &args)),
-        Command::Quotas(args) => one_shot().block_on(quotas::run(&cli.global, &args)),
-        Command::Idle(args) => one_shot().block_on(idle::run(&cli.global, &args)),
-        Command::Fleet(args) => one_shot().block_on(fleet::hub::run(&cli.global, &args)),
+        Command::Scan(args) => once(scan::run(&cli.global, &args)),
+        Command::Fit(args) => once(fit::run(&cli.global, &args)),
+        Command::Quotas(args) => once(quotas::run(&cli.global, &args)),
+        Command::Idle(args) => once(idle::run(&cli.global, &args)),
+        Command::Fleet(args) => once(fleet::hub::run(&cli.global, &args)),
         Command::Run(args) => {
             // The signal handlers are tasks: they are set up inside the runtime.
             let operator = async { run::run(&cli.global, *args, Shutdown::on_signals()).await };
@@ -56,6 +56,15 @@ fn service() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("the tokio runtime starts")
+}
+
+/// Runs a one-shot command to its end; whatever still runs then (a credential plugin past its cluster's
+/// deadline, on the blocking pool) is not waited for.
+fn once(command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    let runtime = one_shot();
+    let code = runtime.block_on(command);
+    runtime.shutdown_background();
+    code
 }
 
 /// `scan` and the plugin: one request at a time, then one computation. On one thread the response body

@@ -196,7 +196,10 @@ fn every_feature_renders_and_the_monitoring_is_deploys() {
         .iter()
         .find(|r| r["apiGroups"] == json!(["about.k8s.io"]))
         .expect("a ClusterProperty rule");
-    assert_eq!(property["resourceNames"], json!(["gpus.prod-a.example.com"]));
+    assert_eq!(
+        property["resourceNames"],
+        json!(["gpus.prod-a.example.com"])
+    );
     // The token's Secret and the CA's ConfigMap are mounted where those flags read them.
     let pod = &deployment["spec"]["template"]["spec"];
     let volumes = pod["volumes"].to_string();

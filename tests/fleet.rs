@@ -1,7 +1,8 @@
 //! The kubectl plugin across clusters (docs/fleet.md) on real API servers: the test cluster and two more at once
 //! (tests/common/fleet: etcd + kube-apiserver each, their own ports), in one kubeconfig with three contexts that
-//! cannot be read: a server that refuses connections, one that accepts and never answers, and a real server
-//! whose user it knows but grants nothing.
+//! cannot be read: a server that refuses connections, one that accepts and never answers, a real server whose
+//! user it knows but grants nothing, and an exec credential plugin that never returns; and one read through an
+//! exec credential plugin.
 
 mod common;
 
@@ -42,6 +43,35 @@ fn fleet_kubeconfig(env: &TestEnv, b: &ExtraCluster, c: &ExtraCluster, silent: &
             user["user"]["token"] = json!(token);
         }
     }
+    // `b-exec`: cluster b through an exec credential plugin (b's admin certificate, as a cloud CLI would hand
+    // out a credential); `hung-exec`: one whose plugin never returns.
+    let pki = b.state_dir.join("pki");
+    let credential = json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {
+            "clientCertificateData": std::fs::read_to_string(pki.join("admin.crt")).unwrap(),
+            "clientKeyData": std::fs::read_to_string(pki.join("admin.key")).unwrap(),
+        }
+    });
+    let answer = path.with_extension("credential.json");
+    std::fs::write(&answer, credential.to_string()).unwrap();
+    let exec = |command: &str, args: &[&str]| {
+        json!({ "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": command,
+            "args": args,
+            "interactiveMode": "Never",
+        }})
+    };
+    config["users"].as_array_mut().unwrap().extend([
+        json!({ "name": "b-exec", "user": exec("cat", &[answer.to_str().unwrap()]) }),
+        json!({ "name": "hung-exec", "user": exec("sleep", &["20"]) }),
+    ]);
+    config["contexts"].as_array_mut().unwrap().extend([
+        json!({ "name": "b-exec", "context": { "cluster": "b", "user": "b-exec" } }),
+        json!({ "name": "hung-exec", "context": { "cluster": "b", "user": "hung-exec" } }),
+    ]);
     std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
     path
 }
@@ -86,10 +116,12 @@ async fn the_plugin_reads_every_context_at_once_and_names_the_ones_it_cannot_rea
     let kubeconfig = kubeconfig.to_str().unwrap();
     let selector = format!("{TEST_LABEL}={}", env.id);
 
-    // Every context: three read, three named with their errors, exit 2, within the deadline.
+    // Every context: four read (b twice: by certificate and by an exec plugin), four named with their errors,
+    // exit 2, within the deadline (a plugin that hangs holds only its own cluster).
     let fleet = ["--kubeconfig", kubeconfig, "--cluster-timeout", TIMEOUT];
     let (out, took) = timed(&[&fleet[..], &["--all-contexts", "-l", &selector]].concat());
     let table = text(&out);
+    println!("{table}(in {took:?})");
     assert_eq!(out.status.code(), Some(2), "{table}\n{}", stderr(&out));
     assert!(
         took < Duration::from_secs(3 + 4),
@@ -108,6 +140,7 @@ async fn the_plugin_reads_every_context_at_once_and_names_the_ones_it_cannot_rea
         row(&table, "c"),
         ["c", "2", "16", "8", "8", &products(H100, 16, 8)]
     );
+    assert_eq!(row(&table, "b-exec")[1..], row(&table, "b")[1..]);
     let error = |context: &str| row(&table, context).last().unwrap().to_string();
     assert!(
         error("refused").starts_with("error: ") && error("refused").contains("Connection refused"),
@@ -117,10 +150,14 @@ async fn the_plugin_reads_every_context_at_once_and_names_the_ones_it_cannot_rea
         error("silent"),
         "error: no answer within 3s (--cluster-timeout)"
     );
+    assert_eq!(
+        error("hung-exec"),
+        "error: no answer within 3s (--cluster-timeout)"
+    );
     assert!(error("stranger").contains("403"), "{table}");
     assert!(
         table.contains(
-            "FLEET: 3 of 6 cluster(s) read (3 could not be: see above): 8 GPU nodes, 48 GPUs, 40 free, \
+            "FLEET: 4 of 8 cluster(s) read (4 could not be: see above): 12 GPU nodes, 64 GPUs, 56 free, \
              8 unhealthy"
         ),
         "{table}"
@@ -128,14 +165,14 @@ async fn the_plugin_reads_every_context_at_once_and_names_the_ones_it_cannot_rea
     // The fleet per product: the largest free gang is one cluster's (a gang never spans two).
     assert_eq!(
         row(&table, "nvidia  NVIDIA-GB200"),
-        ["nvidia", GB200, "1", "16", "16", "0", "16 (b)"]
+        ["nvidia", GB200, "2", "32", "32", "0", "16 (b)"]
     );
     assert_eq!(
         row(&table, "nvidia  NVIDIA-H100-80GB-HBM3"),
         ["nvidia", H100, "2", "32", "24", "8", "8 (a)"]
     );
     let said = stderr(&out);
-    for context in ["refused", "silent", "stranger"] {
+    for context in ["refused", "silent", "stranger", "hung-exec"] {
         assert!(
             said.contains(&format!("error: context {context}: ")),
             "{said}"

@@ -41,11 +41,16 @@ pub(crate) async fn connect(target: &ClientConfig) -> Result<Connection> {
     ));
     let namespace = config.default_namespace.clone();
     let cluster_url = config.cluster_url.to_string();
-    // Building the client runs an exec credential plugin for its first token.
-    let client = Client::try_from(config).map_err(|e| match credentials::describe(&e) {
-        Some(message) => Error::Credentials(message),
-        None => Error::Kubeconfig(format!("cannot build a Kubernetes client: {e}")),
-    })?;
+    // Building the client runs an exec credential plugin for its first token, a blocking process: on the
+    // blocking pool, so that several clusters' plugins run side by side (the plugin across contexts) and a
+    // plugin that hangs holds only its own cluster, whose deadline then names it.
+    let client = tokio::task::spawn_blocking(move || Client::try_from(config))
+        .await
+        .map_err(|e| Error::Kubeconfig(format!("building a Kubernetes client failed: {e}")))?
+        .map_err(|e| match credentials::describe(&e) {
+            Some(message) => Error::Credentials(message),
+            None => Error::Kubeconfig(format!("cannot build a Kubernetes client: {e}")),
+        })?;
     Ok(Connection {
         client,
         namespace,

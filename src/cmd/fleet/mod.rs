@@ -150,3 +150,54 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod context_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        global: GlobalArgs,
+        #[command(flatten)]
+        fleet: FleetArgs,
+    }
+
+    fn contexts(args: &[&str]) -> Result<Option<Vec<String>>> {
+        let flags = Flags::try_parse_from([&["test"], args].concat()).unwrap();
+        fleet_contexts(&flags.global, &flags.fleet)
+    }
+
+    #[test]
+    fn all_contexts_reads_the_kubeconfig_in_its_order_and_named_ones_are_kept_once() {
+        let path =
+            std::env::temp_dir().join(format!("gpuinv-contexts-{}.yaml", std::process::id()));
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts:\n\
+             - {name: prod-b, context: {cluster: x}}\n- {name: lab-a, context: {cluster: y}}\n",
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        assert_eq!(
+            contexts(&["--kubeconfig", file, "--all-contexts"]).unwrap(),
+            Some(vec!["prod-b".to_owned(), "lab-a".to_owned()])
+        );
+        assert_eq!(contexts(&["--context", "a"]).unwrap(), None, "one cluster");
+        assert_eq!(
+            contexts(&["--context", "a", "--context", "b", "--context", "a"]).unwrap(),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        let both = contexts(&["--kubeconfig", file, "--all-contexts", "--context", "a"]);
+        assert!(both.unwrap_err().to_string().contains("give one"));
+        let missing = contexts(&["--kubeconfig", "/nonexistent/kubeconfig", "--all-contexts"]);
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("/nonexistent/kubeconfig")
+        );
+        std::fs::remove_file(path).unwrap();
+    }
+}
