@@ -57,7 +57,7 @@ pub enum Command {
     /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties
     /// (about.k8s.io), read from the hub's ClusterProfiles (multicluster.x-k8s.io), with no credentials to the
     /// members (docs/fleet.md). Exit code: 0 read, 2 error or a summary that cannot be read.
-    Fleet(super::fleet::hub::FleetHubArgs),
+    Fleet(super::fleet_args::FleetHubArgs),
 }
 
 /// Flags every subcommand understands.

@@ -7,6 +7,7 @@ mod duration_arg;
 pub mod fit;
 pub mod fit_args;
 pub mod fleet;
+pub mod fleet_args;
 pub mod group_by;
 pub mod idle;
 pub mod idle_args;

@@ -6,45 +6,21 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::across::TotalsJson;
 use crate::cmd::cli::GlobalArgs;
+use crate::cmd::fleet_args::{FleetHubArgs, HubOutput};
 use crate::cmd::render::{ClusterRow, fleet};
 use crate::cmd::scan::{EXIT_ERROR, failed};
-use crate::crd::{CLUSTER_PROFILE_API, DEFAULT_CLUSTER_PROPERTY};
+use crate::crd::CLUSTER_PROFILE_API;
 use crate::error::{Error, Result, describe_kube_error};
 use crate::inventory::fleet::add_up;
 use crate::inventory::model::ClusterSummary;
 use crate::publish::content::wire::read_summary_value;
 use crate::runtime::client::connect;
-
-/// Flags of `fleet`.
-#[derive(Debug, Args, Clone)]
-pub struct FleetHubArgs {
-    /// Only the ClusterProfiles of this namespace (a cluster manager's, e.g. `open-cluster-management` or
-    /// `fleet-system`); default: every namespace.
-    #[arg(long, short = 'n')]
-    pub namespace: Option<String>,
-    /// The property carrying the GPU summary: the members' `--cluster-property`.
-    #[arg(long, default_value = DEFAULT_CLUSTER_PROPERTY)]
-    pub property: String,
-    /// Output format: `table` or `json`.
-    #[arg(long, short = 'o', value_enum, default_value_t = HubOutput::Table)]
-    pub output: HubOutput,
-}
-
-/// How `fleet` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HubOutput {
-    /// The clusters, then the fleet's totals.
-    Table,
-    /// `{clusters: [{cluster, observed, summary}], errors: [{cluster, message}], withoutSummary, totals}`.
-    Json,
-}
 
 /// One ClusterProfile as `fleet` reads it.
 struct Profile {
@@ -227,6 +203,7 @@ struct ErrorJson<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crd::DEFAULT_CLUSTER_PROPERTY;
     use serde_json::json;
 
     fn object(properties: Value) -> DynamicObject {

@@ -12,25 +12,10 @@ pub mod hub;
 use std::future::Future;
 use std::time::Duration;
 
-use clap::Args;
-
-use super::cli::{GlobalArgs, parse_duration};
+use super::cli::GlobalArgs;
+pub use super::fleet_args::{FleetArgs, FleetHubArgs, HubOutput};
 use crate::error::{Error, Result};
 use crate::runtime::client::kubeconfig_contexts;
-
-/// The flags of a read across clusters.
-#[derive(Debug, Args, Clone)]
-pub struct FleetArgs {
-    /// Read every context of the kubeconfig, one cluster each, side by side (instead of `--context A
-    /// --context B ...`).
-    #[arg(long, global = true, env = "GPUINV_ALL_CONTEXTS")]
-    pub all_contexts: bool,
-    /// How long each cluster may take across contexts (connecting, listing, scanning); a cluster past it is
-    /// named with the error and the others are shown. Also bounds the whole command.
-    #[arg(long, global = true, env = "GPUINV_CLUSTER_TIMEOUT", default_value = "10s",
-          value_parser = parse_duration)]
-    pub cluster_timeout: Duration,
-}
 
 /// The contexts to read side by side: every one with `--all-contexts`, those given with `--context` when
 /// more than one; `None` for one cluster (today's commands).

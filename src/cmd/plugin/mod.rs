@@ -17,8 +17,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use super::fit_args::FitArgs;
 use super::fleet::across::AcrossArgs;
-use super::fleet::hub::FleetHubArgs;
-use super::fleet::{FleetArgs, fleet_contexts};
+use super::fleet::fleet_contexts;
+use super::fleet_args::{FleetArgs, FleetHubArgs};
 use super::group_by::{GroupBy, parse_group_by};
 use super::scan::{
     EXIT_ERROR, exit_code, failed, format_scan, scan_status, status_of, table_level,

@@ -3,8 +3,6 @@
 //! the hub's `fleet` (summaries read from ClusterProfiles), so the two read alike.
 
 use super::columns::columns;
-use super::node_row;
-use crate::crd::GpuInventoryStatus;
 use crate::inventory::fleet::add_up;
 use crate::inventory::model::ClusterSummary;
 
@@ -97,27 +95,6 @@ pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
         &products,
     );
     out
-}
-
-/// One row per GPU node of every cluster read, the cluster first (`-o wide` across contexts).
-pub(crate) fn fleet_nodes(clusters: &[(&str, &GpuInventoryStatus)]) -> String {
-    let rows: Vec<Vec<String>> = clusters
-        .iter()
-        .flat_map(|(cluster, status)| {
-            status.nodes.iter().map(move |node| {
-                let mut row = vec![(*cluster).to_owned()];
-                row.extend(node_row(node, false, true, None, None));
-                row
-            })
-        })
-        .collect();
-    columns(
-        &[
-            "CLUSTER", "NAME", "READY", "VENDOR", "PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD",
-            "ISSUES",
-        ],
-        &rows,
-    )
 }
 
 /// A cluster's products in one cell: `NVIDIA-H100-80GB-HBM3 16 (8 free), ...`, and how many were left out.

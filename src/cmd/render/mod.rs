@@ -8,13 +8,15 @@ mod devices;
 mod fleet;
 mod idle;
 mod quotas;
+mod summaries;
 mod topology;
 
 use columns::columns;
 pub(crate) use columns::columns as fleet_columns;
-pub(crate) use fleet::{ClusterRow, fleet, fleet_nodes};
+pub(crate) use fleet::{ClusterRow, fleet};
 pub(crate) use idle::idle;
 pub(crate) use quotas::quotas;
+use summaries::{namespace_table, product_table, vendor_table};
 use topology::PlaceColumns;
 
 use std::collections::BTreeMap;
@@ -214,6 +216,27 @@ fn node_row(
     row
 }
 
+/// One row per GPU node of every cluster read, the cluster first (`-o wide` across contexts).
+pub(crate) fn fleet_nodes(clusters: &[(&str, &GpuInventoryStatus)]) -> String {
+    let rows: Vec<Vec<String>> = clusters
+        .iter()
+        .flat_map(|(cluster, status)| {
+            status.nodes.iter().map(move |node| {
+                let mut row = vec![(*cluster).to_owned()];
+                row.extend(node_row(node, false, true, None, None));
+                row
+            })
+        })
+        .collect();
+    columns(
+        &[
+            "CLUSTER", "NAME", "READY", "VENDOR", "PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD",
+            "ISSUES",
+        ],
+        &rows,
+    )
+}
+
 fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
     let vendor = shows_vendor(status, wide);
     let mut header = vec!["NAME", "READY"];
@@ -275,109 +298,6 @@ fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
         out += &issues.concat();
     }
     out
-}
-
-/// One row per vendor: its GPU nodes, devices and free whole devices (never summed across vendors).
-fn vendor_table(status: &GpuInventoryStatus) -> String {
-    let mut per_vendor: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for n in &status.nodes {
-        let row = per_vendor
-            .entry(n.vendor.as_deref().unwrap_or("unknown"))
-            .or_default();
-        row.0 += 1;
-        row.1 += n.count;
-    }
-    let free: BTreeMap<&str, &str> = status
-        .free_by_vendor
-        .as_deref()
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|part| part.split_once('='))
-        .collect();
-    let rows: Vec<Vec<String>> = per_vendor
-        .iter()
-        .map(|(vendor, (nodes, gpus))| {
-            vec![
-                (*vendor).to_owned(),
-                nodes.to_string(),
-                gpus.to_string(),
-                free.get(vendor).copied().unwrap_or("0").to_owned(),
-            ]
-        })
-        .collect();
-    let mut out = columns(&["VENDOR", "NODES", "GPUS", "FREE"], &rows);
-    out += "GPUS: devices (AWS: Neuron devices, not cores; Google: TPU chips); FREE: whole devices free on Ready, \
-            schedulable nodes\n";
-    out
-}
-
-fn product_table(status: &GpuInventoryStatus) -> String {
-    let rows: Vec<Vec<String>> = status
-        .products
-        .iter()
-        .map(|p| {
-            vec![
-                p.name.clone(),
-                p.nodes.to_string(),
-                p.gpus.to_string(),
-                p.free_gpus.to_string(),
-            ]
-        })
-        .collect();
-    let mut out = columns(&["PRODUCT", "NODES", "GPUS", "FREE"], &rows);
-    out += "FREE: whole GPUs free on Ready, schedulable nodes (shared and MIG resources: see RESOURCE rows)\n";
-    let resources: Vec<Vec<String>> = status
-        .resources
-        .iter()
-        .map(|r| {
-            vec![
-                r.name.clone(),
-                r.allocatable.to_string(),
-                r.allocated.to_string(),
-                r.free.to_string(),
-            ]
-        })
-        .collect();
-    if !resources.is_empty() {
-        out += "\n";
-        out += &columns(
-            &["RESOURCE", "ALLOCATABLE", "ALLOCATED", "FREE"],
-            &resources,
-        );
-    }
-    out
-}
-
-fn namespace_table(status: &GpuInventoryStatus) -> String {
-    let mut rows = Vec::new();
-    for ns in &status.namespaces {
-        let resources: std::collections::BTreeSet<&String> =
-            ns.allocated.keys().chain(ns.pending.keys()).collect();
-        for (i, resource) in resources.into_iter().enumerate() {
-            let get = |m: &BTreeMap<String, u64>| m.get(resource).copied().unwrap_or(0).to_string();
-            rows.push(vec![
-                ns.name.clone(),
-                resource.clone(),
-                get(&ns.allocated),
-                get(&ns.pending),
-                if i == 0 {
-                    ns.pending_pods.to_string()
-                } else {
-                    String::new()
-                },
-            ]);
-        }
-    }
-    columns(
-        &[
-            "NAMESPACE",
-            "RESOURCE",
-            "ALLOCATED",
-            "PENDING",
-            "PENDING-PODS",
-        ],
-        &rows,
-    )
 }
 
 /// Lines under the table explaining a `*` product and `<unlabeled>`, only when one is shown.
