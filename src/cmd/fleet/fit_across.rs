@@ -156,7 +156,7 @@ fn table(args: &FitArgs, reads: &[ClusterRead<FitAnswer>]) -> String {
         if fits.is_empty() {
             "no cluster read".to_owned()
         } else {
-            fits.join(", ")
+            crate::runtime::terminal_text::visible(&fits.join(", ")).into_owned()
         }
     );
     out
