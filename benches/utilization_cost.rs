@@ -11,6 +11,8 @@
 //! `namespace`, `pod`). Each step runs BENCH_RUNS times (default 9); medians, minimum and maximum are printed.
 //! The heap is measured by a counting allocator: the peak above the bench's own baseline during one round
 //! (the answer's bytes, the parsed samples, the series and the report), and what the round keeps.
+//! `1-change ms`: a scan after one pod change under the same round (`IdleMemo::put_idle`, the join kept
+//! between scans: the operator's case between two rounds).
 //!
 //! Usage: `cargo bench --bench utilization-cost -- [GPU_NODES]` (default 13000).
 
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::inventory::model::{Holder, Holding, NodeInventory};
-use gpu_inventory_operator::inventory::utilization::{Activity, Reading, assess};
+use gpu_inventory_operator::inventory::utilization::{Activity, IdleMemo, Reading, assess};
 use gpu_inventory_operator::sources::utilization::IdleSince;
 use gpu_inventory_operator::sources::utilization::prometheus::read_answer;
 
@@ -155,7 +157,7 @@ fn main() {
         count * GPUS_PER_NODE
     );
     println!(
-        "{:<12} {:>8} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>9}",
+        "{:<12} {:>8} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>9} | {:>12}",
         "idle",
         "series",
         "answer",
@@ -165,7 +167,8 @@ fn main() {
         "parse ms",
         "mark ms",
         "join ms",
-        "peak MiB"
+        "peak MiB",
+        "1-change ms"
     );
     for every in [10, 1] {
         let body = answer(count, every);
@@ -175,6 +178,7 @@ fn main() {
         let mut parses = Vec::with_capacity(runs);
         let mut joins = Vec::with_capacity(runs);
         let mut marks = Vec::with_capacity(runs);
+        let mut changes = Vec::with_capacity(runs);
         let mut peak = 0usize;
         round(&body, &mut since, &nodes); // warm-up: the `since`s are kept from here on, as in the operator
         for _ in 0..runs {
@@ -201,13 +205,25 @@ fn main() {
             let start = Instant::now();
             std::hint::black_box(assess(&nodes, &activity));
             joins.push(start.elapsed());
+            // A scan after one pod change, under the same round's activity, as the operator's scans run
+            // (the join kept between scans: only the changed node is joined again).
+            let activity = Arc::new(activity);
+            let memo = IdleMemo::default();
+            memo.put_idle(&mut nodes.clone(), &activity);
+            let mut changed = nodes.clone();
+            let at = changes.len() % changed.len();
+            changed[at] = Arc::new(NodeInventory::clone(&changed[at]));
+            let start = Instant::now();
+            std::hint::black_box(memo.put_idle(&mut changed, &activity));
+            changes.push(start.elapsed());
         }
         let (round_med, round_min, round_max) = summary(&mut rounds);
         let (parse_med, _, _) = summary(&mut parses);
         let (join_med, _, _) = summary(&mut joins);
         let (mark_med, _, _) = summary(&mut marks);
+        let (change_med, _, _) = summary(&mut changes);
         println!(
-            "{:<12} {:>8} {:>8.1}MB | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1}",
+            "{:<12} {:>8} {:>8.1}MB | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} {:>9.1} {:>9.1} | {:>9.1} | {:>12.2}",
             format!("1 in {every}"),
             series,
             body.len() as f64 / 1e6,
@@ -217,7 +233,8 @@ fn main() {
             parse_med,
             mark_med,
             join_med,
-            peak as f64 / (1 << 20) as f64
+            peak as f64 / (1 << 20) as f64,
+            change_med
         );
     }
 }

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use super::allocation::GpuPod;
 use super::cluster_node::{ClusterNode, ScopeKey};
-use super::model::{IdleHolding, NodeInventory};
+use super::model::NodeInventory;
 
 /// What a complete entry (holdings placed) was made from, by identity. Only an entry that nothing else
 /// shaped is recorded: a node without DRA devices whose pods' requests no DRA claim meets.
@@ -64,16 +64,8 @@ pub struct NodeInterner {
     reused: AtomicU64,
     /// The Kueue flavors' members, kept between this scanner's scans (`inventory::quotas`).
     pub(crate) flavor_members: crate::inventory::quotas::MembershipMemo,
-    /// Entries with their idle holdings, by node name: kept apart from `entries`, whose entry (without them)
-    /// stays the one a later scan reuses.
-    with_idle: Mutex<HashMap<String, WithIdle>>,
-}
-
-/// An entry with idle holdings, and the entry it was made from.
-#[derive(Debug)]
-struct WithIdle {
-    base: Arc<NodeInventory>,
-    entry: Arc<NodeInventory>,
+    /// The idle holdings' join, kept between scans (`inventory::utilization`).
+    pub(crate) idle: crate::inventory::utilization::IdleMemo,
 }
 
 impl NodeInterner {
@@ -103,35 +95,6 @@ impl NodeInterner {
             made_from,
         };
         entries.insert(entry.name.clone(), held);
-        entry
-    }
-
-    /// `base` with these idle holdings: the entry handed out last time when it was made from this very `base`
-    /// with equal holdings, so that a scan that finds the same idle GPUs hands out the same `Arc` (the GpuNode
-    /// publisher skips a node whose entry is the same `Arc`).
-    pub(crate) fn with_idle(
-        &self,
-        base: &Arc<NodeInventory>,
-        idle: Vec<IdleHolding>,
-    ) -> Arc<NodeInventory> {
-        let mut held = self.with_idle.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = held.get(&base.name)
-            && Arc::ptr_eq(&held.base, base)
-            && held.entry.idle == idle
-        {
-            return held.entry.clone();
-        }
-        let entry = Arc::new(NodeInventory {
-            idle,
-            ..NodeInventory::clone(base)
-        });
-        held.insert(
-            base.name.clone(),
-            WithIdle {
-                base: base.clone(),
-                entry: entry.clone(),
-            },
-        );
         entry
     }
 
@@ -165,12 +128,6 @@ impl NodeInterner {
     /// Forgets the entries that only the interner still holds (their node changed, left the scan or is
     /// held by no inventory any more).
     pub(crate) fn forget_unused(&self) {
-        // First the entries with idle holdings: each holds its base, which is forgotten below once nothing
-        // else holds it.
-        self.with_idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, held| Arc::strong_count(&held.entry) > 1);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|_, held| Arc::strong_count(&held.entry) > 1);
     }

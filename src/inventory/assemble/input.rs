@@ -45,7 +45,7 @@ pub struct ScanInput<'a> {
     /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
     pub(super) watched: Option<&'a LabelSelector>,
     /// The held GPUs' activity, when read: the scan then says which holdings sit idle.
-    pub(super) activity: Option<&'a Activity>,
+    pub(super) activity: Option<&'a Arc<Activity>>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -117,7 +117,7 @@ impl<'a> ScanInput<'a> {
 
     /// The held GPUs' activity ([`crate::inventory::utilization`]): the inventory gets a utilization report
     /// and the nodes their idle holdings.
-    pub fn activity(mut self, activity: &'a Activity) -> ScanInput<'a> {
+    pub fn activity(mut self, activity: &'a Arc<Activity>) -> ScanInput<'a> {
         self.activity = Some(activity);
         self
     }

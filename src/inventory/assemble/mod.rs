@@ -143,19 +143,21 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
 }
 
 /// Joins the held GPUs with their activity: the report, and each node with idle holdings as an entry that
-/// lists them (shared with the last scan's when equal, see [`NodeInterner::with_idle`]).
-fn put_idle(inventory: &mut Inventory, activity: &Activity, interner: Option<&NodeInterner>) {
+/// lists them. With an interner, only the nodes that changed since its last scan under this activity are
+/// joined, and an unchanged node keeps the very entry it had (see [`utilization::IdleMemo`]).
+fn put_idle(inventory: &mut Inventory, activity: &Arc<Activity>, interner: Option<&NodeInterner>) {
+    if let Some(interner) = interner {
+        inventory.utilization = Some(interner.idle.put_idle(&mut inventory.nodes, activity));
+        return;
+    }
     let mut assessment = utilization::assess(&inventory.nodes, activity);
     if !assessment.by_node.is_empty() {
         for node in &mut inventory.nodes {
             if let Some(idle) = assessment.by_node.remove(&node.name) {
-                *node = match interner {
-                    Some(interner) => interner.with_idle(node, idle),
-                    None => Arc::new(NodeInventory {
-                        idle,
-                        ..NodeInventory::clone(node)
-                    }),
-                };
+                *node = Arc::new(NodeInventory {
+                    idle,
+                    ..NodeInventory::clone(node)
+                });
             }
         }
     }

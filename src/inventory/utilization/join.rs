@@ -21,80 +21,182 @@ pub struct Assessment {
 /// Joins the idle series with the nodes' holdings. An `Unknown` reading gives no figure at all: withheld,
 /// not zero.
 pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Activity) -> Assessment {
-    let mut report = UtilizationReport {
-        source: activity.source.clone(),
-        window: activity.window.clone(),
-        ..UtilizationReport::default()
+    let mut report = report_of(activity);
+    let Reading::Current(idle) = &activity.reading else {
+        return Assessment {
+            report,
+            by_node: BTreeMap::new(),
+        };
     };
-    let idle = match &activity.reading {
-        Reading::Unknown(reason) => {
-            report.state = UtilizationState::Unknown;
-            report.message = reason.clone();
-            return Assessment {
-                report,
-                by_node: BTreeMap::new(),
-            };
+    let index = SeriesIndex::of(idle);
+    let mut by_node = BTreeMap::new();
+    for node in nodes {
+        let list = node_idle(node, idle, &index);
+        if !list.is_empty() {
+            add(&mut report, &list, 1);
+            by_node.insert(node.name.clone(), list);
         }
-        Reading::Current(idle) => idle,
-    };
-    report.state = UtilizationState::Current;
-    report.message = activity.rule.clone();
-    // Per holding (by address: each is one element of one node's list), what its idle series add up to.
-    let mut units: HashMap<*const Holding, (Key<'_>, Units)> = HashMap::with_capacity(idle.len());
-    if !idle.is_empty() {
-        let index = Index::of(nodes, idle);
-        for series in idle {
-            if let Some(place) = index.place(series) {
-                let (_, units) = units.entry(std::ptr::from_ref(place.holding)).or_insert((
-                    Key {
-                        node: &place.node.name,
-                        holding: place.holding,
-                    },
-                    Units {
-                        count: 0,
-                        since: series.since,
-                    },
-                ));
-                units.count += 1;
-                units.since = units.since.max(series.since);
-            }
-        }
-    }
-    let mut units: Vec<(Key<'_>, Units)> = units.into_values().collect();
-    units.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut by_node: BTreeMap<String, Vec<IdleHolding>> = BTreeMap::new();
-    for (key, found) in units {
-        let amount = found.count.min(key.holding.amount);
-        let namespace = key.holding.holder.namespace().to_owned();
-        let resource = key.holding.resource.clone();
-        *report
-            .namespaces
-            .entry(namespace)
-            .or_default()
-            .entry(resource.clone())
-            .or_default() += amount;
-        *report.idle.entry(resource.clone()).or_default() += amount;
-        by_node
-            .entry(key.node.to_owned())
-            .or_default()
-            .push(IdleHolding {
-                holder: key.holding.holder.clone(),
-                resource,
-                amount,
-                idle_since: found.since,
-            });
-    }
-    for list in by_node.values_mut() {
-        list.sort();
     }
     Assessment { report, by_node }
 }
 
-/// One holding on one node. A pod holding on one node only, the node is there for the output's grouping.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Key<'a> {
-    node: &'a str,
-    holding: &'a Holding,
+/// The report of `activity` before any node is joined: its state, and why, or the rule.
+pub(super) fn report_of(activity: &Activity) -> UtilizationReport {
+    let (state, message) = match &activity.reading {
+        Reading::Unknown(reason) => (UtilizationState::Unknown, reason.clone()),
+        Reading::Current(_) => (UtilizationState::Current, activity.rule.clone()),
+    };
+    UtilizationReport {
+        source: activity.source.clone(),
+        window: activity.window.clone(),
+        state,
+        message,
+        ..UtilizationReport::default()
+    }
+}
+
+/// Adds (`sign` 1) or takes back (`sign` -1) one node's idle holdings to the report's sums; a sum that
+/// reaches 0 is removed.
+pub(super) fn add(report: &mut UtilizationReport, list: &[IdleHolding], sign: i8) {
+    fn apply(map: &mut BTreeMap<String, u64>, key: &str, amount: u64, sign: i8) {
+        if sign > 0 {
+            *map.entry(key.to_owned()).or_default() += amount;
+        } else if let Some(sum) = map.get_mut(key) {
+            *sum = sum.saturating_sub(amount);
+            if *sum == 0 {
+                map.remove(key);
+            }
+        }
+    }
+    for held in list {
+        let namespace = held.holder.namespace();
+        apply(&mut report.idle, &held.resource, held.amount, sign);
+        if sign > 0 {
+            let sums = report.namespaces.entry(namespace.to_owned()).or_default();
+            apply(sums, &held.resource, held.amount, sign);
+        } else if let Some(sums) = report.namespaces.get_mut(namespace) {
+            apply(sums, &held.resource, held.amount, sign);
+            if sums.is_empty() {
+                report.namespaces.remove(namespace);
+            }
+        }
+    }
+}
+
+/// One round's idle series by what they name: the holder (pods by namespace then name, claims), or for a
+/// series without holder labels its node. Built once per round; a node's join then looks up only its own
+/// holders, so a scan after one node changed joins that node alone ([`super::memo`]).
+#[derive(Debug, Default)]
+pub struct SeriesIndex {
+    pods: HashMap<String, HashMap<String, Vec<u32>>>,
+    claims: HashMap<ClaimRef, Vec<u32>>,
+    unnamed: HashMap<String, Vec<u32>>,
+}
+
+impl SeriesIndex {
+    /// The index of `idle`.
+    pub fn of(idle: &[IdleSeries]) -> SeriesIndex {
+        let mut index = SeriesIndex::default();
+        for (at, series) in idle.iter().enumerate() {
+            let at = u32::try_from(at).unwrap_or(u32::MAX);
+            match &series.holder {
+                SeriesHolder::Pod { namespace, name } => index
+                    .pods
+                    .entry(namespace.clone())
+                    .or_default()
+                    .entry(name.clone())
+                    .or_default()
+                    .push(at),
+                SeriesHolder::Claim(claim) => {
+                    index.claims.entry(claim.clone()).or_default().push(at)
+                }
+                SeriesHolder::Unnamed => {
+                    if let Some(node) = &series.node {
+                        index.unnamed.entry(node.clone()).or_default().push(at);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    fn naming(&self, holder: &Holder) -> &[u32] {
+        let found = match holder {
+            Holder::Pod { namespace, name } => self.pods.get(namespace).and_then(|p| p.get(name)),
+            Holder::Claim(claim) => self.claims.get(claim),
+        };
+        found.map_or(&[], Vec::as_slice)
+    }
+}
+
+/// One node's idle holdings, sorted: each series naming one of its holders placed on that holder's holdings
+/// here, and each series without holder labels naming the node placed by [`on_node`]. A pod holds on one
+/// node; a claim's GPUs are on one node too (node-local devices), and a series naming a claim's device on
+/// another node is that node's.
+pub fn node_idle(
+    node: &NodeInventory,
+    idle: &[IdleSeries],
+    index: &SeriesIndex,
+) -> Vec<IdleHolding> {
+    let mut units: Vec<(&Holding, Units)> = Vec::new();
+    for (at, holding) in node.holdings.iter().enumerate() {
+        // Each holder once, at its first holding.
+        if node.holdings[..at]
+            .iter()
+            .any(|h| h.holder == holding.holder)
+        {
+            continue;
+        }
+        for &id in index.naming(&holding.holder) {
+            let series = &idle[id as usize];
+            if series.dra_device.is_some() && series.node.as_deref().is_some_and(|n| n != node.name)
+            {
+                continue;
+            }
+            let places = node
+                .holdings
+                .iter()
+                .filter(|h| h.holder == holding.holder)
+                .map(|holding| Place { holding });
+            if let Some(place) = pick(places, series) {
+                count(&mut units, place.holding, series);
+            }
+        }
+    }
+    for &id in index.unnamed.get(&node.name).map_or(&[][..], Vec::as_slice) {
+        let series = &idle[id as usize];
+        if let Some(place) = on_node(node, series) {
+            count(&mut units, place.holding, series);
+        }
+    }
+    let mut list: Vec<IdleHolding> = units
+        .into_iter()
+        .map(|(holding, found)| IdleHolding {
+            holder: holding.holder.clone(),
+            resource: holding.resource.clone(),
+            amount: found.count.min(holding.amount),
+            idle_since: found.since,
+        })
+        .collect();
+    list.sort();
+    list
+}
+
+/// Counts one more idle series of `holding`.
+fn count<'n>(units: &mut Vec<(&'n Holding, Units)>, holding: &'n Holding, series: &IdleSeries) {
+    match units.iter_mut().find(|(h, _)| std::ptr::eq(*h, holding)) {
+        Some((_, found)) => {
+            found.count += 1;
+            found.since = found.since.max(series.since);
+        }
+        None => units.push((
+            holding,
+            Units {
+                count: 1,
+                since: series.since,
+            },
+        )),
+    }
 }
 
 /// What the idle series of one holding add up to.
@@ -103,101 +205,30 @@ struct Units {
     since: jiff::Timestamp,
 }
 
-/// A holding and the node it is on.
+/// A holding a series may measure.
 #[derive(Clone, Copy)]
 struct Place<'a> {
-    node: &'a NodeInventory,
     holding: &'a Holding,
 }
 
-/// The holdings of the holders the idle series name, by holder, and the nodes they name, by name.
-struct Index<'a> {
-    pods: HashMap<(&'a str, &'a str), Vec<Place<'a>>>,
-    claims: HashMap<&'a ClaimRef, Vec<Place<'a>>>,
-    nodes: HashMap<&'a str, &'a NodeInventory>,
-}
-
-impl<'a> Index<'a> {
-    /// Only what `idle` names is indexed: a few idle GPUs among 100,000 held ones cost a lookup per holding,
-    /// not an entry each.
-    fn of<'s>(nodes: &'a [Arc<NodeInventory>], idle: &'s [IdleSeries]) -> Index<'a> {
-        let mut pods: HashMap<(&'s str, &'s str), ()> = HashMap::new();
-        let mut claims: HashMap<&'s ClaimRef, ()> = HashMap::new();
-        let mut node_names: HashMap<&'s str, ()> = HashMap::new();
-        for series in idle {
-            match &series.holder {
-                SeriesHolder::Pod { namespace, name } => {
-                    pods.insert((namespace, name), ());
-                }
-                SeriesHolder::Claim(claim) => {
-                    claims.insert(claim, ());
-                }
-                SeriesHolder::Unnamed => {}
-            }
-            if let Some(node) = &series.node {
-                node_names.insert(node, ());
-            }
-        }
-        let mut index = Index {
-            pods: HashMap::with_capacity(pods.len()),
-            claims: HashMap::with_capacity(claims.len()),
-            nodes: HashMap::with_capacity(node_names.len()),
-        };
-        for node in nodes {
-            if node_names.contains_key(node.name.as_str()) {
-                index.nodes.insert(&node.name, node);
-            }
-            for holding in &node.holdings {
-                let place = Place { node, holding };
-                match &holding.holder {
-                    Holder::Pod { namespace, name } => {
-                        if pods.contains_key(&(namespace.as_str(), name.as_str())) {
-                            index.pods.entry((namespace, name)).or_default().push(place);
-                        }
-                    }
-                    Holder::Claim(claim) => {
-                        if claims.contains_key(claim) {
-                            index.claims.entry(claim).or_default().push(place);
-                        }
-                    }
-                }
-            }
-        }
-        index
+/// The holding of a series without holder labels: its node's DRA device's, or the holding of the one holder
+/// that holds every unit of its kind on the node. A series whose named holder holds nothing (a pod that
+/// ended, the exporter's own pod behind a job without `honor_labels`) measures no holding: blaming the node's
+/// holder would be a guess.
+fn on_node<'a>(node: &'a NodeInventory, series: &IdleSeries) -> Option<Place<'a>> {
+    let mut places = node.holdings.iter().map(|holding| Place { holding });
+    if series.dra_device.is_some() {
+        return places
+            .find(|p| p.holding.device.is_some() && p.holding.device == series.dra_device);
     }
-
-    /// The holding `series` measures: its holder's; for a series without holder labels, its node's DRA
-    /// device's, or the holding of the one holder that holds every unit of its kind on the node. A series
-    /// whose named holder holds nothing (a pod that ended, the exporter's own pod behind a job without
-    /// `honor_labels`) measures no holding: blaming the node's holder would be a guess.
-    fn place(&self, series: &IdleSeries) -> Option<Place<'a>> {
-        let places = match &series.holder {
-            SeriesHolder::Claim(claim) => self.claims.get(claim),
-            SeriesHolder::Pod { namespace, name } => {
-                self.pods.get(&(namespace.as_str(), name.as_str()))
-            }
-            SeriesHolder::Unnamed => return self.on_node(series),
-        };
-        pick(places?.iter().copied(), series)
-    }
-
-    /// See [`Index::place`].
-    fn on_node(&self, series: &IdleSeries) -> Option<Place<'a>> {
-        let node = *self.nodes.get(series.node.as_deref()?)?;
-        let mut places = node.holdings.iter().map(|holding| Place { node, holding });
-        if series.dra_device.is_some() {
-            return places
-                .find(|p| p.holding.device.is_some() && p.holding.device == series.dra_device);
-        }
-        let mut kind = places.filter(|p| measures(series, &p.holding.resource));
-        let first = kind.next()?;
-        let one_holder = kind.all(|p| p.holding.holder == first.holding.holder);
-        let none_free = node
-            .free
-            .get(&first.holding.resource)
-            .is_none_or(|free| *free == 0);
-        (one_holder && none_free).then_some(first)
-    }
+    let mut kind = places.filter(|p| measures(series, &p.holding.resource));
+    let first = kind.next()?;
+    let one_holder = kind.all(|p| p.holding.holder == first.holding.holder);
+    let none_free = node
+        .free
+        .get(&first.holding.resource)
+        .is_none_or(|free| *free == 0);
+    (one_holder && none_free).then_some(first)
 }
 
 /// Among one holder's holdings, the one the series measures: its DRA device's, else one of its kind.

@@ -9,10 +9,12 @@
 
 pub mod activity;
 pub mod join;
+pub mod memo;
 pub mod series;
 
 pub use activity::{Activity, Reading};
 pub use join::{Assessment, assess};
+pub use memo::IdleMemo;
 pub use series::{IdleSeries, SeriesHolder};
 
 #[cfg(test)]

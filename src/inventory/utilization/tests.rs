@@ -282,3 +282,84 @@ fn labels_are_read_in_every_spelling() {
         "empty values are absent"
     );
 }
+
+/// The memo's answer equals the whole join's after every change, and an unchanged node keeps its very entry.
+#[test]
+fn the_kept_join_equals_the_whole_join_and_joins_only_what_changed() {
+    let idle_pod = |n: &str| {
+        vec![holding(
+            pod("team-a", &format!("idle-{n}")),
+            "nvidia.com/gpu",
+            2,
+            None,
+        )]
+    };
+    let mut nodes: Vec<Arc<NodeInventory>> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| node(n, 8, idle_pod(n)))
+        .collect();
+    let series_of = |n: &'static str, pod: &'static str| {
+        series(
+            &[
+                ("namespace", "team-a"),
+                ("pod", pod),
+                ("gpu", "0"),
+                ("Hostname", n),
+            ],
+            1,
+        )
+    };
+    let activity = Arc::new(current(vec![
+        series_of("n1", "idle-n1"),
+        series_of("n2", "idle-n2"),
+        series_of("n3", "idle-n3"),
+    ]));
+    let memo = IdleMemo::default();
+    let whole = |nodes: &[Arc<NodeInventory>], activity: &Activity| {
+        let bases: Vec<Arc<NodeInventory>> = nodes
+            .iter()
+            .map(|n| {
+                Arc::new(NodeInventory {
+                    idle: Vec::new(),
+                    ..NodeInventory::clone(n)
+                })
+            })
+            .collect();
+        assess(&bases, activity)
+    };
+    let mut first = nodes.clone();
+    let report = memo.put_idle(&mut first, &activity);
+    assert_eq!(report, whole(&nodes, &activity).report);
+    assert_eq!(report.idle.get("nvidia.com/gpu"), Some(&3));
+    assert!(first.iter().all(|n| n.idle.len() == 1));
+
+    // n2's pod ends (a new entry for n2); n1 and n3 keep their very entries.
+    nodes[1] = node("n2", 8, Vec::new());
+    let mut second = nodes.clone();
+    let report = memo.put_idle(&mut second, &activity);
+    assert_eq!(report, whole(&nodes, &activity).report);
+    assert_eq!(report.idle.get("nvidia.com/gpu"), Some(&2));
+    assert!(Arc::ptr_eq(&first[0], &second[0]) && Arc::ptr_eq(&first[2], &second[2]));
+    assert!(second[1].idle.is_empty() && Arc::ptr_eq(&second[1], &nodes[1]));
+
+    // n3 leaves the scan: taken back.
+    nodes.pop();
+    let mut third = nodes.clone();
+    let report = memo.put_idle(&mut third, &activity);
+    assert_eq!(report, whole(&nodes, &activity).report);
+    assert_eq!(report.namespaces["team-a"]["nvidia.com/gpu"], 1);
+
+    // A new round: joined again from scratch; an unknown one withholds every figure.
+    let next = Arc::new(current(vec![series_of("n2", "nobody")]));
+    let report = memo.put_idle(&mut nodes.clone(), &next);
+    assert_eq!(report, whole(&nodes, &next).report);
+    assert!(report.idle.is_empty() && report.namespaces.is_empty());
+    let unknown = Arc::new(Activity {
+        reading: Reading::Unknown("Prometheus unreachable".into()),
+        ..current(Vec::new())
+    });
+    let mut fourth = nodes.clone();
+    let report = memo.put_idle(&mut fourth, &unknown);
+    assert_eq!(report.state, UtilizationState::Unknown);
+    assert!(fourth.iter().zip(&nodes).all(|(a, b)| Arc::ptr_eq(a, b)));
+}
