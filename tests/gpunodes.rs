@@ -199,7 +199,8 @@ async fn a_hand_edited_gpunode_is_restored() {
     let follow = operator.periods().follow();
     let dgx = env.node_name("dgx-h100-01");
     let api: Api<GpuNode> = Api::all(env.client.clone());
-    api.patch_status(
+    // The GpuNode CRD has no status subresource: a hand edit of the status is an edit of the object.
+    api.patch(
         &dgx,
         &PatchParams::default(),
         &Patch::Merge(json!({ "status": { "count": 1, "product": "hand-made" } })),

@@ -28,7 +28,6 @@ use tracing::{debug, info};
 use super::driver::own_objects::{OwnObjects, watch_own};
 use super::driver::{Outcome, Publisher};
 use super::scan_service::ScanService;
-use super::status_apply::StatusApply;
 use super::writer::{Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
 use crate::crd::GpuNode;
@@ -286,46 +285,30 @@ impl GpuNodes {
         write.map(|write| Op::Write(entry.name.clone(), version, Box::new(write)))
     }
 
-    /// Sends one GpuNode's writes: the object first (a new GpuNode must exist before its status), then the
-    /// status.
+    /// Sends one GpuNode's write: one server-side apply of the whole object, labels, spec and status (the
+    /// GpuNode CRD has no status subresource: one request creates a GpuNode with everything, where a create
+    /// and then a status write took two; see `publish::crd`).
     async fn send(
         &self,
         name: String,
         cache_version: Option<String>,
         write: GpuNodeWrite,
     ) -> Result<()> {
-        let mut stale = vec![cache_version];
-        let mut written = None;
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        if write.object {
-            let body = object_apply_body(&name, &write.content);
-            let applied = self
-                .api
-                .patch(&name, &params, &Patch::Apply(body))
-                .await
-                .map_err(Error::kube(format!(
-                    "writing GpuNode {name} (server-side apply)"
-                )))?;
-            written = applied.metadata.resource_version;
-        }
-        if write.status {
-            // The object's version, if it was applied, is older than the status's.
-            stale.extend(written.take().map(Some));
-            let applied = self
-                .api
-                .patch_status(
-                    &name,
-                    &params,
-                    &Patch::Apply(StatusApply::of::<GpuNode>(&write.content.status)),
-                )
-                .await
-                .map_err(Error::kube(format!(
-                    "writing the status of GpuNode {name} (server-side apply)"
-                )))?;
-            written = applied.metadata.resource_version;
-        }
-        self.writer
-            .record_write_after(&name, stale, written, GpuNodeDigest::of(&write.content));
+        let body = apply_body(&name, &write.content);
+        let applied = self
+            .api
+            .patch(&name, &params, &Patch::Apply(body))
+            .await
+            .map_err(Error::kube(format!(
+                "writing GpuNode {name} (server-side apply)"
+            )))?;
+        self.writer.record_write_after(
+            &name,
+            vec![cache_version],
+            applied.metadata.resource_version,
+            GpuNodeDigest::of(&write.content),
+        );
         Ok(())
     }
 
@@ -344,7 +327,7 @@ impl GpuNodes {
 
 /// The server-side apply body of a GpuNode's object part: `apiVersion` and `kind` (pitfall 1), labels,
 /// the owner reference to its Node, and the spec.
-fn object_apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value {
+fn apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value {
     let owners: Vec<serde_json::Value> = content
         .owner_uid
         .iter()
@@ -355,6 +338,7 @@ fn object_apply_body(name: &str, content: &GpuNodeContent) -> serde_json::Value 
         "kind": GpuNode::kind(&()),
         "metadata": { "name": name, "labels": content.labels, "ownerReferences": owners },
         "spec": { "nodeName": name },
+        "status": content.status,
     })
 }
 

@@ -32,35 +32,29 @@ fn pass_in_background(
     })
 }
 
-/// Answers one GpuNode's two requests (object, then status) as the server would; returns both bodies.
-async fn answer_write(server: &mut ApiServer, name: &str, version: u32) -> (Value, Value) {
+/// Answers one GpuNode's request (one apply of the whole object, status included) as the server would;
+/// returns its body.
+async fn answer_write(server: &mut ApiServer, name: &str, version: u32) -> Value {
     let object = server
         .expect(Method::PATCH, &format!("{GPUNODES}/{name}"))
         .await;
     assert_eq!(object.query("fieldManager").as_deref(), Some(FIELD_MANAGER));
-    let object_body = object.body.clone();
-    let mut answer = object_body.clone();
+    let body = object.body.clone();
+    let mut answer = body.clone();
     answer["metadata"]["resourceVersion"] = json!(version.to_string());
-    object.reply(StatusCode::OK, answer.clone());
-    let status = server
-        .expect(Method::PATCH, &format!("{GPUNODES}/{name}/status"))
-        .await;
-    let status_body = status.body.clone();
-    answer["status"] = status_body["status"].clone();
-    answer["metadata"]["resourceVersion"] = json!((version + 1).to_string());
-    status.reply(StatusCode::OK, answer);
-    (object_body, status_body)
+    object.reply(StatusCode::OK, answer);
+    body
 }
 
 #[tokio::test]
-async fn each_gpu_node_gets_its_object_then_its_status_and_a_cpu_node_nothing() {
+async fn each_gpu_node_gets_one_apply_with_its_status_and_a_cpu_node_nothing() {
     let cpu = node(json!({ "metadata": { "name": "cpu", "uid": "uid-cpu" },
         "status": { "capacity": { "cpu": "8" }, "allocatable": { "cpu": "8" },
                     "conditions": [{ "type": "Ready", "status": "True" }] } }));
     let (fx, mut server) = context(vec![gpu_node("a", 8), cpu], vec![]);
     let (publisher, _writer) = publisher(&fx);
     let pass = pass_in_background(publisher, &fx);
-    let (object, status) = answer_write(&mut server, "a", 5).await;
+    let object = answer_write(&mut server, "a", 5).await;
     assert_eq!(object["apiVersion"], "homelab.youngju.dev/v1");
     assert_eq!(object["kind"], "GpuNode");
     assert_eq!(object["spec"]["nodeName"], "a");
@@ -77,9 +71,8 @@ async fn each_gpu_node_gets_its_object_then_its_status_and_a_cpu_node_nothing() 
         object["metadata"]["labels"]["homelab.youngju.dev/has-issues"],
         "false"
     );
-    assert_eq!(status["kind"], "GpuNode");
-    assert_eq!(status["status"]["count"], 8);
-    assert_eq!(status["status"]["freeGpus"], 8);
+    assert_eq!(object["status"]["count"], 8);
+    assert_eq!(object["status"]["freeGpus"], 8);
     pass.await.unwrap().1.expect("the pass succeeded");
     server.assert_idle();
 }
@@ -89,7 +82,7 @@ async fn a_second_pass_over_unchanged_nodes_writes_nothing() {
     let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
     let (publisher, mut writer) = publisher(&fx);
     let pass = pass_in_background(publisher, &fx);
-    let (object, status) = answer_write(&mut server, "a", 5).await;
+    let object = answer_write(&mut server, "a", 5).await;
     let (mut publisher, result) = pass.await.unwrap();
     result.expect("the pass succeeded");
     assert_eq!(
@@ -99,7 +92,6 @@ async fn a_second_pass_over_unchanged_nodes_writes_nothing() {
     );
     // The watch brings our write into the cache.
     let mut served = object;
-    served["status"] = status["status"].clone();
     served["metadata"]["resourceVersion"] = json!("6");
     writer.apply(Event::Apply(serde_json::from_value(served).unwrap()));
     tokio::time::sleep(publisher.writer.min_gap() + Duration::from_millis(50)).await;
@@ -151,25 +143,22 @@ async fn a_gpunode_without_its_gpu_node_is_deleted_and_one_already_gone_is_fine(
 }
 
 #[tokio::test]
-async fn a_forbidden_status_write_fails_the_pass_and_is_planned_again() {
+async fn a_forbidden_write_fails_the_pass_and_is_planned_again() {
     let (fx, mut server) = context(vec![gpu_node("a", 8)], vec![]);
     let (publisher, _writer) = publisher(&fx);
     let pass = pass_in_background(publisher, &fx);
-    let object = server.expect(Method::PATCH, &format!("{GPUNODES}/a")).await;
-    let mut answer = object.body.clone();
-    answer["metadata"]["resourceVersion"] = json!("5");
-    object.reply(StatusCode::OK, answer);
     server
-        .expect(Method::PATCH, &format!("{GPUNODES}/a/status"))
+        .expect(Method::PATCH, &format!("{GPUNODES}/a"))
         .await
-        .reply_error(403, "Forbidden", "gpunodes.homelab.youngju.dev \"a\" is forbidden: cannot patch resource \"gpunodes/status\"");
+        .reply_error(
+            403,
+            "Forbidden",
+            "gpunodes.homelab.youngju.dev \"a\" is forbidden: cannot patch resource \"gpunodes\"",
+        );
     let (publisher, result) = pass.await.unwrap();
     let error = result.expect_err("the pass failed");
     assert_eq!(error.metric_label(), "forbidden");
-    assert!(
-        error.to_string().contains("the status of GpuNode a"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("writing GpuNode a"), "{error}");
     // Nothing was recorded as written: the next pass plans the write again.
     assert_eq!(publisher.writer.written(), 0);
     let retry = pass_in_background(publisher, &fx);

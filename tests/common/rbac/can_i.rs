@@ -97,13 +97,12 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         q("watch", inv, None, None),
         q("create", inv, None, None),
         q("patch", inv, Some("status"), None),
-        // One GpuNode per GPU node: watched, applied (create + patch), deleted; its status applied.
+        // One GpuNode per GPU node: watched, applied whole (create + patch; no status subresource), deleted.
         q("list", GPUNODES, None, None),
         q("watch", GPUNODES, None, None),
         q("create", GPUNODES, None, None),
         q("patch", GPUNODES, None, None),
         q("delete", GPUNODES, None, None),
-        q("patch", GPUNODES, Some("status"), None),
         q("get", GPUNODE_CRD_RESOURCE, None, None),
         q("watch", GPUNODE_CRD_RESOURCE, None, None),
         q("patch", GPUNODE_CRD_RESOURCE, None, None),
@@ -173,6 +172,7 @@ fn questions(install: &Installation) -> (Vec<Question>, Vec<Question>) {
         // GpuNodes: server-side apply only, no update; their CRD is never deleted.
         q("update", GPUNODES, None, None),
         q("update", GPUNODES, Some("status"), None),
+        q("patch", GPUNODES, Some("status"), None),
         q("delete", GPUNODES, Some("status"), None),
         q("deletecollection", GPUNODES, None, None),
         q("delete", GPUNODE_CRD_RESOURCE, None, None),
