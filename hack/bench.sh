@@ -90,6 +90,11 @@
 #   BENCH_SCALE_REQUEST_TIMEOUT     LOCAL_CLUSTER_REQUEST_TIMEOUT of the scale cluster (default 5m)
 #   BENCH_SCALE_READY_TIMEOUT       LOCAL_CLUSTER_READY_TIMEOUT of the scale cluster, for its API server's
 #                                   restart with a full etcd (default 600)
+#   BENCH_SCALE_READERS        both: the runs without the readers #37-#41 added, then the readers in place (Kueue's
+#                              objects, Prometheus with dcgm-exporter's series, the ClusterProperty) and as many runs
+#                              with them; on: only those; off: only the first (default both)
+#   BENCH_KUEUE_CRDS, BENCH_PROMETHEUS  the readers' Kueue CRDs and prometheus binary (default: built by
+#                              hack/build-control-plane.sh kueue / prometheus, cached)
 #   BENCH_PROGRAMS       which programs (steady, heartbeat)   (default "operator baseline")
 #   BENCH_PREVIOUS_REV   a git revision (b2b174c or newer: it writes GpuNodes) whose operator is built (release) from a git worktree in
 #                        target/bench/previous-src, with the same CARGO_TARGET_DIR, and copied to
@@ -219,6 +224,14 @@ if [[ " ${SCENARIOS} " == *" allocation "* || " ${SCENARIOS} " == *" dra "* || "
     log "the allocation, dra and scale scenarios need GNU time at /usr/bin/time (apt-get install time)"
     exit 1
   fi
+fi
+# The scale scenario's readers (benches/bench_driver/scale_readers.rs; not with BENCH_SCALE_READERS=off): Kueue's
+# CRDs and Prometheus with promtool, built once from their Go modules like the tests' (cached outside the
+# repository).
+if [[ " ${SCENARIOS} " == *" scale "* && "${BENCH_SCALE_READERS:-both}" != off ]]; then
+  kueue_bin="$(hack/build-control-plane.sh kueue)"
+  export BENCH_KUEUE_CRDS="${BENCH_KUEUE_CRDS:-$(dirname "${kueue_bin}")/crds}"
+  export BENCH_PROMETHEUS="${BENCH_PROMETHEUS:-$(hack/build-control-plane.sh prometheus)}"
 fi
 OPERATOR_BUILT="$(executable gpu-inventory-operator)"
 BASELINE_BUILT="$(executable baseline-operator)"

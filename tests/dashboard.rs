@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::kueue::quota_objects::QuotaObjects;
-use common::prometheus::{PrometheusProcess, dcgm_labels};
+use common::prometheus::{self, dcgm_labels};
 use common::rbac::kubectl;
 use common::{Deadline, TEST_LABEL, TestEnv, impersonating_kubeconfig, wait_for};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -333,7 +333,7 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_operator() 
             now + jiff::SignedDuration::from_mins(20),
             30,
         );
-    let prometheus = PrometheusProcess::start(&env.id, &[idle]);
+    let prometheus = prometheus::start(&env.id, &[idle]);
     let operator = env.start_operator_with(
         "2s",
         &[

@@ -14,7 +14,7 @@ use common::prometheus::idle_fleet::{
     BACK, CONVERGE, GPU, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of, mig_node,
     operator_for, state, wait_gpunode_idle,
 };
-use common::prometheus::{PrometheusProcess, dcgm_labels};
+use common::prometheus::{self, dcgm_labels};
 use common::{TestEnv, eventually};
 use jiff::{Timestamp, ToSpan};
 use k8s_openapi::api::core::v1::Pod;
@@ -73,7 +73,7 @@ async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasur
         series.push(history(labels.gpu_util(), 0.0, two_hours));
         series.push(history(labels.gr_engine_active(), activity, two_hours));
     }
-    let prometheus = PrometheusProcess::start(&env.id, &series);
+    let prometheus = prometheus::start(&env.id, &series);
     let _operator = operator_for(&env, &prometheus);
     let inv = env.inventory_name();
     let status = env
@@ -213,7 +213,7 @@ async fn prometheus_stopped_makes_the_figures_unknown_and_withheld_and_they_retu
         history(labels.gpu_util(), 0.0, 2.hours()),
         history(labels.gr_engine_active(), 0.0, 2.hours()),
     ];
-    let mut prometheus = PrometheusProcess::start(&env.id, &series);
+    let mut prometheus = prometheus::start(&env.id, &series);
     let operator = operator_for(&env, &prometheus);
     let inv = env.inventory_name();
     env.wait_inventory(&inv, CONVERGE, "the idle pod", |s| {
@@ -268,7 +268,7 @@ async fn prometheus_stopped_makes_the_figures_unknown_and_withheld_and_they_retu
         "no idle series while unknown"
     );
 
-    prometheus.restart();
+    prometheus.restart().unwrap_or_else(|e| panic!("{e}"));
     let back = Instant::now();
     env.wait_inventory(&inv, BACK, "Current again, the idle pod back", |s| {
         state(s) == "Current" && idle_of(s, &ns).is_some()
@@ -327,7 +327,7 @@ async fn a_dra_claims_idle_gpu_is_the_claims() {
         0.0,
         2.hours(),
     )];
-    let prometheus = PrometheusProcess::start(&env.id, &series);
+    let prometheus = prometheus::start(&env.id, &series);
     let _operator = operator_for(&env, &prometheus);
     env.wait_inventory(
         &env.inventory_name(),

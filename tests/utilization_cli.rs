@@ -6,7 +6,7 @@ mod common;
 
 use common::TestEnv;
 use common::prometheus::idle_fleet::{GPU, h100_node, held, history};
-use common::prometheus::{PrometheusProcess, dcgm_labels};
+use common::prometheus::{self, dcgm_labels};
 use jiff::ToSpan;
 
 #[tokio::test]
@@ -24,7 +24,7 @@ async fn the_idle_command_the_plugin_and_scans_idle_column_read_prometheus_the_s
         history(on(1, "idle").gr_engine_active(), 0.0, 2.hours()),
         history(on(2, "busy").gr_engine_active(), 0.6, 2.hours()),
     ];
-    let prometheus = PrometheusProcess::start(&env.id, &series);
+    let prometheus = prometheus::start(&env.id, &series);
     let kubeconfig = common::kubeconfig_path().display().to_string();
     let selector = format!("{}={}", common::TEST_LABEL, env.id);
     let url = prometheus.url();

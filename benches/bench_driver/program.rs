@@ -19,18 +19,19 @@ pub fn spawn_program(
     inventory: &str,
     log_path: &Path,
 ) -> Res<Child> {
-    spawn_program_with(s, program, namespace, inventory, log_path, "")
+    spawn_program_with(s, program, (namespace, inventory), log_path, "", &[])
 }
 
 /// [`spawn_program`], an operator's metrics endpoint on `metrics_addr` (`127.0.0.1:0`: a free port, which its
-/// log names; "": none, so the bench never collides with a test's operator on 8080).
+/// log names; "": none, so the bench never collides with a test's operator on 8080) and `args` after the
+/// others (an operator's only).
 pub fn spawn_program_with(
     s: &Settings,
     program: Program,
-    namespace: &str,
-    inventory: &str,
+    (namespace, inventory): (&str, &str),
     log_path: &Path,
     metrics_addr: &str,
+    args: &[String],
 ) -> Res<Child> {
     let log_file = std::fs::File::create(log_path)?;
     let mut cmd = match program {
@@ -54,7 +55,7 @@ pub fn spawn_program_with(
                 }
                 None => Command::new(bin),
             };
-            c.arg("run");
+            c.arg("run").args(args);
             c.env("GPUINV_METRICS_ADDR", metrics_addr);
             c
         }

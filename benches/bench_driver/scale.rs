@@ -5,7 +5,9 @@
 //! nodes with a ResourceSlice each and allocated claims, pods bound with their status, pending GPU pods), the
 //! time each part of its set-up took, then BENCH_SCALE_RUNS runs of the operator on it (scale_run.rs: start-up,
 //! quiet, latency under churn, a forced relist of every watch, then `scan` against kubectl-view-allocations),
-//! and the medians of the runs.
+//! and the medians of the runs. With BENCH_SCALE_READERS=both (the default), first the runs without the
+//! readers #37-#41 added, then, the readers put in place (scale_readers.rs: Kueue's objects, Prometheus, the
+//! ClusterProperty), as many with them: the entry's `runs` and `median` are theirs, `without` the others'.
 //!
 //! results.json's `scale` section keeps every count's entry (`sizes.<count>`: the shape, the set-up, each run,
 //! the medians, the failures) across driver runs; the table (scale_report.rs) has a column per count, and
@@ -23,8 +25,9 @@ use crate::alloc_changes::Pods;
 use crate::alloc_truth::Expected;
 use crate::dra_truth::DraTruth;
 use crate::scale_fleet::{Kinds, dra_settings};
+use crate::scale_readers::{self, FleetView, Readers};
 use crate::scale_run::{Fleet, run_once};
-use crate::{Res, alloc_fleet, dra_fleet, log, scale_plot, scale_report};
+use crate::{Res, alloc_fleet, dra_fleet, log, scale_fit, scale_plot, scale_report};
 
 /// Runs the scenario for every node count into `doc["scale"]`; returns how many parts failed.
 pub async fn bench(
@@ -110,43 +113,137 @@ async fn size(
     });
     log(format!("scale: {n} nodes: set-up took {secs}"));
     let mut failures = Vec::new();
-    let labels: Vec<(String, Program)> = (1..=s.scale.runs)
-        .map(|k| (format!("run{k}"), Program::Operator))
-        .collect();
-    let fleet = Fleet {
+    let mut fleet = Fleet {
         nodes: n,
         pods: Pods::new(plan.pods),
         expected,
         truth,
+        cliques: scale_fit::cliques(&plan.gpu_nodes),
     };
-    let (mut by_label, _) = crate::program::each_run(
+    let readers_setting = s.scale.readers;
+    let mut runs = serde_json::Map::new();
+    if readers_setting.without() {
+        let base = RunKind::without();
+        let (done, after) = kind_runs(client, s, &base, fleet, ticks, &mut failures).await;
+        fleet = after;
+        runs.insert(base.name.into(), done);
+    }
+    let mut readers_setup = Value::Null;
+    if readers_setting.with() {
+        let view = FleetView {
+            gpu_nodes: &plan.gpu_nodes,
+            pods: &fleet.pods.recs,
+            truth: &fleet.truth,
+        };
+        let runs_secs = s.scale.runs as u64 * (s.scale.quiet_secs + s.scale.churn_secs + 900);
+        match scale_readers::install(client, s, n, &view, runs_secs).await {
+            Ok(readers) => {
+                readers_setup = readers.setup.clone();
+                let kind = RunKind::with(&readers);
+                let (done, _) = kind_runs(client, s, &kind, fleet, ticks, &mut failures).await;
+                runs.insert(kind.name.into(), done);
+            }
+            Err(e) => {
+                log(format!("FAILED scale at {n} nodes: the readers: {e}"));
+                failures.push(json!({ "part": "readers", "error": e.to_string() }));
+            }
+        }
+    }
+    // The scenario's figures are the runs with the readers when there are any; `without` beside them.
+    let main = runs
+        .get("with")
+        .or(runs.get("without"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let without = runs
+        .get("without")
+        .filter(|_| runs.contains_key("with"))
+        .cloned();
+    Ok(json!({
+        "nodes": n,
+        "shape": shape,
+        "setup": { "secs": secs, "fleet": setup, "readers": readers_setup },
+        "runs": main["runs"],
+        "median": main["median"],
+        "without": without.map(|w| json!({ "runs": w["runs"], "median": w["median"] })),
+        "failures": failures,
+    }))
+}
+
+/// The runs with or without the readers: their name, the label prefix of their runs, the operator's flags.
+struct RunKind {
+    name: &'static str,
+    args: Vec<String>,
+}
+
+impl RunKind {
+    fn without() -> RunKind {
+        RunKind {
+            name: "without",
+            args: scale_readers::without_args(),
+        }
+    }
+
+    fn with(readers: &Readers) -> RunKind {
+        RunKind {
+            name: "with",
+            args: readers.args(),
+        }
+    }
+}
+
+/// BENCH_SCALE_RUNS runs of `kind` on `fleet`: `{runs, median}`, and the fleet after them.
+async fn kind_runs(
+    client: &Client,
+    s: &Settings,
+    kind: &RunKind,
+    fleet: Fleet,
+    ticks: f64,
+    failures: &mut Vec<Value>,
+) -> (Value, Fleet) {
+    let labels: Vec<(String, Program)> = (1..=s.scale.runs)
+        .map(|k| (format!("{}{k}", kind.name), Program::Operator))
+        .collect();
+    let (mut by_label, fleet) = crate::program::each_run(
         client,
         s,
         "scale",
         &labels,
         fleet,
-        &mut failures,
-        async |run, _, fleet| run_once(client, s, run, fleet, ticks).await,
+        failures,
+        async |run, _, fleet| {
+            let label = &labels[run - 1].0;
+            run_once(client, s, run, label, &kind.args, fleet, ticks).await
+        },
     )
     .await;
     let runs: Vec<Value> = labels
         .iter()
         .map(|(label, _)| by_label.remove(label).unwrap_or(Value::Null))
         .collect();
-    for (k, r) in runs.iter().enumerate() {
+    for ((label, _), r) in labels.iter().zip(&runs) {
         if let Some(e) = r["peers"]["error"].as_str() {
-            failures.push(json!({ "part": format!("run{} peers", k + 1), "error": e }));
+            failures.push(json!({ "part": format!("{label} peers"), "error": e }));
+        }
+        if let Some(e) = r["fit"]["error"].as_str() {
+            failures.push(json!({ "part": format!("{label} fit"), "error": e }));
+        }
+        if r["fit"]["differ"].as_u64().is_some_and(|d| d > 0) {
+            let e = format!(
+                "fit and the driver's count differ on {} domains: {}",
+                r["fit"]["differ"], r["fit"]["first_differences"]
+            );
+            failures.push(json!({ "part": format!("{label} fit"), "error": e }));
+        }
+        let missing = scale_readers::missing(&r["readers_seen"]);
+        if let Some(e) = missing.filter(|_| kind.name == "with" && r.is_object()) {
+            log(format!("FAILED scale {label}: {e}"));
+            failures.push(json!({ "part": format!("{label} readers"), "error": e }));
         }
     }
     let done: Vec<&Value> = runs.iter().filter(|r| r.is_object()).collect();
-    Ok(json!({
-        "nodes": n,
-        "shape": shape,
-        "setup": { "secs": secs, "fleet": setup },
-        "runs": runs,
-        "median": scale_report::medians(&done),
-        "failures": failures,
-    }))
+    let median = scale_report::medians(&done);
+    (json!({ "runs": runs, "median": median }), fleet)
 }
 
 /// What the fleet holds, as made: GPU nodes by product, tainted and cordoned, the GPUs of both kinds.

@@ -18,6 +18,10 @@
 //! - of the 12,000 device-plugin nodes 650 tainted `nvidia.com/gpu=present:NoSchedule` and 650 cordoned
 //!   (`spec.unschedulable`): 10 % of the GPU nodes;
 //!
+//! every device-plugin GPU node with a GB200 fleet's topology labels (testkit::cluster::topology_labels: its
+//! rack of 18's `nvidia.com/gpu.clique`, a GKE block and subblock, a zone; issue #42: the topology reader at
+//! scale),
+//!
 //! and 100,000 pods, 20,000 of them requesting `nvidia.com/gpu`, 500 of those pending (alloc_fleet.rs says how
 //! they spread). A smaller fleet has each count times N / 65,000, rounded, at least 1; the counts, and which
 //! GPU slot holds which kind (strides: every count exact, the kinds scattered), are
@@ -52,6 +56,8 @@ pub fn alloc_settings(shape: &Shape, s: &Settings) -> AllocSettings {
         gpu_pods: shape.gpu_pods,
         pending: shape.pending,
         taint_every: 0,
+        // Every GPU node in a rack of 18 (its NVLink clique) and a GKE block and subblock (#42).
+        topology: true,
         create_concurrency: s.scale.create_concurrency,
         ..s.alloc.clone()
     }

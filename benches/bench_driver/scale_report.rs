@@ -50,7 +50,9 @@ fn columns(sizes: &Map<String, Value>) -> Value {
     let mut section = json!({ "programs": counts.iter().map(|(_, k)| *k).collect::<Vec<_>>() });
     for (_, k) in counts {
         let e = &sizes[k.as_str()];
-        section[k.as_str()] = json!({ "shape": e["shape"], "setup": e["setup"], "m": e["median"] });
+        section[k.as_str()] = json!({
+            "shape": e["shape"], "setup": e["setup"], "m": e["median"], "w": e["without"]["median"],
+        });
     }
     section
 }
@@ -133,7 +135,55 @@ const ROWS: &[Row] = &[
         "m.peers.scan_vs_view_allocations.agree", "m.peers.scan_vs_view_allocations.differ",
     ], 0, ""),
     Num("  scan vs the driver's truth: differ", "m.peers.scan_vs_truth.differ", 0, "0"),
+    Cell("fit (32 H100 in one NVLink domain): wall s / MiB / CPU s", |c| {
+        let t = &c["m"]["fit"]["fit"];
+        format!("{}/{}/{}", num(&t["wall_secs"], 1), num(&t["rss_mib"], 0), num(&t["cpu_secs"], 1))
+    }, ""),
+    Nums("  domains where it fits: fit / the driver's count / differ", &[
+        "m.fit.domains", "m.fit.truth_domains", "m.fit.differ",
+    ], 0, "differ 0"),
+    Cell("readers: Kueue objects / dcgm series / idle", readers, ""),
+    Nums("  set-up: CRDs / Kueue / Prometheus (s)", &[
+        "setup.readers.secs.crds", "setup.readers.secs.kueue", "setup.readers.secs.prometheus",
+    ], 0, ""),
+    Num("without the readers: converged (s)", "w.startup.converge_secs", 2, ""),
+    Num("  peak RSS, whole run (MiB)", "w.rss_peak_mib", 1, ""),
+    Num("  churn: CPU per change (ms)", "w.load.cpu_ms_per_change", 2, ""),
+    Nums("  change -> GpuNode / inventory p99 (ms)", &[
+        "w.load.latency_ms.gpunode.p99", "w.load.latency_ms.status.p99",
+    ], 0, ""),
+    Cell("the readers add: peak RSS", |c| growth(c, "rss_peak_mib"), "<= +10 %"),
+    Cell("the readers add: CPU per change", |c| growth(c, "load.cpu_ms_per_change"), "<= +10 %"),
 ];
+
+/// The Kueue objects, the dcgm-exporter series and the idle units the readers' set-up made.
+fn readers(c: &Value) -> String {
+    let r = &c["setup"]["readers"];
+    let kueue: f64 = r["kueue"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, v)| v.as_f64())
+        .sum();
+    if r.is_null() {
+        return "-".to_owned();
+    }
+    format!(
+        "{kueue} / {} / {}",
+        num(&r["series"], 0),
+        num(&r["idle_units"], 0)
+    )
+}
+
+/// How much the runs with the readers add to `path` over the runs without them, in percent.
+fn growth(c: &Value, path: &str) -> String {
+    match (at(&c["m"], path).as_f64(), at(&c["w"], path).as_f64()) {
+        (Some(with), Some(without)) if without > 0.0 => {
+            format!("{:+.1} %", (with / without - 1.0) * 100.0)
+        }
+        _ => "-".to_owned(),
+    }
+}
 
 fn gpu_nodes(c: &Value) -> String {
     let s = &c["shape"];

@@ -39,7 +39,7 @@ use crate::scale_observe::{self, ScaleObserver};
 use crate::scale_relist::{
     changed, metrics, metrics_addr, restart_apiserver, versions, wait_relisted,
 };
-use crate::{Res, log, peers};
+use crate::{Res, log, peers, scale_fit, scale_readers};
 use testkit::http::watch_relists as relists;
 
 /// How long one timed change may take to show before it counts as lost.
@@ -56,6 +56,8 @@ pub struct Fleet {
     pub pods: Pods,
     pub expected: Expected,
     pub truth: DraTruth,
+    /// Each device-plugin GPU node's NVLink clique, for `fit`'s truth.
+    pub cliques: std::collections::HashMap<String, String>,
 }
 
 /// The operator's process: its pid, its log, its RSS sampler.
@@ -306,10 +308,12 @@ pub async fn run_once(
     client: &Client,
     s: &Settings,
     run: usize,
+    label: &str,
+    args: &[String],
     mut fleet: Fleet,
     ticks: f64,
 ) -> (Res<Value>, Fleet) {
-    let result = measure(client, s, run, &mut fleet, ticks).await;
+    let result = measure(client, s, (run, label), args, &mut fleet, ticks).await;
     (result, fleet)
 }
 
@@ -317,27 +321,26 @@ pub async fn run_once(
 async fn measure(
     client: &Client,
     s: &Settings,
-    run: usize,
+    (run, label): (usize, &str),
+    args: &[String],
     fleet: &mut Fleet,
     ticks: f64,
 ) -> Res<Value> {
-    let namespace = format!("bench-scale-{run}-{}", Timestamp::now().as_second());
+    let namespace = format!("bench-scale-{label}-{}", Timestamp::now().as_second());
     cluster::fresh_namespace(client, &namespace, INVENTORY).await?;
     let (expected, truth) = (fleet.expected.clone(), fleet.truth.clone());
     let observer = scale_observe::start(client, INVENTORY, expected, truth);
-    let log_path = s
-        .log_dir
-        .join(format!("scale-{}-run{run}.log", fleet.nodes));
+    let log_path = s.log_dir.join(format!("scale-{}-{label}.log", fleet.nodes));
     let audit = audit_offset(&s.audit_log);
     let (t0_wall, t0) = (Timestamp::now(), Instant::now());
     let metrics_addr = "127.0.0.1:0";
     let spawned = spawn_program_with(
         s,
         Program::Operator,
-        &namespace,
-        INVENTORY,
+        (&namespace, INVENTORY),
         &log_path,
         metrics_addr,
+        args,
     );
     let mut child = match spawned {
         Ok(c) => c,
@@ -360,6 +363,7 @@ async fn measure(
     let result = async {
         let mut out = json!({ "run": run });
         out["startup"] = r.startup(t0, t0_wall, audit).await?;
+        out["readers_seen"] = scale_readers::seen(client, INVENTORY).await;
         out["quiet"] = r.quiet().await;
         out["load"] = r.load(&mut fleet.pods).await?;
         out["relist"] = r.relist().await?;
@@ -376,6 +380,10 @@ async fn measure(
     r.observer.stop();
     let mut out = result?;
     out["peers"] = peers_after(s, &fleet.expected).await;
+    out["fit"] = scale_fit::compare(s, &fleet.expected, &fleet.cliques).unwrap_or_else(|e| {
+        log(format!("scale: FAILED fit: {e}"));
+        json!({ "error": e.to_string() })
+    });
     Ok(out)
 }
 

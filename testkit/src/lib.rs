@@ -13,6 +13,8 @@
 //! - [`audit`]: reading kube-apiserver's audit log (across rotations): requests and writes per verb and resource;
 //! - [`rss`]: the soak's RSS samples and its leak check, and a process's RSS from /proc;
 //! - [`plot`]: the bench's and the soak's PNGs: the system's font, a chart's frame;
+//! - [`prometheus`]: a real Prometheus back-filled with dcgm-exporter's series (the idle-GPU tests, the scale
+//!   scenario);
 //! - [`http`]: the minimal HTTP/1.0 GET of the operator's plain-HTTP endpoint, and its address in the log;
 //! - [`settings`]: the bench driver's and the soak's knobs, typed (`clap`: a variable and an option each);
 //! - [`waits`]: the tests' deadlines, derived from the periods of the operator and the cluster they wait on;
@@ -29,6 +31,7 @@ pub mod lib_api;
 pub mod nodes;
 pub mod plot;
 pub mod pods;
+pub mod prometheus;
 pub mod rss;
 pub mod settings;
 pub mod waits;

@@ -64,6 +64,49 @@ pub struct ScaleSettings {
         default_value = "hack/local-cluster.sh"
     )]
     pub cluster_script: PathBuf,
+    /// Scale scenario: the readers issues #37-#41 added (Kueue's objects, Prometheus with dcgm-exporter's
+    /// series, the ClusterProperty; benches/bench_driver/scale_readers.rs): `both` runs the operator
+    /// BENCH_SCALE_RUNS times without them, then puts them in place and runs it as often with them (side by
+    /// side on one fleet: what they add); `on` only with them; `off` only without.
+    #[arg(id = "scale-readers", long = "scale-readers", env = "BENCH_SCALE_READERS", value_enum, default_value_t = ScaleReaders::Both)]
+    pub readers: ScaleReaders,
+    /// Scale scenario: the prometheus binary (promtool beside it) for the readers (hack/bench.sh builds it).
+    #[arg(
+        id = "scale-prometheus",
+        long = "scale-prometheus",
+        env = "BENCH_PROMETHEUS"
+    )]
+    pub prometheus: Option<PathBuf>,
+    /// Scale scenario: Kueue's CRDs (a directory) for the readers (hack/bench.sh builds Kueue, which copies them).
+    #[arg(
+        id = "scale-kueue-crds",
+        long = "scale-kueue-crds",
+        env = "BENCH_KUEUE_CRDS"
+    )]
+    pub kueue_crds: Option<PathBuf>,
+}
+
+/// Which runs the scale scenario makes: without the new readers, with them, or both (BENCH_SCALE_READERS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleReaders {
+    /// The runs without them, then the runs with them.
+    Both,
+    /// Only the runs with them.
+    On,
+    /// Only the runs without them (nothing to build).
+    Off,
+}
+
+impl ScaleReaders {
+    /// Whether the runs without the readers are made.
+    pub fn without(self) -> bool {
+        self != ScaleReaders::On
+    }
+
+    /// Whether the runs with the readers are made.
+    pub fn with(self) -> bool {
+        self != ScaleReaders::Off
+    }
 }
 
 /// The scale scenario's fleet at one node count: the make-up of issue #26's 65,000-node cluster, each count

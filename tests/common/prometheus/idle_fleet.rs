@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
-use super::openmetrics::Series;
-use super::process::PrometheusProcess;
+use super::PrometheusProcess;
+use super::Series;
 use crate::common::allocation::node;
 use crate::common::{OperatorProcess, TestEnv, eventually};
 

@@ -1,22 +1,19 @@
 //! A real Prometheus (3.16, module github.com/prometheus/prometheus v0.316.0, built once with its promtool by
 //! `hack/build-control-plane.sh prometheus`) holding a test's dcgm-exporter history, for the idle-GPU tests: the
 //! PromQL the operator sends is judged by the engine that will run it in a cluster, not by a mock of it. The
-//! history is written as OpenMetrics ([`openmetrics`]: series shaped label for label like dcgm-exporter's) and
-//! back-filled with `promtool tsdb create-blocks-from openmetrics` before Prometheus starts ([`process`]), so a
-//! test has two hours of past in the time it takes to start, without scraping anything.
+//! history and the process are the test kit's (`testkit::prometheus`); this starts one per test, under
+//! `target/test-logs/<id>-prometheus`.
 
 pub mod idle_fleet;
-pub mod openmetrics;
-pub mod process;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::common::built_tools::cached_tool;
 
 #[allow(unused_imports)] // each test binary uses a different part of the harness
-pub use {
-    openmetrics::{DcgmLabels, GPU_UTIL, GR_ENGINE_ACTIVE, Series, dcgm_labels, render},
-    process::PrometheusProcess,
+pub use testkit::prometheus::{
+    Binaries, DcgmLabels, GPU_UTIL, GR_ENGINE_ACTIVE, PrometheusProcess, Series, dcgm_labels,
+    openmetrics, render,
 };
 
 /// The prometheus binary: `$PROMETHEUS` when set (promtool must be beside it), else the one
@@ -31,15 +28,22 @@ pub fn prometheus_binary() -> PathBuf {
     )
 }
 
-/// promtool, beside [`prometheus_binary`] (the script builds both into one directory). Panics when it is not
-/// there.
-pub fn promtool_binary() -> PathBuf {
-    let path = prometheus_binary().with_file_name("promtool");
-    assert!(
-        path.is_file(),
-        "no promtool beside the prometheus binary ({}): `hack/build-control-plane.sh prometheus` builds both; \
-         with PROMETHEUS set, put promtool in the same directory",
-        path.display()
-    );
-    path
+/// Writes `series` as OpenMetrics (`target/test-logs/<id>-prometheus/history.om`, the directory emptied
+/// first), back-fills them and starts Prometheus on them (`testkit::prometheus::PrometheusProcess::start`),
+/// logging to `target/test-logs/<id>-prometheus.log`; returns once it is ready. Panics, with promtool's output
+/// or Prometheus's log, if either fails.
+pub fn start(id: &str, series: &[Series]) -> PrometheusProcess {
+    let logs = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
+    let dir = logs.join(format!("{id}-prometheus"));
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("removing {} (of an earlier run): {e}", dir.display()),
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = dir.join("history.om");
+    std::fs::write(&history, render(series)).unwrap();
+    let binaries = Binaries::beside(prometheus_binary()).unwrap_or_else(|e| panic!("{e}"));
+    let log_path = logs.join(format!("{id}-prometheus.log"));
+    PrometheusProcess::start(binaries, &dir, &history, log_path).unwrap_or_else(|e| panic!("{e}"))
 }

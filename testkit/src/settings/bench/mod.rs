@@ -11,7 +11,7 @@ mod dra_settings;
 mod flood_settings;
 mod programs;
 
-pub use super::scale::{ScaleSettings, ScaleShape};
+pub use super::scale::{ScaleReaders, ScaleSettings, ScaleShape};
 pub use alloc_settings::AllocSettings;
 pub use dra_settings::DraSettings;
 pub use flood_settings::FloodSettings;

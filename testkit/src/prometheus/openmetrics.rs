@@ -21,7 +21,8 @@
 //! exporter pod's own, from Kubernetes service discovery) renames dcgm-exporter's to `exported_pod`,
 //! `exported_namespace`, `exported_container` ([`DcgmLabels::exported`], [`DcgmLabels::exporter_pod`]).
 
-use std::fmt::Write as _;
+use std::collections::HashMap;
+use std::io::Write;
 
 use jiff::Timestamp;
 
@@ -307,14 +308,23 @@ impl DcgmLabels {
 /// promtool wants one series' samples in time order. Panics on a name Prometheus would reject, a label given
 /// twice, or two samples of one series at the same second, naming the series.
 pub fn render(series: &[Series]) -> String {
-    // One family per metric, in the order of first appearance; one member per label set, keyed by its labels
-    // sorted, holding them as written and all their samples.
+    let mut out = Vec::new();
+    write_openmetrics(series, &mut out).expect("writing to memory");
+    String::from_utf8(out).expect("the text is UTF-8")
+}
+
+/// [`render`] into `out` (a file, for a history too large to hold twice: the scale fleet's).
+pub fn write_openmetrics(series: &[Series], out: &mut impl Write) -> std::io::Result<()> {
+    // One family per metric, in the order of first appearance; one member per label set (found by its labels
+    // sorted), holding them as written and all their samples.
     struct Member<'a> {
-        key: Vec<(&'a str, &'a str)>,
         labels: Vec<(&'a str, &'a str)>,
         samples: Vec<(i64, f64)>,
     }
     let mut families: Vec<(&str, Vec<Member>)> = Vec::new();
+    // (metric, sorted labels) -> index in its family: a history of 150,000 series is not searched per series.
+    type SeriesKey<'a> = (&'a str, Vec<(&'a str, &'a str)>);
+    let mut index: HashMap<SeriesKey, usize> = HashMap::new();
     for s in series {
         assert!(
             is_name(&s.metric, true),
@@ -346,22 +356,26 @@ pub fn render(series: &[Series]) -> String {
                 &mut families.last_mut().expect("just pushed").1
             }
         };
-        match family.iter_mut().find(|m| m.key == key) {
-            Some(member) => member.samples.extend_from_slice(&s.samples),
-            None => family.push(Member {
-                key,
-                labels,
-                samples: s.samples.clone(),
-            }),
+        match index.entry((s.metric.as_str(), key)) {
+            std::collections::hash_map::Entry::Occupied(i) => {
+                family[*i.get()].samples.extend_from_slice(&s.samples)
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(family.len());
+                family.push(Member {
+                    labels,
+                    samples: s.samples.clone(),
+                });
+            }
         }
     }
-    let mut out = String::new();
+    let mut out = std::io::BufWriter::new(out);
     for (metric, members) in families {
         let (help, kind) = family_meta(metric);
         if let Some(help) = help {
-            writeln!(out, "# HELP {metric} {}", escape(help)).unwrap();
+            writeln!(out, "# HELP {metric} {}", escape(help))?;
         }
-        writeln!(out, "# TYPE {metric} {kind}").unwrap();
+        writeln!(out, "# TYPE {metric} {kind}")?;
         for Member {
             labels,
             mut samples,
@@ -383,12 +397,12 @@ pub fn render(series: &[Series]) -> String {
                 panic!("two samples at {} s in {name}", w[0].0);
             }
             for (t, v) in samples {
-                writeln!(out, "{name} {} {t}", number(v)).unwrap();
+                writeln!(out, "{name} {} {t}", number(v))?;
             }
         }
     }
-    out.push_str("# EOF\n");
-    out
+    out.write_all(b"# EOF\n")?;
+    out.flush()
 }
 
 /// A label value or HELP text escaped for OpenMetrics: backslash, double quote, line feed.
@@ -417,4 +431,41 @@ fn is_name(name: &str, colon: bool) -> bool {
         .next()
         .is_some_and(|c| ok(c) && !c.is_ascii_digit())
         && name.chars().all(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_of_the_same_labels_in_any_order_are_merged_and_written_in_time_order() {
+        let a = Series::new(GPU_UTIL, &[("gpu", "0"), ("Hostname", "n1")])
+            .at(Timestamp::from_second(120).unwrap(), 5.0);
+        let b = Series::new(GPU_UTIL, &[("Hostname", "n1"), ("gpu", "0")])
+            .at(Timestamp::from_second(60).unwrap(), 0.5);
+        let c = Series::new(GPU_UTIL, &[("gpu", "1"), ("Hostname", "n1")])
+            .at(Timestamp::from_second(60).unwrap(), 7.0);
+        let text = render(&[a, c, b]);
+        assert_eq!(
+            text,
+            "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n\
+             # TYPE DCGM_FI_DEV_GPU_UTIL gauge\n\
+             DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\"} 0.5 60\n\
+             DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\"} 5 120\n\
+             DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"n1\"} 7 60\n\
+             # EOF\n"
+        );
+    }
+
+    #[test]
+    fn a_file_gets_the_same_text() {
+        let s = dcgm_labels("node-a", 3)
+            .pod("team \"x\"", "job-0", "train")
+            .gpu_util()
+            .at(Timestamp::from_second(0).unwrap(), 1.0);
+        let mut out = Vec::new();
+        write_openmetrics(std::slice::from_ref(&s), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), render(&[s]));
+        assert!(render(&[]).ends_with("# EOF\n"));
+    }
 }

@@ -1,11 +1,13 @@
-//! Prometheus as a child process of a test: its TSDB back-filled from the test's series by promtool, a
-//! configuration without scrape jobs (the history is all there is), its log, and its query API for diagnostics.
+//! Prometheus as a child process: its TSDB back-filled by promtool from an OpenMetrics history
+//! ([`super::openmetrics`]), a configuration without scrape jobs (the history is all there is), its log, and
+//! its query API for diagnostics. The tests start one per test (tests/common/prometheus), the bench driver one
+//! per scale fleet (benches/bench_driver/scale_readers.rs).
 //!
 //! Back-filling up to the present needs nothing special: `promtool tsdb create-blocks-from openmetrics` writes
 //! blocks (aligned to two hours) for any timestamps, the current ones and future ones included, and a
 //! Prometheus started on them serves them with an empty head. Instant queries see a series until 5 minutes
 //! (the lookback delta) after its last sample, so a history that ends at "now" reads as current for 5 minutes;
-//! a test that runs longer extends its series past now.
+//! a user that runs longer extends its series past now.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -15,30 +17,57 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use super::openmetrics::{Series, render};
-use super::{prometheus_binary, promtool_binary};
-
-/// How long Prometheus may take to answer `/-/ready` with 200 (it opens the back-filled blocks first; well
-/// under a second for a test's history).
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long Prometheus may take to answer `/-/ready` with 200 (it opens the back-filled blocks first: well
+/// under a second for a test's history, seconds for a scale fleet's).
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long [`PrometheusProcess::stop`] waits for it to exit after SIGTERM before it kills it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// How many lines of its log a failing test prints.
+/// How many lines of its log a failure quotes.
 const LOG_TAIL: usize = 40;
 
 /// Its configuration: no scrape jobs, no rules; the data is back-filled.
-const CONFIG: &str = "# tests/common/prometheus: no scrape jobs, no rules; the data is back-filled by promtool.\n\
+const CONFIG: &str = "# testkit::prometheus: no scrape jobs, no rules; the data is back-filled by promtool.\n\
                       global:\n  evaluation_interval: 1m\n";
 
-/// A running Prometheus on loopback, serving a test's back-filled history; killed when dropped.
+/// The two programs: `prometheus`, and `promtool` for the back-fill (`hack/build-control-plane.sh prometheus`
+/// builds both into one directory).
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// The prometheus server.
+    pub prometheus: PathBuf,
+    /// promtool.
+    pub promtool: PathBuf,
+}
+
+impl Binaries {
+    /// `prometheus` and the promtool beside it; an error when promtool is not there.
+    pub fn beside(prometheus: PathBuf) -> Result<Binaries, String> {
+        let promtool = prometheus.with_file_name("promtool");
+        if !promtool.is_file() {
+            return Err(format!(
+                "no promtool beside the prometheus binary ({}): `hack/build-control-plane.sh prometheus` builds \
+                 both; put promtool in the same directory",
+                prometheus.display()
+            ));
+        }
+        Ok(Binaries {
+            prometheus,
+            promtool,
+        })
+    }
+}
+
+/// A running Prometheus on loopback, serving a back-filled history; killed when dropped.
 pub struct PrometheusProcess {
+    /// Its programs.
+    binaries: Binaries,
     /// The running process; None between [`PrometheusProcess::stop`] and [`PrometheusProcess::restart`].
     child: Option<Child>,
     /// Its port on 127.0.0.1, the same across restarts.
     port: u16,
-    /// Its TSDB directory (`target/test-logs/<id>-prometheus/data`).
+    /// Its TSDB directory (`<dir>/data`).
     data_dir: PathBuf,
     /// Its configuration file.
     config: PathBuf,
@@ -47,50 +76,64 @@ pub struct PrometheusProcess {
 }
 
 impl PrometheusProcess {
-    /// Writes `series` as OpenMetrics (`target/test-logs/<id>-prometheus/history.om`, the directory emptied
-    /// first), back-fills them into `data/` beside it with promtool, and starts Prometheus on them on a free
-    /// port of 127.0.0.1, logging to `target/test-logs/<id>-prometheus.log`; returns once it is ready (its
-    /// `/-/ready` answers 200). Panics, with promtool's output or Prometheus's log, if either fails.
-    pub fn start(id: &str, series: &[Series]) -> PrometheusProcess {
-        let logs = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs");
-        let dir = logs.join(format!("{id}-prometheus"));
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => panic!("removing {} (of an earlier run): {e}", dir.display()),
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        let history = dir.join("history.om");
-        std::fs::write(&history, render(series)).unwrap();
+    /// Back-fills the OpenMetrics file `history` into `dir/data` with promtool (`dir` is emptied first, except
+    /// for `history` itself when it lies there), and starts Prometheus on it on a free port of 127.0.0.1,
+    /// logging to `log_path` (emptied first); returns once it is ready (its `/-/ready` answers 200). An error
+    /// quotes promtool's output or the end of Prometheus's log.
+    pub fn start(
+        binaries: Binaries,
+        dir: &Path,
+        history: &Path,
+        log_path: PathBuf,
+    ) -> Result<PrometheusProcess, String> {
         let data_dir = dir.join("data");
-        let out = Command::new(promtool_binary())
+        for stale in [&data_dir, &dir.join("prometheus.yml")] {
+            let removed = if stale.is_dir() {
+                std::fs::remove_dir_all(stale)
+            } else {
+                std::fs::remove_file(stale)
+            };
+            match removed {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(format!(
+                        "removing {} (of an earlier run): {e}",
+                        stale.display()
+                    ));
+                }
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let out = Command::new(&binaries.promtool)
             .args(["tsdb", "create-blocks-from", "openmetrics"])
-            .arg(&history)
+            .arg(history)
             .arg(&data_dir)
             .stdin(Stdio::null())
             .output()
-            .expect("run promtool");
-        assert!(
-            out.status.success(),
-            "promtool tsdb create-blocks-from openmetrics {} failed ({}):\n{}{}",
-            history.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .map_err(|e| format!("running {}: {e}", binaries.promtool.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "promtool tsdb create-blocks-from openmetrics {} failed ({}):\n{}{}",
+                history.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
         let config = dir.join("prometheus.yml");
-        std::fs::write(&config, CONFIG).unwrap();
-        let log_path = logs.join(format!("{id}-prometheus.log"));
-        std::fs::write(&log_path, "").unwrap();
+        std::fs::write(&config, CONFIG).map_err(|e| format!("{}: {e}", config.display()))?;
+        std::fs::write(&log_path, "").map_err(|e| format!("{}: {e}", log_path.display()))?;
         let mut prometheus = PrometheusProcess {
+            binaries,
             child: None,
-            port: free_port(),
+            port: free_port()?,
             data_dir,
             config,
             log_path,
         };
-        prometheus.spawn();
-        prometheus
+        prometheus.spawn()?;
+        Ok(prometheus)
     }
 
     /// Its base URL, `http://127.0.0.1:<port>`.
@@ -114,12 +157,12 @@ impl PrometheusProcess {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        if child.try_wait().unwrap().is_none() {
+        if matches!(child.try_wait(), Ok(None)) {
             let _ = Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])
                 .status();
             let started = Instant::now();
-            while child.try_wait().unwrap().is_none() && started.elapsed() < STOP_TIMEOUT {
+            while matches!(child.try_wait(), Ok(None)) && started.elapsed() < STOP_TIMEOUT {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -130,9 +173,9 @@ impl PrometheusProcess {
     /// Stops it if it runs, and starts it again on the same port and TSDB, its log appended to the same file;
     /// returns once it is ready. The port was free when [`PrometheusProcess::start`] chose it; another process
     /// taking it meanwhile fails the start, with the log saying so.
-    pub fn restart(&mut self) {
+    pub fn restart(&mut self) -> Result<(), String> {
         self.stop();
-        self.spawn();
+        self.spawn()
     }
 
     /// Everything it logged so far, over all its starts.
@@ -147,8 +190,8 @@ impl PrometheusProcess {
         lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n")
     }
 
-    /// The raw JSON answer of `/api/v1/query` for `promql` at the current time, for a test's diagnostics (an
-    /// error, e.g. a bad query, is an answer too). Panics when curl cannot reach it.
+    /// The raw JSON answer of `/api/v1/query` for `promql` at the current time, for diagnostics (an error, e.g.
+    /// a bad query, is an answer too). Panics when curl cannot reach it.
     pub fn query(&self, promql: &str) -> String {
         self.api_query(promql, None)
     }
@@ -181,13 +224,16 @@ impl PrometheusProcess {
     }
 
     /// Starts the process (its log appended to) and waits until it is ready.
-    fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
+    fn spawn(&mut self) -> Result<(), String> {
+        let opened = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .open(&self.log_path)
-            .unwrap();
-        let child = Command::new(prometheus_binary())
+            .and_then(|log| Ok((log.try_clone()?, log)));
+        let (stdout, stderr) = opened.map_err(|e| format!("{}: {e}", self.log_path.display()))?;
+        // Its working directory holds nothing it needs; this keeps anything it might write out of the caller's.
+        let workdir = self.data_dir.parent().unwrap_or(&self.data_dir);
+        let child = Command::new(&self.binaries.prometheus)
             .arg("--config.file")
             .arg(&self.config)
             .arg("--storage.tsdb.path")
@@ -195,48 +241,48 @@ impl PrometheusProcess {
             .arg("--web.listen-address")
             .arg(format!("127.0.0.1:{}", self.port))
             .args(["--storage.tsdb.retention.time", "30d"])
-            // Its working directory holds nothing it needs; this keeps anything it might write out of the
-            // repository's root.
-            .current_dir(
-                self.data_dir
-                    .parent()
-                    .expect("the data directory is in the test's"),
-            )
+            .current_dir(workdir)
             .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
+            .stdout(stdout)
+            .stderr(stderr)
             .spawn()
-            .expect("spawn prometheus");
+            .map_err(|e| format!("starting {}: {e}", self.binaries.prometheus.display()))?;
         self.child = Some(child);
-        self.wait_ready();
+        self.wait_ready()
     }
 
-    /// Waits (at most [`READY_TIMEOUT`]) until `/-/ready` answers 200; panics with the end of its log if it exits
-    /// or does not get there.
-    fn wait_ready(&mut self) {
+    /// Waits (at most [`READY_TIMEOUT`]) until `/-/ready` answers 200; an error with the end of its log if it
+    /// exits or does not get there.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         loop {
-            let child = self.child.as_mut().expect("started");
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
+            let exited = match self.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => Some(status.to_string()),
+                Some(Err(e)) => Some(e.to_string()),
+                Some(Ok(None)) => None,
+                None => Some("not started".to_owned()),
+            };
+            if let Some(status) = exited {
+                return Err(format!(
                     "Prometheus exited ({status}) before it was ready; the end of its log ({}):\n{}",
                     self.log_path.display(),
                     self.log_tail()
-                );
+                ));
             }
             let last = match ready_status(addr) {
-                Ok(200) => return,
+                Ok(200) => return Ok(()),
                 Ok(code) => format!("/-/ready answered {code}"),
                 Err(e) => format!("/-/ready: {e}"),
             };
-            assert!(
-                started.elapsed() < READY_TIMEOUT,
-                "Prometheus is not ready after {:?} ({last}); the end of its log ({}):\n{}",
-                started.elapsed(),
-                self.log_path.display(),
-                self.log_tail()
-            );
+            if started.elapsed() >= READY_TIMEOUT {
+                return Err(format!(
+                    "Prometheus is not ready after {:?} ({last}); the end of its log ({}):\n{}",
+                    started.elapsed(),
+                    self.log_path.display(),
+                    self.log_tail()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -281,9 +327,9 @@ fn ready_status(addr: SocketAddr) -> std::io::Result<u16> {
 }
 
 /// A port free on loopback now.
-fn free_port() -> u16 {
+fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .expect("a free port on loopback")
-        .port()
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port on loopback: {e}"))
 }
