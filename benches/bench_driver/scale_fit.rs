@@ -1,10 +1,11 @@
 //! `fit` against the truth in the scale scenario (issue #42): after each run, the operator stopped, one
-//! `gpu-inventory-operator fit` under GNU time (wall, peak RSS, CPU) asks where a job of [`GPUS`] H100 GPUs in
-//! pods of [`PER_POD`] can start within one NVLink domain, and its domains are held against the driver's own
-//! count over the fleet as the run left it: per rack (`nvidia.com/gpu.clique`, scale_fleet.rs's topology
-//! labels), the H100 nodes that are not cordoned each offer `floor(free / 8) * 8` (the gang rule of
-//! docs/topology.md; the fleet's tainted nodes carry `nvidia.com/gpu=present:NoSchedule`, which a pod asking
-//! for GPUs tolerates), and a rack fits when they add up to [`GPUS`].
+//! `gpu-inventory-operator fit` under GNU time (wall, peak RSS, CPU) asks where a job of H100 GPUs in pods of
+//! [`PER_POD`] (2: the fleet's H100 nodes are rarely empty) can start within one NVLink domain, and its domains
+//! are held against the driver's own count over the fleet as the run left it: per rack (`nvidia.com/gpu.clique`, scale_fleet.rs's topology labels), the H100
+//! nodes that are not cordoned each offer `floor(free / 2) * 2` (the gang rule of docs/topology.md; the fleet's
+//! tainted nodes carry `nvidia.com/gpu=present:NoSchedule`, which a pod asking for GPUs tolerates). The job
+//! asks for what the best rack offers by that count (at least one pod), so that the answer is neither every
+//! rack nor none: exactly the racks that offer the most.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -17,9 +18,8 @@ use crate::alloc_truth::Expected;
 use crate::peers::{measured, medians};
 use crate::{Res, log};
 
-/// The job: GPUs, GPUs per pod, product, level.
-const GPUS: u64 = 32;
-const PER_POD: u64 = 8;
+/// The job: GPUs per pod, product, level.
+const PER_POD: u64 = 2;
 const PRODUCT: &str = "NVIDIA-H100-80GB-HBM3";
 const LEVEL: &str = "nvlink";
 
@@ -35,8 +35,8 @@ pub fn cliques(gpu_nodes: &[GpuNodeSpec]) -> HashMap<String, String> {
         .collect()
 }
 
-/// The racks where the job fits, by the driver's count: clique -> GPUs offered.
-fn truth(expected: &Expected, cliques: &HashMap<String, String>) -> BTreeMap<String, u64> {
+/// What each rack offers the job, by the driver's count: clique -> GPUs.
+fn offered(expected: &Expected, cliques: &HashMap<String, String>) -> BTreeMap<String, u64> {
     let mut offered: BTreeMap<String, u64> = BTreeMap::new();
     for (name, spec) in &expected.nodes {
         let Some(clique) = cliques.get(name) else {
@@ -46,14 +46,16 @@ fn truth(expected: &Expected, cliques: &HashMap<String, String>) -> BTreeMap<Str
             *offered.entry(clique.clone()).or_default() += expected.free(name) / PER_POD * PER_POD;
         }
     }
-    offered.retain(|_, gpus| *gpus >= GPUS);
     offered
 }
 
 /// One `fit` run, and its domains against [`truth`].
 pub fn compare(s: &Settings, expected: &Expected, cliques: &HashMap<String, String>) -> Res<Value> {
+    let mut truth = offered(expected, cliques);
+    let asked = truth.values().copied().max().unwrap_or(0).max(PER_POD);
+    truth.retain(|_, gpus| *gpus >= asked);
     let kubeconfig = s.kubeconfig.to_string_lossy().into_owned();
-    let (gpus, per_pod) = (GPUS.to_string(), PER_POD.to_string());
+    let (gpus, per_pod) = (asked.to_string(), PER_POD.to_string());
     let args = [
         "fit",
         "--gpus",
@@ -82,7 +84,6 @@ pub fn compare(s: &Settings, expected: &Expected, cliques: &HashMap<String, Stri
         .flatten()
         .filter_map(|d| Some((d["name"].as_str()?.to_owned(), d["freeGpus"].as_u64()?)))
         .collect();
-    let truth = truth(expected, cliques);
     let domains: BTreeSet<&String> = said.keys().chain(truth.keys()).collect();
     let differing: Vec<&String> = domains
         .into_iter()
@@ -95,7 +96,7 @@ pub fn compare(s: &Settings, expected: &Expected, cliques: &HashMap<String, Stri
         .map(|k| json!({ "domain": k, "fit": said.get(*k), "truth": truth.get(*k) }))
         .collect();
     log(format!(
-        "fit: {:.2}s {:.1} MiB; {} domains fit ({} by the driver's count), {differ_count} differ",
+        "fit {asked} GPUs: {:.2}s {:.1} MiB; {} domains fit ({} by the driver's count), {differ_count} differ",
         run.wall_secs,
         run.rss_mib,
         said.len(),
@@ -104,6 +105,7 @@ pub fn compare(s: &Settings, expected: &Expected, cliques: &HashMap<String, Stri
     Ok(json!({
         "fit": medians(std::slice::from_ref(&run)),
         "args": args,
+        "gpus": asked,
         "fits": answer["fits"],
         "domains": said.len(),
         "truth_domains": truth.len(),

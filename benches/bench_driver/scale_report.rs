@@ -135,7 +135,8 @@ const ROWS: &[Row] = &[
         "m.peers.scan_vs_view_allocations.agree", "m.peers.scan_vs_view_allocations.differ",
     ], 0, ""),
     Num("  scan vs the driver's truth: differ", "m.peers.scan_vs_truth.differ", 0, "0"),
-    Cell("fit (32 H100 in one NVLink domain): wall s / MiB / CPU s", |c| {
+    Num("fit: H100 GPUs asked in one NVLink domain", "m.fit.gpus", 0, ""),
+    Cell("  fit: wall s / MiB / CPU s", |c| {
         let t = &c["m"]["fit"]["fit"];
         format!("{}/{}/{}", num(&t["wall_secs"], 1), num(&t["rss_mib"], 0), num(&t["cpu_secs"], 1))
     }, ""),
