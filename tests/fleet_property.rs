@@ -16,9 +16,9 @@ use common::fleet::{
 };
 use common::offline_cli::{operator, plugin, row, text};
 use common::{OperatorProcess, eventually, kubeconfig_path};
-use gpu_inventory_operator::crd::DEFAULT_CLUSTER_PROPERTY;
+use gpu_inventory_operator::crd::{DEFAULT_CLUSTER_PROPERTY, cluster_property_resource};
 use gpu_inventory_operator::publish::content::wire::read_summary_value;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, DynamicObject};
 use kube::config::Kubeconfig;
 use serde_json::Value;
 
@@ -108,13 +108,7 @@ async fn the_cluster_property_follows_the_gpus_and_a_hub_shows_it() {
 
     // about-api's CRD installed: found at the next discovery (every 30 s), the summary written.
     install_crd(&cluster.client, CLUSTER_PROPERTY_CRD).await;
-    let resource = ApiResource {
-        group: "about.k8s.io".into(),
-        version: "v1beta1".into(),
-        api_version: "about.k8s.io/v1beta1".into(),
-        kind: "ClusterProperty".into(),
-        plural: "clusterproperties".into(),
-    };
+    let resource = cluster_property_resource("v1beta1");
     let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
     let (value, _) = eventually(Duration::from_secs(50), "the ClusterProperty", || {
         property(&api)

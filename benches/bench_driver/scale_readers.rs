@@ -395,13 +395,7 @@ pub async fn seen(client: &Client, inventory: &str) -> Value {
         .flat_map(|ns| ns["idle"].as_object().into_iter().flatten())
         .filter_map(|(_, units)| units.as_f64())
         .sum();
-    let resource = ApiResource {
-        group: "about.k8s.io".into(),
-        version: "v1beta1".into(),
-        api_version: "about.k8s.io/v1beta1".into(),
-        kind: "ClusterProperty".into(),
-        plural: "clusterproperties".into(),
-    };
+    let resource = testkit::lib_api::cluster_property_resource("v1beta1");
     let properties: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let property = properties
         .get_opt(testkit::lib_api::DEFAULT_CLUSTER_PROPERTY)

@@ -2,6 +2,7 @@
 //! (`multicluster.x-k8s.io/v1alpha1`, KEP-4322) a hub reads it from: names, and the summary's JSON as
 //! `spec.value` (and the profile's `status.properties[].value`) carries it.
 
+use kube::api::ApiResource;
 use serde::{Deserialize, Serialize};
 
 /// The ClusterProperty's API group.
@@ -16,6 +17,17 @@ pub const CLUSTER_PROFILE_API: (&str, &str) = ("multicluster.x-k8s.io", "v1alpha
 pub const PROPERTY_VALUE_MAX: usize = 1024;
 /// The summary's format version; a reader refuses a newer one.
 pub const SUMMARY_FORMAT: u32 = 1;
+
+/// The ClusterProperty kind at `version` (one of [`CLUSTER_PROPERTY_VERSIONS`]), for a dynamic API.
+pub fn cluster_property_resource(version: &str) -> ApiResource {
+    ApiResource {
+        group: CLUSTER_PROPERTY_GROUP.into(),
+        version: version.into(),
+        api_version: format!("{CLUSTER_PROPERTY_GROUP}/{version}"),
+        kind: "ClusterProperty".into(),
+        plural: "clusterproperties".into(),
+    }
+}
 
 /// One cluster's GPUs as compact JSON: `{"v":1,"nodes":..,"gpus":..,"free":..,"unhealthy":..,"products":[..]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

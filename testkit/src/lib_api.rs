@@ -4,7 +4,9 @@
 pub use gpu_inventory_operator::cmd::cli::{
     Cli as OperatorCli, Command as OperatorCommand, RunArgs,
 };
-pub use gpu_inventory_operator::crd::{DEFAULT_CLUSTER_PROPERTY, GpuInventory, GpuNodeEntry};
+pub use gpu_inventory_operator::crd::{
+    DEFAULT_CLUSTER_PROPERTY, GpuInventory, GpuNodeEntry, cluster_property_resource,
+};
 pub use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 pub use gpu_inventory_operator::inventory::health::HealthTable;
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
