@@ -116,11 +116,8 @@ pub async fn install(
         now + runs_secs as i64 + 600,
     );
     let (series, idle_units) = series(fleet, from, to);
-    {
-        let file = std::fs::File::create(&history)?;
-        let mut out = std::io::BufWriter::new(file);
-        testkit::prometheus::write_openmetrics(&series, &mut out)?;
-    }
+    // write_openmetrics buffers its own writes.
+    testkit::prometheus::write_openmetrics(&series, &mut std::fs::File::create(&history)?)?;
     let history_mb = std::fs::metadata(&history)?.len() as f64 / 1e6;
     let series_count = series.len();
     drop(series);

@@ -160,15 +160,15 @@ const ROWS: &[Row] = &[
 /// The Kueue objects, the dcgm-exporter series and the idle units the readers' set-up made.
 fn readers(c: &Value) -> String {
     let r = &c["setup"]["readers"];
+    if r.is_null() {
+        return "-".to_owned();
+    }
     let kueue: f64 = r["kueue"]
         .as_object()
         .into_iter()
         .flatten()
         .filter_map(|(_, v)| v.as_f64())
         .sum();
-    if r.is_null() {
-        return "-".to_owned();
-    }
     format!(
         "{kueue} / {} / {}",
         num(&r["series"], 0),
