@@ -18,14 +18,17 @@ pub const PROPERTY_VALUE_MAX: usize = 1024;
 /// The summary's format version; a reader refuses a newer one.
 pub const SUMMARY_FORMAT: u32 = 1;
 
+/// The ClusterProperty's kind and its plural.
+pub const CLUSTER_PROPERTY_KIND: (&str, &str) = ("ClusterProperty", "clusterproperties");
+
 /// The ClusterProperty kind at `version` (one of [`CLUSTER_PROPERTY_VERSIONS`]), for a dynamic API.
 pub fn cluster_property_resource(version: &str) -> ApiResource {
     ApiResource {
         group: CLUSTER_PROPERTY_GROUP.into(),
         version: version.into(),
         api_version: format!("{CLUSTER_PROPERTY_GROUP}/{version}"),
-        kind: "ClusterProperty".into(),
-        plural: "clusterproperties".into(),
+        kind: CLUSTER_PROPERTY_KIND.0.into(),
+        plural: CLUSTER_PROPERTY_KIND.1.into(),
     }
 }
 

@@ -17,7 +17,7 @@ use super::driver::{Outcome, Publisher, drive};
 use super::scan_service::ScanService;
 use super::writer::{AGGREGATE_WRITE_GAP, Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
-use crate::crd::{CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_VERSIONS};
+use crate::crd::{CLUSTER_PROPERTY_GROUP, CLUSTER_PROPERTY_KIND, CLUSTER_PROPERTY_VERSIONS};
 use crate::error::{Error, Result};
 use crate::inventory::fleet::summarize;
 use crate::inventory::selector::LabelSelector;
@@ -31,8 +31,8 @@ use crate::sources::optional_api::OptionalApi;
 const CLUSTER_PROPERTIES: OptionalApi = OptionalApi {
     group: CLUSTER_PROPERTY_GROUP,
     versions: CLUSTER_PROPERTY_VERSIONS,
-    kind: "ClusterProperty",
-    plural: "clusterproperties",
+    kind: CLUSTER_PROPERTY_KIND.0,
+    plural: CLUSTER_PROPERTY_KIND.1,
     what: "ClusterProperties (about.k8s.io)",
     without: "the GPU summary is not published for a multi-cluster hub",
     purpose: "the GPU summary is kept in one of them",
