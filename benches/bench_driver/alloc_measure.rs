@@ -36,9 +36,9 @@ pub fn latency_json(timings: &[Timing], gpunodes: bool) -> Value {
     };
     let gpunode = ms(|t| t.gpunode);
     json!({
-        "status": ms_stats(ms(|t| Some(t.status))),
+        "status": ms_stats(ms(|t| t.status)),
         "configmap": ms_stats(ms(|t| t.cm)),
-        "both": ms_stats(ms(|t| Some(t.cm.map_or(t.status, |cm| t.status.max(cm))))),
+        "both": ms_stats(ms(|t| t.cm.map_or(t.status, |cm| t.status.map(|s| s.max(cm))))),
         // "n/a": the program writes no GpuNodes.
         "gpunode": if gpunodes { ms_stats(gpunode) } else { json!("n/a") },
     })

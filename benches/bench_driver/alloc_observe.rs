@@ -200,11 +200,12 @@ impl Change {
     }
 }
 
-/// Latencies of one change, from the write's response: to the status, to the ConfigMap (None: not watched),
-/// to the node's GpuNode (None: the program writes none).
+/// Latencies of one change, from the write's response: to the status (None: under churn, to a node the status
+/// does not list, whose change shows only in totals the churn moves too), to the ConfigMap (None: not
+/// watched), to the node's GpuNode (None: the program writes none).
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
-    pub status: Duration,
+    pub status: Option<Duration>,
     pub cm: Option<Duration>,
     pub gpunode: Option<Duration>,
 }
@@ -304,9 +305,14 @@ impl AllocObs {
         }
         let gpunode_seen = self.gpunodes.is_none() || c.gpunode_at.is_some();
         let cm_seen = self.skip_configmap || c.cm_at.is_some();
-        if let (Some(w), Some(s), true, true) = (c.written, c.status_at, cm_seen, gpunode_seen) {
+        // Under churn a node the status does not list cannot be timed to the status (its totals move with
+        // every churn change): such a change is timed to its GpuNode alone.
+        let listed = self.status.as_ref().is_some_and(|s| s.nodes.contains_key(&c.node));
+        let status_timed = !(self.load && self.gpunodes.is_some() && !listed);
+        let status_seen = !status_timed || c.status_at.is_some();
+        if let (Some(w), true, true, true) = (c.written, status_seen, cm_seen, gpunode_seen) {
             self.timings.push(Timing {
-                status: s.saturating_duration_since(w),
+                status: c.status_at.filter(|_| status_timed).map(|s| s.saturating_duration_since(w)),
                 cm: c.cm_at.map(|m| m.saturating_duration_since(w)),
                 gpunode: c.gpunode_at.map(|g| g.saturating_duration_since(w)),
             });

@@ -1,6 +1,7 @@
 //! target/bench/scale.png (plotters, bitmap backend; the font and the frames are the test kit's,
 //! `testkit::plot`): the scale scenario's peak RSS (left) and its time to converge after start (right) against
-//! the node count, a dot per run and a line through the medians.
+//! the node count, a dot per run and a line through the medians: in colour the runs with the readers (or the
+//! only runs), in grey the runs without them where BENCH_SCALE_READERS=both ran both.
 
 use std::path::Path;
 
@@ -13,14 +14,16 @@ use crate::Res;
 /// A figure of each node count: (nodes, each run's value, the median).
 type Series = Vec<(f64, Vec<f64>, f64)>;
 
-/// The figure at `path` (keys) of every node count in `scale` (results.json's section), by node count.
-fn series(scale: &Value, path: &[&str]) -> Series {
+/// The figure at `path` (keys) of every node count in `scale` (results.json's section), by node count: of
+/// the entry's own runs (`kind` None) or of those under `kind` (e.g. "without").
+fn series(scale: &Value, kind: Option<&str>, path: &[&str]) -> Series {
     let at = |v: &Value| path.iter().fold(v, |v, k| &v[*k]).as_f64();
     let mut out: Series = scale["sizes"]
         .as_object()
         .into_iter()
         .flatten()
         .filter_map(|(n, e)| {
+            let e = kind.map_or(e, |k| &e[k]);
             let runs: Vec<f64> = e["runs"].as_array()?.iter().filter_map(at).collect();
             Some((n.parse().ok()?, runs, at(&e["median"])?))
         })
@@ -29,38 +32,44 @@ fn series(scale: &Value, path: &[&str]) -> Series {
     out
 }
 
-/// Draws one panel: `s`'s dots and median line on `area`.
+/// Draws one panel on `area`: each series' dots and median line in its colour, on axes that hold them all.
 fn panel(
     area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
     text: bool,
     labels: &Labels<'_>,
-    s: &Series,
-    colour: RGBColor,
+    all: &[(&Series, RGBColor)],
 ) -> Res<()> {
-    let right = s.iter().map(|p| p.0).fold(1.0f64, f64::max) * 1.05;
-    let top = s
-        .iter()
+    let points = || all.iter().flat_map(|(s, _)| s.iter());
+    let right = points().map(|p| p.0).fold(1.0f64, f64::max) * 1.05;
+    let top = points()
         .flat_map(|p| p.1.iter().copied().chain([p.2]))
         .fold(1.0f64, f64::max)
         * 1.2;
     let grid = (right / 8.0, top / 8.0);
     let mut c = chart(area, text, labels, 0f64..right, 0f64..top, grid)?;
-    c.draw_series(LineSeries::new(
-        s.iter().map(|p| (p.0, p.2)),
-        colour.stroke_width(3),
-    ))?;
-    c.draw_series(
-        s.iter()
-            .flat_map(|p| p.1.iter().map(move |y| (p.0, *y)))
-            .map(|xy| Circle::new(xy, 4, colour.filled())),
-    )?;
+    for (s, colour) in all {
+        c.draw_series(LineSeries::new(
+            s.iter().map(|p| (p.0, p.2)),
+            colour.stroke_width(3),
+        ))?;
+        c.draw_series(
+            s.iter()
+                .flat_map(|p| p.1.iter().map(move |y| (p.0, *y)))
+                .map(|xy| Circle::new(xy, 4, colour.filled())),
+        )?;
+    }
     Ok(())
 }
 
+/// The runs without the readers, drawn under the others.
+const WITHOUT: RGBColor = RGBColor(150, 150, 150);
+
 /// Writes the PNG of the section's node counts to `path`.
 pub fn png(path: &Path, scale: &Value) -> Res<()> {
-    let rss = series(scale, &["rss_peak_mib"]);
-    let converge = series(scale, &["startup", "converge_secs"]);
+    let rss = series(scale, None, &["rss_peak_mib"]);
+    let converge = series(scale, None, &["startup", "converge_secs"]);
+    let rss_without = series(scale, Some("without"), &["rss_peak_mib"]);
+    let converge_without = series(scale, Some("without"), &["startup", "converge_secs"]);
     if rss.is_empty() && converge.is_empty() {
         return Err("no node count with a finished run".into());
     }
@@ -69,11 +78,16 @@ pub fn png(path: &Path, scale: &Value) -> Res<()> {
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(700);
     let rss_labels = Labels {
-        caption: "operator peak RSS (MiB) by node count",
+        caption: "peak RSS (MiB) by node count (grey: without the readers)",
         x: "nodes",
         y: "peak RSS (MiB)",
     };
-    panel(&left, text, &rss_labels, &rss, BLUE)?;
+    panel(
+        &left,
+        text,
+        &rss_labels,
+        &[(&rss_without, WITHOUT), (&rss, BLUE)],
+    )?;
     let converge_labels = Labels {
         caption: "converged after start (s) by node count",
         x: "nodes",
@@ -83,8 +97,7 @@ pub fn png(path: &Path, scale: &Value) -> Res<()> {
         &right,
         text,
         &converge_labels,
-        &converge,
-        RGBColor(0, 150, 60),
+        &[(&converge_without, WITHOUT), (&converge, RGBColor(0, 150, 60))],
     )?;
     root.present()?;
     Ok(())

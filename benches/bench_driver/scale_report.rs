@@ -116,6 +116,9 @@ const ROWS: &[Row] = &[
     Nums("change -> inventory p50/p95/p99 (ms)", &[
         "m.load.latency_ms.status.p50", "m.load.latency_ms.status.p95", "m.load.latency_ms.status.p99",
     ], 0, "p99 <= 2000"),
+    Nums("timed changes to GpuNode / to inventory", &[
+        "m.load.latency_ms.gpunode.n", "m.load.latency_ms.status.n",
+    ], 0, "on 16 nodes"),
     Num("  timed changes not seen in 10 s", "m.load.timed_changes.lost", 0, "0"),
     Num("churn: pod changes/s", "m.load.churn.changes_per_sec", 1, ""),
     Num("churn: writes/s, all", "m.load.writes.per_sec", 2, ""),

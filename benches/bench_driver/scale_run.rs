@@ -7,9 +7,10 @@
 //!    its node's (scale_observe.rs);
 //! 2. quiet: BENCH_SCALE_QUIET_SECS with nothing changing: the operator's writes and LISTs (0 and 0);
 //! 3. load: churn at BENCH_SCALE_CHURN_RATE pod changes/s for BENCH_SCALE_CHURN_SECS (longer if the timed
-//!    changes are not done), and meanwhile BENCH_SCALE_CHANGES single GPU-pod changes on 16 GPU nodes the
-//!    status lists, which churn leaves alone: latency from the write's response to the node's GpuNode and to
-//!    the status's entry of the node; the operator's CPU, CPU per change and writes per second by resource;
+//!    changes are not done), and meanwhile BENCH_SCALE_CHANGES single GPU-pod changes on 16 GPU nodes which
+//!    churn leaves alone (those the status lists first, then others across the fleet): latency from the
+//!    write's response to the node's GpuNode and, for a node the status lists, to its entry there; the
+//!    operator's CPU, CPU per change and writes per second by resource;
 //! 4. relist: kube-apiserver restarted with etcd compacted meanwhile (scale_relist.rs): every watch relists
 //!    (its relist count, from /metrics), the status and every GpuNode equal the truth again, the writes sent
 //!    meanwhile (0 expected: nothing changed) and the outputs they changed;
@@ -46,7 +47,7 @@ use testkit::http::watch_relists as relists;
 const CHANGE_WAIT: Duration = Duration::from_secs(10);
 /// Convergence over the whole fleet is checked at most this often (observe.rs `wait_for_every`).
 const CHECK_GAP: Duration = Duration::from_millis(100);
-/// GPU nodes the status lists that take the timed changes (and no churn).
+/// GPU nodes that take the timed changes (and no churn).
 const RESERVED_NODES: usize = 16;
 
 /// The fleet as the driver knows it, handed from one run to the next.
@@ -147,27 +148,48 @@ impl Run<'_> {
         quiet
     }
 
-    /// The GPU nodes for the timed changes: the first the status lists with room for a change either way.
-    fn reserve(&self) -> HashSet<String> {
+    /// The GPU nodes for the timed changes, RESERVED_NODES with room for a change either way: those the status
+    /// lists first (their changes are timed to the status's entry and to the GpuNode), then others spread
+    /// over the fleet (timed to their GpuNode only: the status shows them only in totals the churn moves).
+    /// At 65,000 nodes the status lists ~80 nodes and only one of them had room, so every timed change fell
+    /// on one node; now they fall on RESERVED_NODES.
+    fn reserve(&self) -> (HashSet<String>, usize) {
         let mut obs = self.observer.obs.lock().unwrap();
         let listed = obs.listed_device_nodes();
         let exp = &obs.alloc.expected;
-        let reserved: HashSet<String> = listed
-            .into_iter()
-            .filter(|n| exp.nodes.get(n).is_some_and(|spec| spec.allocatable >= 2))
+        let roomy = |n: &String| exp.nodes.get(n).is_some_and(|spec| spec.allocatable >= 2);
+        let mut reserved: Vec<String> = listed
+            .iter()
+            .filter(|n| roomy(n))
             .take(RESERVED_NODES)
+            .cloned()
             .collect();
+        let in_status = reserved.len();
+        let others: Vec<&String> = exp
+            .nodes
+            .keys()
+            .filter(|n| roomy(n) && !listed.contains(n))
+            .collect();
+        let step = (others.len() / RESERVED_NODES).max(1);
+        reserved.extend(
+            others
+                .into_iter()
+                .step_by(step)
+                .take(RESERVED_NODES - in_status)
+                .cloned(),
+        );
+        let reserved: HashSet<String> = reserved.into_iter().collect();
         obs.alloc.reserved = reserved.clone();
         obs.alloc.load = true;
-        reserved
+        (reserved, in_status)
     }
 
     /// Churn with the timed changes beside it; then until converged.
     async fn load(&mut self, pods: &mut Pods) -> Res<Value> {
         let (s, sc) = (self.s, &self.s.scale);
-        let reserved = self.reserve();
+        let (reserved, in_status) = self.reserve();
         log(format!(
-            "scale: run {}: churn {}/s for {}s, and {} timed changes on {} GPU nodes the status lists",
+            "scale: run {}: churn {}/s for {}s, and {} timed changes on {} GPU nodes ({in_status} of them listed by the status)",
             self.run,
             sc.churn_rate,
             sc.churn_secs,
@@ -211,7 +233,7 @@ impl Run<'_> {
         let changes = churned.changes + timed.timings.len() + timed.lost;
         let latency = latency_json(&timed.timings, true);
         let load = json!({
-            "reserved_nodes": reserved.len(),
+            "reserved_nodes": reserved.len(), "reserved_in_status": in_status,
             "latency_ms": { "gpunode": latency["gpunode"], "status": latency["status"] },
             "timed_changes": {
                 "binds": timed.binds, "creates": timed.creates, "deletes": timed.deletes, "lost": timed.lost,
