@@ -307,12 +307,18 @@ impl AllocObs {
         let cm_seen = self.skip_configmap || c.cm_at.is_some();
         // Under churn a node the status does not list cannot be timed to the status (its totals move with
         // every churn change): such a change is timed to its GpuNode alone.
-        let listed = self.status.as_ref().is_some_and(|s| s.nodes.contains_key(&c.node));
+        let listed = self
+            .status
+            .as_ref()
+            .is_some_and(|s| s.nodes.contains_key(&c.node));
         let status_timed = !(self.load && self.gpunodes.is_some() && !listed);
         let status_seen = !status_timed || c.status_at.is_some();
         if let (Some(w), true, true, true) = (c.written, status_seen, cm_seen, gpunode_seen) {
             self.timings.push(Timing {
-                status: c.status_at.filter(|_| status_timed).map(|s| s.saturating_duration_since(w)),
+                status: c
+                    .status_at
+                    .filter(|_| status_timed)
+                    .map(|s| s.saturating_duration_since(w)),
                 cm: c.cm_at.map(|m| m.saturating_duration_since(w)),
                 gpunode: c.gpunode_at.map(|g| g.saturating_duration_since(w)),
             });

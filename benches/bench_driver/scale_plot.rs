@@ -97,7 +97,10 @@ pub fn png(path: &Path, scale: &Value) -> Res<()> {
         &right,
         text,
         &converge_labels,
-        &[(&converge_without, WITHOUT), (&converge, RGBColor(0, 150, 60))],
+        &[
+            (&converge_without, WITHOUT),
+            (&converge, RGBColor(0, 150, 60)),
+        ],
     )?;
     root.present()?;
     Ok(())
