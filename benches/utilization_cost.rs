@@ -123,6 +123,7 @@ fn round(body: &[u8], since: &mut IdleSince, nodes: &[Arc<NodeInventory>]) -> u6
         window: "30m".into(),
         rule: String::new(),
         reading: Reading::Current(idle),
+        held: None,
     };
     let found = assess(nodes, &activity);
     found.report.idle.values().sum()

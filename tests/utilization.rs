@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::prometheus::idle_fleet::{
-    BACK, CONVERGE, GPU, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of, mig_node,
-    operator_for, state, wait_gpunode_idle,
+    BACK, CONVERGE, GPU, HOLD, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of,
+    mig_node, operator_for, state, wait_gpunode_idle,
 };
 use common::prometheus::{self, dcgm_labels};
 use common::{TestEnv, eventually};
+use gpu_inventory_operator::crd::GpuInventoryStatus;
 use jiff::{Timestamp, ToSpan};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
@@ -202,7 +203,8 @@ async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasur
 }
 
 #[tokio::test]
-async fn prometheus_stopped_makes_the_figures_unknown_and_withheld_and_they_return_when_it_does() {
+async fn prometheus_stopped_holds_the_last_answer_then_makes_the_figures_unknown_and_withheld_and_they_return()
+ {
     let env = TestEnv::new("idle-faults").await;
     let ns = env.namespace.clone();
     let gpus = env.create_node(h100_node("gpus", 8)).await;
@@ -223,8 +225,37 @@ async fn prometheus_stopped_makes_the_figures_unknown_and_withheld_and_they_retu
 
     prometheus.stop();
     let stopped = Instant::now();
+    // First the hold: the last answer stands, and the message says the latest round failed.
+    let message = |s: &GpuInventoryStatus| {
+        s.utilization
+            .as_ref()
+            .map(|u| u.message.clone())
+            .unwrap_or_default()
+    };
+    let held = env
+        .wait_inventory(&inv, ROUND, "the last answer held", |s| {
+            state(s) == "Current" && message(s).contains("the latest round failed")
+        })
+        .await
+        .status
+        .unwrap();
+    eprintln!(
+        "the last answer held {} ms after Prometheus stopped",
+        stopped.elapsed().as_millis()
+    );
+    assert!(
+        idle_of(&held, &ns).is_some() && message(&held).contains("held until"),
+        "the figures stand through the hold: {}",
+        message(&held)
+    );
+    assert!(
+        !gpunode_idle(&env, &gpus).await.is_empty(),
+        "and the GpuNode keeps its idle entries"
+    );
     let unknown = env
-        .wait_inventory(&inv, ROUND, "state Unknown", |s| state(s) == "Unknown")
+        .wait_inventory(&inv, HOLD + ROUND, "state Unknown", |s| {
+            state(s) == "Unknown"
+        })
         .await
         .status
         .unwrap();

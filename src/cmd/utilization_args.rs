@@ -56,6 +56,11 @@ pub struct UtilizationArgs {
     /// The most idle series one round fetches: a larger answer is refused (state Unknown, with the count).
     #[arg(long, env = "GPUINV_UTILIZATION_MAX_SERIES", default_value_t = 200_000)]
     pub utilization_max_series: u64,
+    /// After a failed round, the last answer stands (the message says so, and from when) for this long
+    /// before the idle figures say Unknown and are withheld; `0s`: Unknown at the first failure. One slow
+    /// answer from a loaded Prometheus then changes no figure and rewrites no GpuNode.
+    #[arg(long, env = "GPUINV_UTILIZATION_HOLD", default_value = "5m", value_parser = parse_duration)]
+    pub utilization_hold: Duration,
 }
 
 impl UtilizationArgs {
@@ -92,6 +97,7 @@ impl UtilizationArgs {
                 below: self.idle_below,
             },
             max_series: self.utilization_max_series,
+            hold: self.utilization_hold,
         };
         Ok(Some((client, config)))
     }

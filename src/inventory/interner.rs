@@ -62,8 +62,9 @@ struct Held {
 pub struct NodeInterner {
     entries: Mutex<HashMap<String, Held>>,
     reused: AtomicU64,
-    /// The Kueue flavors' members, kept between this scanner's scans (`inventory::quotas`).
-    pub(crate) flavor_members: crate::inventory::quotas::MembershipMemo,
+    /// The Kueue flavors' members and the workloads' verdicts, kept between this scanner's scans
+    /// (`inventory::quotas`).
+    pub(crate) quotas: crate::inventory::quotas::QuotaMemo,
     /// The idle holdings' join, kept between scans (`inventory::utilization`).
     pub(crate) idle: crate::inventory::utilization::IdleMemo,
 }

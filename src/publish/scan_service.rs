@@ -52,7 +52,8 @@ impl ScanService {
         }
     }
 
-    /// The inventory of the nodes `selector` picks, as of the latest change (shared between publishers).
+    /// The inventory of the nodes `selector` picks, at least as new as the latest change (shared between
+    /// publishers: a scan another publisher started after this call is taken rather than repeated).
     /// Issues that need a grace period (`IssueReason::needs_grace`) appear once they have lasted it.
     pub(crate) fn inventory(&self, selector: &LabelSelector) -> Arc<Inventory> {
         let version = self.sources.version();
@@ -67,10 +68,11 @@ impl ScanService {
         };
         self.scans
             .inventory((version, epoch), selector, |selector, interner| {
-                let scanned = self
-                    .sources
-                    .snapshot()
-                    .scan(selector, universe, Some(interner));
+                // Read now, under the memo's lock: the changes that came while this publisher waited for it
+                // are in this scan, and the publishers that asked meanwhile take it.
+                let snapshot = self.sources.snapshot();
+                let at = (snapshot.version, epoch);
+                let scanned = snapshot.scan(selector, universe, Some(interner));
                 let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
                 let period = grace.period;
                 let (inventory, due) = grace
@@ -81,7 +83,7 @@ impl ScanService {
                 if let Some(due) = due {
                     grace.due = Some(grace.due.map_or(due, |d| d.min(due)));
                 }
-                inventory
+                (at, inventory)
             })
     }
 

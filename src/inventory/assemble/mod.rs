@@ -10,7 +10,7 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra;
 use crate::inventory::interner::{MadeFrom, NodeInterner};
 use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
-use crate::inventory::quotas::{self, KueueInput, MembershipMemo, NodeView, QuotaScope};
+use crate::inventory::quotas::{self, KueueInput, NodeView, QuotaMemo, QuotaScope};
 use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
 use crate::inventory::topology;
@@ -124,7 +124,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut inventory = sum_up(nodes, &input.pods, scope, &dra, facts);
     if let Some(kueue) = &input.kueue {
         let scope = quota_scope(&input);
-        let memo = input.interner.map(|i| &i.flavor_members);
+        let memo = input.interner.map(|i| &i.quotas);
         inventory.quotas = Some(quota_report(
             &inventory,
             &made_from_nodes,
@@ -171,7 +171,7 @@ fn quota_report(
     made_from: &[Selected<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
-    memo: Option<&MembershipMemo>,
+    memo: Option<&QuotaMemo>,
 ) -> QuotaReport {
     let views: Vec<NodeView<'_>> = inventory
         .nodes

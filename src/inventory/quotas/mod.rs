@@ -9,6 +9,7 @@
 mod capacity;
 pub mod flavor_nodes;
 pub mod kueue;
+mod workload_memo;
 mod workloads;
 
 #[cfg(test)]
@@ -18,6 +19,17 @@ use std::collections::HashMap;
 
 pub use flavor_nodes::{MembershipMemo, NodeView};
 pub use kueue::KueueInput;
+pub use workload_memo::WorkloadMemo;
+
+/// What the quota rules keep from one scan to the next (a scanner's interner holds one): the flavors'
+/// members, and the pending workloads' verdicts.
+#[derive(Debug, Default)]
+pub struct QuotaMemo {
+    /// Which nodes each flavor has.
+    pub members: MembershipMemo,
+    /// Which pending workloads cannot fit.
+    pub workloads: WorkloadMemo,
+}
 
 use std::collections::BTreeMap;
 
@@ -52,7 +64,7 @@ impl QuotaScope<'_> {
 }
 
 /// The quota report of `nodes` (the scan's GPU nodes with their labels) against Kueue's objects; `memo`
-/// keeps the flavors' members from one scan to the next (a scanner's [`MembershipMemo`]). A flavor
+/// keeps the flavors' members and the workloads' verdicts from one scan to the next (a [`QuotaMemo`]). A flavor
 /// wholly inside `scope` (every node carrying its `nodeLabels` is in it) is judged in full; of any other only
 /// the nodes in scope are counted, and only when there are some (`capacity::quota_entries`), and workloads
 /// are judged only where some flavor of their queue is whole (`workloads`).
@@ -60,10 +72,10 @@ pub fn assess(
     nodes: &[NodeView<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
-    memo: Option<&MembershipMemo>,
+    memo: Option<&QuotaMemo>,
 ) -> QuotaReport {
     let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> =
-        flavor_nodes::nodes_of_flavors(kueue.flavors, nodes, memo);
+        flavor_nodes::nodes_of_flavors(kueue.flavors, nodes, memo.map(|m| &m.members));
     let labels_of: HashMap<&str, &BTreeMap<String, String>> = kueue
         .flavors
         .iter()
@@ -71,7 +83,11 @@ pub fn assess(
         .collect();
     let whole = |flavor: &str| scope.holds_all_of(labels_of.get(flavor).copied());
     let quotas = capacity::quota_entries(kueue, &nodes_of, &whole);
-    let workload_issues = workloads::workload_issues(kueue, &nodes_of, &whole);
+    let judge = || workloads::workload_issues(kueue, &nodes_of, &whole);
+    let workload_issues = match memo {
+        Some(memo) => memo.workloads.verdicts(kueue, &nodes_of, &whole, judge),
+        None => judge(),
+    };
     QuotaReport {
         quotas,
         workload_issues,

@@ -13,6 +13,9 @@ pub struct Activity {
     pub rule: String,
     /// The answer, or why there is none.
     pub reading: Reading,
+    /// Set while the latest round failed and `reading` is the last answer, kept for `--utilization-hold`:
+    /// why, and from when. A single slow answer then changes no figure and rewrites no GpuNode.
+    pub held: Option<String>,
 }
 
 /// The last query round's outcome.

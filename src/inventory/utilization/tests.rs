@@ -62,6 +62,7 @@ fn current(idle: Vec<IdleSeries>) -> Activity {
         window: "30m".into(),
         rule: "idle: below 1% through 30m".into(),
         reading: Reading::Current(idle),
+        held: None,
     }
 }
 

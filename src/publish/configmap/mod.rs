@@ -21,7 +21,7 @@ use super::scan_service::ScanService;
 use super::writer::{AGGREGATE_WRITE_GAP, Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
 use crate::error::{Error, Result};
-use crate::publish::content::configmap::{DATA_BUDGET_BYTES, configmap_data};
+use crate::publish::content::configmap::{DATA_BUDGET_BYTES, EntryTexts, configmap_data_kept};
 use crate::publish::content::plan::plan_configmap;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
@@ -63,6 +63,8 @@ pub(crate) struct ConfigMaps {
     /// Whether the last write left node entries out: said when that starts and when it ends, not at every
     /// write (at 65,000 nodes every write leaves some out, two a second under churn).
     truncated: AtomicBool,
+    /// Each node entry's text, kept for the next pass (only changed entries are serialized again).
+    texts: EntryTexts,
 }
 
 impl ConfigMaps {
@@ -94,6 +96,7 @@ impl ConfigMaps {
             writer: GuardedWriter::for_target(metrics, "configmap")
                 .with_min_gap(AGGREGATE_WRITE_GAP),
             truncated: AtomicBool::new(false),
+            texts: EntryTexts::default(),
         }
     }
 }
@@ -125,7 +128,7 @@ impl ConfigMaps {
             return Ok(Outcome::again_in(wait));
         }
         let inventory = scans.inventory(&LabelSelector::default());
-        let (desired, summary) = configmap_data(&inventory, DATA_BUDGET_BYTES);
+        let (desired, summary) = configmap_data_kept(&inventory, DATA_BUDGET_BYTES, &self.texts);
         // Not kept through the write: see the GpuNode publisher.
         drop(inventory);
         let current = self.cache.get(&target.namespace, &target.name);

@@ -10,11 +10,12 @@ use super::families::{
     NodeLabels, ResourceLabels,
 };
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
+use super::node_diff::node_diff;
 use super::quotas::export_quotas;
-use super::removal::remove_series;
+use super::removal::{remove_node_series, remove_series};
 use super::topology::export_topology;
 use super::utilization::export_idle;
-use crate::inventory::model::{Inventory, IssueReason};
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
 use crate::runtime::metrics::Metrics;
 
 /// Exports an inventory's status; a no-op when it equals the last export.
@@ -32,8 +33,16 @@ pub fn export_inventory(
     {
         return;
     }
-    if let Some(previous) = exported.remove(inventory) {
-        remove_series(metrics, inventory, &previous);
+    let previous = exported.remove(inventory);
+    let nodes = node_diff(previous.as_ref().map(|p| p.nodes.as_slice()), &status.nodes);
+    if let Some(previous) = &previous {
+        remove_series(metrics, inventory, previous);
+    }
+    for node in &nodes.gone {
+        remove_node_series(metrics, inventory, node);
+    }
+    for node in &nodes.come {
+        export_node(metrics, inventory, node);
     }
     let labels = InventoryLabels {
         inventory: inventory.to_owned(),
@@ -51,25 +60,7 @@ pub fn export_inventory(
         .get_or_create(&labels)
         .set(saturating_i64(status.total_gpus));
     let mut issues: BTreeMap<&str, i64> = BTreeMap::new();
-    for node in &status.nodes {
-        metrics
-            .node_info
-            .get_or_create(&info_labels(inventory, node))
-            .set(1);
-        let node_labels = NodeLabels {
-            inventory: inventory.to_owned(),
-            node: node.name.clone(),
-        };
-        metrics
-            .node_gpus
-            .get_or_create(&node_labels)
-            .set(saturating_i64(node.count));
-        if let Some(mib) = node.memory_mib {
-            metrics
-                .node_gpu_memory
-                .get_or_create(&node_labels)
-                .set(saturating_i64(mib.saturating_mul(1024 * 1024)));
-        }
+    for node in status.nodes.iter().filter(|n| !n.issues.is_empty()) {
         // A node counts once per reason, however many issues of it it has (two health conditions).
         let mut reasons: Vec<&str> = node.issues.iter().map(|i| i.reason.as_str()).collect();
         reasons.sort_unstable();
@@ -95,8 +86,44 @@ pub fn export_inventory(
     exported.insert(inventory.to_owned(), Arc::clone(status));
 }
 
-/// The allocation gauges: per node and resource, per resource, per namespace. Series of what is gone were
-/// removed with the previous export.
+/// One node's series: its info, GPUs, memory, and allocated and free units per resource.
+fn export_node(metrics: &InventoryGauges, inventory: &str, node: &NodeInventory) {
+    metrics
+        .node_info
+        .get_or_create(&info_labels(inventory, node))
+        .set(1);
+    let node_labels = NodeLabels {
+        inventory: inventory.to_owned(),
+        node: node.name.clone(),
+    };
+    metrics
+        .node_gpus
+        .get_or_create(&node_labels)
+        .set(saturating_i64(node.count));
+    if let Some(mib) = node.memory_mib {
+        metrics
+            .node_gpu_memory
+            .get_or_create(&node_labels)
+            .set(saturating_i64(mib.saturating_mul(1024 * 1024)));
+    }
+    for (resource, n) in &node.allocated {
+        let labels = node_resource(inventory, &node.name, resource);
+        metrics
+            .node_allocated
+            .get_or_create(&labels)
+            .set(saturating_i64(*n));
+    }
+    for (resource, n) in &node.free {
+        let labels = node_resource(inventory, &node.name, resource);
+        metrics
+            .node_free
+            .get_or_create(&labels)
+            .set(saturating_i64(*n));
+    }
+}
+
+/// The allocation gauges per resource, per product and job size, per namespace (each node's are
+/// [`export_node`]'s). Series of what is gone were removed with the previous export.
 fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     let labels = InventoryLabels {
         inventory: inventory.to_owned(),
@@ -109,22 +136,6 @@ fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Invent
         .pending_gpu_pods
         .get_or_create(&labels)
         .set(i64::from(status.pending_gpu_pods));
-    for node in &status.nodes {
-        for (resource, n) in &node.allocated {
-            let labels = node_resource(inventory, &node.name, resource);
-            metrics
-                .node_allocated
-                .get_or_create(&labels)
-                .set(saturating_i64(*n));
-        }
-        for (resource, n) in &node.free {
-            let labels = node_resource(inventory, &node.name, resource);
-            metrics
-                .node_free
-                .get_or_create(&labels)
-                .set(saturating_i64(*n));
-        }
-    }
     for resource in &status.resources {
         let labels = ResourceLabels {
             inventory: inventory.to_owned(),

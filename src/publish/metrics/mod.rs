@@ -6,6 +6,7 @@
 //! - `export`: setting an inventory's series from its model;
 //! - `removal`: removing the series of what is gone;
 //! - `label_sets`: the label sets both build the same way;
+//! - `node_diff`: which nodes' series an export touches (those whose entry changed);
 //! - `quotas`: the Kueue quota series (per flavor and resource), set and removed;
 //! - `topology`: the topology series (per product and level, and the largest domains), set and removed;
 //! - `utilization`: the idle GPU series (per namespace and resource) and whether they are known.
@@ -13,6 +14,7 @@
 mod export;
 mod families;
 mod label_sets;
+mod node_diff;
 mod quotas;
 mod removal;
 mod topology;

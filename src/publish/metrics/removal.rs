@@ -9,7 +9,7 @@ use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::quotas::remove_quotas;
 use super::topology::remove_topology;
 use super::utilization::remove_idle;
-use crate::inventory::model::{Inventory, IssueReason};
+use crate::inventory::model::{Inventory, IssueReason, NodeInventory};
 use crate::runtime::metrics::Metrics;
 
 /// Drops the series of inventories that no longer exist.
@@ -28,6 +28,9 @@ pub(crate) fn retain_inventories(
     for name in gone {
         if let Some(status) = exported.remove(&name) {
             remove_series(metrics, &name, &status);
+            for node in &status.nodes {
+                remove_node_series(metrics, &name, node);
+            }
             let labels = InventoryLabels {
                 inventory: name.clone(),
             };
@@ -46,24 +49,11 @@ pub(crate) fn retain_inventories(
     }
 }
 
+/// Removes the series of `status` that are not any one node's (each node's are [`remove_node_series`]'s).
 pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     remove_topology(metrics, inventory, status);
     remove_quotas(metrics, inventory, status);
     remove_idle(metrics, inventory, status);
-    for node in &status.nodes {
-        metrics.node_info.remove(&info_labels(inventory, node));
-        let labels = NodeLabels {
-            inventory: inventory.to_owned(),
-            node: node.name.clone(),
-        };
-        metrics.node_gpus.remove(&labels);
-        metrics.node_gpu_memory.remove(&labels);
-        for resource in node.allocated.keys().chain(node.free.keys()) {
-            let labels = node_resource(inventory, &node.name, resource);
-            metrics.node_allocated.remove(&labels);
-            metrics.node_free.remove(&labels);
-        }
-    }
     for resource in &status.resources {
         let labels = ResourceLabels {
             inventory: inventory.to_owned(),
@@ -93,5 +83,21 @@ pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: 
             inventory: inventory.to_owned(),
             namespace: ns.name.clone(),
         });
+    }
+}
+
+/// Removes one node's series.
+pub(super) fn remove_node_series(metrics: &InventoryGauges, inventory: &str, node: &NodeInventory) {
+    metrics.node_info.remove(&info_labels(inventory, node));
+    let labels = NodeLabels {
+        inventory: inventory.to_owned(),
+        node: node.name.clone(),
+    };
+    metrics.node_gpus.remove(&labels);
+    metrics.node_gpu_memory.remove(&labels);
+    for resource in node.allocated.keys().chain(node.free.keys()) {
+        let labels = node_resource(inventory, &node.name, resource);
+        metrics.node_allocated.remove(&labels);
+        metrics.node_free.remove(&labels);
     }
 }

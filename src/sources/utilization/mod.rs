@@ -4,9 +4,12 @@
 //! Each round asks how many GPU series stayed below `--idle-below` through `--idle-window` ([`promql`]),
 //! refuses an answer past `--utilization-max-series` without fetching it, then fetches the idle series and
 //! reads their labels ([`IdleSeries`]). Each keeps the `since` it was first found idle with ([`IdleSince`]),
-//! so that a round that finds the same [`Activity`] changes nothing and notifies no one. A failed round makes
-//! the reading `Unknown` with the reason, and the next try comes after a backoff (5 s doubling to the
-//! interval); the idle figures are withheld meanwhile, and every other output goes on.
+//! so that a round that finds the same [`Activity`] changes nothing and notifies no one. A failed round
+//! keeps the last answer for `--utilization-hold` (saying so: [`Activity::held`]), since one slow answer
+//! from a loaded Prometheus would otherwise withhold every idle figure and rewrite each GpuNode showing one
+//! twice (at 65,000 nodes that doubled the GpuNode writes under churn); past the hold, or with no answer
+//! yet, the reading is `Unknown` with the reason. The next try comes after a backoff (5 s doubling to the
+//! interval); the idle figures are withheld while `Unknown`, and every other output goes on.
 
 pub mod prometheus;
 pub mod promql;
@@ -33,6 +36,8 @@ pub struct UtilizationConfig {
     pub query: IdleQuery,
     /// The most idle series a round fetches.
     pub max_series: u64,
+    /// How long the last answer stands in for failed rounds before the figures say `Unknown`.
+    pub hold: Duration,
 }
 
 /// After a failed round: 5 s, doubling, at most the interval.
@@ -98,6 +103,7 @@ pub fn watch_utilization(
     let feed_store = store.clone();
     let feed = async move {
         let mut since = IdleSince::default();
+        let mut last = LastAnswer::default();
         let mut retry = Policy {
             cap: config.interval.max(RETRY.first),
             ..RETRY
@@ -105,19 +111,18 @@ pub fn watch_utilization(
         .backoff();
         loop {
             let now = jiff::Timestamp::now();
-            let reading = match idle_series(&client, &config, &mut since, now).await {
-                Ok(idle) => {
-                    retry.reset();
-                    Reading::Current(idle)
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the GPUs' activity failed; idle figures withheld");
-                    Reading::Unknown(e.to_string())
-                }
-            };
-            let failed = matches!(reading, Reading::Unknown(_));
+            let result = idle_series(&client, &config, &mut since, now).await;
+            let failed = result.is_err();
+            match &result {
+                Ok(_) => retry.reset(),
+                Err(e) => tracing::warn!(error = %e, hold = ?config.hold,
+                    "reading the GPUs' activity failed; the last answer stands for the hold, then the idle figures are withheld"),
+            }
+            let previous = feed_store.state();
+            let (reading, held) = last.after(result, now, config.hold, previous.as_deref());
             if feed_store.set(Activity {
                 reading,
+                held,
                 ..base.clone()
             }) {
                 signal.notify();
@@ -154,6 +159,54 @@ fn unasked(client: &Prometheus, config: &UtilizationConfig) -> Activity {
         window: promql::duration(config.query.window),
         rule: rule(&config.query),
         reading: Reading::Unknown("Prometheus has not been asked yet".into()),
+        held: None,
+    }
+}
+
+/// When the last round answered: its answer (the store's reading) stands in for failed rounds through the
+/// hold. Only the time is kept here, so the answer is held once.
+#[derive(Debug, Default)]
+struct LastAnswer(Option<jiff::Timestamp>);
+
+impl LastAnswer {
+    /// The reading after a round that ended with `result` at `now`, and the hold's note when the last
+    /// answer (`previous`, the reading published before this round) stands in for it. A failure within
+    /// `hold` of the last answer repeats that answer; any other failure is `Unknown`, and forgets it.
+    fn after(
+        &mut self,
+        result: Result<Vec<IdleSeries>, QueryError>,
+        now: jiff::Timestamp,
+        hold: Duration,
+        previous: Option<&Activity>,
+    ) -> (Reading, Option<String>) {
+        let error = match result {
+            Ok(idle) => {
+                self.0 = Some(now);
+                return (Reading::Current(idle), None);
+            }
+            Err(e) => e.to_string(),
+        };
+        let until = self.0.and_then(|at| {
+            let until = at
+                .checked_add(jiff::SignedDuration::try_from(hold).ok()?)
+                .ok()?;
+            (now < until).then_some((at, until))
+        });
+        match (until, previous.map(|p| &p.reading)) {
+            (Some((at, until)), Some(Reading::Current(idle))) => {
+                let second = |t: jiff::Timestamp| t.round(jiff::Unit::Second).unwrap_or(t);
+                let note = format!(
+                    "the latest round failed ({error}); these figures are the answer of {}, held until {}",
+                    second(at),
+                    second(until)
+                );
+                (Reading::Current(idle.clone()), Some(note))
+            }
+            _ => {
+                self.0 = None;
+                (Reading::Unknown(error), None)
+            }
+        }
     }
 }
 
@@ -269,5 +322,73 @@ mod tests {
         assert!(store.set(activity.clone()));
         assert!(!store.set(activity), "the same activity changes nothing");
         assert!(store.state().is_some());
+    }
+
+    /// A failed round within the hold repeats the last answer and says so; past the hold, or with no answer
+    /// before it, the reading is `Unknown`; an answer ends the hold.
+    #[test]
+    fn the_last_answer_stands_through_the_hold_then_the_figures_are_unknown() {
+        let at = |s| jiff::Timestamp::from_second(s).unwrap();
+        let hold = Duration::from_secs(300);
+        let timeout = || {
+            Err(QueryError::Unreachable {
+                url: "http://prometheus:9090".into(),
+                reason: "no answer within 10s".into(),
+            })
+        };
+        let idle = vec![IdleSeries::of_labels(
+            |name| (name == "pod").then_some("a"),
+            at(1_000),
+        )];
+        let published = |reading: Reading, held: Option<String>| Activity {
+            reading,
+            held,
+            ..Activity::default()
+        };
+        let mut last = LastAnswer::default();
+
+        let (reading, held) = last.after(timeout(), at(10_000), hold, None);
+        assert!(
+            matches!(reading, Reading::Unknown(_)) && held.is_none(),
+            "no answer yet"
+        );
+
+        let (reading, held) = last.after(Ok(idle.clone()), at(10_000), hold, None);
+        assert_eq!((&reading, &held), (&Reading::Current(idle.clone()), &None));
+        let answered = published(reading, held);
+
+        let (reading, held) = last.after(timeout(), at(10_060), hold, Some(&answered));
+        assert_eq!(reading, Reading::Current(idle.clone()), "the answer stands");
+        let note = held.expect("the hold says so");
+        assert!(
+            note.contains("no answer within 10s")
+                && note.contains("1970-01-01T02:46:40Z")
+                && note.contains("held until 1970-01-01T02:51:40Z"),
+            "{note}"
+        );
+        let holding = published(reading, Some(note.clone()));
+        let (again, held) = last.after(timeout(), at(10_200), hold, Some(&holding));
+        assert_eq!(
+            (again, held.as_ref()),
+            (Reading::Current(idle.clone()), Some(&note)),
+            "the same failure through the hold: the same activity, so nothing is rewritten"
+        );
+
+        let (reading, held) = last.after(timeout(), at(10_300), hold, Some(&holding));
+        assert!(matches!(reading, Reading::Unknown(ref e) if e.contains("no answer within 10s")));
+        assert!(held.is_none(), "past the hold: Unknown, withheld");
+        let (reading, _) = last.after(timeout(), at(10_301), hold, Some(&answered));
+        assert!(
+            matches!(reading, Reading::Unknown(_)),
+            "and stays so until an answer"
+        );
+
+        let mut none = LastAnswer::default();
+        none.after(Ok(idle), at(10_000), Duration::ZERO, None);
+        let (reading, _) = none.after(timeout(), at(10_001), Duration::ZERO, Some(&answered));
+        assert!(
+            matches!(reading, Reading::Unknown(_)),
+            "hold 0s: Unknown at once"
+        );
     }
 }

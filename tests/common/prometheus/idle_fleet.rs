@@ -21,6 +21,8 @@ pub const CONVERGE: Duration = Duration::from_secs(30);
 pub const ROUND: Duration = Duration::from_secs(15);
 /// Prometheus back after a stop: the source's backoff (5 s, 10 s, ...) and a round.
 pub const BACK: Duration = Duration::from_secs(40);
+/// The operator's `--utilization-hold`: how long the last answer stands after a failed round.
+pub const HOLD: Duration = Duration::from_secs(8);
 pub const GPU: &str = "nvidia.com/gpu";
 pub const MIG: &str = "nvidia.com/mig-1g.10gb";
 /// dcgm-exporter's sampling step, in seconds.
@@ -126,6 +128,8 @@ pub fn operator_for(env: &TestEnv, prometheus: &PrometheusProcess) -> OperatorPr
             &prometheus.url(),
             "--utilization-interval",
             "2s",
+            "--utilization-hold",
+            &format!("{}s", HOLD.as_secs()),
         ],
     )
 }

@@ -264,7 +264,7 @@ fn an_inventory_of_some_nodes_judges_in_full_the_flavors_whose_node_labels_imply
 #[test]
 fn the_flavors_members_are_kept_while_the_nodes_are_the_same_and_read_again_when_one_changes() {
     use crate::inventory::cluster_node::ClusterNode;
-    use crate::inventory::quotas::MembershipMemo;
+    use crate::inventory::quotas::QuotaMemo;
     let kueue = Kueue::new(
         vec![flavor("gb200", "gb200")],
         vec![holder("cq", None, &[("gb200", quota(8))])],
@@ -277,7 +277,7 @@ fn the_flavors_members_are_kept_while_the_nodes_are_the_same_and_read_again_when
         })
     };
     let mut arcs: Vec<Arc<ClusterNode>> = fleet.iter().map(|(_, labels)| cluster(labels)).collect();
-    let memo = MembershipMemo::default();
+    let memo = QuotaMemo::default();
     let report = |arcs: &[Arc<ClusterNode>]| {
         let views: Vec<NodeView<'_>> = fleet
             .iter()

@@ -112,3 +112,81 @@ fn a_resource_no_flavor_of_the_queue_covers_cannot_fit_and_unknown_queues_are_le
     // A subset of the nodes cannot say a workload fits nowhere.
     assert!(kueue.report(&fleet(), false).workload_issues.is_empty());
 }
+
+/// The verdicts are kept while what they read is the same (pods come and go: the free units change), and
+/// judged again when a node's health or allocatable units change, or a workload comes.
+#[test]
+fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_workloads_change() {
+    use crate::inventory::cluster_node::ClusterNode;
+    use crate::inventory::quotas::QuotaMemo;
+    let mut kueue = Kueue::new(
+        vec![flavor("gb200", "gb200")],
+        vec![holder("cq", None, &[("gb200", quota(100))])],
+    );
+    kueue.workloads = vec![
+        workload("rack-of-16", 4, &[(GPU, 4)], Some(RACK)),
+        workload("rack-of-20", 5, &[(GPU, 4)], Some(RACK)),
+    ];
+    let mut nodes = fleet();
+    let arcs: Vec<Arc<ClusterNode>> = nodes
+        .iter()
+        .map(|(_, labels)| {
+            Arc::new(ClusterNode {
+                labels: labels.clone(),
+                ..ClusterNode::default()
+            })
+        })
+        .collect();
+    let memo = QuotaMemo::default();
+    let flagged = |nodes: &[(NodeInventory, TextMap)], kueue: &Kueue| -> Vec<String> {
+        let views: Vec<NodeView<'_>> = nodes
+            .iter()
+            .zip(&arcs)
+            .map(|((entry, _), node)| NodeView {
+                entry,
+                labels: &node.labels,
+                node: Some(node),
+            })
+            .collect();
+        assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(&memo))
+            .workload_issues
+            .into_iter()
+            .map(|w| w.workload)
+            .collect()
+    };
+    assert_eq!(flagged(&nodes, &kueue), ["team/rack-of-20"]);
+    assert_eq!(memo.workloads.judged(), 1);
+    assert_eq!(flagged(&nodes, &kueue), ["team/rack-of-20"]);
+    for (entry, _) in &mut nodes {
+        entry.free.insert(GPU.to_owned(), 0);
+        entry.allocated.insert(GPU.to_owned(), 4);
+    }
+    assert_eq!(
+        flagged(&nodes, &kueue),
+        ["team/rack-of-20"],
+        "every GPU busy: still fits once others finish"
+    );
+    assert_eq!(memo.workloads.judged(), 1, "kept through the pod changes");
+
+    nodes[0].0.ready = false;
+    assert_eq!(
+        flagged(&nodes, &kueue),
+        ["team/rack-of-16", "team/rack-of-20"],
+        "r1 lost a node: 12 units in one rack"
+    );
+    assert_eq!(memo.workloads.judged(), 2, "a node's health changed");
+    nodes[0].0.ready = true;
+    nodes[1]
+        .0
+        .allocatable
+        .insert(GPU.to_owned(), Amount::count(2));
+    assert_eq!(
+        flagged(&nodes, &kueue),
+        ["team/rack-of-16", "team/rack-of-20"]
+    );
+    assert_eq!(memo.workloads.judged(), 3, "a node's allocatable changed");
+
+    kueue.workloads.push(workload("one", 1, &[(GPU, 4)], None));
+    flagged(&nodes, &kueue);
+    assert_eq!(memo.workloads.judged(), 4, "a workload came");
+}
