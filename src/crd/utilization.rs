@@ -33,10 +33,12 @@ pub struct UtilizationStatus {
     pub source: String,
     /// How long a held GPU must stay below the threshold to be idle (`--idle-window`).
     pub window: String,
-    /// `Current`: the last query answered in full. `Unknown`: it failed, was refused or answered in part, and
-    /// every idle figure is withheld (absent, not 0) until one answers.
+    /// `Current`: the last query answered in full, or failed within `--utilization-hold` of one that did (its
+    /// answer stands, and the message says so). `Unknown`: queries failed, were refused or answered in part
+    /// for longer, and every idle figure is withheld (absent, not 0) until one answers.
     pub state: String,
-    /// The rule while `Current`; why, while `Unknown`.
+    /// The rule while `Current` (and, through a hold, why the latest round failed and whose answer stands);
+    /// why, while `Unknown`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     /// Per resource, the idle units over every namespace; absent while `Unknown`.
