@@ -273,3 +273,52 @@ fn quota_series_follow_the_report_and_leave_no_ghosts() {
         "{text}"
     );
 }
+
+/// Exports that touch only the changed nodes end where an export from scratch does: a node kept (the same
+/// entry), one changed (readiness, allocation), one gone and one come.
+#[test]
+fn an_export_after_a_change_equals_one_from_scratch() {
+    let before = status(&[
+        ("a", true, Some(1024)),
+        ("b", true, None),
+        ("c", false, None),
+    ]);
+    let mut after = Arc::unwrap_or_clone(before.clone());
+    let b = Arc::make_mut(&mut after.nodes[1]);
+    b.ready = false;
+    b.issues = vec![Issue::new(IssueReason::NotReady, "")];
+    b.allocated = [("nvidia.com/gpu".to_owned(), 1)].into();
+    after.nodes.remove(2);
+    after
+        .nodes
+        .push(status(&[("d", true, None)]).nodes[0].clone());
+    after.ready_gpu_nodes = 2;
+    let after = Arc::new(after);
+    assert!(Arc::ptr_eq(&before.nodes[0], &after.nodes[0]), "a is kept");
+
+    let (g, fresh_g) = (InventoryGauges::default(), InventoryGauges::default());
+    let m = Metrics::with_families(|r| g.register(r));
+    let fresh = Metrics::with_families(|r| fresh_g.register(r));
+    export_inventory(&m, &g, "cluster", &before);
+    export_inventory(&m, &g, "cluster", &after);
+    export_inventory(&fresh, &fresh_g, "cluster", &after);
+    let lines = |text: String| {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("inventory=\"cluster\""))
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let (incremental, scratch) = (lines(m.encode()), lines(fresh.encode()));
+    assert!(
+        incremental.iter().any(|l| l.contains("node=\"d\"")),
+        "{incremental:#?}"
+    );
+    assert!(
+        !incremental.iter().any(|l| l.contains("node=\"c\"")),
+        "{incremental:#?}"
+    );
+    assert_eq!(incremental, scratch);
+}
