@@ -263,36 +263,17 @@ fn an_inventory_of_some_nodes_judges_in_full_the_flavors_whose_node_labels_imply
 
 #[test]
 fn the_flavors_members_are_kept_while_the_nodes_are_the_same_and_read_again_when_one_changes() {
-    use crate::inventory::cluster_node::ClusterNode;
-    use crate::inventory::quotas::QuotaMemo;
     let kueue = Kueue::new(
         vec![flavor("gb200", "gb200")],
         vec![holder("cq", None, &[("gb200", quota(8))])],
     );
     let fleet = fleet();
-    let cluster = |labels: &TextMap| {
-        Arc::new(ClusterNode {
-            labels: labels.clone(),
-            ..ClusterNode::default()
-        })
-    };
-    let mut arcs: Vec<Arc<ClusterNode>> = fleet.iter().map(|(_, labels)| cluster(labels)).collect();
+    let mut arcs = cached(&fleet);
     let memo = QuotaMemo::default();
-    let report = |arcs: &[Arc<ClusterNode>]| {
-        let views: Vec<NodeView<'_>> = fleet
-            .iter()
-            .zip(arcs)
-            .map(|((entry, _), node)| NodeView {
-                entry,
-                labels: &node.labels,
-                node: Some(node),
-            })
-            .collect();
-        assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(&memo))
-    };
+    let report = |arcs: &[Arc<ClusterNode>]| assess_cached(&fleet, arcs, &kueue, &memo);
     assert_eq!(report(&arcs).quotas[0].nodes, 6);
     assert_eq!(report(&arcs).quotas[0].nodes, 6, "kept");
     // Node r1-0 relabelled out of the pool: a new Arc, so the members are read again.
-    arcs[0] = cluster(&labels("other", "r1"));
+    arcs[0] = cached(&[(node("r1-0", 4, 4), labels("other", "r1"))]).remove(0);
     assert_eq!(report(&arcs).quotas[0].nodes, 5);
 }

@@ -12,7 +12,8 @@ use super::kueue::{
     Flavor, FlavorQuotas, LocalQueue, PendingWorkload, PodSet, QuotaHolder, ResourceGroup,
     ResourceQuota,
 };
-use super::{KueueInput, NodeView, QuotaScope, assess};
+use super::{KueueInput, NodeView, QuotaMemo, QuotaScope, assess};
+use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::model::{
     Amount, Issue, IssueReason, NodeInventory, QuotaIssueReason, QuotaReport,
 };
@@ -178,6 +179,38 @@ impl Kueue {
         let input = self.input();
         assess(&views, &input, &QuotaScope::Selected(vec![&selector]), None)
     }
+}
+
+/// The nodes as the node cache holds them (their labels), one `Arc` each: what the memos compare.
+pub(super) fn cached(nodes: &[(NodeInventory, TextMap)]) -> Vec<Arc<ClusterNode>> {
+    nodes
+        .iter()
+        .map(|(_, labels)| {
+            Arc::new(ClusterNode {
+                labels: labels.clone(),
+                ..ClusterNode::default()
+            })
+        })
+        .collect()
+}
+
+/// The report of `nodes` read from the cache's `arcs` (labels and identity), with `memo`.
+pub(super) fn assess_cached(
+    nodes: &[(NodeInventory, TextMap)],
+    arcs: &[Arc<ClusterNode>],
+    kueue: &Kueue,
+    memo: &QuotaMemo,
+) -> QuotaReport {
+    let views: Vec<NodeView<'_>> = nodes
+        .iter()
+        .zip(arcs)
+        .map(|((entry, _), node)| NodeView {
+            entry,
+            labels: &node.labels,
+            node: Some(node),
+        })
+        .collect();
+    assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(memo))
 }
 
 /// Two racks of GB200-like nodes in pool `gb200`: r1 has 4 nodes of 4, r2 has 2 nodes of 4, one of each

@@ -50,15 +50,13 @@ fn a_workload_larger_than_its_flavors_healthy_gpus_cannot_fit_and_one_that_fits_
 
 #[test]
 fn a_workload_requiring_a_level_cannot_fit_when_the_largest_domain_is_too_small() {
-    let mut kueue = Kueue::new(
-        vec![flavor("gb200", "gb200")],
-        vec![holder("cq", None, &[("gb200", quota(100))])],
-    );
-    kueue.workloads = vec![
-        workload("rack-of-16", 4, &[(GPU, 4)], Some(RACK)),
-        workload("rack-of-20", 5, &[(GPU, 4)], Some(RACK)),
-        workload("no-such-level", 1, &[(GPU, 4)], Some("example.com/block")),
-    ];
+    let mut kueue = racks_of(&[16, 20]);
+    kueue.workloads.push(workload(
+        "no-such-level",
+        1,
+        &[(GPU, 4)],
+        Some("example.com/block"),
+    ));
     let mut nodes = fleet();
     let report = kueue.report(&nodes, true);
     let flagged: Vec<&str> = report
@@ -117,38 +115,13 @@ fn a_resource_no_flavor_of_the_queue_covers_cannot_fit_and_unknown_queues_are_le
 /// judged again when a node's health or allocatable units change, or a workload comes.
 #[test]
 fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_workloads_change() {
-    use crate::inventory::cluster_node::ClusterNode;
     use crate::inventory::quotas::QuotaMemo;
-    let mut kueue = Kueue::new(
-        vec![flavor("gb200", "gb200")],
-        vec![holder("cq", None, &[("gb200", quota(100))])],
-    );
-    kueue.workloads = vec![
-        workload("rack-of-16", 4, &[(GPU, 4)], Some(RACK)),
-        workload("rack-of-20", 5, &[(GPU, 4)], Some(RACK)),
-    ];
+    let mut kueue = racks_of(&[16, 20]);
     let mut nodes = fleet();
-    let arcs: Vec<Arc<ClusterNode>> = nodes
-        .iter()
-        .map(|(_, labels)| {
-            Arc::new(ClusterNode {
-                labels: labels.clone(),
-                ..ClusterNode::default()
-            })
-        })
-        .collect();
+    let arcs = cached(&nodes);
     let memo = QuotaMemo::default();
     let flagged = |nodes: &[(NodeInventory, TextMap)], kueue: &Kueue| -> Vec<String> {
-        let views: Vec<NodeView<'_>> = nodes
-            .iter()
-            .zip(&arcs)
-            .map(|((entry, _), node)| NodeView {
-                entry,
-                labels: &node.labels,
-                node: Some(node),
-            })
-            .collect();
-        assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(&memo))
+        assess_cached(nodes, &arcs, kueue, &memo)
             .workload_issues
             .into_iter()
             .map(|w| w.workload)
@@ -189,4 +162,18 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
     kueue.workloads.push(workload("one", 1, &[(GPU, 4)], None));
     flagged(&nodes, &kueue);
     assert_eq!(memo.workloads.judged(), 4, "a workload came");
+}
+
+/// One gb200 flavor with quota 100, and a workload of 4-GPU pods required in one rack per size in `gpus`
+/// (`rack-of-16`, ...).
+fn racks_of(gpus: &[u64]) -> Kueue {
+    let mut kueue = Kueue::new(
+        vec![flavor("gb200", "gb200")],
+        vec![holder("cq", None, &[("gb200", quota(100))])],
+    );
+    kueue.workloads = gpus
+        .iter()
+        .map(|n| workload(&format!("rack-of-{n}"), n / 4, &[(GPU, 4)], Some(RACK)))
+        .collect();
+    kueue
 }
