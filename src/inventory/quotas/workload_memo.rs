@@ -74,9 +74,7 @@ impl WorkloadMemo {
         });
         issues
     }
-}
 
-impl WorkloadMemo {
     /// How many times the rules ran (not taken from the memo).
     pub fn judged(&self) -> u64 {
         self.judged.load(Ordering::Relaxed)

@@ -44,13 +44,13 @@ pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Activity) -> Assessment {
 pub(super) fn report_of(activity: &Activity) -> UtilizationReport {
     let (state, message) = match &activity.reading {
         Reading::Unknown(reason) => (UtilizationState::Unknown, reason.clone()),
-        Reading::Current(_) => match &activity.held {
-            Some(held) => (
-                UtilizationState::Current,
-                format!("{}; {held}", activity.rule),
-            ),
-            None => (UtilizationState::Current, activity.rule.clone()),
-        },
+        Reading::Current(_) => {
+            let message = match &activity.held {
+                Some(held) => format!("{}; {held}", activity.rule),
+                None => activity.rule.clone(),
+            };
+            (UtilizationState::Current, message)
+        }
     };
     UtilizationReport {
         source: activity.source.clone(),
