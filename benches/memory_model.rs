@@ -11,15 +11,20 @@
 //! - a pod in the pod cache: decoded, reduced to a `GpuPod` (`None` for a pod asking for no GPU) in the
 //!   stripped store, as `sources/pods.rs` does;
 //! - a GPU node's entry in the model: what a scan holds once its interner shares it, per GPU node, and the
-//!   scan's transient peak.
+//!   scan's transient peak;
+//! - the operator's pass under churn (`churn_pass`, MEMORY_MODEL_CHURN_NODES nodes, default 20,000): the scan of
+//!   the caches' own `Arc`s after 50 pod changes, the last scan held: its peak above what was held, and what
+//!   the new scan holds beside the old, per GPU node, five passes.
 //!
 //! It prints bytes per object (dhat's, glibc's, and the "counted" bytes the formula uses: dhat's plus glibc's
 //! 16 B a block, see `malloc_bytes`), then the formula's heap for the fleets of `make bench`'s scale scenario
 //! (BENCH_SCALE_NODES sizes, the 65,000-node shares), which docs/scale.md compares with the measured peaks.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::interner::NodeInterner;
@@ -32,7 +37,49 @@ use testkit::lib_api::{ClusterNode, HealthTable, SlimNode};
 use testkit::pods::{Phase, PodRec, namespace_of};
 
 #[global_allocator]
-static ALLOC: dhat::Alloc = dhat::Alloc;
+static ALLOC: PeakAlloc = PeakAlloc;
+
+/// dhat's allocator, with a peak of live bytes that can be started again (dhat's own `max_bytes` is the
+/// process's, so it cannot tell one pass's peak once an earlier phase peaked higher).
+struct PeakAlloc;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to dhat's allocator unchanged; the counters only read the layouts.
+unsafe impl GlobalAlloc for PeakAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { dhat::Alloc.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on.
+        unsafe { dhat::Alloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            let live = LIVE.fetch_add(new_size - layout.size(), Ordering::Relaxed) + new_size
+                - layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's contract is passed on.
+        unsafe { dhat::Alloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Starts a new peak at the bytes live now, and returns them.
+fn peak_from_now() -> usize {
+    let live = LIVE.load(Ordering::Relaxed);
+    PEAK.store(live, Ordering::Relaxed);
+    live
+}
 
 /// Objects of each kind measured at once: enough that the store's table growth averages out.
 const SAMPLE: usize = 4_000;
@@ -114,6 +161,13 @@ fn pods_in_cache(gpu: bool, nodes: &[Arc<ClusterNode>]) -> ((f64, f64, f64), Vec
 
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
+    if let Some(nodes) = std::env::var("MEMORY_MODEL_CHURN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        churn_pass(nodes);
+        return;
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let (cpu_node, cpu_nodes) = nodes_in_cache(&dir, false);
     let (gpu_node, gpu_nodes) = nodes_in_cache(&dir, true);
@@ -178,6 +232,11 @@ fn main() {
             heap / (1 << 20) as f64
         );
     }
+    let churn_nodes = std::env::var("MEMORY_MODEL_CHURN_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    churn_pass(churn_nodes);
 }
 
 /// What glibc's malloc takes for these blocks: the bytes asked for plus 16 B a block (its 8 B header and
@@ -187,4 +246,74 @@ fn main() {
 /// 4 % where no step lands (the cache rows).
 fn malloc_bytes((bytes, blocks, _glibc): (f64, f64, f64)) -> f64 {
     bytes + 16.0 * blocks
+}
+
+/// The operator's pass after pod changes, at the scale fleet's shape: the scan of the caches' own `Arc`s with
+/// an interner and topology, the previous scan held (as a publisher holds its last one), 50 GPU pods replaced
+/// by new `Arc`s before each pass. Prints dhat's peak above what is held before the pass, and what the new
+/// scan holds beyond the old one's entries, per GPU node.
+fn churn_pass(nodes: usize) {
+    use gpu_inventory_operator::inventory::cluster_node::ClusterNode as Cached;
+    use testkit::cached::cached_node;
+    use testkit::cluster::topology_labels;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let templates = load_templates(&dir).expect("the fixtures load");
+    let fleet: Vec<Arc<Cached>> = (0..nodes)
+        .map(|i| {
+            let mut node = make_node(&templates, i, 0);
+            // As in the scale bench, 1 GPU node in 13 (its DRA nodes) has no topology labels, so its entry
+            // is marked `NvlinkCliqueMissing`.
+            if i.is_multiple_of(5) && !(i / 5).is_multiple_of(13) {
+                let labels = node.metadata.labels.get_or_insert_with(Default::default);
+                labels.extend(topology_labels(i / 5));
+            }
+            Arc::new(cached_node(&listed_node(node, i)))
+        })
+        .collect();
+    let gpu_pods = nodes * 20_000 / 65_000;
+    let mut pods: Vec<Arc<GpuPod>> = (0..gpu_pods)
+        .filter_map(|i| {
+            let rec = PodRec {
+                namespace: namespace_of(i),
+                name: format!("bench-pod-{i:06}"),
+                node: Some(fleet[(i * 5) % nodes].name.to_string()),
+                gpus: 1,
+                phase: Phase::Running,
+            };
+            GpuPod::from_pod(&decoded_pod(&listed_pod(&rec, i).ok()?)).map(Arc::new)
+        })
+        .collect();
+    let interner = NodeInterner::default();
+    let pass = |pods: &[Arc<GpuPod>]| scan(ScanInput::shared(&fleet, pods).interner(&interner));
+    let mut held = pass(&pods);
+    let mut next = 0;
+    let mut peaks = Vec::new();
+    let mut kept = Vec::new();
+    for _ in 0..5 {
+        for _ in 0..50 {
+            pods[next] = Arc::new((*pods[next]).clone());
+            next = (next + 1) % pods.len();
+        }
+        let before = peak_from_now();
+        let fresh = pass(&pods);
+        let peak = PEAK.load(Ordering::Relaxed);
+        let after = LIVE.load(Ordering::Relaxed);
+        peaks.push(peak - before);
+        kept.push(after as i64 - before as i64);
+        held = fresh;
+    }
+    let gpu = held.total_gpu_nodes as f64;
+    println!(
+        "a pass after 50 pod changes at {nodes} nodes ({gpu} GPU nodes), per GPU node, five passes: peak above \
+         what was held {:?} B; the new scan holds {:?} B beside the last",
+        peaks
+            .iter()
+            .map(|p| *p as f64 / gpu)
+            .map(|b| b.round())
+            .collect::<Vec<_>>(),
+        kept.iter()
+            .map(|p| *p as f64 / gpu)
+            .map(|b| b.round())
+            .collect::<Vec<_>>()
+    );
 }

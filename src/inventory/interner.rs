@@ -67,6 +67,8 @@ pub struct NodeInterner {
     pub(crate) quotas: crate::inventory::quotas::QuotaMemo,
     /// The idle holdings' join, kept between scans (`inventory::utilization`).
     pub(crate) idle: crate::inventory::utilization::IdleMemo,
+    /// The entries marked `NvlinkCliqueMissing`, kept between scans (`inventory::topology::nvlink_health`).
+    pub(crate) clique_marks: crate::inventory::topology::nvlink_health::CliqueMarks,
 }
 
 impl NodeInterner {

@@ -3,7 +3,8 @@
 //! (`NvlinkCliqueMissing`, the node's own). A healthy member of a degraded partition gets no issue: a node
 //! is unhealthy only for its own faults.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use super::domains::DomainTally;
 use crate::inventory::model::{
@@ -90,8 +91,13 @@ fn problem(domain: &DomainTally<'_>, k: u64) -> DomainProblem {
 
 /// Adds `NvlinkCliqueMissing` to every node of a product whose other nodes carry `nvidia.com/gpu.clique`
 /// while it does not (`products`: `gang::product_groups` of `nodes`). Only those nodes' entries are copied;
-/// the others keep their `Arc`.
-pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>], products: &[(String, Vec<usize>)]) {
+/// the others keep their `Arc`. With `marks`, a node marked by the last scan from the very same entry gets
+/// that scan's marked entry back (see [`CliqueMarks`]).
+pub fn mark_clique_missing(
+    nodes: &mut [Arc<NodeInventory>],
+    products: &[(String, Vec<usize>)],
+    marks: Option<&CliqueMarks>,
+) {
     let mut missing: Vec<(usize, usize)> = Vec::new();
     for (_, at) in products {
         let with_clique = at
@@ -107,18 +113,75 @@ pub fn mark_clique_missing(nodes: &mut [Arc<NodeInventory>], products: &[(String
                 .map(|i| (*i, with_clique)),
         );
     }
+    let mut kept = marks.map(CliqueMarks::take);
+    let mut made = HashMap::with_capacity(missing.len());
     for (at, with_clique) in missing {
-        let node = Arc::make_mut(&mut nodes[at]);
-        let product = node.product.clone().unwrap_or_default();
-        node.issues.push(Issue::new(
-            IssueReason::NvlinkCliqueMissing,
-            format!(
-                "the node has no {GPU_CLIQUE} label while {with_clique} other {product} node(s) carry one: \
-                 Fabric Manager or the IMEX daemon has not finished here, so the node cannot join multi-node \
-                 NVLink jobs (check nvidia-fabricmanager and nvidia-imex on the node, then GPU Feature \
-                 Discovery's labels)"
-            ),
-        ));
+        let base = nodes[at].clone();
+        let entry = match kept
+            .as_mut()
+            .and_then(|kept| kept.remove(&base.name))
+            .filter(|m| m.with_clique == with_clique && Arc::ptr_eq(&m.base, &base))
+        {
+            Some(marked) => marked.entry,
+            None => Arc::new(marked(&base, with_clique)),
+        };
+        nodes[at] = entry.clone();
+        let name = base.name.clone();
+        made.insert(
+            name,
+            Marked {
+                base,
+                with_clique,
+                entry,
+            },
+        );
+    }
+    if let Some(marks) = marks {
+        marks.keep(made);
+    }
+}
+
+/// `node` with `NvlinkCliqueMissing`: `with_clique` other nodes of its product carry the label.
+fn marked(node: &NodeInventory, with_clique: usize) -> NodeInventory {
+    let mut node = node.clone();
+    let product = node.product.clone().unwrap_or_default();
+    node.issues.push(Issue::new(
+        IssueReason::NvlinkCliqueMissing,
+        format!(
+            "the node has no {GPU_CLIQUE} label while {with_clique} other {product} node(s) carry one: \
+             Fabric Manager or the IMEX daemon has not finished here, so the node cannot join multi-node \
+             NVLink jobs (check nvidia-fabricmanager and nvidia-imex on the node, then GPU Feature \
+             Discovery's labels)"
+        ),
+    ));
+    node
+}
+
+/// The entries [`mark_clique_missing`] made in the last scan, kept for the next (held by the scanner's
+/// interner). Without them every scan copied each unlabelled node's entry afresh: a new `Arc` per scan, held
+/// apart by every publisher's inventory, and new to every memo keyed by identity after it (the idle join,
+/// the GpuNode publisher's skip). A kept entry is handed out only for the very same base entry (by `Arc`,
+/// which the record holds) and the same count of labelled nodes, the two things the mark is made from.
+#[derive(Debug, Default)]
+pub struct CliqueMarks {
+    kept: Mutex<HashMap<String, Marked>>,
+}
+
+#[derive(Debug)]
+struct Marked {
+    base: Arc<NodeInventory>,
+    with_clique: usize,
+    entry: Arc<NodeInventory>,
+}
+
+impl CliqueMarks {
+    fn take(&self) -> HashMap<String, Marked> {
+        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Keeps this scan's marks only: a node no longer marked is forgotten.
+    fn keep(&self, made: HashMap<String, Marked>) {
+        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = made;
     }
 }
 

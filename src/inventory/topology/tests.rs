@@ -273,3 +273,59 @@ fn a_bad_request_is_an_error_and_an_unknown_product_names_the_known_ones() {
     };
     assert!(fit(&inventory.nodes, &spelled).unwrap().fits);
 }
+
+#[test]
+fn a_scan_with_an_interner_keeps_the_marked_entry_until_what_marked_it_changes() {
+    use crate::inventory::interner::NodeInterner;
+    use std::sync::Arc;
+    let path = format!(
+        "{}/tests/fixtures/topology/gb200-fleet.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut dump = parse_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
+    let interner = NodeInterner::default();
+    let marked = |inventory: &Inventory| {
+        inventory
+            .nodes
+            .iter()
+            .find(|n| n.name == "gb200-r3-n03")
+            .unwrap()
+            .clone()
+    };
+    let first = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
+    let again = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
+    assert!(
+        marked(&first)
+            .issue(IssueReason::NvlinkCliqueMissing)
+            .is_some()
+    );
+    assert!(
+        Arc::ptr_eq(&marked(&first), &marked(&again)),
+        "nothing changed: the marked entry is the last scan's"
+    );
+    assert_eq!(
+        again,
+        scan(ScanInput::nodes(&read(&dump.nodes))),
+        "the same result as without an interner"
+    );
+
+    // One labelled node of the product leaves: the count in the message changes, so the mark is made again.
+    let gone = dump
+        .nodes
+        .iter()
+        .position(|n| n.metadata.name.as_deref() == Some("gb200-r1-n01"))
+        .unwrap();
+    dump.nodes.remove(gone);
+    let after = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
+    assert!(!Arc::ptr_eq(&marked(&again), &marked(&after)));
+    let entry = marked(&after);
+    let message = &entry
+        .issue(IssueReason::NvlinkCliqueMissing)
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("52 other NVIDIA-GB200 node(s)"),
+        "{message}"
+    );
+    assert_eq!(after, scan(ScanInput::nodes(&read(&dump.nodes))));
+}
