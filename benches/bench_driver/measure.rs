@@ -20,7 +20,48 @@ pub fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
-/// utime + stime of `pid`, in seconds.
+/// The bench's other processes whose CPU a phase records beside the operator's: they share the machine's
+/// cores with it, so a latency figure reads with their load (the readers' Prometheus above all).
+pub const OTHER_PROGRAMS: [&str; 3] = ["kube-apiserver", "etcd", "prometheus"];
+
+/// utime + stime so far of every process whose command name is one of `names`, in seconds, summed per name
+/// (each name present, 0 when no such process runs).
+pub fn cpu_secs_by_name(names: &[&str], ticks: f64) -> BTreeMap<String, f64> {
+    let mut by_name: BTreeMap<String, f64> = names.iter().map(|n| ((*n).to_owned(), 0.0)).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return by_name;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let comm = stat
+            .split_once('(')
+            .and_then(|(_, rest)| rest.rsplit_once(')'))
+            .map_or("", |(comm, _)| comm);
+        if let Some(total) = by_name.get_mut(comm) {
+            *total += cpu_secs(pid, ticks);
+        }
+    }
+    by_name
+}
+
+/// What each of `before`'s processes used since, in percent of one core over `secs`.
+pub fn cpu_pct_since(before: &BTreeMap<String, f64>, ticks: f64, secs: f64) -> Value {
+    let names: Vec<&str> = before.keys().map(String::as_str).collect();
+    let now = cpu_secs_by_name(&names, ticks);
+    let each: serde_json::Map<String, Value> = before
+        .iter()
+        .map(|(name, was)| {
+            let used = (now.get(name).copied().unwrap_or(0.0) - was).max(0.0);
+            let pct = 100.0 * used / secs.max(f64::EPSILON);
+            (name.clone(), serde_json::json!({ "cpu_secs": used, "pct_of_core": pct }))
+        })
+        .collect();
+    Value::Object(each)
+}
+
 pub fn cpu_secs(pid: u32, ticks: f64) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");

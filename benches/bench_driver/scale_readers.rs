@@ -67,9 +67,17 @@ pub struct Readers {
 }
 
 impl Readers {
-    /// The operator's flags for them.
+    /// The operator's flags for them. The query timeout is 30 s, not the default 10 s: this Prometheus shares
+    /// the machine's two cores with the API server and the operator, and its idle query over 153,200 series
+    /// takes 8-9 s of CPU alone (benches/RESULTS.md), so under the churn it passed 10 s and the rounds failed
+    /// (#42, 2026-12-05). A cluster's Prometheus runs on nodes of its own.
     pub fn args(&self) -> Vec<String> {
-        vec!["--prometheus-url".into(), self.prometheus.url()]
+        vec![
+            "--prometheus-url".into(),
+            self.prometheus.url(),
+            "--prometheus-timeout".into(),
+            "30s".into(),
+        ]
     }
 }
 

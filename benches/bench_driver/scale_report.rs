@@ -125,6 +125,7 @@ const ROWS: &[Row] = &[
     Each("  ", "m.load.writes.by_resource", "per_sec", 2, ""),
     Num("churn: CPU per change (ms)", "m.load.cpu_ms_per_change", 2, ""),
     Num("churn: CPU % of one core", "m.load.cpu_pct_of_core", 1, ""),
+    Each("  beside it, % of one core: ", "m.load.others_cpu", "pct_of_core", 1, ""),
     Cell("relist: watches relisted / watches", relisted, "all"),
     Each("  relists: ", "m.relist.relisted", "", 0, ">= 1"),
     Num("relist: API server away (s)", "m.relist.apiserver_away_secs", 1, ""),

@@ -33,7 +33,7 @@ use crate::alloc_measure::latency_json;
 use crate::alloc_truth::Expected;
 use crate::audit_writes::{program_writes, writes_json};
 use crate::dra_truth::DraTruth;
-use crate::measure::cpu_secs;
+use crate::measure::{OTHER_PROGRAMS, cpu_pct_since, cpu_secs, cpu_secs_by_name};
 use crate::program::{spawn_program_with, stop_program};
 use crate::program_run::{INVENTORY, RssSampler, quiet_window};
 use crate::scale_observe::{self, ScaleObserver};
@@ -198,6 +198,7 @@ impl Run<'_> {
         ));
         let (offset, from) = (audit_offset(&s.audit_log), Timestamp::now());
         let cpu_before = self.cpu();
+        let others_before = cpu_secs_by_name(&OTHER_PROGRAMS, self.ticks);
         let done = AtomicBool::new(false);
         let obs = self.observer.obs.clone();
         let tag = format!("r{}-{}", self.run, from.as_second());
@@ -245,6 +246,7 @@ impl Run<'_> {
             "settle_secs": settle_secs, "converged": converged,
             "cpu_secs": cpu, "cpu_ms_per_change": 1000.0 * cpu / changes.max(1) as f64,
             "cpu_pct_of_core": 100.0 * cpu / (churned.secs + settle_secs),
+            "others_cpu": cpu_pct_since(&others_before, self.ticks, churned.secs + settle_secs),
             "writes": writes_json(&during, churned.secs),
             "requests": audit_counts(&s.audit_log, offset, ua, from, to),
             "rss_mib": self.operator.rss.next_phase(),
