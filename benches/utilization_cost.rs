@@ -17,12 +17,11 @@
 //! Usage: `cargo bench --bench utilization-cost -- [GPU_NODES]` (default 13000).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gpu_inventory_operator::inventory::model::{Holder, Holding, NodeInventory};
+use gpu_inventory_operator::inventory::model::{Holder, Holding, NodeInventory, ResourceMap};
 use gpu_inventory_operator::inventory::utilization::{Activity, IdleMemo, Reading, assess};
 use gpu_inventory_operator::sources::utilization::IdleSince;
 use gpu_inventory_operator::sources::utilization::prometheus::read_answer;
@@ -80,8 +79,11 @@ fn nodes(count: usize) -> Vec<Arc<NodeInventory>> {
                 name: node_name(n),
                 count: GPUS_PER_NODE as u64,
                 ready: true,
-                allocated: BTreeMap::from([("nvidia.com/gpu".into(), GPUS_PER_NODE as u64)]),
-                free: BTreeMap::from([("nvidia.com/gpu".into(), 0)]),
+                allocated: ResourceMap::from_iter([(
+                    "nvidia.com/gpu".into(),
+                    GPUS_PER_NODE as u64,
+                )]),
+                free: ResourceMap::from_iter([("nvidia.com/gpu".into(), 0)]),
                 holdings,
                 ..NodeInventory::default()
             })

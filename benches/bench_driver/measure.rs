@@ -32,7 +32,11 @@ pub fn cpu_secs_by_name(names: &[&str], ticks: f64) -> BTreeMap<String, f64> {
         return by_name;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -56,7 +60,10 @@ pub fn cpu_pct_since(before: &BTreeMap<String, f64>, ticks: f64, secs: f64) -> V
         .map(|(name, was)| {
             let used = (now.get(name).copied().unwrap_or(0.0) - was).max(0.0);
             let pct = 100.0 * used / secs.max(f64::EPSILON);
-            (name.clone(), serde_json::json!({ "cpu_secs": used, "pct_of_core": pct }))
+            (
+                name.clone(),
+                serde_json::json!({ "cpu_secs": used, "pct_of_core": pct }),
+            )
         })
         .collect();
     Value::Object(each)

@@ -1,7 +1,7 @@
 //! NVIDIA's extended resources by name, and a node's accelerator capacity and allocatable (every vendor's,
 //! as the vendor tables say).
 
-use std::collections::BTreeMap;
+use crate::inventory::model::ResourceMap;
 
 use crate::inventory::model::Amount;
 use crate::inventory::text_map::TextMap;
@@ -14,7 +14,7 @@ pub use crate::inventory::vendors::nvidia::resource_names::{
 
 /// The accelerator entries of a resource list (every vendor's, as `vendors::is_read_resource` says), as the
 /// API server printed them, each read once.
-pub fn accelerator_resources(list: Option<&TextMap>) -> BTreeMap<String, Amount> {
+pub fn accelerator_resources(list: Option<&TextMap>) -> ResourceMap<Amount> {
     list.into_iter()
         .flat_map(TextMap::iter)
         .filter(|(name, _)| is_read_resource(name))

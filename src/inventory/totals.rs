@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::inventory::allocation::{Demand, free_whole_gpus};
 use crate::inventory::model::{
-    Holder, JobFit, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals,
+    Holder, JobFit, NamespaceTotals, NodeInventory, ProductTotals, ResourceMap, ResourceTotals,
 };
 use crate::inventory::vendors::vendor_of;
 
@@ -28,10 +28,10 @@ pub(crate) fn resources(nodes: &[Arc<NodeInventory>]) -> Vec<ResourceTotals> {
             });
         }
         for (name, sum) in sums.iter_mut() {
-            let whole = |m: &BTreeMap<String, crate::inventory::model::Amount>| {
+            let whole = |m: &ResourceMap<crate::inventory::model::Amount>| {
                 m.get(*name).and_then(|q| q.whole()).unwrap_or(0)
             };
-            let count = |m: &BTreeMap<String, u64>| m.get(*name).copied().unwrap_or(0);
+            let count = |m: &ResourceMap<u64>| m.get(*name).copied().unwrap_or(0);
             sum.capacity = sum.capacity.saturating_add(whole(&node.capacity));
             sum.allocatable = sum.allocatable.saturating_add(whole(&node.allocatable));
             sum.allocated = sum.allocated.saturating_add(count(&node.allocated));

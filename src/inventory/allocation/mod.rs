@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
-use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory};
+use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory, ResourceMap};
 use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
 use crate::inventory::text_map::TextMap;
@@ -49,9 +49,9 @@ pub struct DemandScope {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeAllocation {
     /// Per resource, what is held (every allocatable resource listed).
-    pub allocated: BTreeMap<String, u64>,
+    pub allocated: ResourceMap<u64>,
     /// Per resource, what is free.
-    pub free: BTreeMap<String, u64>,
+    pub free: ResourceMap<u64>,
     /// Who holds what, sorted.
     pub holdings: Vec<Holding>,
     /// `Overcommitted`, when the pods hold more than the node offers.
@@ -101,7 +101,7 @@ pub fn allocate_node_with(
     // Resources DRA serves here are allocated by claims, and the scanner has already counted them from the
     // devices; the device plugin's are allocated by the pods' requests.
     let dra_served: BTreeSet<&str> = node.devices.iter().map(|d| d.resource.as_str()).collect();
-    let mut allocated: BTreeMap<String, u64> = allocatable
+    let mut allocated: ResourceMap<u64> = allocatable
         .keys()
         .filter(|name| is_read_resource(name) && !dra_served.contains(*name))
         .map(|name| ((*name).to_owned(), 0))
@@ -110,7 +110,7 @@ pub fn allocate_node_with(
     let mut plugin_requests = Vec::with_capacity(holders.len());
     for pod in holders {
         let requests = plugin_requests_of(pod, dra);
-        add(&mut allocated, &requests);
+        add_held(&mut allocated, &requests);
         holdings.extend(requests.iter().map(|(resource, amount)| Holding {
             resource: resource.clone(),
             holder: Holder::Pod {
@@ -122,7 +122,7 @@ pub fn allocate_node_with(
         }));
         plugin_requests.push((*pod, requests));
     }
-    let mut free = BTreeMap::new();
+    let mut free = ResourceMap::new();
     let mut over = Vec::new();
     for (name, held) in allocated.iter_mut() {
         if let (Some(by_claims), Some(left)) = (node.allocated.get(name), node.free.get(name))
@@ -336,6 +336,14 @@ fn gpu_resource_is_whole_gpus(node: &NodeInventory) -> bool {
                 .any(|d| d.resource.as_deref() == Some(GPU_RESOURCE))
     });
     !shared && !mig_as_gpu
+}
+
+/// Adds `from`'s amounts into a node's `allocated`, saturating.
+fn add_held(into: &mut ResourceMap<u64>, from: &BTreeMap<String, u64>) {
+    for (name, value) in from {
+        let slot = into.entry(name.clone()).or_default();
+        *slot = slot.saturating_add(*value);
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ fn pod(ns: &str, name: &str, node: Option<&str>, phase: &str, requests: &[(&str,
     }
 }
 
-fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+fn map(pairs: &[(&str, u64)]) -> crate::inventory::model::ResourceMap<u64> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
 }
 
@@ -133,7 +133,12 @@ fn running_pods_are_allocated_finished_ones_and_other_nodes_are_not() {
         "only pods on the inventory's nodes count: {:?}",
         inv.namespaces
     );
-    assert_eq!(inv.namespaces[0].allocated, map(&[("nvidia.com/gpu", 3)]));
+    assert_eq!(
+        inv.namespaces[0].allocated,
+        map(&[("nvidia.com/gpu", 3)])
+            .into_iter()
+            .collect::<BTreeMap<_, _>>()
+    );
 }
 
 #[test]
@@ -310,7 +315,12 @@ fn pending_pods_count_where_their_resource_is_offered() {
     assert_eq!(all.pending_gpu_pods, 3);
     let ml = &all.namespaces[0];
     assert_eq!((ml.name.as_str(), ml.pending_pods), ("ml", 2));
-    assert_eq!(ml.pending, map(&[("nvidia.com/gpu", 115)]));
+    assert_eq!(
+        ml.pending,
+        map(&[("nvidia.com/gpu", 115)])
+            .into_iter()
+            .collect::<BTreeMap<_, _>>()
+    );
     let pool = accounted(nodes, &pods, DemandScope { all_nodes: false });
     assert_eq!(
         pool.pending_gpu_pods, 2,

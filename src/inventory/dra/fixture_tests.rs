@@ -63,7 +63,14 @@ fn dra(entry: &NodeInventory) -> BTreeMap<&str, (String, u64, u64)> {
         .filter(|(r, _)| served.contains(r.as_str()))
         .map(|(r, c)| {
             let capacity = c.text().to_owned();
-            (r.as_str(), (capacity, entry.allocated[r], entry.free[r]))
+            (
+                r.as_str(),
+                (
+                    capacity,
+                    entry.allocated[&r.to_owned()],
+                    entry.free[&r.to_owned()],
+                ),
+            )
         })
         .collect()
 }
@@ -106,7 +113,7 @@ fn every_fixture_node_reads_as_an_expert_reads_it() {
     // e: the health monitor's NoSchedule taints make two GPUs unavailable; effect None does not.
     let e = node(&inv, "dra-node-e");
     assert_eq!(dra(e)[WHOLE], ("4".into(), 0, 2));
-    assert_eq!(e.allocatable[WHOLE], "2");
+    assert_eq!(e.allocatable[&WHOLE.to_owned()], "2");
     assert!(
         e.issues[0]
             .message
@@ -167,6 +174,6 @@ fn the_1_34_dynamic_mig_layout_reads_as_the_split_one() {
     });
     let f = view.nodes.values().next().expect("one node");
     assert_eq!(f.gpus, 1);
-    assert_eq!(f.capacity["gpu.nvidia.com/gpu"], 1);
+    assert_eq!(f.capacity[&"gpu.nvidia.com/gpu".to_owned()], 1);
     assert!(f.issues.is_empty(), "{:?}", f.issues);
 }

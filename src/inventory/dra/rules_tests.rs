@@ -135,7 +135,7 @@ fn a_pod_whose_nvidia_gpu_request_a_scheduler_made_claim_meets_is_counted_once_b
             "one name for the GPUs the class serves as nvidia.com/gpu: {:?}",
             node.allocated
         );
-        assert_eq!(node.capacity["nvidia.com/gpu"].whole(), Some(4));
+        assert_eq!(node.capacity[&"nvidia.com/gpu".to_owned()].whole(), Some(4));
         assert_eq!(
             node.dra_extended.get("nvidia.com/gpu").map(String::as_str),
             Some("gpu.nvidia.com"),
@@ -176,7 +176,10 @@ fn a_pod_whose_nvidia_gpu_request_a_scheduler_made_claim_meets_is_counted_once_b
 fn without_extended_resource_name_the_devices_keep_the_driver_s_name() {
     let inv = scan_with(&[dra_node("dra-a")], &[], &[], &[gpu_class(None)], &[]);
     let node = &inv.nodes[0];
-    assert_eq!(node.capacity["gpu.nvidia.com/gpu"].whole(), Some(4));
+    assert_eq!(
+        node.capacity[&"gpu.nvidia.com/gpu".to_owned()].whole(),
+        Some(4)
+    );
     assert!(node.dra_extended.is_empty());
 }
 
@@ -228,8 +231,11 @@ fn a_no_schedule_rule_makes_its_device_unavailable_and_names_itself() {
     let rules = [rule("drain-gpu-1", "gpu-1", "NoSchedule")];
     let inv = scan_with(&[dra_node("dra-a")], &[], &[], &[], &rules);
     let node = &inv.nodes[0];
-    assert_eq!(node.allocatable["gpu.nvidia.com/gpu"].whole(), Some(3));
-    assert_eq!(node.free["gpu.nvidia.com/gpu"], 3);
+    assert_eq!(
+        node.allocatable[&"gpu.nvidia.com/gpu".to_owned()].whole(),
+        Some(3)
+    );
+    assert_eq!(node.free[&"gpu.nvidia.com/gpu".to_owned()], 3);
     assert_eq!(inv.free_gpus, 3);
     let issue = node
         .issue(IssueReason::GpuDeviceTainted)
@@ -369,8 +375,8 @@ fn what_still_fits_comes_from_the_counters_that_remain_and_alternatives_are_neve
         ]
         .into()
     );
-    assert_eq!(one.allocated["gpu.nvidia.com/mig-3g.40gb"], 1);
-    assert_eq!(one.free["gpu.nvidia.com/gpu"], 0);
+    assert_eq!(one.allocated[&"gpu.nvidia.com/mig-3g.40gb".to_owned()], 1);
+    assert_eq!(one.free[&"gpu.nvidia.com/gpu".to_owned()], 0);
 }
 
 #[test]
@@ -402,10 +408,11 @@ fn a_shared_device_is_allocated_once_with_what_its_claims_consumed_of_its_capaci
     });
     let node = &view.nodes["n1"];
     assert_eq!(
-        node.allocated["gpu.nvidia.com/gpu"], 1,
+        node.allocated[&"gpu.nvidia.com/gpu".to_owned()],
+        1,
         "one device, however many claims share it"
     );
-    assert_eq!(node.free["gpu.nvidia.com/gpu"], 1);
+    assert_eq!(node.free[&"gpu.nvidia.com/gpu".to_owned()], 1);
     let gpu0 = node.devices.iter().find(|d| d.name == "gpu-0").unwrap();
     assert_eq!(gpu0.claims.len(), 2);
     let shared = gpu0.shared.as_ref().expect("a shareable device");

@@ -82,14 +82,14 @@ fn a_node_known_only_by_its_slices_is_a_gpu_node_without_label_or_allocatable_is
         assert!(e.sources.contains(&Source::Dra), "{name}: {:?}", e.sources);
         assert_eq!(e.product.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
         assert_eq!(e.memory_mib, Some(81920));
-        assert_eq!(e.capacity["gpu.nvidia.com/gpu"], "4");
+        assert_eq!(e.capacity[&"gpu.nvidia.com/gpu".to_owned()], "4");
         assert_eq!(e.devices.len(), 4);
     }
     let a = inv.nodes.iter().find(|e| e.name == "dra-a").unwrap();
     assert_eq!(
         (
-            a.allocated["gpu.nvidia.com/gpu"],
-            a.free["gpu.nvidia.com/gpu"]
+            a.allocated[&"gpu.nvidia.com/gpu".to_owned()],
+            a.free[&"gpu.nvidia.com/gpu".to_owned()]
         ),
         (1, 3)
     );
@@ -115,7 +115,7 @@ fn a_node_known_only_by_its_slices_is_a_gpu_node_without_label_or_allocatable_is
         (8, 1, 7)
     );
     let ml = inv.namespaces.iter().find(|n| n.name == "ml").unwrap();
-    assert_eq!(ml.allocated["gpu.nvidia.com/gpu"], 1);
+    assert_eq!(ml.allocated[&"gpu.nvidia.com/gpu".to_owned()], 1);
 }
 
 #[test]

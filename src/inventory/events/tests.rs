@@ -180,7 +180,10 @@ fn mass_changes_are_folded() {
 fn only_flips_of_gpus_available_make_demand_events() {
     let with = |pending: u32, allocated: u64| {
         let mut n = node("a", true, &[]);
-        n.allocated = [("nvidia.com/gpu".to_owned(), allocated)].into();
+        n.allocated = crate::inventory::model::ResourceMap::from_iter([(
+            "nvidia.com/gpu".to_owned(),
+            allocated,
+        )]);
         let mut inv = inventory(vec![n]);
         inv.pending_gpu_pods = pending;
         inv.namespaces = vec![NamespaceTotals {

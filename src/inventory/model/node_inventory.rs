@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::ResourceMap;
 use super::amount::Amount;
 use super::device::Device;
 use super::holding::Holding;
@@ -125,13 +126,13 @@ pub struct NodeInventory {
     /// MIG configuration, when the node has one.
     pub mig: Option<Mig>,
     /// The node's GPU resources' capacity (DRA devices counted per resource).
-    pub capacity: BTreeMap<String, Amount>,
+    pub capacity: ResourceMap<Amount>,
     /// The node's GPU resources' allocatable.
-    pub allocatable: BTreeMap<String, Amount>,
+    pub allocatable: ResourceMap<Amount>,
     /// What is held, per resource (every allocatable resource listed, 0 when nothing holds it).
-    pub allocated: BTreeMap<String, u64>,
+    pub allocated: ResourceMap<u64>,
     /// `allocatable - allocated` per resource, never below 0.
-    pub free: BTreeMap<String, u64>,
+    pub free: ResourceMap<u64>,
     /// Who holds what: pods by their requests, claims by their devices. Sorted.
     pub holdings: Vec<Holding>,
     /// The holdings whose units sat idle through the utilization window, sorted; empty where activity is not
@@ -142,7 +143,7 @@ pub struct NodeInventory {
     /// What described the node, sorted.
     pub sources: Vec<Source>,
     /// Where `product`, `count` or `memoryMiB` came from when not from their own label, in words.
-    pub derived_from: BTreeMap<String, String>,
+    pub derived_from: ResourceMap<String>,
     /// How odd values were read, in words.
     pub notes: Vec<String>,
     /// What is wrong; empty when healthy.

@@ -197,7 +197,7 @@ fn unhealthy(entry: &NodeInventory, tolerations: &[Toleration]) -> Option<String
 
 /// The whole units of `resource` in a resource list of the entry (0 when absent).
 pub fn units(
-    list: &std::collections::BTreeMap<String, crate::inventory::model::Amount>,
+    list: &crate::inventory::model::ResourceMap<crate::inventory::model::Amount>,
     resource: &str,
 ) -> u64 {
     list.get(resource).and_then(|a| a.whole()).unwrap_or(0)

@@ -8,14 +8,14 @@
 //! compared by address (the memo holds them, so an address compared is never a new object's); allocatable
 //! units and health by value.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::flavor_nodes::FlavorNode;
 use super::kueue::{Flavor, KueueInput, LocalQueue, PendingWorkload, QuotaHolder};
 use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::model::{Amount, WorkloadIssue};
+use crate::inventory::model::{Amount, ResourceMap, WorkloadIssue};
 
 /// The last verdicts, and what they were read from.
 #[derive(Debug, Default)]
@@ -45,7 +45,7 @@ struct RuleInputs {
 #[derive(Debug)]
 struct NodeFacts {
     node: Arc<ClusterNode>,
-    allocatable: BTreeMap<String, Amount>,
+    allocatable: ResourceMap<Amount>,
     unhealthy: Option<String>,
 }
 

@@ -1,13 +1,11 @@
 //! Per-node issues: what is wrong with an accelerator node, and what an on-call engineer should look at;
 //! one diagnosis for every vendor, worded by the vendor's table.
 
-use std::collections::BTreeMap;
-
 use crate::inventory::cluster_node::Condition;
 
 use crate::inventory::health::{self, HealthTable};
 use crate::inventory::label_reader::LabelReader;
-use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory};
+use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory, ResourceMap};
 use crate::inventory::vendors::nvidia::gfd_labels as labels;
 
 use crate::inventory::resources::is_gpu_resource;
@@ -148,7 +146,7 @@ pub(super) fn diagnose(
 
 /// No accelerator resource above 0 in capacity or allocatable, and no DRA device.
 fn nothing_advertised(entry: &NodeInventory) -> bool {
-    let positive = |list: &BTreeMap<String, Amount>| list.values().any(Amount::is_positive);
+    let positive = |list: &ResourceMap<Amount>| list.values().any(Amount::is_positive);
     !positive(&entry.capacity) && !positive(&entry.allocatable) && entry.devices.is_empty()
 }
 
@@ -214,7 +212,7 @@ fn not_ready_message(ready: Option<&Condition>) -> String {
 }
 
 /// The sum of the GPU-scheduling resources (whole, shared, MIG) of a resource list.
-fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
+fn gpu_sum(resources: &ResourceMap<Amount>) -> f64 {
     resources
         .iter()
         .filter(|(name, _)| is_gpu_resource(name))
@@ -224,8 +222,8 @@ fn gpu_sum(resources: &BTreeMap<String, Amount>) -> f64 {
 
 /// `name capacity C, allocatable A` for every `nvidia.com/*` resource whose allocatable is below capacity.
 fn withdrawn_resources(
-    capacity: &BTreeMap<String, Amount>,
-    allocatable: &BTreeMap<String, Amount>,
+    capacity: &ResourceMap<Amount>,
+    allocatable: &ResourceMap<Amount>,
 ) -> Vec<String> {
     let serves = |name: &str| {
         allocatable

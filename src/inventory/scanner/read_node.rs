@@ -1,8 +1,6 @@
 //! The one path that reads a node: the vendor tables sense it, identify its vendor, and that vendor's table
 //! reads it; the entry is made, its DRA devices merged and its issues found alike for every vendor.
 
-use std::collections::BTreeMap;
-
 use super::diagnose::{self, Evidence, Facts};
 use super::dra_devices;
 use super::scan_scope::ScanScope;
@@ -10,7 +8,9 @@ use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::DraNode;
 use crate::inventory::health;
 use crate::inventory::label_reader::LabelReader;
-use crate::inventory::model::{Amount, Issue, IssueReason, NodeInventory, Source, Vendor};
+use crate::inventory::model::{
+    Amount, Issue, IssueReason, NodeInventory, ResourceMap, Source, Vendor,
+};
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
 use crate::inventory::vendors::vendor_table::{NodeResources, Reading, Sensed, Unit, VendorTable};
@@ -100,7 +100,7 @@ pub fn scan_node_in(
         .collect();
     fill_from_instance_type(&mut reading, &labels, table, zero_devices.is_empty());
 
-    let mut derived_from = BTreeMap::new();
+    let mut derived_from = ResourceMap::new();
     let mut derive = |field: &str, from: Option<String>| {
         if let Some(from) = from.filter(|from| Some(from.as_str()) != table.own_label(field)) {
             derived_from.insert(field.to_owned(), from);
@@ -127,7 +127,7 @@ pub fn scan_node_in(
             ));
         }
     }
-    let positive = |list: &BTreeMap<String, Amount>| list.values().any(Amount::is_positive);
+    let positive = |list: &ResourceMap<Amount>| list.values().any(Amount::is_positive);
     let mut sources = Vec::new();
     if reading.cloud {
         sources.push(Source::Cloud);

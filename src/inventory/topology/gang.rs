@@ -179,12 +179,14 @@ mod tests {
             name: format!("n-{count}-{free}"),
             ready: true,
             count,
-            allocatable: [(
+            allocatable: crate::inventory::model::ResourceMap::from_iter([(
                 "nvidia.com/gpu".to_owned(),
                 crate::inventory::model::Amount::from(count.to_string()),
-            )]
-            .into(),
-            free: [("nvidia.com/gpu".to_owned(), free)].into(),
+            )]),
+            free: crate::inventory::model::ResourceMap::from_iter([(
+                "nvidia.com/gpu".to_owned(),
+                free,
+            )]),
             ..Default::default()
         }
     }

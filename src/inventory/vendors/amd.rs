@@ -292,7 +292,10 @@ mod tests {
 
     #[test]
     fn the_device_config_manager_applying_then_failing_a_profile() {
-        let gpus = BTreeMap::from([("amd.com/gpu".to_owned(), Amount::parse("8"))]);
+        let gpus = crate::inventory::model::ResourceMap::from_iter([(
+            "amd.com/gpu".to_owned(),
+            Amount::parse("8"),
+        )]);
         let taints = vec![(
             "amd-dcm".to_owned(),
             "up".to_owned(),

@@ -88,7 +88,7 @@ fn amd_labeller_counted_labels_are_counts_of_gpus() {
     assert_eq!(e.count, 1);
     assert_eq!(e.memory_mib, Some(16 * 1024));
     assert_eq!(e.product.as_deref(), Some("AMD Instinct MI25 (Vega 10)"));
-    assert!(e.derived_from["product"].contains("6860"));
+    assert!(e.derived_from[&"product".to_owned()].contains("6860"));
     assert_eq!(e.sources, [Source::Labels]);
     // No status shown: allocatable unknown, and no problem.
     assert!(e.issues.is_empty(), "{:?}", e.issues);

@@ -3,11 +3,10 @@
 //! through the list of vendors (`vendors::TABLES`, where each table registers, as Node Feature Discovery's
 //! sources do).
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::inventory::label_reader::LabelReader;
-use crate::inventory::model::{Amount, Issue, Mig, NodeInventory, Sharing, Vendor};
+use crate::inventory::model::{Amount, Issue, Mig, NodeInventory, ResourceMap, Sharing, Vendor};
 use crate::inventory::vendors::nvidia::cloud::CloudGpu;
 
 /// What one unit of an extended resource is.
@@ -27,9 +26,9 @@ pub(crate) enum Unit {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NodeResources<'a> {
     /// `status.capacity`, accelerator resources only.
-    pub(crate) capacity: &'a BTreeMap<String, Amount>,
+    pub(crate) capacity: &'a ResourceMap<Amount>,
     /// `status.allocatable`, accelerator resources only.
-    pub(crate) allocatable: &'a BTreeMap<String, Amount>,
+    pub(crate) allocatable: &'a ResourceMap<Amount>,
     /// The node's taints, as `key=value:effect` parts.
     pub(crate) taints: &'a [(String, String, String)],
 }

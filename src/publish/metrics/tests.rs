@@ -73,8 +73,9 @@ fn exports_follow_names_and_units() {
 fn allocation_series_follow_the_status_and_leave_no_ghosts() {
     let mut with_pods = Arc::unwrap_or_clone(status(&[("a", true, None)]));
     let node = Arc::make_mut(&mut with_pods.nodes[0]);
-    node.allocated = [("nvidia.com/gpu".to_owned(), 3)].into();
-    node.free = [("nvidia.com/gpu".to_owned(), 5)].into();
+    node.allocated =
+        crate::inventory::model::ResourceMap::from_iter([("nvidia.com/gpu".to_owned(), 3)]);
+    node.free = crate::inventory::model::ResourceMap::from_iter([("nvidia.com/gpu".to_owned(), 5)]);
     with_pods.free_gpus = 5;
     with_pods.pending_gpu_pods = 2;
     with_pods.resources = vec![ResourceTotals {
@@ -287,7 +288,8 @@ fn an_export_after_a_change_equals_one_from_scratch() {
     let b = Arc::make_mut(&mut after.nodes[1]);
     b.ready = false;
     b.issues = vec![Issue::new(IssueReason::NotReady, "")];
-    b.allocated = [("nvidia.com/gpu".to_owned(), 1)].into();
+    b.allocated =
+        crate::inventory::model::ResourceMap::from_iter([("nvidia.com/gpu".to_owned(), 1)]);
     after.nodes.remove(2);
     after
         .nodes

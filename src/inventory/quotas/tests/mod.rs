@@ -30,10 +30,16 @@ pub(super) fn node(name: &str, gpus: u64, free: u64) -> NodeInventory {
         name: name.to_owned(),
         ready: true,
         count: gpus,
-        capacity: BTreeMap::from([(GPU.to_owned(), Amount::count(gpus))]),
-        allocatable: BTreeMap::from([(GPU.to_owned(), Amount::count(gpus))]),
-        allocated: BTreeMap::from([(GPU.to_owned(), gpus - free)]),
-        free: BTreeMap::from([(GPU.to_owned(), free)]),
+        capacity: crate::inventory::model::ResourceMap::from_iter([(
+            GPU.to_owned(),
+            Amount::count(gpus),
+        )]),
+        allocatable: crate::inventory::model::ResourceMap::from_iter([(
+            GPU.to_owned(),
+            Amount::count(gpus),
+        )]),
+        allocated: crate::inventory::model::ResourceMap::from_iter([(GPU.to_owned(), gpus - free)]),
+        free: crate::inventory::model::ResourceMap::from_iter([(GPU.to_owned(), free)]),
         ..NodeInventory::default()
     }
 }

@@ -65,7 +65,7 @@ fn rule_2_mig_resources_alone_count_at_least_their_slices_over_seven() {
     }
     let e = alone(NVIDIA, "cocalc-8161-node").unwrap();
     assert!(
-        e.derived_from["count"].starts_with("at least: 7 MIG compute slices"),
+        e.derived_from[&"count".to_owned()].starts_with("at least: 7 MIG compute slices"),
         "{:?}",
         e.derived_from
     );
@@ -132,7 +132,7 @@ fn rule_4_an_instance_type_names_the_accelerators_when_nothing_else_does() {
             e.sources
         );
         assert!(
-            e.derived_from["count"].contains("node.kubernetes.io/instance-type="),
+            e.derived_from[&"count".to_owned()].contains("node.kubernetes.io/instance-type="),
             "{name}: {:?}",
             e.derived_from
         );

@@ -1,8 +1,6 @@
 //! How a node offers its GPUs: sharing (time-slicing, MPS) and MIG.
 
-use std::collections::BTreeMap;
-
-use crate::inventory::model::{Amount, Mig, MigProfile, Sharing};
+use crate::inventory::model::{Amount, Mig, MigProfile, ResourceMap, Sharing};
 
 use super::gfd_labels;
 use super::resource_names::{MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
@@ -12,7 +10,7 @@ use crate::inventory::label_reader::LabelReader;
 /// does not share its GPUs.
 pub(crate) fn sharing(
     labels: &mut LabelReader<'_>,
-    capacity: &BTreeMap<String, Amount>,
+    capacity: &ResourceMap<Amount>,
     cloud: Option<&(Option<String>, Option<u64>)>,
 ) -> Option<Sharing> {
     let (cloud_strategy, cloud_replicas) = cloud.cloned().unwrap_or_default();
@@ -42,7 +40,7 @@ pub(crate) fn sharing(
 pub(crate) fn mig(
     labels: &mut LabelReader<'_>,
     product: Option<&str>,
-    capacity: &BTreeMap<String, Amount>,
+    capacity: &ResourceMap<Amount>,
 ) -> Option<Mig> {
     let strategy = labels
         .text(gfd_labels::MIG_STRATEGY)
@@ -83,10 +81,7 @@ pub(crate) fn slice_count(profile: &str) -> Option<u32> {
 /// MIG devices per profile, sorted by profile: GFD's `nvidia.com/mig-<profile>.count` / `.memory` labels, each
 /// matched to the device plugin's `nvidia.com/mig-<profile>` resource (by name, else by slice count, since GFD
 /// rounds the memory in its profile names), plus devices the plugin advertises that no label describes.
-fn mig_devices(
-    labels: &mut LabelReader<'_>,
-    capacity: &BTreeMap<String, Amount>,
-) -> Vec<MigProfile> {
+fn mig_devices(labels: &mut LabelReader<'_>, capacity: &ResourceMap<Amount>) -> Vec<MigProfile> {
     let profiles: Vec<String> = labels
         .iter()
         .filter_map(|(key, _)| {
@@ -186,11 +181,11 @@ mod tests {
         labels: &[(&str, &str)],
         capacity: &[(&str, &str)],
     ) -> Vec<(String, u64, Option<String>)> {
-        let labels: BTreeMap<String, String> = labels
+        let labels: std::collections::BTreeMap<String, String> = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        let capacity: BTreeMap<String, Amount> = capacity
+        let capacity: ResourceMap<Amount> = capacity
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
             .collect();

@@ -2,13 +2,11 @@
 //! cloud-provider labels, then the device plugin's and the VM GPUs' resources. Where a value did not come from
 //! its own GFD label, the reading says where it came from (the entry's `derivedFrom`).
 
-use std::collections::BTreeMap;
-
 use super::gfd_labels as labels;
 use super::resource_names::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
 use super::{cloud, features, vm_gpus};
 use crate::inventory::label_reader::LabelReader;
-use crate::inventory::model::{Amount, Mig, MigProfile};
+use crate::inventory::model::{Amount, Mig, MigProfile, ResourceMap};
 use crate::inventory::vendors::vendor_table::{NodeResources, Reading, Sensed};
 
 /// What says any node has NVIDIA GPUs before it is attributed: the hand-made label, the clouds' labels,
@@ -97,8 +95,8 @@ fn product(
 /// devices), else allocatable, else the renamed `nvidia.com/gpu.shared`; divided by the sharing replicas when
 /// they are known and divide it (a shared GPU is advertised once per replica). `None` when none lists it.
 fn device_plugin_gpus(
-    capacity: &BTreeMap<String, Amount>,
-    allocatable: &BTreeMap<String, Amount>,
+    capacity: &ResourceMap<Amount>,
+    allocatable: &ResourceMap<Amount>,
     replicas: Option<u64>,
 ) -> Option<(u64, String)> {
     let whole = |v: f64| v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX);
@@ -134,8 +132,8 @@ const MIG_SLICES_PER_GPU: u64 = 7;
 /// take: their compute slices (the `<N>g` of each profile, times its count) over [`MIG_SLICES_PER_GPU`],
 /// rounded up. `None` when the node advertises no MIG device.
 pub(crate) fn mig_lower_bound(
-    capacity: &BTreeMap<String, Amount>,
-    allocatable: &BTreeMap<String, Amount>,
+    capacity: &ResourceMap<Amount>,
+    allocatable: &ResourceMap<Amount>,
 ) -> Option<(u64, String)> {
     let list = if capacity.keys().any(|k| mig_slices(k).is_some()) {
         capacity
@@ -251,7 +249,7 @@ fn is_mig_profile_evidence(key: &str, value: &str) -> bool {
 
 /// Any one signal makes a GPU node, even alone (an unknown model is "unknown", not "no GPU"):
 /// `gpu.present=false` alone makes nothing.
-fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amount>) -> bool {
+fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &ResourceMap<Amount>) -> bool {
     labels.get(labels::GPU_PRESENT) == Some("true")
         || labels.get(labels::VGPU_PRESENT) == Some("true")
         || has_value(labels, labels::GPU_MACHINE)
@@ -276,7 +274,7 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &BTreeMap<String, Amou
 mod tests {
     use super::*;
 
-    fn amounts(pairs: &[(&str, &str)]) -> BTreeMap<String, Amount> {
+    fn amounts(pairs: &[(&str, &str)]) -> ResourceMap<Amount> {
         pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
@@ -292,7 +290,7 @@ mod tests {
             ("nvidia.com/mig-2g.10gb", "1"),
             ("nvidia.com/mig-3g.20gb", "0"),
         ]);
-        let (n, from) = mig_lower_bound(&cocalc, &BTreeMap::new()).unwrap();
+        let (n, from) = mig_lower_bound(&cocalc, &ResourceMap::new()).unwrap();
         assert_eq!(n, 1);
         assert!(from.starts_with("at least: 7 MIG compute slices"), "{from}");
         // 14 slices (gpu-operator#637): at least 2; 8 slices: at least 2 (never rounded down).
@@ -300,16 +298,16 @@ mod tests {
             ("nvidia.com/mig-1g.10gb", "6"),
             ("nvidia.com/mig-2g.20gb", "4"),
         ]);
-        assert_eq!(mig_lower_bound(&two, &BTreeMap::new()).unwrap().0, 2);
+        assert_eq!(mig_lower_bound(&two, &ResourceMap::new()).unwrap().0, 2);
         let eight = amounts(&[
             ("nvidia.com/mig-1g.10gb+me", "1"),
             ("nvidia.com/mig-7g.80gb", "1"),
         ]);
-        assert_eq!(mig_lower_bound(&eight, &BTreeMap::new()).unwrap().0, 2);
+        assert_eq!(mig_lower_bound(&eight, &ResourceMap::new()).unwrap().0, 2);
         // Allocatable when capacity has none; nothing when no MIG device is advertised.
-        assert_eq!(mig_lower_bound(&BTreeMap::new(), &cocalc).unwrap().0, 1);
+        assert_eq!(mig_lower_bound(&ResourceMap::new(), &cocalc).unwrap().0, 1);
         let none = amounts(&[("nvidia.com/gpu", "0"), ("nvidia.com/mig-3g.20gb", "0")]);
-        assert_eq!(mig_lower_bound(&none, &BTreeMap::new()), None);
+        assert_eq!(mig_lower_bound(&none, &ResourceMap::new()), None);
         assert_eq!(mig_slices("nvidia.com/gpu.shared"), None);
         assert_eq!(mig_slices("nvidia.com/mig-abc"), None);
     }

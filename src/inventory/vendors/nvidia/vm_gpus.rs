@@ -3,10 +3,8 @@
 //! `nvidia.com/<vGPU type>`), or to Windows containers by the DirectX device plugin (`microsoft.com/directx`).
 //! GPU Feature Discovery and the GPU device plugin do not run on such nodes by design.
 
-use std::collections::BTreeMap;
-
 use super::resource_names::NVIDIA_RESOURCE_PREFIX as RESOURCE_PREFIX;
-use crate::inventory::model::{Amount, Sharing};
+use crate::inventory::model::{Amount, ResourceMap, Sharing};
 
 /// Windows' DirectX device plugin: one GPU per unit.
 const DIRECTX: &str = "microsoft.com/directx";
@@ -27,10 +25,7 @@ pub(crate) struct VmGpus {
 }
 
 /// Reads the resources (capacity, else allocatable: a dump may show one).
-pub(crate) fn read(
-    capacity: &BTreeMap<String, Amount>,
-    allocatable: &BTreeMap<String, Amount>,
-) -> VmGpus {
+pub(crate) fn read(capacity: &ResourceMap<Amount>, allocatable: &ResourceMap<Amount>) -> VmGpus {
     let mut names: Vec<&String> = capacity.keys().chain(allocatable.keys()).collect();
     names.sort();
     names.dedup();
@@ -146,7 +141,7 @@ pub(crate) fn gpus_under_vgpus(product: &str, gb: u64, vgpus: u64) -> Option<(u6
 mod tests {
     use super::*;
 
-    fn list(pairs: &[(&str, &str)]) -> BTreeMap<String, Amount> {
+    fn list(pairs: &[(&str, &str)]) -> ResourceMap<Amount> {
         pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
@@ -156,7 +151,7 @@ mod tests {
     #[test]
     fn vgpus_are_shares_of_the_physical_gpus() {
         let vm = read(
-            &BTreeMap::new(),
+            &ResourceMap::new(),
             &list(&[("nvidia.com/NVIDIA_A10-4Q", "12")]),
         );
         assert_eq!(vm.count.as_ref().map(|c| c.0), Some(2));
@@ -170,7 +165,10 @@ mod tests {
 
     #[test]
     fn passthrough_gpus_are_devices() {
-        let vm = read(&list(&[("nvidia.com/GA102GL_A10", "2")]), &BTreeMap::new());
+        let vm = read(
+            &list(&[("nvidia.com/GA102GL_A10", "2")]),
+            &ResourceMap::new(),
+        );
         assert_eq!(vm.count.as_ref().map(|c| c.0), Some(2));
         assert_eq!(vm.device_resources, ["nvidia.com/GA102GL_A10"]);
         assert_eq!(vm.sharing, None);

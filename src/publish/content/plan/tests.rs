@@ -162,12 +162,20 @@ fn full_status() -> GpuInventoryStatus {
             resource: Some("nvidia.com/mig-1g.10gb".into()),
         }],
     });
-    entry.capacity = BTreeMap::from([("nvidia.com/gpu".into(), Amount::parse("8"))]);
-    entry.allocatable = BTreeMap::from([("nvidia.com/gpu".into(), Amount::parse("7"))]);
+    entry.capacity = crate::inventory::model::ResourceMap::from_iter([(
+        "nvidia.com/gpu".into(),
+        Amount::parse("8"),
+    )]);
+    entry.allocatable = crate::inventory::model::ResourceMap::from_iter([(
+        "nvidia.com/gpu".into(),
+        Amount::parse("7"),
+    )]);
     entry.unschedulable = true;
     entry.sources = vec![Source::DevicePlugin, Source::Labels];
-    entry.derived_from =
-        BTreeMap::from([("memoryMiB".into(), "nvidia.com/gpu.memory (bytes)".into())]);
+    entry.derived_from = crate::inventory::model::ResourceMap::from_iter([(
+        "memoryMiB".into(),
+        "nvidia.com/gpu.memory (bytes)".into(),
+    )]);
     entry.notes = vec!["label nvidia.com/gpu.memory=85520809984 is in bytes".into()];
     entry.dra_extended = BTreeMap::from([("nvidia.com/gpu".into(), "gpu.nvidia.com".into())]);
     entry.still_fit = BTreeMap::from([("gpu.nvidia.com/mig-1g.10gb".into(), 3)]);

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::crd::{DraDeviceEntry, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
-use crate::inventory::model::{Amount, Device, Issue, Mig, NodeInventory, Sharing};
+use crate::inventory::model::{Amount, Device, Issue, Mig, NodeInventory, ResourceMap, Sharing};
 use crate::inventory::vendors as vendor;
 
 /// How much of a node an entry carries.
@@ -34,11 +34,11 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
         mig: node.mig.as_ref().map(mig),
         capacity: amounts(&node.capacity),
         allocatable: amounts(&node.allocatable),
-        allocated: node.allocated.clone(),
-        free: node.free.clone(),
+        allocated: map_of(&node.allocated),
+        free: map_of(&node.free),
         unschedulable: node.unschedulable,
         sources: node.sources.iter().map(|s| s.as_str().to_owned()).collect(),
-        derived_from: node.derived_from.clone(),
+        derived_from: map_of(&node.derived_from),
         notes: node.notes.clone(),
         issues: node.issues.iter().map(issue).collect(),
         devices: match detail {
@@ -62,7 +62,12 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
     }
 }
 
-fn amounts(list: &BTreeMap<String, Amount>) -> BTreeMap<String, String> {
+/// A model map as the wire's `BTreeMap` (same order: both are sorted by name).
+fn map_of<V: Clone>(map: &ResourceMap<V>) -> BTreeMap<String, V> {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn amounts(list: &ResourceMap<Amount>) -> BTreeMap<String, String> {
     list.iter()
         .map(|(name, q)| (name.clone(), q.text().to_owned()))
         .collect()
@@ -189,7 +194,10 @@ mod tests {
             ],
             ..Default::default()
         }];
-        node.capacity = [("nvidia.com/gpu".to_owned(), Amount::parse("1k"))].into();
+        node.capacity = crate::inventory::model::ResourceMap::from_iter([(
+            "nvidia.com/gpu".to_owned(),
+            Amount::parse("1k"),
+        )]);
         let counts = node_entry(&node, Detail::Counts);
         assert_eq!(counts.issues[0].reason, "NotReady");
         assert!(counts.devices.is_empty(), "counts carry no devices");

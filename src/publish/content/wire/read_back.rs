@@ -130,8 +130,12 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
         }),
         capacity: amounts(&entry.capacity),
         allocatable: amounts(&entry.allocatable),
-        allocated: entry.allocated.clone(),
-        free: entry.free.clone(),
+        allocated: entry
+            .allocated
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
+        free: entry.free.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         holdings: Vec::new(),
         unschedulable: entry.unschedulable,
         sources: entry
@@ -139,7 +143,11 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
             .iter()
             .filter_map(|s| Source::ALL.into_iter().find(|k| k.as_str() == s))
             .collect(),
-        derived_from: entry.derived_from.clone(),
+        derived_from: entry
+            .derived_from
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         notes: entry.notes.clone(),
         issues: entry
             .issues
@@ -167,7 +175,8 @@ mod tests {
     fn a_published_status_reads_back_what_the_events_and_metrics_compare() {
         let mut node = entry("a", false, 8, &[IssueReason::NotReady]);
         node.product = Some("NVIDIA-H100-80GB-HBM3".into());
-        node.allocated = [("nvidia.com/gpu".to_owned(), 2)].into();
+        node.allocated =
+            crate::inventory::model::ResourceMap::from_iter([("nvidia.com/gpu".to_owned(), 2)]);
         let model = inventory(vec![node]);
         let mut status = crate::crd::GpuInventoryStatus {
             total_gpu_nodes: 1,
