@@ -12,18 +12,13 @@ mod holding;
 mod issue;
 mod node_inventory;
 mod quota;
+mod resource_map;
 mod topology;
 mod totals;
 mod utilization;
 mod vendor;
 
 use std::sync::Arc;
-
-/// A node entry's per-resource figures (capacity, allocatable, allocated, free) and notes: a map sorted by
-/// name in one flat vector. A node has one to a few resources, and a `BTreeMap` spends a whole leaf (eleven
-/// slots, 360-720 B) on each of its maps however few they hold; at 13,000 GPU nodes that was ~2 KB an entry,
-/// half of what a held entry costs (docs/scale.md). Lookups are a binary search over those few.
-pub type ResourceMap<V> = litemap::LiteMap<String, V>;
 
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
@@ -32,6 +27,7 @@ pub use holding::{Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use quota::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};
+pub use resource_map::ResourceMap;
 pub use topology::{
     DomainFit, DomainFree, DomainProblem, DomainProblemReason, GPU_CLIQUE, NVLINK, NodeTopology,
     TopologySummary, physical_domain,

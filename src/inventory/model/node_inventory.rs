@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::ResourceMap;
 use super::amount::Amount;
 use super::device::Device;
 use super::holding::Holding;
 use super::issue::{Issue, IssueReason};
+use super::resource_map::ResourceMap;
 use super::topology::NodeTopology;
 use super::utilization::IdleHolding;
 use super::vendor::Vendor;
