@@ -114,7 +114,8 @@ pub fn mark_clique_missing(
         );
     }
     let mut kept = marks.map(CliqueMarks::take);
-    let mut made = HashMap::with_capacity(missing.len());
+    // This scan's marks, recorded only when they are kept.
+    let mut made = HashMap::with_capacity(if marks.is_some() { missing.len() } else { 0 });
     for (at, with_clique) in missing {
         let base = nodes[at].clone();
         let entry = match kept
@@ -126,15 +127,17 @@ pub fn mark_clique_missing(
             None => Arc::new(marked(&base, with_clique)),
         };
         nodes[at] = entry.clone();
-        let name = base.name.clone();
-        made.insert(
-            name,
-            Marked {
-                base,
-                with_clique,
-                entry,
-            },
-        );
+        if marks.is_some() {
+            let name = base.name.clone();
+            made.insert(
+                name,
+                Marked {
+                    base,
+                    with_clique,
+                    entry,
+                },
+            );
+        }
     }
     if let Some(marks) = marks {
         marks.keep(made);

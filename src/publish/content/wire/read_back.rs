@@ -130,12 +130,8 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
         }),
         capacity: amounts(&entry.capacity),
         allocatable: amounts(&entry.allocatable),
-        allocated: entry
-            .allocated
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect(),
-        free: entry.free.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        allocated: entry.allocated.clone().into_iter().collect(),
+        free: entry.free.clone().into_iter().collect(),
         holdings: Vec::new(),
         unschedulable: entry.unschedulable,
         sources: entry
@@ -143,11 +139,7 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
             .iter()
             .filter_map(|s| Source::ALL.into_iter().find(|k| k.as_str() == s))
             .collect(),
-        derived_from: entry
-            .derived_from
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        derived_from: entry.derived_from.clone().into_iter().collect(),
         notes: entry.notes.clone(),
         issues: entry
             .issues
