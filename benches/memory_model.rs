@@ -14,7 +14,9 @@
 //!   scan's transient peak;
 //! - the operator's pass under churn (`churn_pass`, MEMORY_MODEL_CHURN_NODES nodes, default 20,000): the scan of
 //!   the caches' own `Arc`s after 50 pod changes, the last scan held: its peak above what was held, and what
-//!   the new scan holds beside the old, per GPU node, five passes.
+//!   the new scan holds beside the old, per GPU node, five passes;
+//! - a relist of the node and pod caches (`relist_pass`, the same fleet): every object listed again, unchanged,
+//!   as after an outage; the peak above what the caches held, per object.
 //!
 //! It prints bytes per object (dhat's, glibc's, and the "counted" bytes the formula uses: dhat's plus glibc's
 //! 16 B a block, see `malloc_bytes`), then the formula's heap for the fleets of `make bench`'s scale scenario
@@ -169,6 +171,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
     churn_pass(churn_nodes);
+    relist_pass(churn_nodes);
     if let Some(nodes) = std::env::var("MEMORY_MODEL_CHURN")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -321,5 +324,66 @@ fn churn_pass(nodes: usize) {
             .map(|p| *p as f64 / gpu)
             .map(|b| b.round())
             .collect::<Vec<_>>()
+    );
+}
+
+/// A relist of the node cache and the GPU pod cache at the scale fleet's shape (`nodes` nodes, their share of
+/// GPU pods), every object unchanged, as after an API server outage: each cache's peak above what it held before,
+/// per object. What a watch decodes is dropped object by object, so the peak is what the cache builds beside
+/// itself until `InitDone`.
+fn relist_pass(nodes: usize) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let templates = load_templates(&dir).expect("the fixtures load");
+    let node_wire: Vec<Vec<u8>> = (0..nodes)
+        .map(|i| listed_node(make_node(&templates, i, 0), i))
+        .collect();
+    let (node_store, mut node_writer) =
+        stripped_store(|slim: &SlimNode| Some(slim.to_cluster_node(HealthTable::defaults())));
+    let gpu_pods = nodes * 20_000 / 65_000;
+    let pod_wire: Vec<Vec<u8>> = (0..gpu_pods)
+        .filter_map(|i| {
+            let rec = PodRec {
+                namespace: namespace_of(i),
+                name: format!("bench-pod-{i:06}"),
+                node: Some(format!("node-{:06}", (i * 5) % nodes)),
+                gpus: 1,
+                phase: Phase::Running,
+            };
+            listed_pod(&rec, i).ok()
+        })
+        .collect();
+    let (pod_store, mut pod_writer) = stripped_store(GpuPod::from_pod);
+    let mut list_nodes = || {
+        node_writer.apply(watcher::Event::Init);
+        for bytes in &node_wire {
+            let slim: SlimNode = serde_json::from_slice(bytes).expect("a listed node decodes slim");
+            node_writer.apply(watcher::Event::InitApply(slim));
+        }
+        node_writer.apply(watcher::Event::InitDone);
+    };
+    list_nodes();
+    let before = peak_from_now();
+    list_nodes();
+    let node_peak = PEAK.load(Ordering::Relaxed) - before;
+    let mut list_pods = || {
+        pod_writer.apply(watcher::Event::Init);
+        for bytes in &pod_wire {
+            pod_writer.apply(watcher::Event::InitApply(decoded_pod(bytes)));
+        }
+        pod_writer.apply(watcher::Event::InitDone);
+    };
+    list_pods();
+    let before = peak_from_now();
+    list_pods();
+    let pod_peak = PEAK.load(Ordering::Relaxed) - before;
+    let (n, p) = (node_store.state().len(), pod_store.state().len());
+    println!(
+        "a relist of every watch, nothing changed, at {nodes} nodes: the node cache's peak above what it held \
+         {:.0} B a node ({n} nodes), the pod cache's {:.0} B a GPU pod ({p} pods); at 65,000 nodes and 20,000 \
+         GPU pods {:.1} MiB",
+        node_peak as f64 / n as f64,
+        pod_peak as f64 / p as f64,
+        (node_peak as f64 / n as f64 * 65_000.0 + pod_peak as f64 / p as f64 * 20_000.0)
+            / (1 << 20) as f64
     );
 }

@@ -213,7 +213,7 @@ fn met_by_claim(pod: &GpuPod, dra: &DraView, resource: &str) -> bool {
 }
 
 /// The pod's requests the device plugin meets: all of them, but those a DRA claim meets (KEP-5004).
-fn plugin_requests_of<'p>(pod: &'p GpuPod, dra: &DraView) -> Cow<'p, BTreeMap<String, u64>> {
+fn plugin_requests_of<'p>(pod: &'p GpuPod, dra: &DraView) -> Cow<'p, ResourceMap<u64>> {
     let met_by_claim = |resource: &str| met_by_claim(pod, dra, resource);
     if !requests_met_by_claims(pod, dra) {
         return Cow::Borrowed(&pod.requests);
@@ -231,7 +231,7 @@ fn overcommitted_resource(
     name: &str,
     held: u64,
     offered: u64,
-    holders: &[(&GpuPod, Cow<'_, BTreeMap<String, u64>>)],
+    holders: &[(&GpuPod, Cow<'_, ResourceMap<u64>>)],
 ) -> String {
     let mut pods = holders
         .iter()
@@ -339,7 +339,7 @@ fn gpu_resource_is_whole_gpus(node: &NodeInventory) -> bool {
 }
 
 /// Adds `from`'s amounts into a node's `allocated`, saturating.
-fn add_held(into: &mut ResourceMap<u64>, from: &BTreeMap<String, u64>) {
+fn add_held(into: &mut ResourceMap<u64>, from: &ResourceMap<u64>) {
     for (name, value) in from {
         let slot = into.entry(name.clone()).or_default();
         *slot = slot.saturating_add(*value);

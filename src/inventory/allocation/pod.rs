@@ -2,6 +2,7 @@
 //! scheduler's effective request of each `nvidia.com/*` resource. The pod source keeps only this
 //! (`GpuPod::from_pod`, in `sources::convert`).
 
+use crate::inventory::model::ResourceMap;
 use crate::inventory::text_map::TextMap;
 use std::collections::BTreeMap;
 
@@ -23,7 +24,7 @@ pub struct GpuPod {
     pub unschedulable: bool,
     /// The effective request per `nvidia.com/*` resource (the scheduler's rule:
     /// `sources::convert::k8s_pod::effective_requests`); empty only for a pod that names ResourceClaims.
-    pub requests: BTreeMap<String, u64>,
+    pub requests: ResourceMap<u64>,
     /// The ResourceClaims (in the pod's namespace) the pod uses: `spec.resourceClaims[].resourceClaimName`,
     /// and for claims made from a template the name the claim controller recorded in
     /// `status.resourceClaimStatuses`. Sorted. Whether they ask for GPUs is the DRA accounting's question.
@@ -65,7 +66,10 @@ impl GpuPod {
 }
 
 /// Adds `from` into `into`, resource by resource.
-pub(crate) fn add(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+pub(crate) fn add<'a>(
+    into: &mut BTreeMap<String, u64>,
+    from: impl IntoIterator<Item = (&'a String, &'a u64)>,
+) {
     for (name, value) in from {
         let slot = into.entry(name.clone()).or_default();
         *slot = slot.saturating_add(*value);

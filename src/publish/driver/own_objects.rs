@@ -2,12 +2,9 @@
 //! publisher compares (with their `resourceVersion`, the version its guarded writer checks) into a
 //! `StrippedStore`, signalling a `ChangeSignal` on each visible change, as the sources do.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
-
-use futures::TryStreamExt;
-use kube::ResourceExt;
 
 use kube::Resource;
 use kube::api::Api;
@@ -60,39 +57,19 @@ impl<T> OwnObjects<T> {
     }
 }
 
-/// Counts each object's goings in `deletions` as the events pass, before the store applies them (so a reader
-/// that finds an object absent reads a count that already includes its going).
-fn count_deletions<K: ResourceExt, T>(
-    store: StrippedStore<T>,
+/// Counts each object's goings in `deletions`: the writer's hook, told of each before the cache lets it go
+/// (so a reader that finds an object absent reads a count that already includes its going).
+fn count_deletions(
     deletions: Arc<Mutex<HashMap<ObjectKey, u64>>>,
-) -> impl FnMut(watcher::Event<K>) -> watcher::Event<K> {
-    let mut listed: HashSet<ObjectKey> = HashSet::new();
-    move |event| {
-        let key = |object: &K| (object.namespace().unwrap_or_default(), object.name_any());
-        let mut gone = Vec::new();
-        match &event {
-            watcher::Event::Delete(object) => gone.push(key(object)),
-            watcher::Event::Init => listed.clear(),
-            watcher::Event::InitApply(object) => {
-                listed.insert(key(object));
-            }
-            watcher::Event::InitDone => {
-                gone = store
-                    .keys()
-                    .into_iter()
-                    .filter(|k| !listed.contains(k))
-                    .collect();
-                listed.clear();
-            }
-            watcher::Event::Apply(_) => {}
-        }
-        if !gone.is_empty() {
-            let mut deletions = deletions.lock().unwrap_or_else(|e| e.into_inner());
-            for key in gone {
-                *deletions.entry(key).or_default() += 1;
+) -> impl FnMut(&ObjectKey) + Send + Sync + 'static {
+    move |key| {
+        let mut deletions = deletions.lock().unwrap_or_else(|e| e.into_inner());
+        match deletions.get_mut(key) {
+            Some(count) => *count += 1,
+            None => {
+                deletions.insert(key.clone(), 1);
             }
         }
-        event
     }
 }
 
@@ -113,9 +90,8 @@ where
     let signal = ChangeSignal::default();
     let changes = signal.subscribe();
     let deletions = Arc::default();
-    let events = watcher(api, config)
-        .backoff(backoff::WATCH.backoff())
-        .map_ok(count_deletions(store.clone(), Arc::clone(&deletions)));
+    writer.on_gone(count_deletions(Arc::clone(&deletions)));
+    let events = watcher(api, config).backoff(backoff::WATCH.backoff());
     let task = tokio::spawn(async move {
         feed(watch, events, &mut writer, &health, &signal).await;
     });
@@ -138,10 +114,12 @@ pub(crate) fn fed_by_hand<K, T>(
     OwnObjects<T>,
     crate::sources::stripped::StrippedWriter<K, T>,
 ) {
-    let (store, writer) = stripped_store(strip);
+    let (store, mut writer) = stripped_store(strip);
+    let deletions = Arc::default();
+    writer.on_gone(count_deletions(Arc::clone(&deletions)));
     let cache = OwnObjects {
         store,
-        deletions: Arc::default(),
+        deletions,
         task: None,
     };
     (cache, writer)
@@ -165,8 +143,7 @@ mod tests {
     fn an_object_that_went_has_a_version_of_its_own_each_time() {
         let (cache, mut writer) =
             fed_by_hand(|c: &ConfigMap| Some(c.metadata.resource_version.clone()));
-        let mut count = count_deletions(cache.store.clone(), Arc::clone(&cache.deletions));
-        let mut apply = |event: Event<ConfigMap>| writer.apply(count(event));
+        let mut apply = |event: Event<ConfigMap>| writer.apply(event);
         assert_eq!(cache.absent_version("", "a"), None, "never seen");
         apply(Event::Init);
         apply(Event::InitApply(object("a", "1")));

@@ -55,7 +55,8 @@ impl GpuPod {
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_else(|| "Pending".to_owned()),
             unschedulable,
-            requests,
+            // Flat: a pod asks for one or two resources, and a B-tree leaf is 360 B (docs/scale.md).
+            requests: requests.into_iter().collect(),
             claims,
             extended_claim,
             unhealthy_devices: status.map(unhealthy_devices).unwrap_or_default(),

@@ -192,7 +192,7 @@ fn full_status() -> GpuInventoryStatus {
         node: node.map(str::to_owned),
         phase: "Running".into(),
         unschedulable: node.is_none(),
-        requests: BTreeMap::from([("nvidia.com/gpu".into(), 2)]),
+        requests: [("nvidia.com/gpu".to_owned(), 2)].into_iter().collect(),
         node_selector: BTreeMap::new(),
         claims: Vec::new(),
         ..Default::default()
