@@ -1,7 +1,8 @@
 //! Giving freed heap pages back to the kernel after a complete list.
 //!
-//! A list (the first, or a relist after a watch expired) holds the old cache and the new one at once until
-//! `InitDone` swaps them, plus the decoded pages in flight. glibc's allocator keeps the pages that frees
+//! A list (the first, or a relist after a watch expired) decodes pages of objects and replaces what changed;
+//! until #42 a relist also built a second map of every key beside the cache until `InitDone` swapped them
+//! (sources/stripped.rs now marks the cache in place). glibc's allocator keeps the pages that frees
 //! afterwards for reuse instead of returning them, so every relist used to leave the process's RSS at the
 //! list's high-water mark (+18-20 MiB at 5,000 nodes the first time, see benches/RESULTS.md "Chaos soak"),
 //! which reads like a leak to whoever watches the pod's memory. `malloc_trim` returns free pages of every
