@@ -6,8 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::TestEnv;
 use common::allocation::entry;
+use common::{TestEnv, eventually};
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 
 const CONVERGE: Duration = Duration::from_secs(30);
@@ -67,15 +67,18 @@ async fn a_device_resource_at_0_is_a_gpu_node_whose_devices_are_gone_until_they_
         entry(s, &geti).is_some_and(|e| e.count == 2) && !has(s, &geti, "GpuDevicesGone")
     })
     .await;
-    let events = env.events_about(&inv).await;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("GpuDevicesGoneResolved")
-                && e.message.as_deref().unwrap_or_default().contains(&geti)),
-        "the clearing is told: {:?}",
-        events.iter().map(|e| &e.reason).collect::<Vec<_>>()
-    );
+    // The event is posted after the status write that cleared the issue: wait for it.
+    eventually(
+        Duration::from_secs(10),
+        "the GpuDevicesGoneResolved event",
+        || async {
+            env.events_about(&inv).await.into_iter().find(|e| {
+                e.reason.as_deref() == Some("GpuDevicesGoneResolved")
+                    && e.message.as_deref().unwrap_or_default().contains(&geti)
+            })
+        },
+    )
+    .await;
 }
 
 #[tokio::test]
