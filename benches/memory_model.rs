@@ -141,14 +141,8 @@ fn nodes_in_cache(dir: &Path, gpu: bool) -> ((f64, f64, f64), Vec<Arc<ClusterNod
 fn pods_in_cache(gpu: bool, nodes: &[Arc<ClusterNode>]) -> ((f64, f64, f64), Vec<Arc<GpuPod>>) {
     let wire: Vec<Vec<u8>> = (0..SAMPLE)
         .map(|i| {
-            let rec = PodRec {
-                namespace: namespace_of(i),
-                name: format!("bench-pod-{i:06}"),
-                node: Some(nodes[i % nodes.len()].name.to_string()),
-                gpus: if gpu { 1 + (i % 2) as u64 } else { 0 },
-                phase: Phase::Running,
-            };
-            listed_pod(&rec, i).expect("a pod builds")
+            let gpus = if gpu { 1 + (i % 2) as u64 } else { 0 };
+            running_pod(i, nodes[i % nodes.len()].name.to_string(), gpus).expect("a pod builds")
         })
         .collect();
     let (store, mut writer) = stripped_store(GpuPod::from_pod);
@@ -248,6 +242,19 @@ fn main() {
     }
 }
 
+/// The bench's pod `i`, running on `node` and asking for `gpus` GPUs, as a list would serve it (JSON bytes);
+/// `None` if it does not build.
+fn running_pod(i: usize, node: String, gpus: u64) -> Option<Vec<u8>> {
+    let rec = PodRec {
+        namespace: namespace_of(i),
+        name: format!("bench-pod-{i:06}"),
+        node: Some(node),
+        gpus,
+        phase: Phase::Running,
+    };
+    listed_pod(&rec, i).ok()
+}
+
 /// What glibc's malloc takes for these blocks: the bytes asked for plus 16 B a block (its 8 B header and
 /// the rounding to 16). The formula counts this, not `mallinfo2`'s delta, because that delta also holds
 /// dhat's own bookkeeping, whose tables grow in steps that land in whichever window is measuring (the held
@@ -282,14 +289,8 @@ fn churn_pass(nodes: usize) {
     let gpu_pods = nodes * 20_000 / 65_000;
     let mut pods: Vec<Arc<GpuPod>> = (0..gpu_pods)
         .filter_map(|i| {
-            let rec = PodRec {
-                namespace: namespace_of(i),
-                name: format!("bench-pod-{i:06}"),
-                node: Some(fleet[(i * 5) % nodes].name.to_string()),
-                gpus: 1,
-                phase: Phase::Running,
-            };
-            GpuPod::from_pod(&decoded_pod(&listed_pod(&rec, i).ok()?)).map(Arc::new)
+            let bytes = running_pod(i, fleet[(i * 5) % nodes].name.to_string(), 1)?;
+            GpuPod::from_pod(&decoded_pod(&bytes)).map(Arc::new)
         })
         .collect();
     let interner = NodeInterner::default();
@@ -341,16 +342,7 @@ fn relist_pass(nodes: usize) {
         stripped_store(|slim: &SlimNode| Some(slim.to_cluster_node(HealthTable::defaults())));
     let gpu_pods = nodes * 20_000 / 65_000;
     let pod_wire: Vec<Vec<u8>> = (0..gpu_pods)
-        .filter_map(|i| {
-            let rec = PodRec {
-                namespace: namespace_of(i),
-                name: format!("bench-pod-{i:06}"),
-                node: Some(format!("node-{:06}", (i * 5) % nodes)),
-                gpus: 1,
-                phase: Phase::Running,
-            };
-            listed_pod(&rec, i).ok()
-        })
+        .filter_map(|i| running_pod(i, format!("node-{:06}", (i * 5) % nodes), 1))
         .collect();
     let (pod_store, mut pod_writer) = stripped_store(GpuPod::from_pod);
     let mut list_nodes = || {

@@ -79,8 +79,8 @@ pub struct StrippedWriter<K, T> {
     objects: Arc<RwLock<HashMap<ObjectKey, Slot<T>>>>,
     /// The number of the current (re)list.
     list: u32,
-    /// Whether the (re)list in progress changed the view so far; `None` outside a (re)list.
-    relist_changed: Option<bool>,
+    /// Whether the (re)list in progress changed the view so far.
+    relist_changed: bool,
     ready: watch::Sender<bool>,
     strip: Box<Strip<K, T>>,
     /// Told the key of each object that goes (a deletion, or a relist that did not find it) before it leaves
@@ -108,7 +108,7 @@ pub fn stripped_store<K, T>(
         StrippedWriter {
             objects,
             list: 0,
-            relist_changed: None,
+            relist_changed: false,
             ready: ready_tx,
             strip: Box::new(strip),
             on_gone: None,
@@ -133,17 +133,11 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
             watcher::Event::Init => {
                 // A list that failed half-way starts again with a new number: what it marked counts for nothing.
                 self.list = self.list.wrapping_add(1);
-                self.relist_changed = Some(false);
+                self.relist_changed = false;
                 false
             }
             watcher::Event::InitApply(object) => {
-                let changed = match (self.strip)(&object) {
-                    Some(stripped) => put(&mut objects, key(&object), stripped, self.list),
-                    None => objects.remove(&key(&object)).is_some(),
-                };
-                if let Some(relist_changed) = self.relist_changed.as_mut() {
-                    *relist_changed |= changed;
-                }
+                self.relist_changed |= self.put_or_drop(&mut objects, &object);
                 false
             }
             watcher::Event::InitDone => {
@@ -157,7 +151,7 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
                     }
                     found
                 });
-                let changed = self.relist_changed.take().unwrap_or(false)
+                let changed = std::mem::take(&mut self.relist_changed)
                     || objects.len() != before
                     || !*self.ready.borrow();
                 // The table shrinks with the cache (a relist after many deletions), as a new map did.
@@ -165,10 +159,7 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
                 self.ready.send_replace(true);
                 changed
             }
-            watcher::Event::Apply(object) => match (self.strip)(&object) {
-                Some(stripped) => put(&mut objects, key(&object), stripped, self.list),
-                None => objects.remove(&key(&object)).is_some(),
-            },
+            watcher::Event::Apply(object) => self.put_or_drop(&mut objects, &object),
             watcher::Event::Delete(object) => {
                 let key = key(&object);
                 if let Some(on_gone) = self.on_gone.as_mut() {
@@ -176,6 +167,15 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
                 }
                 objects.remove(&key).is_some()
             }
+        }
+    }
+
+    /// Caches `object` stripped, as seen by the current list, or drops it when the core ignores it; says
+    /// whether the view changed.
+    fn put_or_drop(&self, objects: &mut HashMap<ObjectKey, Slot<T>>, object: &K) -> bool {
+        match (self.strip)(object) {
+            Some(stripped) => put(objects, key(object), stripped, self.list),
+            None => objects.remove(&key(object)).is_some(),
         }
     }
 
