@@ -15,6 +15,7 @@ pub mod nodes;
 pub mod optional_api;
 pub mod pods;
 pub mod slim;
+pub mod slim_dynamic;
 pub mod stripped;
 pub mod taint_rules;
 pub mod utilization;

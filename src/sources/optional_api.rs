@@ -2,7 +2,8 @@
 //! DeviceTaintRules (1.37's, or a beta where enabled). One [`OptionalApi`] names the kind and the versions
 //! that serve it, newest first; [`OptionalApi::watch`] waits until one is served (the store empty and synced
 //! meanwhile, the absence said once, discovery asked again every [`DISCOVERY_REFRESH`]), then watches it as a
-//! [`DynamicObject`] stripped on arrival; [`OptionalApi::list`] is the one-shot `scan`'s read.
+//! [`DynamicObject`] decoded slim ([`SlimDynamic`]: identity, `spec` and `status`) and stripped on arrival, in
+//! pages of [`PAGE`]; [`OptionalApi::list`] is the one-shot `scan`'s read.
 
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -11,6 +12,7 @@ use tracing::info;
 
 use super::changes::ChangeSignal;
 use super::discovery::{DISCOVERY_REFRESH, Discovered, wait_until_served};
+use super::slim_dynamic::SlimDynamic;
 use super::stripped::{StrippedStore, feed, stripped_store};
 use crate::error::describe_kube_error;
 use crate::runtime::backoff;
@@ -37,6 +39,11 @@ pub struct OptionalApi {
     /// Topologies speak for its quota objects: one info line when Kueue is not installed).
     pub quiet_absence: bool,
 }
+
+/// Objects a list page holds. A page is decoded whole before it is stripped, so its size is the watch's
+/// high-water mark at start-up and after an outage (kube's default is 500: ~9 MB for Kueue Workloads decoded
+/// whole, benches/RESULTS.md "The readers' start-up"); 100 is the node watch's page too.
+pub const PAGE: u32 = 100;
 
 /// A strip function for the objects of an optional API.
 pub type StripDynamic<T> = fn(&DynamicObject) -> Option<T>;
@@ -89,9 +96,12 @@ impl OptionalApi {
                 return (Vec::new(), Some(note));
             }
         };
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &self.resource(version));
+        let api: Api<SlimDynamic> = Api::all_with(client.clone(), &self.resource(version));
         match api.list(&ListParams::default()).await {
-            Ok(list) => (list.items.iter().filter_map(strip).collect(), None),
+            Ok(list) => (
+                list.items.iter().filter_map(|o| strip(&o.0)).collect(),
+                None,
+            ),
             Err(error) => {
                 let note = format!(
                     "{} not read ({}); {} (grant list on {}.{})",
@@ -151,11 +161,12 @@ impl OptionalApi {
         changes: ChangeSignal,
         strip: StripDynamic<T>,
     ) -> (StrippedStore<T>, impl Future<Output = ()> + Send + 'static) {
-        let (store, mut writer) = stripped_store(strip);
+        let (store, mut writer) = stripped_store(move |object: &SlimDynamic| strip(&object.0));
         let task = async move {
             let version = self.wait_served(&client, || writer.mark_absent()).await;
-            let api: Api<DynamicObject> = Api::all_with(client, &self.resource(version));
-            let events = watcher(api, watcher::Config::default()).backoff(backoff::WATCH.backoff());
+            let api: Api<SlimDynamic> = Api::all_with(client, &self.resource(version));
+            let config = watcher::Config::default().page_size(PAGE);
+            let events = watcher(api, config).backoff(backoff::WATCH.backoff());
             feed(self.plural, events, &mut writer, &health, &changes).await;
         };
         (store, task)

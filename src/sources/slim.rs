@@ -36,7 +36,9 @@ struct SlimMeta {
     labels: Option<BTreeMap<String, String>>,
 }
 
-fn slim_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ObjectMeta, D::Error> {
     let meta = Option::<SlimMeta>::deserialize(deserializer)?.unwrap_or_default();
     Ok(ObjectMeta {
         name: meta.name,
