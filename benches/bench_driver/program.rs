@@ -3,6 +3,7 @@
 //! today's for what the bench uses; `testkit::settings::bench::Program`, which the knobs name): starting one as a
 //! child process and stopping it.
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -61,6 +62,8 @@ pub fn spawn_program_with(
         }
         Program::Baseline => Command::new(&s.baseline_bin),
     };
+    // A group of its own (its id the child's), so that [`stop_program`] stops a wrapper's children too.
+    cmd.process_group(0);
     cmd.arg("--kubeconfig")
         .arg(&s.kubeconfig)
         .arg("--namespace")
@@ -74,18 +77,22 @@ pub fn spawn_program_with(
     Ok(cmd.spawn()?)
 }
 
-/// SIGTERM, up to 10 s to exit, then SIGKILL.
+/// SIGTERM to the program's process group, up to 10 s to exit, then SIGKILL to the group. The group, not the
+/// process: under `BENCH_OPERATOR_WRAPPER` the child is the wrapper (heaptrack is a shell script), and the
+/// operator it started kept running, and profiling, after the run when only the wrapper was signalled.
 pub fn stop_program(child: &mut Child) {
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status();
+    let group = format!("-{}", child.id());
+    let signal_group = |signal: &str| {
+        let _ = Command::new("kill").args([signal, "--", &group]).status();
+    };
+    signal_group("-TERM");
     for _ in 0..100 {
         if let Ok(Some(_)) = child.try_wait() {
             return;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    signal_group("-KILL");
     let _ = child.kill();
     let _ = child.wait();
 }
