@@ -41,7 +41,7 @@ pub struct OptionalApi {
 }
 
 /// Objects a list page holds. A page is decoded whole before it is stripped, so its size is the watch's
-/// high-water mark at start-up and after an outage (kube's default is 500: ~9 MB for Kueue Workloads decoded
+/// high-water mark at start-up and after an outage (kube's default is 500: ~10 MB for Kueue Workloads decoded
 /// whole, benches/RESULTS.md "The readers' start-up"); 100 is the node watch's page too.
 pub const PAGE: u32 = 100;
 

@@ -4,7 +4,7 @@
 //! builds the JSON tree, and keeps every field: managed fields, annotations (a `kubectl apply`'s
 //! last-applied configuration is a second copy of the object), status history. The strips read `spec` and
 //! `status` only. Decoded whole, a list page of 500 Kueue Workloads was the operator's largest allocation at
-//! start-up with the readers in place (9 MB of 15 MB at 1,000 nodes, heaptrack; benches/RESULTS.md
+//! start-up with the readers in place (10 MB of a 16 MB peak heap at 1,000 nodes, heaptrack; benches/RESULTS.md
 //! "The readers' start-up"). [`SlimDynamic`] keeps a `DynamicObject` (so the strips are unchanged) holding
 //! only the metadata the watcher needs and those two fields; the decoder skips the rest without allocating.
 
