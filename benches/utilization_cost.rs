@@ -212,12 +212,12 @@ fn main() {
             // (the join kept between scans: only the changed node is joined again).
             let activity = Arc::new(activity);
             let memo = IdleMemo::default();
-            memo.put_idle(&mut nodes.clone(), &activity);
+            memo.put_idle(&nodes, &activity);
             let mut changed = nodes.clone();
             let at = changes.len() % changed.len();
             changed[at] = Arc::new(NodeInventory::clone(&changed[at]));
             let start = Instant::now();
-            std::hint::black_box(memo.put_idle(&mut changed, &activity));
+            std::hint::black_box(memo.put_idle(&changed, &activity));
             changes.push(start.elapsed());
         }
         let (round_med, round_min, round_max) = summary(&mut rounds);

@@ -51,12 +51,11 @@ async fn report(global: &GlobalArgs, args: &IdleArgs) -> Result<(String, u8)> {
             })
             .collect(),
         nodes: inventory
-            .nodes
+            .idle
             .iter()
-            .filter(|n| !n.idle.is_empty())
-            .map(|n| NodeIdle {
-                name: n.name.clone(),
-                idle: n.idle.iter().map(wire::idle_entry).collect(),
+            .map(|(name, list)| NodeIdle {
+                name: name.clone(),
+                idle: list.iter().map(wire::idle_entry).collect(),
             })
             .collect(),
     };

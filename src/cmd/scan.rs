@@ -252,6 +252,7 @@ mod tests {
         let budget = 40
             * json_size(&crate::publish::content::wire::node_entry(
                 &inventory.nodes[0],
+                &[],
                 Detail::Counts,
             ));
         let operator = desired_status(&inventory, None, NodeList::Within(budget));

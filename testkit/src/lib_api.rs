@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::Node;
 pub fn idle_entry(node: &Node, scope: ScanScope) -> Option<GpuNodeEntry> {
     let mut entry = scan_node_in(&ClusterNode::of(node), scope, None)?;
     allocate_node(&entry, &[], true).apply(&mut entry);
-    Some(node_entry(&entry, Detail::Counts))
+    Some(node_entry(&entry, &[], Detail::Counts))
 }
 pub use gpu_inventory_operator::crd::GpuNode;
 pub use gpu_inventory_operator::publish::crd::install_crd;

@@ -143,26 +143,16 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
     inventory
 }
 
-/// Joins the held GPUs with their activity: the report, and each node with idle holdings as an entry that
-/// lists them. With an interner, only the nodes that changed since its last scan under this activity are
-/// joined, and an unchanged node keeps the very entry it had (see [`utilization::IdleMemo`]).
+/// Joins the held GPUs with their activity: the report, and beside the entries each node's idle holdings.
+/// With an interner, only the nodes that changed since its last scan under this activity are joined, and an
+/// unchanged node keeps the very list it had (see [`utilization::IdleMemo`]).
 fn put_idle(inventory: &mut Inventory, activity: &Arc<Activity>, interner: Option<&NodeInterner>) {
-    if let Some(interner) = interner {
-        inventory.utilization = Some(interner.idle.put_idle(&mut inventory.nodes, activity));
-        return;
-    }
-    let mut assessment = utilization::assess(&inventory.nodes, activity);
-    if !assessment.by_node.is_empty() {
-        for node in &mut inventory.nodes {
-            if let Some(idle) = assessment.by_node.remove(&node.name) {
-                *node = Arc::new(NodeInventory {
-                    idle,
-                    ..NodeInventory::clone(node)
-                });
-            }
-        }
-    }
+    let assessment = match interner {
+        Some(interner) => interner.idle.put_idle(&inventory.nodes, activity),
+        None => utilization::assess(&inventory.nodes, activity),
+    };
     inventory.utilization = Some(assessment.report);
+    inventory.idle = assessment.by_node;
 }
 
 /// The inventory's GPU nodes, with their labels, against Kueue's objects. `made_from[i]` is the node entry
@@ -381,6 +371,7 @@ fn sum_up<'n>(
         nodes,
         quotas: None,
         utilization: None,
+        idle: Default::default(),
     }
 }
 

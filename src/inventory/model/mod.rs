@@ -33,7 +33,7 @@ pub use topology::{
     TopologySummary, physical_domain,
 };
 pub use totals::{JobFit, NamespaceTotals, ProductTotals, ResourceTotals};
-pub use utilization::{IdleHolding, UtilizationReport, UtilizationState};
+pub use utilization::{IdleByNode, IdleHolding, UtilizationReport, UtilizationState};
 pub use vendor::Vendor;
 
 /// The GPU view of a set of nodes and the pods on them.
@@ -64,6 +64,9 @@ pub struct Inventory {
     pub quotas: Option<QuotaReport>,
     /// The held GPUs' activity, from Prometheus; `None` where it is not read (`--prometheus-url` unset).
     pub utilization: Option<UtilizationReport>,
+    /// The idle holdings of each node with any, beside its entry in `nodes` rather than in it; empty where
+    /// activity is not read or not known.
+    pub idle: IdleByNode,
 }
 
 impl Inventory {
@@ -73,6 +76,11 @@ impl Inventory {
             .iter()
             .map(AsRef::as_ref)
             .filter(|n| n.has_issues())
+    }
+
+    /// The idle holdings of the node `name`, sorted (none where it holds no idle unit).
+    pub fn idle_of(&self, name: &str) -> &[IdleHolding] {
+        self.idle.get(name).map_or(&[], |list| list)
     }
 
     /// How many nodes have at least one issue.

@@ -9,7 +9,6 @@ use super::holding::Holding;
 use super::issue::{Issue, IssueReason};
 use super::resource_map::ResourceMap;
 use super::topology::NodeTopology;
-use super::utilization::IdleHolding;
 use super::vendor::Vendor;
 
 /// What described a node.
@@ -135,9 +134,6 @@ pub struct NodeInventory {
     pub free: ResourceMap<u64>,
     /// Who holds what: pods by their requests, claims by their devices. Sorted.
     pub holdings: Vec<Holding>,
-    /// The holdings whose units sat idle through the utilization window, sorted; empty where activity is not
-    /// read or not known (`inventory::utilization`).
-    pub idle: Vec<IdleHolding>,
     /// The node is cordoned.
     pub unschedulable: bool,
     /// What described the node, sorted.

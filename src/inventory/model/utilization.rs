@@ -1,6 +1,7 @@
 //! What the held GPUs did: the idle holdings of a node, and the inventory's utilization report.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::holding::Holder;
 
@@ -17,6 +18,13 @@ pub struct IdleHolding {
     /// idle. It stays put while they stay idle, so a query that finds the same does not move it.
     pub idle_since: jiff::Timestamp,
 }
+
+/// Per node with any, its idle holdings, sorted. They sit beside the node entries (`Inventory::nodes`), not
+/// in them: a node holding an idle GPU keeps the very entry its scan made, which scans share while the node
+/// is unchanged (`inventory::interner`). A copy of the whole entry to carry the list cost 5.8 MB at 65,000
+/// nodes (benches/RESULTS.md). A list is shared between scans while its node's join is unchanged
+/// (`inventory::utilization::IdleMemo`), so the GpuNode publisher can tell an unchanged one by its address.
+pub type IdleByNode = BTreeMap<String, Arc<[IdleHolding]>>;
 
 /// Whether the idle figures are known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -161,7 +161,7 @@ proptest! {
         let interner = crate::inventory::interner::NodeInterner::default();
         prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes)).interner(&interner)), "interning changes no result");
         for entry in &inventory.nodes {
-            prop_assert!(serde_json::to_string(&wire::node_entry(entry, Detail::Devices)).is_ok());
+            prop_assert!(serde_json::to_string(&wire::node_entry(entry, &[], Detail::Devices)).is_ok());
             prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);
                         prop_assert!(!entry.sources.is_empty(), "a GPU node is described by something");
             let reasons: Vec<&str> = entry.issues.iter().map(|i| i.reason.as_str()).collect();

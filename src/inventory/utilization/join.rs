@@ -6,7 +6,8 @@ use std::sync::Arc;
 use super::activity::{Activity, Reading};
 use super::series::{IdleSeries, SeriesHolder};
 use crate::inventory::model::{
-    ClaimRef, Holder, Holding, IdleHolding, NodeInventory, UtilizationReport, UtilizationState,
+    ClaimRef, Holder, Holding, IdleByNode, IdleHolding, NodeInventory, UtilizationReport,
+    UtilizationState,
 };
 
 /// The join's result: the report for the inventory, and each node's idle holdings.
@@ -14,8 +15,8 @@ use crate::inventory::model::{
 pub struct Assessment {
     /// For `Inventory::utilization`.
     pub report: UtilizationReport,
-    /// Per node with any, its idle holdings, sorted.
-    pub by_node: BTreeMap<String, Vec<IdleHolding>>,
+    /// For `Inventory::idle`.
+    pub by_node: IdleByNode,
 }
 
 /// Joins the idle series with the nodes' holdings. An `Unknown` reading gives no figure at all: withheld,
@@ -25,16 +26,16 @@ pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Activity) -> Assessment {
     let Reading::Current(idle) = &activity.reading else {
         return Assessment {
             report,
-            by_node: BTreeMap::new(),
+            by_node: IdleByNode::new(),
         };
     };
     let index = SeriesIndex::of(idle);
-    let mut by_node = BTreeMap::new();
+    let mut by_node = IdleByNode::new();
     for node in nodes {
         let list = node_idle(node, idle, &index);
         if !list.is_empty() {
             add(&mut report, &list, 1);
-            by_node.insert(node.name.clone(), list);
+            by_node.insert(node.name.clone(), Arc::from(list));
         }
     }
     Assessment { report, by_node }

@@ -104,8 +104,8 @@ fn a_pods_idle_gpus_are_counted_up_to_what_it_holds() {
     let found = assess(&nodes, &current(idle));
     assert_eq!(found.report.state, UtilizationState::Current);
     assert_eq!(
-        found.by_node["n1"],
-        vec![IdleHolding {
+        *found.by_node["n1"],
+        [IdleHolding {
             holder: pod("team-a", "idle"),
             resource: "nvidia.com/gpu".into(),
             amount: 2,
@@ -284,7 +284,7 @@ fn labels_are_read_in_every_spelling() {
     );
 }
 
-/// The memo's answer equals the whole join's after every change, and an unchanged node keeps its very entry.
+/// The memo's answer equals the whole join's after every change, and an unchanged node keeps its very list.
 #[test]
 fn the_kept_join_equals_the_whole_join_and_joins_only_what_changed() {
     let idle_pod = |n: &str| {
@@ -316,51 +316,61 @@ fn the_kept_join_equals_the_whole_join_and_joins_only_what_changed() {
         series_of("n3", "idle-n3"),
     ]));
     let memo = IdleMemo::default();
-    let whole = |nodes: &[Arc<NodeInventory>], activity: &Activity| {
-        let bases: Vec<Arc<NodeInventory>> = nodes
-            .iter()
-            .map(|n| {
-                Arc::new(NodeInventory {
-                    idle: Vec::new(),
-                    ..NodeInventory::clone(n)
-                })
-            })
-            .collect();
-        assess(&bases, activity)
+    let same_list = |a: &Assessment, b: &Assessment, node: &str| {
+        Arc::ptr_eq(&a.by_node[node], &b.by_node[node])
     };
-    let mut first = nodes.clone();
-    let report = memo.put_idle(&mut first, &activity);
-    assert_eq!(report, whole(&nodes, &activity).report);
-    assert_eq!(report.idle.get("nvidia.com/gpu"), Some(&3));
-    assert!(first.iter().all(|n| n.idle.len() == 1));
+    let first = memo.put_idle(&nodes, &activity);
+    assert_eq!(first, assess(&nodes, &activity));
+    assert_eq!(first.report.idle.get("nvidia.com/gpu"), Some(&3));
+    assert!(first.by_node.values().all(|list| list.len() == 1));
+    assert_eq!(first.by_node.len(), 3);
 
-    // n2's pod ends (a new entry for n2); n1 and n3 keep their very entries.
+    // n2's pod ends (a new entry for n2); n1 and n3 keep their very lists.
     nodes[1] = node("n2", 8, Vec::new());
-    let mut second = nodes.clone();
-    let report = memo.put_idle(&mut second, &activity);
-    assert_eq!(report, whole(&nodes, &activity).report);
-    assert_eq!(report.idle.get("nvidia.com/gpu"), Some(&2));
-    assert!(Arc::ptr_eq(&first[0], &second[0]) && Arc::ptr_eq(&first[2], &second[2]));
-    assert!(second[1].idle.is_empty() && Arc::ptr_eq(&second[1], &nodes[1]));
+    let second = memo.put_idle(&nodes, &activity);
+    assert_eq!(second, assess(&nodes, &activity));
+    assert_eq!(second.report.idle.get("nvidia.com/gpu"), Some(&2));
+    assert!(same_list(&first, &second, "n1") && same_list(&first, &second, "n3"));
+    assert!(!second.by_node.contains_key("n2"));
 
-    // n3 leaves the scan: taken back.
+    // n2 holds an idle GPU again, in a new entry: joined again, beside n1's and n3's kept lists.
+    nodes[1] = node("n2", 8, idle_pod("n2"));
+    let again = memo.put_idle(&nodes, &activity);
+    assert_eq!(again, assess(&nodes, &activity));
+    assert!(same_list(&first, &again, "n1") && same_list(&first, &again, "n3"));
+
+    // n2 leaves the scan, then n3: taken back.
+    nodes.remove(1);
+    let third = memo.put_idle(&nodes, &activity);
+    assert_eq!(third, assess(&nodes, &activity));
+    assert_eq!(third.report.namespaces["team-a"]["nvidia.com/gpu"], 2);
     nodes.pop();
-    let mut third = nodes.clone();
-    let report = memo.put_idle(&mut third, &activity);
-    assert_eq!(report, whole(&nodes, &activity).report);
-    assert_eq!(report.namespaces["team-a"]["nvidia.com/gpu"], 1);
+    let fourth = memo.put_idle(&nodes, &activity);
+    assert_eq!(fourth, assess(&nodes, &activity));
+    assert_eq!(fourth.report.namespaces["team-a"]["nvidia.com/gpu"], 1);
+
+    // Out of name order, the answer is still the whole join's.
+    let shuffled: Vec<Arc<NodeInventory>> = ["n3", "n1", "n2"]
+        .iter()
+        .map(|n| node(n, 8, idle_pod(n)))
+        .collect();
+    assert_eq!(
+        memo.put_idle(&shuffled, &activity),
+        assess(&shuffled, &activity)
+    );
+    assert_eq!(memo.put_idle(&nodes, &activity), assess(&nodes, &activity));
 
     // A new round: joined again from scratch; an unknown one withholds every figure.
     let next = Arc::new(current(vec![series_of("n2", "nobody")]));
-    let report = memo.put_idle(&mut nodes.clone(), &next);
-    assert_eq!(report, whole(&nodes, &next).report);
-    assert!(report.idle.is_empty() && report.namespaces.is_empty());
+    let found = memo.put_idle(&nodes, &next);
+    assert_eq!(found, assess(&nodes, &next));
+    assert!(found.report.idle.is_empty() && found.report.namespaces.is_empty());
+    assert!(found.by_node.is_empty());
     let unknown = Arc::new(Activity {
         reading: Reading::Unknown("Prometheus unreachable".into()),
         ..current(Vec::new())
     });
-    let mut fourth = nodes.clone();
-    let report = memo.put_idle(&mut fourth, &unknown);
-    assert_eq!(report.state, UtilizationState::Unknown);
-    assert!(fourth.iter().zip(&nodes).all(|(a, b)| Arc::ptr_eq(a, b)));
+    let withheld = memo.put_idle(&nodes, &unknown);
+    assert_eq!(withheld.report.state, UtilizationState::Unknown);
+    assert!(withheld.by_node.is_empty());
 }

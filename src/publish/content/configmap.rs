@@ -66,7 +66,7 @@ impl EntryText {
     fn of(entry: &Arc<NodeInventory>) -> EntryText {
         EntryText {
             entry: entry.clone(),
-            size: entry.name.len() + json_size(&wire::node_entry(entry, Detail::Counts)),
+            size: entry.name.len() + json_size(&wire::node_entry(entry, &[], Detail::Counts)),
             text: None,
         }
     }
@@ -74,7 +74,7 @@ impl EntryText {
     fn text(&mut self) -> &str {
         // Devices one by one are the GpuNode's (like the status, the ConfigMap keeps the counts).
         self.text.get_or_insert_with(|| {
-            serde_json::to_string(&wire::node_entry(&self.entry, Detail::Counts))
+            serde_json::to_string(&wire::node_entry(&self.entry, &[], Detail::Counts))
                 .expect("a node entry always serializes")
         })
     }
@@ -197,7 +197,7 @@ mod tests {
         std::sync::Arc::make_mut(&mut inv.nodes[9]).issues =
             crate::inventory::test_support::entry("x", false, 0, &[IssueReason::NotReady]).issues;
         let one = inv.nodes[0].name.len()
-            + serde_json::to_string(&wire::node_entry(&inv.nodes[0], Detail::Counts))
+            + serde_json::to_string(&wire::node_entry(&inv.nodes[0], &[], Detail::Counts))
                 .unwrap()
                 .len();
         let (data, summary) = configmap_data(&inv, one * 3);

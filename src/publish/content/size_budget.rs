@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::wire::{self, Detail};
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
-use crate::inventory::model::NodeInventory;
+use crate::inventory::model::{Inventory, NodeInventory};
 
 /// Default room for `nodes[]` (`--status-nodes-budget`): 64 KiB, about 100-200 node entries.
 #[cfg(test)]
@@ -55,22 +55,23 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
 pub(crate) fn status_cut(nodes: &[Arc<NodeInventory>], budget: usize) -> Vec<usize> {
     let sizes: Vec<usize> = nodes
         .iter()
-        .map(|node| json_size(&wire::node_entry(node, Detail::Counts)) + 1)
+        .map(|node| json_size(&wire::node_entry(node, &[], Detail::Counts)) + 1)
         .collect();
     select_within(&sizes, |i| nodes[i].has_issues(), budget)
 }
 
 /// The entries of the nodes [`status_cut`] keeps, each in `detail`, and how many GPU nodes were left out.
 pub(crate) fn node_entries_within(
-    nodes: &[Arc<NodeInventory>],
+    inventory: &Inventory,
     budget: usize,
     detail: Detail,
 ) -> (Vec<GpuNodeEntry>, usize) {
+    let nodes = &inventory.nodes;
     let kept = status_cut(nodes, budget);
     let omitted = nodes.len() - kept.len();
     let entries = kept
         .into_iter()
-        .map(|i| wire::node_entry(&nodes[i], detail))
+        .map(|i| wire::node_entry(&nodes[i], inventory.idle_of(&nodes[i].name), detail))
         .collect();
     (entries, omitted)
 }
@@ -151,7 +152,7 @@ mod tests {
         assert_eq!(s.nodes_message, None);
         assert_eq!(
             s.nodes[3],
-            wire::node_entry(&inventory.nodes[3], Detail::Counts)
+            wire::node_entry(&inventory.nodes[3], &[], Detail::Counts)
         );
     }
 
@@ -177,7 +178,7 @@ mod tests {
         // Two problem nodes at the end of the name order: a cut by position would drop them.
         with_issue(&mut inventory, 98, IssueReason::NotReady);
         with_issue(&mut inventory, 99, IssueReason::Overcommitted);
-        let per_entry = json_size(&wire::node_entry(&inventory.nodes[0], Detail::Counts)) + 1;
+        let per_entry = json_size(&wire::node_entry(&inventory.nodes[0], &[], Detail::Counts)) + 1;
         let s = within(&inventory, per_entry * 5);
         let names: Vec<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
         assert!(

@@ -28,12 +28,13 @@ pub fn desired_status(
 ) -> GpuInventoryStatus {
     // Within a budget only the entries kept are built to be held (see `node_entries_within`).
     let (nodes, omitted) = match list {
-        NodeList::Within(budget) => node_entries_within(&inventory.nodes, budget, Detail::Counts),
-        NodeList::WithinShown(budget, detail) => {
-            node_entries_within(&inventory.nodes, budget, detail)
-        }
+        NodeList::Within(budget) => node_entries_within(inventory, budget, Detail::Counts),
+        NodeList::WithinShown(budget, detail) => node_entries_within(inventory, budget, detail),
         NodeList::All(detail) => {
-            let all = inventory.nodes.iter().map(|n| wire::node_entry(n, detail));
+            let all = inventory
+                .nodes
+                .iter()
+                .map(|n| wire::node_entry(n, inventory.idle_of(&n.name), detail));
             (all.collect(), 0)
         }
     };

@@ -32,7 +32,7 @@ use super::writer::{Cached, GuardedWriter};
 use crate::FIELD_MANAGER;
 use crate::crd::GpuNode;
 use crate::error::{Error, Result, api_status};
-use crate::inventory::model::NodeInventory;
+use crate::inventory::model::{IdleByNode, NodeInventory};
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::Changes;
@@ -160,6 +160,7 @@ impl GpuNodes {
         // publishers' scans (crate::inventory::interner).
         let mut plans = Plans {
             nodes: inventory.nodes.iter(),
+            idle: &inventory.idle,
             publisher: self,
             scans,
             now,
@@ -212,6 +213,8 @@ enum Op {
 /// over borrowed entries in the pass's future trips the compiler's check that the future is `Send`).
 struct Plans<'a> {
     nodes: std::slice::Iter<'a, Arc<NodeInventory>>,
+    /// The pass's idle holdings, by node.
+    idle: &'a IdleByNode,
     publisher: &'a GpuNodes,
     scans: &'a ScanService,
     now: Timestamp,
@@ -237,6 +240,7 @@ impl Iterator for Plans<'_> {
             }
             let read = Read {
                 entry: entry.clone(),
+                idle: self.idle.get(&entry.name).cloned(),
                 node: self.scans.node(&entry.name),
                 cached: self.publisher.cache.get("", &entry.name),
             };
@@ -264,6 +268,7 @@ impl GpuNodes {
         let (entry, node, cached_object) = (&read.entry, &read.node, &read.cached);
         let desired = plan::desired(
             entry,
+            read.idle.as_deref().unwrap_or(&[]),
             node.as_ref().and_then(|n| n.uid.as_deref()),
             node.as_ref().map(|n| &n.labels),
             &self.scope.keys,

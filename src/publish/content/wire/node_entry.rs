@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use crate::crd::{DraDeviceEntry, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
-use crate::inventory::model::{Amount, Device, Issue, Mig, NodeInventory, ResourceMap, Sharing};
+use crate::inventory::model::{
+    Amount, Device, IdleHolding, Issue, Mig, NodeInventory, ResourceMap, Sharing,
+};
 use crate::inventory::vendors as vendor;
 
 /// How much of a node an entry carries.
@@ -20,8 +22,8 @@ pub enum Detail {
     Devices,
 }
 
-/// A node's entry.
-pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
+/// A node's entry, with its idle holdings (`Inventory::idle_of`, which `Detail::Counts` leaves out).
+pub fn node_entry(node: &NodeInventory, idle: &[IdleHolding], detail: Detail) -> GpuNodeEntry {
     GpuNodeEntry {
         name: node.name.clone(),
         ready: node.ready,
@@ -53,11 +55,7 @@ pub fn node_entry(node: &NodeInventory, detail: Detail) -> GpuNodeEntry {
         },
         idle: match detail {
             Detail::Counts => Vec::new(),
-            Detail::Devices => node
-                .idle
-                .iter()
-                .map(super::utilization::idle_entry)
-                .collect(),
+            Detail::Devices => idle.iter().map(super::utilization::idle_entry).collect(),
         },
     }
 }
@@ -156,7 +154,7 @@ fn mig(mig: &Mig) -> MigInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::model::{ClaimRef, DeviceKind, DeviceTaint, IssueReason};
+    use crate::inventory::model::{ClaimRef, DeviceKind, DeviceTaint, Holder, IssueReason};
     use crate::inventory::test_support::entry;
 
     #[test]
@@ -198,15 +196,26 @@ mod tests {
             "nvidia.com/gpu".to_owned(),
             Amount::parse("1k"),
         )]);
-        let counts = node_entry(&node, Detail::Counts);
+        let idle = [IdleHolding {
+            holder: Holder::Claim(ClaimRef {
+                namespace: "ml".into(),
+                name: "train".into(),
+            }),
+            resource: "gpu.nvidia.com/gpu".into(),
+            amount: 1,
+            idle_since: "2026-12-06T03:00:00Z".parse().expect("a time"),
+        }];
+        let counts = node_entry(&node, &idle, Detail::Counts);
         assert_eq!(counts.issues[0].reason, "NotReady");
         assert!(counts.devices.is_empty(), "counts carry no devices");
+        assert!(counts.idle.is_empty(), "counts carry no idle holdings");
         assert_eq!(
             counts.capacity["nvidia.com/gpu"], "1k",
             "as the node said it"
         );
-        let wide = node_entry(&node, Detail::Devices);
+        let wide = node_entry(&node, &idle, Detail::Devices);
         assert_eq!(wide.devices[0].allocated_to, ["ml/train"]);
+        assert_eq!(wide.idle, [super::super::utilization::idle_entry(&idle[0])]);
         assert_eq!(
             wide.devices[0].taints,
             ["gpu.nvidia.com/xid=79:NoSchedule", "maintenance:NoExecute"]

@@ -81,6 +81,18 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                 .map(|n| (n.name.clone(), n.idle.clone()));
             super::utilization::read_utilization(u, idle.collect())
         }),
+        idle: status
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let list: Vec<_> = n
+                    .idle
+                    .iter()
+                    .filter_map(super::utilization::read_idle_entry)
+                    .collect();
+                (!list.is_empty()).then(|| (n.name.clone(), list.into()))
+            })
+            .collect(),
     }
 }
 
@@ -91,11 +103,6 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
             .collect()
     };
     NodeInventory {
-        idle: entry
-            .idle
-            .iter()
-            .filter_map(super::utilization::read_idle_entry)
-            .collect(),
         name: entry.name.clone(),
         vendor: entry.vendor.as_deref().and_then(Vendor::from_name),
         // The entry does not carry them; events do not need them.
@@ -173,7 +180,7 @@ mod tests {
         let mut status = crate::crd::GpuInventoryStatus {
             total_gpu_nodes: 1,
             total_gpus: 8,
-            nodes: vec![node_entry(&model.nodes[0], Detail::Counts)],
+            nodes: vec![node_entry(&model.nodes[0], &[], Detail::Counts)],
             ..Default::default()
         };
         status.nodes[0].issues.push(NodeIssue {

@@ -16,7 +16,7 @@ use crate::crd::{
     LABEL_VENDOR, label_value,
 };
 use crate::inventory::allocation::free_whole_gpus;
-use crate::inventory::model::NodeInventory;
+use crate::inventory::model::{IdleHolding, NodeInventory};
 use crate::inventory::text_map::TextMap;
 use crate::inventory::vendors::vendor_of;
 use crate::publish::content::digest::Digest;
@@ -34,10 +34,11 @@ pub(crate) struct GpuNodeContent {
     pub(crate) status: GpuNodeStatus,
 }
 
-/// The GpuNode a node's inventory entry makes. `node_labels` are the Node's labels, `scope_keys` the label
-/// keys of the node watch's selector.
+/// The GpuNode a node's inventory entry and idle holdings make. `node_labels` are the Node's labels,
+/// `scope_keys` the label keys of the node watch's selector.
 pub(crate) fn desired(
     entry: &NodeInventory,
+    idle: &[IdleHolding],
     node_uid: Option<&str>,
     node_labels: Option<&TextMap>,
     scope_keys: &[String],
@@ -68,7 +69,7 @@ pub(crate) fn desired(
             // The entry's vendor is the status's own `vendor` (flattened into the same object): said once.
             node: GpuNodeEntry {
                 vendor: None,
-                ..wire::node_entry(entry, Detail::Devices)
+                ..wire::node_entry(entry, idle, Detail::Devices)
             },
         },
     }

@@ -57,7 +57,7 @@ fn as_served(write: &GpuNodeWrite, name: &str) -> GpuNode {
 
 #[test]
 fn a_new_gpu_node_gets_its_object_and_status_with_labels_for_kubectl_get_l() {
-    let desired = desired(&h100("a", true), Some("uid-a"), None, &[]);
+    let desired = desired(&h100("a", true), &[], Some("uid-a"), None, &[]);
     let write = plan(desired, None, t(10)).expect("a new GpuNode is written");
     assert!(write.object && write.status);
     assert_eq!(write.content.status.observed_time, Some(Time(t(10))));
@@ -81,9 +81,14 @@ fn a_new_gpu_node_gets_its_object_and_status_with_labels_for_kubectl_get_l() {
 
 #[test]
 fn an_unchanged_node_writes_nothing_whatever_the_time() {
-    let first = plan(desired(&h100("a", true), Some("u"), None, &[]), None, t(10)).unwrap();
+    let first = plan(
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
+        None,
+        t(10),
+    )
+    .unwrap();
     let served = current(&as_served(&first, "a"), &[]);
-    let again = desired(&h100("a", true), Some("u"), None, &[]);
+    let again = desired(&h100("a", true), &[], Some("u"), None, &[]);
     assert_eq!(
         plan(again, Some(&served), t(99)),
         None,
@@ -93,10 +98,15 @@ fn an_unchanged_node_writes_nothing_whatever_the_time() {
 
 #[test]
 fn a_changed_node_writes_its_status_and_the_labels_that_moved() {
-    let first = plan(desired(&h100("a", true), Some("u"), None, &[]), None, t(10)).unwrap();
+    let first = plan(
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
+        None,
+        t(10),
+    )
+    .unwrap();
     let served = current(&as_served(&first, "a"), &[]);
     let broken = plan(
-        desired(&h100("a", false), Some("u"), None, &[]),
+        desired(&h100("a", false), &[], Some("u"), None, &[]),
         Some(&served),
         t(20),
     )
@@ -117,7 +127,12 @@ fn a_changed_node_writes_its_status_and_the_labels_that_moved() {
         IssueReason::Overcommitted,
         "more held than offered",
     ));
-    let write = plan(desired(&held, Some("u"), None, &[]), Some(&served), t(30)).unwrap();
+    let write = plan(
+        desired(&held, &[], Some("u"), None, &[]),
+        Some(&served),
+        t(30),
+    )
+    .unwrap();
     assert_eq!((write.object, write.status), (false, true));
     assert_eq!(
         write.content.status.issue_reasons.as_deref(),
@@ -127,7 +142,12 @@ fn a_changed_node_writes_its_status_and_the_labels_that_moved() {
 
 #[test]
 fn a_hand_edited_gpu_node_is_restored() {
-    let first = plan(desired(&h100("a", true), Some("u"), None, &[]), None, t(10)).unwrap();
+    let first = plan(
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
+        None,
+        t(10),
+    )
+    .unwrap();
     let mut edited = as_served(&first, "a");
     edited.status.as_mut().unwrap().node.count = 1;
     edited
@@ -138,7 +158,7 @@ fn a_hand_edited_gpu_node_is_restored() {
         .insert(LABEL_READY.into(), "false".into());
     let served = current(&edited, &[]);
     let write = plan(
-        desired(&h100("a", true), Some("u"), None, &[]),
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
         Some(&served),
         t(20),
     )
@@ -151,7 +171,7 @@ fn a_hand_edited_gpu_node_is_restored() {
     stripped.metadata.owner_references = None;
     let served = current(&stripped, &[]);
     let write = plan(
-        desired(&h100("a", true), Some("u"), None, &[]),
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
         Some(&served),
         t(20),
     )
@@ -164,7 +184,7 @@ fn scope_labels_are_copied_from_the_node_so_the_same_selector_finds_the_gpu_node
     let node_labels = labels(&[("pool", "a100"), ("zone", "z1")]);
     let scope = vec!["pool".to_owned(), "absent".to_owned()];
     let node_labels: crate::inventory::text_map::TextMap = node_labels.iter().collect();
-    let content = desired(&h100("a", true), None, Some(&node_labels), &scope);
+    let content = desired(&h100("a", true), &[], None, Some(&node_labels), &scope);
     assert_eq!(content.labels.get("pool").map(String::as_str), Some("a100"));
     assert!(
         !content.labels.contains_key("zone"),
@@ -186,7 +206,12 @@ fn gpu_nodes_of_nodes_gone_or_no_longer_gpu_nodes_are_deleted() {
 
 #[test]
 fn what_the_watch_brings_back_digests_like_what_was_written() {
-    let first = plan(desired(&h100("a", true), Some("u"), None, &[]), None, t(10)).unwrap();
+    let first = plan(
+        desired(&h100("a", true), &[], Some("u"), None, &[]),
+        None,
+        t(10),
+    )
+    .unwrap();
     // The cache's digest of the served object (with a foreign label) is the writer's digest of its write:
     // a pass after the watch catches up plans nothing.
     assert_eq!(
@@ -195,7 +220,7 @@ fn what_the_watch_brings_back_digests_like_what_was_written() {
     );
     // A new owner writes the object alone, and the unchanged status keeps the server's time.
     let served = current(&as_served(&first, "a"), &[]);
-    let mut relabelled = desired(&h100("a", true), Some("other-uid"), None, &[]);
+    let mut relabelled = desired(&h100("a", true), &[], Some("other-uid"), None, &[]);
     relabelled.status.observed_time = None;
     let write = plan(relabelled, Some(&served), t(50)).unwrap();
     assert_eq!((write.object, write.status), (true, false));
