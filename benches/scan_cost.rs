@@ -158,7 +158,7 @@ impl Kueue {
                     pod_sets: vec![PodSet {
                         name: "main".to_owned(),
                         count: 2 + (w % 17) as u64,
-                        per_pod: [(Self::GPU.to_owned(), 4)].into(),
+                        per_pod: [(Self::GPU.to_owned(), 4)].into_iter().collect(),
                         required_level: w.is_multiple_of(2).then(|| Self::SUBBLOCK.to_owned()),
                     }],
                 })

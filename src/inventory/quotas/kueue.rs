@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::inventory::model::ResourceMap;
 use crate::inventory::topology::gang::Toleration;
 
 /// A `ResourceFlavor`: which nodes it stands for.
@@ -109,8 +110,10 @@ pub struct PodSet {
     /// `count`.
     pub count: u64,
     /// The accelerator resources one pod asks for (containers' requests, or limits where no request is given;
-    /// init containers' largest where above), whole units.
-    pub per_pod: BTreeMap<String, u64>,
+    /// init containers' largest where above), whole units. A flat map: a pod set asks for one or two
+    /// resources, and a `BTreeMap`'s leaf spent ~270 B on each of 2,000 pending workloads' (heaptrack at
+    /// 65,000 nodes).
+    pub per_pod: ResourceMap<u64>,
     /// `topologyRequest.required`: the node label of the level all its pods must share one domain of.
     pub required_level: Option<String>,
 }

@@ -10,7 +10,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 use tracing::warn;
 
-use crate::inventory::model::quantity_value;
+use crate::inventory::model::{ResourceMap, quantity_value};
 use crate::inventory::quotas::kueue::{
     Flavor, FlavorQuotas, LocalQueue, PendingWorkload, PodSet, QuotaHolder, ResourceGroup,
     ResourceQuota,
@@ -214,7 +214,7 @@ fn pod_set(value: &Value) -> PodSet {
         .get("template")
         .and_then(|t| t.get("spec"))
         .unwrap_or(&Value::Null);
-    let mut per_pod: BTreeMap<String, u64> = BTreeMap::new();
+    let mut per_pod: ResourceMap<u64> = ResourceMap::new();
     for container in list(pod, "containers") {
         for (resource, n) in accelerator_asks(container) {
             *per_pod.entry(resource).or_default() += n;
