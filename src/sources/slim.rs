@@ -23,9 +23,11 @@ use serde::{Deserialize, Deserializer};
 
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::health::HealthTable;
+use crate::inventory::vendors::is_read_annotation;
 use crate::sources::convert::k8s_node::NodeParts;
 
-/// The metadata the core and the watcher read: identity, version (for resuming watches) and labels.
+/// The metadata the core and the watcher read: identity, version (for resuming watches), labels, and the
+/// few annotations the core reads (sharing layers' device lists); every other annotation is skipped unbuilt.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct SlimMeta {
@@ -34,6 +36,45 @@ struct SlimMeta {
     uid: Option<String>,
     resource_version: Option<String>,
     labels: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "read_annotations")]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// The annotations the core reads ([`is_read_annotation`]), the others skipped without building them.
+fn read_annotations<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct Kept;
+    impl<'de> serde::de::Visitor<'de> for Kept {
+        type Value = Option<BTreeMap<String, String>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of annotations")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(Kept)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut kept = BTreeMap::new();
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if is_read_annotation(&key) {
+                    kept.insert(key.into_owned(), map.next_value::<String>()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok((!kept.is_empty()).then_some(kept))
+        }
+    }
+    deserializer.deserialize_option(Kept)
 }
 
 pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
@@ -46,6 +87,7 @@ pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
         uid: meta.uid,
         resource_version: meta.resource_version,
         labels: meta.labels,
+        annotations: meta.annotations,
         ..Default::default()
     })
 }

@@ -21,6 +21,9 @@ pub struct ClusterNode {
     pub uid: Option<Box<str>>,
     /// `metadata.labels`.
     pub labels: TextMap,
+    /// The annotations in which sharing layers list the node's physical devices (`hami.io/node-nvidia-register`:
+    /// the registry's `sharing_layers.tsv`), key and value; no other annotation is kept (heartbeats are not).
+    pub registers: Box<[(Text, Text)]>,
     /// `spec.unschedulable`: cordoned.
     pub unschedulable: bool,
     /// `spec.taints`, without the time a taint was added.

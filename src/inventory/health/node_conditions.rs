@@ -105,16 +105,21 @@ pub(super) fn default_families() -> Vec<ConditionFamily> {
                 "NVSwitch*",
             ],
         ),
-        // AKS GPU health monitoring (its node-problem-detector); the Xid check is spelled both ways.
+        // AKS GPU health monitoring (its node-problem-detector); the Xid check is spelled three ways (the
+        // docs' two and `XIDError` as nodes carry it: AgentBaker's e2e validators and PR 8797's log).
         family(
             "AKS GPU health monitoring (node-problem-detector)",
             Some(Vendor::Nvidia),
             &[
                 "GPUMissing",
+                "XIDError",
                 "XIDErrors",
                 "GPUXIDErrors",
                 "NVLinkStatusInactive",
                 "IBLinkFlapping",
+                "UnhealthyNvidiaDevicePlugin",
+                "UnhealthyNvidiaDCGMServices",
+                "NVIDIAGRIDStatusInvalid",
             ],
         ),
         family(

@@ -137,6 +137,12 @@ pub(super) fn diagnose(
                 ));
             }
         }
+    } else if !repartitioning && !facts.unhealthy.is_empty() {
+        // A device its vendor's component or sharing layer flags unhealthy is shown without a status.
+        issues.push(issue(
+            IssueReason::GpusUnhealthy,
+            table.unhealthy(&facts.unhealthy.join(", ")),
+        ));
     }
     if entry.unschedulable && !facts.cordon_explained {
         issues.push(unschedulable(table.devices_word()));

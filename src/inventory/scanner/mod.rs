@@ -2,7 +2,7 @@
 //! is no GPU node.
 //!
 //! Pure and deterministic: no I/O, no clock. One path reads every node ([`scan_node_in`], `read_node`): the
-//! vendor tables the scan hands in (`ScanScope`; `vendors::BUILT_IN` by default, each a `VendorTable`) sense and identify the node's vendor, that
+//! vendor tables the scan hands in (`ScanScope`; `vendors::built_in()` by default, each a `VendorTable`) sense and identify the node's vendor, that
 //! vendor's table reads it, and one diagnosis (`diagnose`) words what is wrong in the table's words (the
 //! reading rules are in docs/reading-nodes.md); [`crate::inventory::assemble`] runs it over a set of nodes.
 

@@ -9,7 +9,7 @@ use crate::inventory::dra::DraNode;
 use crate::inventory::health;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{
-    Amount, Issue, IssueReason, NodeInventory, ResourceMap, Source, Vendor,
+    Amount, Issue, IssueReason, NodeInventory, ResourceMap, Sharing, Source, Vendor,
 };
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
@@ -73,6 +73,15 @@ pub fn scan_node_in(
         identified.vendor = published.vendor.unwrap_or(Vendor::Unknown);
         identified.by_dra_only = false;
     }
+    if identified.by_dra_only
+        && dra.is_none()
+        && let Some(vendor) =
+            vendors::sharing_layer::vendor_of(node.registers.iter().map(|(k, v)| (&**k, &**v)))
+    {
+        // Known only by a sharing layer's list of its devices (HAMi's annotation, no resource shown).
+        identified.vendor = vendor;
+        identified.by_dra_only = false;
+    }
     let neutral_devices = resources
         .with_units(|name| vendors::unit_in(tables, name))
         .iter()
@@ -99,6 +108,7 @@ pub fn scan_node_in(
         .map(str::to_owned)
         .collect();
     fill_from_instance_type(&mut reading, &labels, table, zero_devices.is_empty());
+    read_sharing_layer(&mut reading, &mut labels, node, identified.vendor);
 
     let mut derived_from = ResourceMap::new();
     let mut derive = |field: &str, from: Option<String>| {
@@ -269,6 +279,71 @@ fn fill_from_instance_type(
     }
     if let (None, Some(mib)) = (&reading.memory_mib, instance.memory_mib) {
         reading.memory_mib = Some((mib, from));
+    }
+}
+
+/// A sharing layer's list of the node's physical devices (HAMi's, Volcano's): the count is the devices it
+/// lists, never the shares the device resource advertises; a device it flags unhealthy is named. A list
+/// that cannot be read leaves the count unknown rather than the shares.
+fn read_sharing_layer(
+    reading: &mut Reading,
+    labels: &mut LabelReader<'_>,
+    node: &ClusterNode,
+    vendor: Vendor,
+) {
+    let registers = || node.registers.iter().map(|(k, v)| (&**k, &**v));
+    reading
+        .unhealthy
+        .extend(vendors::sharing_layer::others_unhealthy(
+            registers(),
+            vendor.name(),
+        ));
+    match vendors::sharing_layer::read(registers(), vendor.name()) {
+        None => {}
+        Some(Err((key, why))) => {
+            if reading.product.is_none()
+                && let Some(model) = registers()
+                    .find(|(k, _)| *k == key)
+                    .and_then(|(_, v)| vendors::sharing_layer::first_model(v))
+            {
+                reading.product = Some((model, Some(key.clone())));
+            }
+            labels.note(format!(
+                "{key} cannot be read ({why}): the node's physical devices under the sharing layer's shares \
+                 are unknown, and its device resource counts shares, not devices"
+            ));
+            reading.count = None;
+        }
+        Some(Ok(found)) => {
+            let n = found.devices.len() as u64;
+            let shares: u64 = found.devices.iter().map(|d| d.shares).sum();
+            reading.count = Some((
+                n,
+                format!(
+                    "{} ({}: {n} devices split into {shares} shares)",
+                    found.key, found.layer
+                ),
+            ));
+            if reading.product.is_none()
+                && let Some(model) = found.devices.iter().find_map(|d| d.model.clone())
+            {
+                reading.product = Some((model, Some(found.key.clone())));
+            }
+            if reading.sharing.is_none() {
+                reading.sharing = Some(Sharing {
+                    strategy: Some(found.layer.to_owned()),
+                    replicas: found.devices.iter().map(|d| d.shares).max(),
+                    renamed_resource: false,
+                });
+            }
+            reading.unhealthy.extend(
+                found
+                    .devices
+                    .iter()
+                    .filter(|d| !d.healthy)
+                    .map(|d| format!("{} ({}: unhealthy)", d.id, found.key)),
+            );
+        }
     }
 }
 

@@ -15,9 +15,9 @@ pub struct ScanScope {
     /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
     /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
     pub(crate) gfd_installed: bool,
-    /// Per vendor (in `Vendor::ALL` order but NVIDIA, which is `gfd_installed`): some node in scope carries
+    /// Per vendor (by `Vendor::slot`, but NVIDIA, which is `gfd_installed`): some node in scope carries
     /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
-    pub(crate) vendor_labels: [bool; Vendor::ALL.len()],
+    pub(crate) vendor_labels: [bool; Vendor::SLOTS],
     /// Which node conditions are GPU health, and who sets them.
     pub(crate) health: &'static HealthTable,
     /// The vendor tables that read the nodes.
@@ -31,10 +31,7 @@ impl ScanScope {
     pub(crate) fn labelled(&self, vendor: Vendor) -> bool {
         match vendor {
             Vendor::Nvidia => self.gfd_installed,
-            other => Vendor::ALL
-                .iter()
-                .position(|v| *v == other)
-                .is_some_and(|i| self.vendor_labels[i]),
+            other => other.slot().is_some_and(|i| self.vendor_labels[i]),
         }
     }
 }
@@ -80,7 +77,7 @@ impl ScanScope {
             match table.vendor() {
                 Vendor::Nvidia => own.gfd_installed = seen,
                 vendor => {
-                    if let Some(i) = Vendor::ALL.iter().position(|v| *v == vendor) {
+                    if let Some(i) = vendor.slot() {
                         own.vendor_labels[i] = seen;
                     }
                 }

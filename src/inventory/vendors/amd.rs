@@ -49,21 +49,8 @@ const COMPUTE_MODES: [(&str, u64); 5] =
 /// Memory partition modes.
 const MEMORY_MODES: [&str; 4] = ["nps1", "nps2", "nps4", "nps8"];
 
-/// PCI device ids of AMD's data-centre GPUs (the public PCI ID tables), for a node whose labels give only
-/// the id.
-const DEVICE_IDS: [(&str, &str); 11] = [
-    ("6860", "AMD Instinct MI25 (Vega 10)"),
-    ("6861", "AMD Instinct MI25 (Vega 10)"),
-    ("66a0", "AMD Instinct MI50/MI60 (Vega 20)"),
-    ("66a1", "AMD Instinct MI50/MI60 (Vega 20)"),
-    ("738c", "AMD Instinct MI100"),
-    ("7408", "AMD Instinct MI250X"),
-    ("740c", "AMD Instinct MI250X/MI250"),
-    ("740f", "AMD Instinct MI210"),
-    ("74a0", "AMD Instinct MI300A"),
-    ("74a1", "AMD Instinct MI300X"),
-    ("74a5", "AMD Instinct MI325X"),
-];
+/// AMD's PCI vendor ID: its device IDs name the model in the registry's `pci_devices.tsv`.
+const PCI_VENDOR: &str = "1002";
 
 fn unit_of(name: &str) -> Option<Unit> {
     let rest = name.strip_prefix(PREFIX)?;
@@ -115,9 +102,9 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
         .or_else(|| {
             let (id, _) = found.value("device-id")?;
             let id = id.trim_start_matches("0x").to_ascii_lowercase();
-            let (_, product) = DEVICE_IDS.iter().find(|(i, _)| *i == id)?;
+            let product = super::registry::REGISTRY.pci_product(PCI_VENDOR, &id)?;
             Some((
-                (*product).to_owned(),
+                product.to_owned(),
                 Some(format!("AMD device id {id} (PCI ID table)")),
             ))
         });

@@ -15,8 +15,12 @@ pub(crate) mod dra_drivers;
 pub(crate) mod instance_types;
 mod intel;
 pub(crate) mod nvidia;
+mod registered;
+pub(crate) mod registry;
+pub(crate) mod sharing_layer;
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{NodeInventory, Vendor};
@@ -24,9 +28,9 @@ use vendor_table::{NodeResources, Unit, VendorTable, VendorTables};
 
 pub(crate) mod vendor_table;
 
-/// Every vendor's table, in the order ties are broken. NVIDIA's comes first: it also reads the nodes only
-/// DRA describes (see `scanner::read_node`), as the first editions did.
-static TABLES: [&dyn VendorTable; 6] = [
+/// The vendors a Rust module reads, in the order ties are broken. NVIDIA's comes first: it also reads the
+/// nodes only DRA describes (see `scanner::read_node`), as the first editions did.
+static MODULES: [&dyn VendorTable; 6] = [
     &nvidia::NVIDIA,
     &amd::RULES,
     &intel::RULES,
@@ -35,12 +39,31 @@ static TABLES: [&dyn VendorTable; 6] = [
     &accelerators::GOOGLE,
 ];
 
+/// Every vendor's table: the modules', then one per vendor the registry reads (`registry/vendors.tsv`), in
+/// the file's order.
+static TABLES: LazyLock<Vec<&'static dyn VendorTable>> = LazyLock::new(|| {
+    static REGISTERED: LazyLock<Vec<registered::RegisteredTable>> = LazyLock::new(|| {
+        registry::REGISTRY
+            .read_by_registry()
+            .filter_map(|(row, _)| u8::try_from(row).ok())
+            .map(registered::RegisteredTable::new)
+            .collect()
+    });
+    MODULES
+        .iter()
+        .copied()
+        .chain(REGISTERED.iter().map(|t| t as &dyn VendorTable))
+        .collect()
+});
+
 /// Every vendor this version knows: the tables a scan reads with unless it is handed others.
-pub(crate) static BUILT_IN: VendorTables = VendorTables::new(&TABLES);
+pub(crate) fn built_in() -> VendorTables {
+    VendorTables::new(TABLES.as_slice())
+}
 
 impl Default for VendorTables {
     fn default() -> Self {
-        BUILT_IN
+        built_in()
     }
 }
 
@@ -53,7 +76,7 @@ pub(crate) fn table_of(tables: VendorTables, vendor: Vendor) -> &'static dyn Ven
         .unwrap_or(&accelerators::NEUTRAL)
 }
 
-/// The table of `tables` that reads a node nothing but DRA describes: the first (NVIDIA's, in [`BUILT_IN`]).
+/// The table of `tables` that reads a node nothing but DRA describes: the first (NVIDIA's, in [`built_in`]).
 pub(crate) fn default_table(tables: VendorTables) -> &'static dyn VendorTable {
     tables.iter().next().unwrap_or(&accelerators::NEUTRAL)
 }
@@ -62,13 +85,22 @@ pub(crate) fn default_table(tables: VendorTables) -> &'static dyn VendorTable {
 /// resources for every scan): any vendor's device, partition, share or core
 /// resource, every `nvidia.com/*` resource (as the first editions did), and vendor-neutral device resources
 /// (`microsoft.com/directx`). Monitoring and accounting resources (`gpu.intel.com/millicores`) are not.
+/// Resources the registry lists as no accelerator (`not_accelerators.tsv`: NICs, RDMA, FPGAs) never are.
 pub(crate) fn is_read_resource(name: &str) -> bool {
-    name.starts_with(nvidia::resource_names::NVIDIA_RESOURCE_PREFIX) || unit_of(name).is_some()
+    registry::REGISTRY.not_accelerator(name).is_none()
+        && (name.starts_with(nvidia::resource_names::NVIDIA_RESOURCE_PREFIX)
+            || unit_of(name).is_some())
+}
+
+/// Whether a node annotation is one the inventory reads: a sharing layer's list of the node's devices
+/// (`registry/sharing_layers.tsv`). Heartbeats and everything else are not kept.
+pub fn is_read_annotation(key: &str) -> bool {
+    registry::REGISTRY.sharing_layer(key).is_some()
 }
 
 /// What one unit of a resource is, whoever of the built-in tables makes it; `None` when no rule names it.
 pub(crate) fn unit_of(name: &str) -> Option<Unit> {
-    unit_in(BUILT_IN, name)
+    unit_in(built_in(), name)
 }
 
 /// What one unit of a resource is, whoever of `tables` makes it; `None` when no rule names it.

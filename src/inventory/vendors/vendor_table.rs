@@ -20,6 +20,9 @@ pub(crate) enum Unit {
     Share,
     /// A core of a device (`aws.amazon.com/neuroncore`).
     Core,
+    /// An amount of a device's memory or compute that a sharing layer hands out (`hygon.com/dcumem`,
+    /// `huawei.com/Ascend910B3-memory`): listed, never counted as devices.
+    Capacity,
 }
 
 /// A node's resources, as the vendor modules read them.
@@ -240,7 +243,7 @@ impl VendorTable for VendorRules {
 
 /// The vendor tables a scan reads nodes with, in the order ties are broken (the first also reads the nodes
 /// only DRA describes). A value handed to each scan (a `ScanInput` holds it and hands it to the scanner in
-/// its `ScanScope`), as the health table is; `vendors::BUILT_IN` is every vendor this version knows, and
+/// its `ScanScope`), as the health table is; `vendors::built_in()` is every vendor this version knows, and
 /// the default.
 #[derive(Clone, Copy)]
 pub struct VendorTables(&'static [&'static dyn VendorTable]);

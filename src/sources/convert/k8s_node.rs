@@ -1,5 +1,6 @@
 //! A Kubernetes `Node` (or the parts of one the watch's slim decoding holds) into the core's
-//! [`ClusterNode`]: only the accelerator resources and the conditions the scan reads are kept.
+//! [`ClusterNode`]: only the accelerator resources, the sharing layers' annotations and the conditions the
+//! scan reads are kept.
 //!
 //! The methods sit on the core's type, but here at the edge, so that `src/inventory/` names no Kubernetes
 //! type.
@@ -13,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::inventory::cluster_node::{ClusterNode, Condition, Derived, NodeTaint};
 use crate::inventory::health::HealthTable;
 use crate::inventory::text_map::{Text, TextMap};
-use crate::inventory::vendors::is_read_resource;
+use crate::inventory::vendors::{is_read_annotation, is_read_resource};
 
 /// The parts of a Node object the core reads, borrowed from whichever decoding holds them.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +58,14 @@ impl ClusterNode {
             name: parts.meta.name.as_deref().unwrap_or_default().into(),
             uid: parts.meta.uid.as_deref().map(Into::into),
             labels: parts.meta.labels.iter().flatten().collect(),
+            registers: parts
+                .meta
+                .annotations
+                .iter()
+                .flatten()
+                .filter(|(key, _)| is_read_annotation(key))
+                .map(|(key, value)| (Text::from(key.as_str()), Text::from(value.as_str())))
+                .collect(),
             unschedulable: parts.unschedulable.unwrap_or(false),
             taints: parts
                 .taints

@@ -504,6 +504,7 @@ fn reading(e: &NodeInventory) -> Reading<'_> {
 }
 
 mod health;
+mod reading_fourth;
 mod reading_third;
 mod real_nodes;
 mod wild;

@@ -1,0 +1,309 @@
+//! The registry's TSV files into rows: tab-separated columns (each file's header says which), `#` comments,
+//! `-` for an empty cell, and a source (a URL) at the end of every row.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::{
+    LabelRole, LabelRow, NotAcceleratorRow, PciRow, Registry, ResourceRow, RowUnit,
+    SharingLayerRow, VendorRow,
+};
+
+/// A row that does not parse: which file, which line, what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RegistryError {
+    pub(crate) file: &'static str,
+    pub(crate) line: usize,
+    pub(crate) message: String,
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+/// The cells of a data line, or `None` for a comment or a blank line.
+fn cells(line: &'static str) -> Option<Vec<&'static str>> {
+    let line = line.trim_end_matches('\r');
+    if line.trim().is_empty() || line.starts_with('#') {
+        return None;
+    }
+    Some(line.split('\t').map(str::trim).collect())
+}
+
+fn optional(cell: &'static str) -> Option<&'static str> {
+    (cell != "-" && !cell.is_empty()).then_some(cell)
+}
+
+fn list(cell: &'static str) -> Vec<&'static str> {
+    optional(cell)
+        .map(|c| {
+            c.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn hex_id(cell: &str, digits: usize) -> Result<(), String> {
+    if cell.len() == digits
+        && cell
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cell:?} is not a {digits}-digit lower-case hex ID"
+        ))
+    }
+}
+
+fn source(cell: &'static str) -> Result<&'static str, String> {
+    if cell.starts_with("https://") {
+        Ok(cell)
+    } else {
+        Err(format!(
+            "the source {cell:?} is not an https:// URL: every row says where it comes from"
+        ))
+    }
+}
+
+fn unit(cell: &str) -> Result<RowUnit, String> {
+    Ok(match cell {
+        "device" => RowUnit::Device,
+        "partition" => RowUnit::Partition,
+        "share" => RowUnit::Share,
+        "core" => RowUnit::Core,
+        "capacity" => RowUnit::Capacity,
+        other => {
+            return Err(format!(
+                "unit {other:?}: use device, partition, share, core or capacity"
+            ));
+        }
+    })
+}
+
+fn role(cell: &str) -> Result<LabelRole, String> {
+    Ok(match cell {
+        "product" => LabelRole::Product,
+        "family" => LabelRole::Family,
+        "count" => LabelRole::Count,
+        "memory-mib" => LabelRole::MemoryMib,
+        "memory-gib" => LabelRole::MemoryGib,
+        "present" => LabelRole::Present,
+        other => {
+            return Err(format!(
+                "role {other:?}: use product, family, count, memory-mib, memory-gib or present"
+            ));
+        }
+    })
+}
+
+/// The cells of `line` when it has `n` of them.
+fn exactly(cells: Vec<&'static str>, n: usize) -> Result<Vec<&'static str>, String> {
+    if cells.len() == n {
+        Ok(cells)
+    } else {
+        Err(format!("{} columns, expected {n}", cells.len()))
+    }
+}
+
+fn vendor_row(c: Vec<&'static str>) -> Result<VendorRow, String> {
+    let c = exactly(c, 7)?;
+    let builtin = match c[3] {
+        "builtin" => true,
+        "registry" => false,
+        other => return Err(format!("reader {other:?}: use builtin or registry")),
+    };
+    let pci_vendors = list(c[5]);
+    for id in &pci_vendors {
+        hex_id(id, 4)?;
+    }
+    Ok(VendorRow {
+        name: c[0],
+        display: c[1],
+        devices_word: c[2],
+        builtin,
+        domains: list(c[4]),
+        pci_vendors,
+        source: source(c[6])?,
+    })
+}
+
+fn resource_row(c: Vec<&'static str>) -> Result<ResourceRow, String> {
+    let c = exactly(c, 5)?;
+    let (name, suffix) = match c[0].split_once('*') {
+        Some((name, suffix)) => (name, Some(suffix)),
+        None => (c[0], None),
+    };
+    if !name.contains('/') || suffix.is_some_and(|s| s.contains('*')) {
+        return Err(format!(
+            "{:?} is not a resource name (`domain/name`, or a pattern with one `*` after the `/`)",
+            c[0]
+        ));
+    }
+    Ok(ResourceRow {
+        name,
+        suffix,
+        vendor: c[1],
+        unit: unit(c[2])?,
+        product: optional(c[3]),
+        source: source(c[4])?,
+    })
+}
+
+fn label_row(c: Vec<&'static str>) -> Result<LabelRow, String> {
+    let c = exactly(c, 4)?;
+    let (key, value_prefix) = match c[0].split_once('=') {
+        Some((key, value)) => (
+            key,
+            Some(value.strip_suffix('*').ok_or_else(|| {
+                format!("{:?}: a value condition is a prefix ending in `*`", c[0])
+            })?),
+        ),
+        None => (c[0], None),
+    };
+    Ok(LabelRow {
+        key,
+        value_prefix,
+        vendor: c[1],
+        role: role(c[2])?,
+        source: source(c[3])?,
+    })
+}
+
+fn pci_row(c: Vec<&'static str>) -> Result<PciRow, String> {
+    let c = exactly(c, 4)?;
+    hex_id(c[0], 4)?;
+    hex_id(c[1], 4)?;
+    Ok(PciRow {
+        vendor_id: c[0],
+        device_id: c[1],
+        product: c[2],
+        source: source(c[3])?,
+    })
+}
+
+fn not_accelerator_row(c: Vec<&'static str>) -> Result<NotAcceleratorRow, String> {
+    let c = exactly(c, 3)?;
+    Ok(NotAcceleratorRow {
+        prefix: c[0],
+        what: c[1],
+        source: source(c[2])?,
+    })
+}
+
+fn sharing_layer_row(c: Vec<&'static str>) -> Result<SharingLayerRow, String> {
+    let c = exactly(c, 4)?;
+    let (key, suffix) = match c[0].split_once('*') {
+        Some((key, suffix)) => (key, Some(suffix)),
+        None => (c[0], None),
+    };
+    if !key.contains('/') || suffix.is_some_and(|s| s.contains('*')) {
+        return Err(format!(
+            "{:?} is not an annotation key or a pattern with one `*`",
+            c[0]
+        ));
+    }
+    Ok(SharingLayerRow {
+        key,
+        suffix,
+        layer: c[1],
+        vendor: optional(c[2]),
+        source: source(c[3])?,
+    })
+}
+
+/// Every row of `text` read by `row`, and the errors of those that do not parse.
+fn rows<T>(
+    file: &'static str,
+    text: &'static str,
+    row: fn(Vec<&'static str>) -> Result<T, String>,
+    errors: &mut Vec<RegistryError>,
+) -> Vec<T> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| Some((i + 1, cells(line)?)))
+        .filter_map(|(line, c)| {
+            row(c)
+                .map_err(|message| {
+                    errors.push(RegistryError {
+                        file,
+                        line,
+                        message,
+                    })
+                })
+                .ok()
+        })
+        .collect()
+}
+
+impl Registry {
+    /// The registry of these files (name, text), with the rows that do not parse or name an unknown vendor
+    /// left out and reported.
+    pub(crate) fn parse(files: &[(&'static str, &'static str)]) -> (Registry, Vec<RegistryError>) {
+        let mut errors = Vec::new();
+        let file = |name: &str| {
+            files
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(("(missing)", ""), |(n, t)| (*n, *t))
+        };
+        let (f, t) = file("vendors.tsv");
+        let vendors = rows(f, t, vendor_row, &mut errors);
+        // Rows naming a vendor vendors.tsv lacks are reported after their file's own errors.
+        let mut unknown = Vec::new();
+        let mut known = |file: &'static str, vendor: &str| {
+            let ok = vendors.iter().any(|v| v.name == vendor);
+            if !ok {
+                unknown.push(RegistryError {
+                    file,
+                    line: 0,
+                    message: format!("vendor {vendor:?} is not in vendors.tsv"),
+                });
+            }
+            ok
+        };
+        let (f, t) = file("resources.tsv");
+        let resources: Vec<ResourceRow> = rows(f, t, resource_row, &mut errors)
+            .into_iter()
+            .filter(|r| known(f, r.vendor))
+            .collect();
+        let (f, t) = file("labels.tsv");
+        let labels: Vec<LabelRow> = rows(f, t, label_row, &mut errors)
+            .into_iter()
+            .filter(|r| known(f, r.vendor))
+            .collect();
+        let (f, t) = file("sharing_layers.tsv");
+        let sharing_layers: Vec<SharingLayerRow> = rows(f, t, sharing_layer_row, &mut errors)
+            .into_iter()
+            .filter(|r| r.vendor.is_none_or(|v| known(f, v)))
+            .collect();
+        let (f, t) = file("pci_devices.tsv");
+        let pci_devices = rows(f, t, pci_row, &mut errors);
+        let (f, t) = file("not_accelerators.tsv");
+        let not_accelerators = rows(f, t, not_accelerator_row, &mut errors);
+        errors.extend(unknown);
+        let exact = resources
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.suffix.is_none())
+            .map(|(i, r)| (r.name, i))
+            .collect::<HashMap<_, _>>();
+        (
+            Registry {
+                vendors,
+                resources,
+                labels,
+                pci_devices,
+                not_accelerators,
+                sharing_layers,
+                exact,
+            },
+            errors,
+        )
+    }
+}

@@ -1,0 +1,225 @@
+//! The physical devices a GPU-sharing layer lists in a node annotation (HAMi's `hami.io/node-*-register`,
+//! Volcano's `volcano.sh/node-vgpu-register`): the node advertises shares under the device resource
+//! (`nvidia.com/gpu: 80` for 8 GPUs split 10 ways), the annotation says which devices there are, how many
+//! shares each has and whether each is healthy.
+//!
+//! Three encodings are in use on real nodes (HAMi's `pkg/device/devices.go`): records separated by `:`, of
+//! 7 fields (`uuid,shares,memMiB,cores,type,numa,healthy`, HAMi to 2.4) or 9 (`…,index,mode`, 2.5-2.7),
+//! Volcano's 6 (`uuid,shares,memMiB,type,healthy,mode`), and a JSON array (HAMi 2.8 and later: `id`, `count`,
+//! `devmem`, `devcore`, `type`, `health`, every field omitted when empty).
+
+use serde::Deserialize;
+
+use super::registry::REGISTRY;
+use crate::inventory::model::Vendor;
+
+/// One physical device a sharing layer lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LayerDevice {
+    /// Its ID (a GPU UUID, an NPU's ID).
+    pub(crate) id: String,
+    /// How many shares it is split into.
+    pub(crate) shares: u64,
+    /// The model, as the layer names it (`NVIDIA-Tesla V100-PCIE-32GB`).
+    pub(crate) model: Option<String>,
+    /// The layer's health flag.
+    pub(crate) healthy: bool,
+}
+
+/// The devices of a node's sharing-layer annotations, read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LayerDevices {
+    /// The annotation read, and the layer's name.
+    pub(crate) key: String,
+    pub(crate) layer: &'static str,
+    pub(crate) devices: Vec<LayerDevice>,
+}
+
+#[derive(Deserialize)]
+struct JsonDevice {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    count: i64,
+    #[serde(default, rename = "type")]
+    type_: String,
+    // Omitted when false (Go's omitempty): absent is unhealthy.
+    #[serde(default)]
+    health: bool,
+}
+
+/// The devices an annotation value lists, or why it cannot be read (cut short by `kubectl describe`,
+/// another encoding).
+pub(crate) fn parse(value: &str) -> Result<Vec<LayerDevice>, String> {
+    let value = value.trim();
+    if value.starts_with('[') {
+        let devices: Vec<JsonDevice> =
+            serde_json::from_str(value).map_err(|e| format!("not the layer's JSON list: {e}"))?;
+        return Ok(devices
+            .into_iter()
+            .map(|d| LayerDevice {
+                id: d.id,
+                shares: u64::try_from(d.count).unwrap_or(0),
+                model: Some(d.type_).filter(|t| !t.is_empty()),
+                healthy: d.health,
+            })
+            .collect());
+    }
+    if !value.contains(':') {
+        return Err("no `:` after a device record".to_owned());
+    }
+    value
+        .split(':')
+        .filter(|record| !record.is_empty())
+        .map(record)
+        .collect()
+}
+
+/// One `:`-separated record.
+fn record(text: &str) -> Result<LayerDevice, String> {
+    let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+    // (type, healthy) positions by the encoding's field count.
+    let (model, health) = match fields.len() {
+        7 | 9 => (4, 6),
+        6 => (3, 4),
+        n => {
+            return Err(format!(
+                "a device record of {n} fields ({:?}): expected 6, 7 or 9",
+                text.chars().take(80).collect::<String>()
+            ));
+        }
+    };
+    let shares = fields[1]
+        .parse()
+        .map_err(|_| format!("share count {:?} is not a number", fields[1]))?;
+    let healthy = fields[health]
+        .parse()
+        .map_err(|_| format!("health {:?} is not true or false", fields[health]))?;
+    Ok(LayerDevice {
+        id: fields[0].to_owned(),
+        shares,
+        model: Some(fields[model].to_owned()).filter(|m| !m.is_empty()),
+        healthy,
+    })
+}
+
+/// Whose devices a node's sharing-layer annotations list (a layer that names no vendor: unknown), if it has
+/// any.
+/// any: the layer listing the most devices (two vendors' lists on one node: the larger is the node's).
+pub(crate) fn vendor_of<'a>(
+    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<Vendor> {
+    let mut found: Vec<(Vendor, usize)> = registers
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let row = REGISTRY.sharing_layer(key)?;
+            let vendor = row
+                .vendor
+                .and_then(Vendor::from_name)
+                .unwrap_or(Vendor::Unknown);
+            Some((vendor, parse(value).map_or(0, |d| d.len())))
+        })
+        .collect();
+    // The first of the largest (max_by_key keeps the last of equals).
+    found.reverse();
+    found
+        .into_iter()
+        .max_by_key(|(vendor, n)| (*n, *vendor != Vendor::Unknown))
+        .map(|(vendor, _)| vendor)
+}
+
+/// The devices other vendors' lists on the node flag unhealthy, in words (one vendor per node: they are its
+/// problem too, named by the list they are in).
+pub(crate) fn others_unhealthy<'a>(
+    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    vendor: Option<&str>,
+) -> Vec<String> {
+    registers
+        .into_iter()
+        .filter(|(key, _)| {
+            REGISTRY
+                .sharing_layer(key)
+                .is_some_and(|row| row.vendor.is_some_and(|v| Some(v) != vendor))
+        })
+        // Each whole record counts: a list cut short still names the devices before the cut.
+        .map(|(key, value)| {
+            let devices = parse(value)
+                .unwrap_or_else(|_| value.split(':').filter_map(|r| record(r).ok()).collect());
+            (key, devices)
+        })
+        .flat_map(|(key, devices)| {
+            devices
+                .into_iter()
+                .filter(|d| !d.healthy)
+                .map(move |d| format!("{} ({key}: unhealthy)", d.id))
+        })
+        .collect()
+}
+
+/// The model the first whole record of a value names, for a value that does not parse as a whole (cut
+/// short by `kubectl describe`).
+pub(crate) fn first_model(value: &str) -> Option<String> {
+    value
+        .split(':')
+        .next()
+        .and_then(|r| record(r).ok())
+        .and_then(|d| d.model)
+}
+
+/// The device list of a node whose vendor is `vendor`, from the first of its annotations the registry
+/// names for that vendor (or for the node's vendor, whoever it is); `Err` with the key when it does not
+/// parse.
+pub(crate) fn read<'a>(
+    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    vendor: Option<&str>,
+) -> Option<Result<LayerDevices, (String, String)>> {
+    registers.into_iter().find_map(|(key, value)| {
+        let row = REGISTRY.sharing_layer(key)?;
+        if row.vendor.is_some_and(|v| Some(v) != vendor) {
+            return None;
+        }
+        Some(
+            parse(value)
+                .map(|devices| LayerDevices {
+                    key: key.to_owned(),
+                    layer: row.layer,
+                    devices,
+                })
+                .map_err(|why| (key.to_owned(), why)),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hami_s_three_encodings_and_volcano_s_read_alike() {
+        // HAMi's protocol document's example (7 fields).
+        let seven = "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:\
+                     GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:";
+        let d = parse(seven).unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!((d[0].shares, d[0].healthy), (10, true));
+        assert_eq!(d[0].model.as_deref(), Some("NVIDIA-Tesla V100-PCIE-32GB"));
+        let nine = "GPU-a,10,81559,100,NVIDIA-NVIDIA H100 80GB HBM3,0,false,0,hami-core:";
+        assert!(!parse(nine).unwrap()[0].healthy);
+        let volcano = "GPU-b,10,32768,NVIDIA-Tesla V100,true,hami-core:";
+        assert_eq!(parse(volcano).unwrap()[0].shares, 10);
+        let json = r#"[{"id":"xpu-0","index":0,"count":1,"devmem":98304,"devcore":100,"type":"XPU","health":true},{"id":"xpu-1","count":4,"type":"XPU"}]"#;
+        let d = parse(json).unwrap();
+        assert_eq!(d.len(), 2);
+        assert!(d[0].healthy && !d[1].healthy, "an omitted health is false");
+    }
+
+    #[test]
+    fn a_value_cut_short_is_an_error_not_fewer_devices() {
+        // `kubectl describe node` cuts long annotations with "...".
+        let cut = "GPU-6d2f3f7c-2a1b-4b5e-9c3d-0e1f2a3b4c5d,10,40960,100,NVIDIA-NVIDIA A100-PCIE-40GB,0,true:GPU-...";
+        assert!(parse(cut).is_err());
+        assert!(parse("").is_err());
+        assert!(parse("[{").is_err());
+        assert!(parse("a,b,c,d,e,f,g:").is_err());
+    }
+}
