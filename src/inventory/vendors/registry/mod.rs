@@ -3,7 +3,7 @@
 //! the resources that look like devices but are no accelerators. A contributor adds a device plugin with a
 //! row and a fixture, no Rust: the tables are the TSV files beside this module (`vendors.tsv`,
 //! `resources.tsv`, `labels.tsv`, `pci_devices.tsv`, `not_accelerators.tsv`), each row with its source, read
-//! once at start-up. `docs/vendors.md` is checked against them (`tests/vendors_doc.rs`).
+//! once at start-up. `docs/vendors.md` is checked against them (`registry/tests.rs`).
 //!
 //! A leaf: it names nothing of the core, so the model's `Vendor` can name its vendors.
 

@@ -81,3 +81,52 @@ fn lookups_prefer_an_exact_name_then_the_longest_prefix() {
         Some("AMD Instinct MI300X VF")
     );
 }
+
+/// docs/vendors.md's registry section is the table the code reads: every vendor, resource, label, sharing
+/// layer and non-accelerator row appears there as written, and the section says how many PCI rows there are.
+#[test]
+fn docs_vendors_md_lists_every_row_of_the_registry() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/vendors.md");
+    let doc = std::fs::read_to_string(path).expect("docs/vendors.md");
+    let section = doc
+        .split_once("## The registry")
+        .map(|(_, s)| s)
+        .expect("docs/vendors.md has a section '## The registry'");
+    let (registry, _) = Registry::parse(&FILES);
+    let pattern = |name: &str, suffix: Option<&str>| match suffix {
+        Some(s) => format!("`{name}*{s}`"),
+        None => format!("`{name}`"),
+    };
+    let mut missing: Vec<String> = Vec::new();
+    let mut need = |text: String| {
+        if !section.contains(&text) {
+            missing.push(text);
+        }
+    };
+    for v in &registry.vendors {
+        need(format!("`{}` ({})", v.name, v.display));
+    }
+    for r in &registry.resources {
+        need(pattern(r.name, r.suffix));
+    }
+    for l in &registry.labels {
+        need(match l.value_prefix {
+            Some(p) => format!("`{}={p}*`", l.key),
+            None => format!("`{}`", l.key),
+        });
+    }
+    for s in &registry.sharing_layers {
+        need(pattern(s.key, s.suffix));
+    }
+    for n in &registry.not_accelerators {
+        need(format!("`{}`", n.prefix));
+    }
+    need(format!(
+        "({} rows, `pci_devices.tsv`)",
+        registry.pci_devices.len()
+    ));
+    assert!(
+        missing.is_empty(),
+        "docs/vendors.md's registry section lacks {missing:?}: regenerate it from the TSV files"
+    );
+}
