@@ -15,7 +15,7 @@ pub(crate) mod dra_drivers;
 pub(crate) mod instance_types;
 mod intel;
 pub(crate) mod nvidia;
-mod registered;
+pub(crate) mod registered;
 pub(crate) mod registry;
 pub(crate) mod sharing_layer;
 

@@ -130,3 +130,33 @@ fn docs_vendors_md_lists_every_row_of_the_registry() {
         "docs/vendors.md's registry section lacks {missing:?}: regenerate it from the TSV files"
     );
 }
+
+/// The built-in vendors' rows are the rules their modules apply: each names the unit the module gives.
+#[test]
+fn built_in_vendors_rows_agree_with_their_modules() {
+    use crate::inventory::vendors::vendor_table::Unit;
+    let (registry, _) = Registry::parse(&FILES);
+    for row in &registry.resources {
+        let Some((_, vendor)) = registry.vendor(row.vendor) else {
+            continue;
+        };
+        // A pattern is tried with a name it covers.
+        let name = match row.suffix {
+            Some(suffix) => format!("{}2{suffix}", row.name),
+            None => row.name.to_owned(),
+        };
+        let module = crate::inventory::vendors::unit_of(&name);
+        let want = crate::inventory::vendors::registered::unit(row.unit);
+        assert_eq!(
+            module,
+            Some(want),
+            "{name} ({}, builtin: {})",
+            vendor.name,
+            vendor.builtin
+        );
+        assert_ne!(
+            module,
+            Some(Unit::Capacity).filter(|_| row.unit != RowUnit::Capacity)
+        );
+    }
+}
