@@ -29,6 +29,7 @@ pub mod resources;
 pub mod scanner;
 pub mod selector;
 pub(crate) mod shared_scan;
+pub(crate) mod star_pattern;
 pub(crate) mod text;
 pub mod text_map;
 pub mod topology;

@@ -5,16 +5,13 @@
 use std::fmt;
 
 use crate::inventory::cluster_node::Condition;
+use crate::inventory::star_pattern::{StarPattern, split_star};
 
 use crate::inventory::model::{Issue, IssueReason, Vendor};
 
 /// A condition type, exactly (`XIDErrors`) or with one `*` standing for any text (`Gpu*Watch`, `Gcm*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TypePattern {
-    prefix: String,
-    /// `Some(suffix)` when the pattern has a `*`.
-    suffix: Option<String>,
-}
+pub struct TypePattern(StarPattern<String>);
 
 impl TypePattern {
     /// Parses `TYPE`, `PREFIX*`, `*SUFFIX` or `PREFIX*SUFFIX`. A condition type is a qualified name
@@ -25,10 +22,7 @@ impl TypePattern {
             part.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
         };
-        let (prefix, suffix) = match text.split_once('*') {
-            Some((prefix, suffix)) => (prefix, Some(suffix)),
-            None => (text, None),
-        };
+        let (prefix, suffix) = split_star(text);
         if text.is_empty() || text == "*" {
             return Err(format!(
                 "{text:?} names no condition type: give a type (`XIDErrors`) or a prefix with `*` (`Gcm*`)"
@@ -41,10 +35,10 @@ impl TypePattern {
                 text.chars().take(64).collect::<String>()
             ));
         }
-        Ok(TypePattern {
-            prefix: prefix.to_owned(),
-            suffix: suffix.map(str::to_owned),
-        })
+        Ok(TypePattern(StarPattern::new(
+            prefix.to_owned(),
+            suffix.map(str::to_owned),
+        )))
     }
 
     fn fixed(pattern: &str) -> TypePattern {
@@ -53,22 +47,15 @@ impl TypePattern {
 
     /// Whether `type_` matches.
     pub fn matches(&self, type_: &str) -> bool {
-        match &self.suffix {
-            None => type_ == self.prefix,
-            Some(suffix) => {
-                type_.len() >= self.prefix.len() + suffix.len()
-                    && type_.starts_with(&self.prefix)
-                    && type_.ends_with(suffix.as_str())
-            }
-        }
+        self.0.matches(type_)
     }
 }
 
 impl fmt::Display for TypePattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.suffix {
-            None => f.write_str(&self.prefix),
-            Some(suffix) => write!(f, "{}*{suffix}", self.prefix),
+        match self.0.suffix() {
+            None => f.write_str(self.0.prefix()),
+            Some(suffix) => write!(f, "{}*{suffix}", self.0.prefix()),
         }
     }
 }

@@ -5,12 +5,14 @@
 //! `resources.tsv`, `labels.tsv`, `pci_devices.tsv`, `not_accelerators.tsv`), each row with its source, read
 //! once at start-up. `docs/vendors.md` is checked against them (`registry/tests.rs`).
 //!
-//! A leaf: it names nothing of the core, so the model's `Vendor` can name its vendors.
+//! It names nothing of the core but the leaf `star_pattern`, so the model's `Vendor` can name its vendors.
 
 mod parse;
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
+
+use crate::inventory::star_pattern::StarPattern;
 
 /// What one unit of a registered resource is (the vendor tables' `Unit`, plus capacity).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,10 +51,7 @@ pub(crate) struct VendorRow {
 /// An extended resource, exactly or by a pattern with one `*` (`huawei.com/Ascend*-memory`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceRow {
-    /// The name, or the part before the `*` when `suffix` is set.
-    pub(crate) name: &'static str,
-    /// The part after the `*`, for a pattern.
-    pub(crate) suffix: Option<&'static str>,
+    pub(crate) name: StarPattern<&'static str>,
     pub(crate) vendor: &'static str,
     pub(crate) unit: RowUnit,
     /// The model one unit is, where the name says (`huawei.com/Ascend310P` -> Ascend 310P).
@@ -109,27 +108,11 @@ pub(crate) struct NotAcceleratorRow {
 /// A sharing layer's annotation that lists a node's physical devices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SharingLayerRow {
-    /// The key, or the part before the `*`.
-    pub(crate) key: &'static str,
-    /// The part after the `*`, for a pattern.
-    pub(crate) suffix: Option<&'static str>,
+    pub(crate) key: StarPattern<&'static str>,
     pub(crate) layer: &'static str,
     /// Whose devices it lists; `None`: the node's vendor's.
     pub(crate) vendor: Option<&'static str>,
     pub(crate) source: &'static str,
-}
-
-impl SharingLayerRow {
-    fn matches(&self, key: &str) -> bool {
-        match self.suffix {
-            None => key == self.key,
-            Some(suffix) => {
-                key.len() >= self.key.len() + suffix.len()
-                    && key.starts_with(self.key)
-                    && key.ends_with(suffix)
-            }
-        }
-    }
 }
 
 /// The registry: every table, parsed.
@@ -171,14 +154,8 @@ impl Registry {
         }
         self.resources
             .iter()
-            .filter(|row| {
-                row.suffix.is_some_and(|suffix| {
-                    name.len() >= row.name.len() + suffix.len()
-                        && name.starts_with(row.name)
-                        && name.ends_with(suffix)
-                })
-            })
-            .max_by_key(|row| row.name.len() + row.suffix.map_or(0, str::len))
+            .filter(|row| row.name.suffix().is_some() && row.name.matches(name))
+            .max_by_key(|row| row.name.fixed_len())
     }
 
     /// The registered vendor whose domain a resource name or label key is in (`huawei.com/x`).
@@ -207,14 +184,10 @@ impl Registry {
 
     /// The sharing layer whose device list a node annotation is (exact keys before patterns), if any.
     pub(crate) fn sharing_layer(&self, key: &str) -> Option<&SharingLayerRow> {
-        let mut rows = self.sharing_layers.iter().filter(|row| row.matches(key));
-        let first = rows.next()?;
-        Some(
-            std::iter::once(first)
-                .chain(rows)
-                .find(|row| row.suffix.is_none())
-                .unwrap_or(first),
-        )
+        self.sharing_layers
+            .iter()
+            .filter(|row| row.key.matches(key))
+            .max_by_key(|row| (row.key.suffix().is_none(), row.key.fixed_len()))
     }
 
     /// The vendors its own table reads (not a Rust module), in the file's order.

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::inventory::star_pattern::{StarPattern, split_star};
+
 use super::{
     LabelRole, LabelRow, NotAcceleratorRow, PciRow, Registry, ResourceRow, RowUnit,
     SharingLayerRow, VendorRow,
@@ -102,6 +104,17 @@ fn role(cell: &str) -> Result<LabelRole, String> {
     })
 }
 
+/// A `domain/name` cell, exactly or with one `*` after the `/`.
+fn pattern(cell: &'static str, what: &str) -> Result<StarPattern<&'static str>, String> {
+    let (prefix, suffix) = split_star(cell);
+    if !prefix.contains('/') || suffix.is_some_and(|s| s.contains('*')) {
+        return Err(format!(
+            "{cell:?} is not {what} (`domain/name`, or a pattern with one `*` after the `/`)"
+        ));
+    }
+    Ok(StarPattern::new(prefix, suffix))
+}
+
 /// The cells of `line` when it has `n` of them.
 fn exactly(cells: Vec<&'static str>, n: usize) -> Result<Vec<&'static str>, String> {
     if cells.len() == n {
@@ -135,19 +148,8 @@ fn vendor_row(c: Vec<&'static str>) -> Result<VendorRow, String> {
 
 fn resource_row(c: Vec<&'static str>) -> Result<ResourceRow, String> {
     let c = exactly(c, 5)?;
-    let (name, suffix) = match c[0].split_once('*') {
-        Some((name, suffix)) => (name, Some(suffix)),
-        None => (c[0], None),
-    };
-    if !name.contains('/') || suffix.is_some_and(|s| s.contains('*')) {
-        return Err(format!(
-            "{:?} is not a resource name (`domain/name`, or a pattern with one `*` after the `/`)",
-            c[0]
-        ));
-    }
     Ok(ResourceRow {
-        name,
-        suffix,
+        name: pattern(c[0], "a resource name")?,
         vendor: c[1],
         unit: unit(c[2])?,
         product: optional(c[3]),
@@ -198,19 +200,8 @@ fn not_accelerator_row(c: Vec<&'static str>) -> Result<NotAcceleratorRow, String
 
 fn sharing_layer_row(c: Vec<&'static str>) -> Result<SharingLayerRow, String> {
     let c = exactly(c, 4)?;
-    let (key, suffix) = match c[0].split_once('*') {
-        Some((key, suffix)) => (key, Some(suffix)),
-        None => (c[0], None),
-    };
-    if !key.contains('/') || suffix.is_some_and(|s| s.contains('*')) {
-        return Err(format!(
-            "{:?} is not an annotation key or a pattern with one `*`",
-            c[0]
-        ));
-    }
     Ok(SharingLayerRow {
-        key,
-        suffix,
+        key: pattern(c[0], "an annotation key")?,
         layer: c[1],
         vendor: optional(c[2]),
         source: source(c[3])?,
@@ -290,8 +281,8 @@ impl Registry {
         let exact = resources
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.suffix.is_none())
-            .map(|(i, r)| (r.name, i))
+            .filter(|(_, r)| r.name.suffix().is_none())
+            .map(|(i, r)| (r.name.borrowed_prefix(), i))
             .collect::<HashMap<_, _>>();
         (
             Registry {

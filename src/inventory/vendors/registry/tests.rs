@@ -107,7 +107,7 @@ fn docs_vendors_md_lists_every_row_of_the_registry() {
         need(format!("`{}` ({})", v.name, v.display));
     }
     for r in &registry.resources {
-        need(pattern(r.name, r.suffix));
+        need(pattern(r.name.prefix(), r.name.suffix()));
     }
     for l in &registry.labels {
         need(match l.value_prefix {
@@ -116,7 +116,7 @@ fn docs_vendors_md_lists_every_row_of_the_registry() {
         });
     }
     for s in &registry.sharing_layers {
-        need(pattern(s.key, s.suffix));
+        need(pattern(s.key.prefix(), s.key.suffix()));
     }
     for n in &registry.not_accelerators {
         need(format!("`{}`", n.prefix));
@@ -141,9 +141,9 @@ fn built_in_vendors_rows_agree_with_their_modules() {
             continue;
         };
         // A pattern is tried with a name it covers.
-        let name = match row.suffix {
-            Some(suffix) => format!("{}2{suffix}", row.name),
-            None => row.name.to_owned(),
+        let name = match row.name.suffix() {
+            Some(suffix) => format!("{}2{suffix}", row.name.prefix()),
+            None => row.name.prefix().to_owned(),
         };
         let module = crate::inventory::vendors::unit_of(&name);
         let want = crate::inventory::vendors::registered::unit(row.unit);
