@@ -13,6 +13,7 @@ use crate::inventory::model::{
 };
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
+use crate::inventory::vendors::sharing_layer::LayerList;
 use crate::inventory::vendors::vendor_table::{NodeResources, Reading, Sensed, Unit, VendorTable};
 
 /// The node's entry when it is a GPU node, else `None`: `scope` says what the other nodes show, `dra` is
@@ -73,10 +74,10 @@ pub fn scan_node_in(
         identified.vendor = published.vendor.unwrap_or(Vendor::Unknown);
         identified.by_dra_only = false;
     }
+    let layers = vendors::sharing_layer::lists(node.registers.iter().map(|(k, v)| (&**k, &**v)));
     if identified.by_dra_only
         && dra.is_none()
-        && let Some(vendor) =
-            vendors::sharing_layer::vendor_of(node.registers.iter().map(|(k, v)| (&**k, &**v)))
+        && let Some(vendor) = vendors::sharing_layer::vendor_of(&layers)
     {
         // Known only by a sharing layer's list of its devices (HAMi's annotation, no resource shown).
         identified.vendor = vendor;
@@ -108,7 +109,7 @@ pub fn scan_node_in(
         .map(str::to_owned)
         .collect();
     fill_from_instance_type(&mut reading, &labels, table, zero_devices.is_empty());
-    read_sharing_layer(&mut reading, &mut labels, node, identified.vendor);
+    read_sharing_layer(&mut reading, &mut labels, &layers, identified.vendor);
 
     let mut derived_from = ResourceMap::new();
     let mut derive = |field: &str, from: Option<String>| {
@@ -288,63 +289,60 @@ fn fill_from_instance_type(
 fn read_sharing_layer(
     reading: &mut Reading,
     labels: &mut LabelReader<'_>,
-    node: &ClusterNode,
+    layers: &[LayerList],
     vendor: Vendor,
 ) {
-    let registers = || node.registers.iter().map(|(k, v)| (&**k, &**v));
     reading
         .unhealthy
         .extend(vendors::sharing_layer::others_unhealthy(
-            registers(),
+            layers,
             vendor.name(),
         ));
-    match vendors::sharing_layer::read(registers(), vendor.name()) {
-        None => {}
-        Some(Err((key, why))) => {
-            if reading.product.is_none()
-                && let Some(model) = registers()
-                    .find(|(k, _)| *k == key)
-                    .and_then(|(_, v)| vendors::sharing_layer::first_model(v))
-            {
-                reading.product = Some((model, Some(key.clone())));
-            }
-            labels.note(format!(
-                "{key} cannot be read ({why}): the node's physical devices under the sharing layer's shares \
-                 are unknown, and its device resource counts shares, not devices"
-            ));
-            reading.count = None;
-        }
-        Some(Ok(found)) => {
-            let n = found.devices.len() as u64;
-            let shares: u64 = found.devices.iter().map(|d| d.shares).sum();
-            reading.count = Some((
-                n,
-                format!(
-                    "{} ({}: {n} devices split into {shares} shares)",
-                    found.key, found.layer
-                ),
-            ));
-            if reading.product.is_none()
-                && let Some(model) = found.devices.iter().find_map(|d| d.model.clone())
-            {
-                reading.product = Some((model, Some(found.key.clone())));
-            }
-            if reading.sharing.is_none() {
-                reading.sharing = Some(Sharing {
-                    strategy: Some(found.layer.to_owned()),
-                    replicas: found.devices.iter().map(|d| d.shares).max(),
-                    renamed_resource: false,
-                });
-            }
-            reading.unhealthy.extend(
-                found
-                    .devices
-                    .iter()
-                    .filter(|d| !d.healthy)
-                    .map(|d| format!("{} ({}: unhealthy)", d.id, found.key)),
-            );
-        }
+    let Some(found) = vendors::sharing_layer::own(layers, vendor.name()) else {
+        return;
+    };
+    // The model the list names: its first device's (of a list cut short, the first record's).
+    let model = match found.error {
+        None => found.devices.iter().find_map(|d| d.model.clone()),
+        Some(_) => found.devices.first().and_then(|d| d.model.clone()),
+    };
+    if reading.product.is_none()
+        && let Some(model) = model
+    {
+        reading.product = Some((model, Some(found.key.clone())));
     }
+    if let Some(why) = &found.error {
+        labels.note(format!(
+            "{} cannot be read ({why}): the node's physical devices under the sharing layer's shares are \
+             unknown, and its device resource counts shares, not devices",
+            found.key
+        ));
+        reading.count = None;
+        return;
+    }
+    let n = found.devices.len() as u64;
+    let shares: u64 = found.devices.iter().map(|d| d.shares).sum();
+    reading.count = Some((
+        n,
+        format!(
+            "{} ({}: {n} devices split into {shares} shares)",
+            found.key, found.layer
+        ),
+    ));
+    if reading.sharing.is_none() {
+        reading.sharing = Some(Sharing {
+            strategy: Some(found.layer.to_owned()),
+            replicas: found.devices.iter().map(|d| d.shares).max(),
+            renamed_resource: false,
+        });
+    }
+    reading.unhealthy.extend(
+        found
+            .devices
+            .iter()
+            .filter(|d| !d.healthy)
+            .map(|d| format!("{} ({}: unhealthy)", d.id, found.key)),
+    );
 }
 
 /// `GpuDevicesGone`: the vendor's device resource advertised at 0 with nothing of the vendor beside it, unless

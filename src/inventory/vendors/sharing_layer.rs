@@ -26,13 +26,19 @@ pub(crate) struct LayerDevice {
     pub(crate) healthy: bool,
 }
 
-/// The devices of a node's sharing-layer annotations, read.
+/// One of a node's sharing-layer annotations, read once per scan of the node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LayerDevices {
-    /// The annotation read, and the layer's name.
+pub(crate) struct LayerList {
+    /// The annotation.
     pub(crate) key: String,
+    /// The layer's name (`HAMi`).
     pub(crate) layer: &'static str,
+    /// Whose devices it lists, as the registry says; `None`: the node's vendor's.
+    pub(crate) vendor: Option<&'static str>,
+    /// The devices, in order: all of them, or those before the record that could not be read.
     pub(crate) devices: Vec<LayerDevice>,
+    /// Why the value could not be read whole (cut short by `kubectl describe`, another encoding).
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -49,12 +55,12 @@ struct JsonDevice {
 }
 
 /// The devices an annotation value lists, or why it cannot be read (cut short by `kubectl describe`,
-/// another encoding).
-pub(crate) fn parse(value: &str) -> Result<Vec<LayerDevice>, String> {
+/// another encoding) with the whole records before the one that could not be.
+pub(crate) fn parse(value: &str) -> Result<Vec<LayerDevice>, (Vec<LayerDevice>, String)> {
     let value = value.trim();
     if value.starts_with('[') {
-        let devices: Vec<JsonDevice> =
-            serde_json::from_str(value).map_err(|e| format!("not the layer's JSON list: {e}"))?;
+        let devices: Vec<JsonDevice> = serde_json::from_str(value)
+            .map_err(|e| (Vec::new(), format!("not the layer's JSON list: {e}")))?;
         return Ok(devices
             .into_iter()
             .map(|d| LayerDevice {
@@ -66,13 +72,16 @@ pub(crate) fn parse(value: &str) -> Result<Vec<LayerDevice>, String> {
             .collect());
     }
     if !value.contains(':') {
-        return Err("no `:` after a device record".to_owned());
+        return Err((Vec::new(), "no `:` after a device record".to_owned()));
     }
-    value
-        .split(':')
-        .filter(|record| !record.is_empty())
-        .map(record)
-        .collect()
+    let mut devices = Vec::new();
+    for text in value.split(':').filter(|record| !record.is_empty()) {
+        match record(text) {
+            Ok(device) => devices.push(device),
+            Err(why) => return Err((devices, why)),
+        }
+    }
+    Ok(devices)
 }
 
 /// One `:`-separated record.
@@ -103,91 +112,70 @@ fn record(text: &str) -> Result<LayerDevice, String> {
     })
 }
 
-/// Whose devices a node's sharing-layer annotations list (a layer that names no vendor: unknown), if it has
-/// any.
-/// any: the layer listing the most devices (two vendors' lists on one node: the larger is the node's).
-pub(crate) fn vendor_of<'a>(
-    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Option<Vendor> {
-    let mut found: Vec<(Vendor, usize)> = registers
+/// A node's annotations that the registry names as sharing layers' device lists, each read once.
+pub(crate) fn lists<'a>(registers: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<LayerList> {
+    registers
         .into_iter()
         .filter_map(|(key, value)| {
             let row = REGISTRY.sharing_layer(key)?;
-            let vendor = row
-                .vendor
-                .and_then(Vendor::from_name)
-                .unwrap_or(Vendor::Unknown);
-            Some((vendor, parse(value).map_or(0, |d| d.len())))
-        })
-        .collect();
-    // The first of the largest (max_by_key keeps the last of equals).
-    found.reverse();
-    found
-        .into_iter()
-        .max_by_key(|(vendor, n)| (*n, *vendor != Vendor::Unknown))
-        .map(|(vendor, _)| vendor)
-}
-
-/// The devices other vendors' lists on the node flag unhealthy, in words (one vendor per node: they are its
-/// problem too, named by the list they are in).
-pub(crate) fn others_unhealthy<'a>(
-    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
-    vendor: Option<&str>,
-) -> Vec<String> {
-    registers
-        .into_iter()
-        .filter(|(key, _)| {
-            REGISTRY
-                .sharing_layer(key)
-                .is_some_and(|row| row.vendor.is_some_and(|v| Some(v) != vendor))
-        })
-        // Each whole record counts: a list cut short still names the devices before the cut.
-        .map(|(key, value)| {
-            let devices = parse(value)
-                .unwrap_or_else(|_| value.split(':').filter_map(|r| record(r).ok()).collect());
-            (key, devices)
-        })
-        .flat_map(|(key, devices)| {
-            devices
-                .into_iter()
-                .filter(|d| !d.healthy)
-                .map(move |d| format!("{} ({key}: unhealthy)", d.id))
+            let (devices, error) = match parse(value) {
+                Ok(devices) => (devices, None),
+                Err((devices, why)) => (devices, Some(why)),
+            };
+            Some(LayerList {
+                key: key.to_owned(),
+                layer: row.layer,
+                vendor: row.vendor,
+                devices,
+                error,
+            })
         })
         .collect()
 }
 
-/// The model the first whole record of a value names, for a value that does not parse as a whole (cut
-/// short by `kubectl describe`).
-pub(crate) fn first_model(value: &str) -> Option<String> {
-    value
-        .split(':')
-        .next()
-        .and_then(|r| record(r).ok())
-        .and_then(|d| d.model)
+/// Whose devices a node's sharing-layer lists are (a layer that names no vendor: unknown), if it has any:
+/// the list of the most devices read whole (two vendors' lists on one node: the larger is the node's).
+pub(crate) fn vendor_of(lists: &[LayerList]) -> Option<Vendor> {
+    // The first of the largest (max_by_key keeps the last of equals).
+    lists
+        .iter()
+        .rev()
+        .map(|list| {
+            let vendor = list
+                .vendor
+                .and_then(Vendor::from_name)
+                .unwrap_or(Vendor::Unknown);
+            let whole = if list.error.is_some() {
+                0
+            } else {
+                list.devices.len()
+            };
+            (vendor, whole)
+        })
+        .max_by_key(|(vendor, n)| (*n, *vendor != Vendor::Unknown))
+        .map(|(vendor, _)| vendor)
 }
 
-/// The device list of a node whose vendor is `vendor`, from the first of its annotations the registry
-/// names for that vendor (or for the node's vendor, whoever it is); `Err` with the key when it does not
-/// parse.
-pub(crate) fn read<'a>(
-    registers: impl IntoIterator<Item = (&'a str, &'a str)>,
-    vendor: Option<&str>,
-) -> Option<Result<LayerDevices, (String, String)>> {
-    registers.into_iter().find_map(|(key, value)| {
-        let row = REGISTRY.sharing_layer(key)?;
-        if row.vendor.is_some_and(|v| Some(v) != vendor) {
-            return None;
-        }
-        Some(
-            parse(value)
-                .map(|devices| LayerDevices {
-                    key: key.to_owned(),
-                    layer: row.layer,
-                    devices,
-                })
-                .map_err(|why| (key.to_owned(), why)),
-        )
-    })
+/// The list of the node's own devices, `vendor`'s (or a layer's that names no vendor): the first.
+pub(crate) fn own<'l>(lists: &'l [LayerList], vendor: Option<&str>) -> Option<&'l LayerList> {
+    lists
+        .iter()
+        .find(|list| list.vendor.is_none_or(|v| Some(v) == vendor))
+}
+
+/// The devices other vendors' lists on the node flag unhealthy, in words (one vendor per node: they are its
+/// problem too, named by the list they are in). A list cut short still names the devices before the cut.
+pub(crate) fn others_unhealthy(lists: &[LayerList], vendor: Option<&str>) -> Vec<String> {
+    lists
+        .iter()
+        .filter(|list| list.vendor.is_some_and(|v| Some(v) != vendor))
+        .flat_map(|list| {
+            list.devices
+                .iter()
+                .filter(|d| !d.healthy)
+                .map(move |d| format!("{} ({}: unhealthy)", d.id, list.key))
+        })
+        .collect()
 }
 
 #[cfg(test)]
