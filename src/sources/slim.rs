@@ -27,69 +27,99 @@ use crate::inventory::vendors::is_read_annotation;
 use crate::sources::convert::k8s_node::NodeParts;
 
 /// The metadata the core and the watcher read: identity, version (for resuming watches), labels, and the
-/// few annotations the core reads (sharing layers' device lists); every other annotation is skipped unbuilt.
+/// annotations `A` keeps: none but a node's sharing-layer lists ([`NodeAnnotations`]); the others are skipped
+/// unbuilt.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct SlimMeta {
+struct SlimMeta<A> {
     name: Option<String>,
     namespace: Option<String>,
     uid: Option<String>,
     resource_version: Option<String>,
     labels: Option<BTreeMap<String, String>>,
-    #[serde(default, deserialize_with = "read_annotations")]
-    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: A,
 }
 
-/// The annotations the core reads ([`is_read_annotation`]), the others skipped without building them.
-fn read_annotations<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<BTreeMap<String, String>>, D::Error> {
-    struct Kept;
-    impl<'de> serde::de::Visitor<'de> for Kept {
-        type Value = Option<BTreeMap<String, String>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a map of annotations")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_map(Kept)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut kept = BTreeMap::new();
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if is_read_annotation(&key) {
-                    kept.insert(key.into_owned(), map.next_value::<String>()?);
-                } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-            Ok((!kept.is_empty()).then_some(kept))
-        }
+/// Annotations of a kind the core reads none of (pods, Kueue's objects): skipped, never visited.
+#[derive(Default)]
+struct NoAnnotations;
+
+impl<'de> Deserialize<'de> for NoAnnotations {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(NoAnnotations)
     }
-    deserializer.deserialize_option(Kept)
 }
 
-pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
+/// A node's annotations the core reads ([`is_read_annotation`]: sharing layers' device lists), the others
+/// skipped without building them.
+#[derive(Default)]
+struct NodeAnnotations(Option<BTreeMap<String, String>>);
+
+impl<'de> Deserialize<'de> for NodeAnnotations {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Kept;
+        impl<'de> serde::de::Visitor<'de> for Kept {
+            type Value = Option<BTreeMap<String, String>>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of annotations")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(Kept)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut kept = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if is_read_annotation(&key) {
+                        kept.insert(key.into_owned(), map.next_value::<String>()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok((!kept.is_empty()).then_some(kept))
+            }
+        }
+        deserializer.deserialize_option(Kept).map(NodeAnnotations)
+    }
+}
+
+/// `metadata` with the annotations `A` keeps.
+fn meta_keeping<'de, D: Deserializer<'de>, A: Deserialize<'de> + Default>(
     deserializer: D,
+    annotations: impl FnOnce(A) -> Option<BTreeMap<String, String>>,
 ) -> Result<ObjectMeta, D::Error> {
-    let meta = Option::<SlimMeta>::deserialize(deserializer)?.unwrap_or_default();
+    let meta = Option::<SlimMeta<A>>::deserialize(deserializer)?.unwrap_or_default();
     Ok(ObjectMeta {
         name: meta.name,
         namespace: meta.namespace,
         uid: meta.uid,
         resource_version: meta.resource_version,
         labels: meta.labels,
-        annotations: meta.annotations,
+        annotations: annotations(meta.annotations),
         ..Default::default()
     })
+}
+
+/// `metadata` without annotations: pods and Kueue's objects.
+pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ObjectMeta, D::Error> {
+    meta_keeping(deserializer, |_: NoAnnotations| None)
+}
+
+/// A node's `metadata`, with the annotations the core reads.
+fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    meta_keeping(deserializer, |kept: NodeAnnotations| kept.0)
 }
 
 /// Implements `kube::Resource` for a slim view of a built-in kind.
@@ -123,7 +153,7 @@ macro_rules! slim_resource {
 /// A Node as the scanner reads it.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SlimNode {
-    #[serde(deserialize_with = "slim_meta", default)]
+    #[serde(deserialize_with = "slim_node_meta", default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: Option<SlimNodeSpec>,
@@ -304,6 +334,8 @@ mod tests {
             "gfd-nodes.yaml",
             "real-nodes.yaml",
             "allocation-dump.yaml",
+            // Sharing layers' device lists beside the fixtures' own annotations: the lists are kept.
+            "reading4/sharing-nodes.yaml",
         ] {
             let path = format!("{}/tests/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
             let dump = parse_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
@@ -320,6 +352,18 @@ mod tests {
                 full == slim,
                 "{fixture}: the slim nodes differ from the stripped full ones"
             );
+            if fixture.starts_with("reading4/") {
+                assert!(
+                    slim.iter().filter(|n| !n.registers.is_empty()).count() >= 8,
+                    "{fixture}: the sharing layers' lists were dropped"
+                );
+                assert!(
+                    slim.iter()
+                        .flat_map(|n| n.registers.iter())
+                        .all(|(key, _)| !key.starts_with("fixture.")),
+                    "{fixture}: an annotation the core does not read was kept"
+                );
+            }
             assert_eq!(
                 scan(ScanInput::nodes(&read(&dump.nodes))),
                 scan(ScanInput::nodes(&slim)),
