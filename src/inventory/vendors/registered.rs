@@ -2,13 +2,13 @@
 //! Moore Threads, Enflame, Kunlunxin, ...): one [`RegisteredTable`] per row of `registry/vendors.tsv` whose
 //! reader is `registry`, reading that vendor's rows of the other files. No vendor here has Rust of its own.
 
+// NFD's PCI labels: `feature.node.kubernetes.io/pci-<class>_<vendor>[_<device>].present`.
+use super::nvidia::gfd_labels::NFD_PCI_PREFIX;
 use super::registry::{LabelRole, REGISTRY, RowUnit, VendorRow};
 use super::vendor_table::{NodeResources, Reading, Unit, VendorTable};
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::Vendor;
 
-/// NFD's PCI labels: `feature.node.kubernetes.io/pci-<class>_<vendor>[_<device>].present`.
-const NFD_PCI_PREFIX: &str = "feature.node.kubernetes.io/pci-";
 /// The PCI classes of accelerators: VGA, 3D and other display controllers, processing accelerators,
 /// co-processors. A vendor's NICs (class 02xx) are not its accelerators.
 const ACCELERATOR_CLASSES: [&str; 5] = ["0300", "0302", "0380", "1200", "0b40"];
@@ -100,18 +100,24 @@ impl VendorTable for RegisteredTable {
     }
 
     fn unit_of(&self, resource: &str) -> Option<Unit> {
-        let name = self.name();
-        if let Some(row) = REGISTRY.resource(resource) {
-            return (row.vendor == name).then(|| unit(row.unit));
+        // Every row of a vendor the registry reads is in the vendor's domains, and no two vendors share a
+        // domain (the parser holds both): a name outside them is not this vendor's, without a lookup. This
+        // runs for every resource of every node under each registered table.
+        let vendor = self.row()?;
+        let (domain, _) = resource.split_once('/')?;
+        if !vendor.domains.contains(&domain) {
+            return None;
         }
-        // A resource of the vendor's domain that no row names: a device plugin newer than the registry.
-        // Seen, not dropped: read as whole devices (most plugins name whole devices), and noted.
-        let in_domain = self.row().is_some_and(|v| {
-            REGISTRY
-                .vendor_of_domain(resource)
-                .is_some_and(|d| d.name == v.name)
-        });
-        (in_domain && REGISTRY.not_accelerator(resource).is_none()).then_some(Unit::Device)
+        match REGISTRY.resource(resource) {
+            Some(row) => (row.vendor == vendor.name).then(|| unit(row.unit)),
+            // A resource of the vendor's domain that no row names: a device plugin newer than the
+            // registry. Seen, not dropped: read as whole devices (most plugins name whole devices), and
+            // noted.
+            None => REGISTRY
+                .not_accelerator(resource)
+                .is_none()
+                .then_some(Unit::Device),
+        }
     }
 
     fn labelled(&self, labels: &LabelReader<'_>) -> bool {

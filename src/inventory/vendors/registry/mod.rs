@@ -158,12 +158,6 @@ impl Registry {
             .max_by_key(|row| row.name.fixed_len())
     }
 
-    /// The registered vendor whose domain a resource name or label key is in (`huawei.com/x`).
-    pub(crate) fn vendor_of_domain(&self, name: &str) -> Option<&VendorRow> {
-        let (domain, _) = name.split_once('/')?;
-        self.vendors.iter().find(|v| v.domains.contains(&domain))
-    }
-
     /// Whether a resource is one of the kinds that are never accelerators.
     pub(crate) fn not_accelerator(&self, name: &str) -> Option<&NotAcceleratorRow> {
         self.not_accelerators

@@ -208,6 +208,48 @@ fn sharing_layer_row(c: Vec<&'static str>) -> Result<SharingLayerRow, String> {
     })
 }
 
+/// What the registered tables' lookups rely on: no two vendors share a domain, and every resource row of a
+/// vendor the registry reads is in one of its domains.
+fn domain_errors(vendors: &[VendorRow], resources: &[ResourceRow]) -> Vec<RegistryError> {
+    let error = |file, message| RegistryError {
+        file,
+        line: 0,
+        message,
+    };
+    let mut errors = Vec::new();
+    for (i, vendor) in vendors.iter().enumerate() {
+        for domain in &vendor.domains {
+            if let Some(other) = vendors[..i].iter().find(|v| v.domains.contains(domain)) {
+                errors.push(error(
+                    "vendors.tsv",
+                    format!(
+                        "domain {domain} is both {}'s and {}'s",
+                        other.name, vendor.name
+                    ),
+                ));
+            }
+        }
+    }
+    for row in resources {
+        let Some(vendor) = vendors.iter().find(|v| v.name == row.vendor && !v.builtin) else {
+            continue;
+        };
+        let domain = row.name.prefix().split_once('/').map_or("", |(d, _)| d);
+        if !vendor.domains.contains(&domain) {
+            errors.push(error(
+                "resources.tsv",
+                format!(
+                    "{} is outside {}'s domains ({}): add the domain to vendors.tsv",
+                    row.name.prefix(),
+                    vendor.name,
+                    vendor.domains.join(", ")
+                ),
+            ));
+        }
+    }
+    errors
+}
+
 /// Every row of `text` read by `row`, and the errors of those that do not parse.
 fn rows<T>(
     file: &'static str,
@@ -278,6 +320,7 @@ impl Registry {
         let (f, t) = file("not_accelerators.tsv");
         let not_accelerators = rows(f, t, not_accelerator_row, &mut errors);
         errors.extend(unknown);
+        errors.extend(domain_errors(&vendors, &resources));
         let exact = resources
             .iter()
             .enumerate()

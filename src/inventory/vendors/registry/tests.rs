@@ -61,6 +61,35 @@ fn a_bad_row_is_reported_by_file_and_line_and_the_others_stay() {
 }
 
 #[test]
+fn a_shared_domain_and_a_row_outside_its_vendor_s_domains_are_reported() {
+    let files = [
+        (
+            "vendors.tsv",
+            "acme\tAcme\tNPUs\tregistry\tacme.io\t-\thttps://e.com\n\
+             zeta\tZeta\tNPUs\tregistry\tzeta.io,acme.io\t-\thttps://e.com\n",
+        ),
+        (
+            "resources.tsv",
+            "zeta.io/npu\tacme\tdevice\t-\thttps://e.com\n",
+        ),
+    ];
+    let (_, errors) = Registry::parse(&files);
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(
+        shown
+            .iter()
+            .any(|e| e.contains("domain acme.io is both acme's and zeta's")),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|e| e.contains("zeta.io/npu is outside acme's domains (acme.io)")),
+        "{shown:?}"
+    );
+}
+
+#[test]
 fn lookups_prefer_an_exact_name_then_the_longest_prefix() {
     let r = &*REGISTRY;
     assert_eq!(
@@ -72,9 +101,10 @@ fn lookups_prefer_an_exact_name_then_the_longest_prefix() {
         Some(RowUnit::Capacity)
     );
     assert_eq!(r.resource("example.com/gpu"), None);
+    // A name of a registered vendor's domain that no row names is read as whole devices.
     assert_eq!(
-        r.vendor_of_domain("hygon.com/anything").map(|v| v.name),
-        Some("hygon")
+        crate::inventory::vendors::unit_of("hygon.com/anything"),
+        Some(crate::inventory::vendors::vendor_table::Unit::Device)
     );
     assert_eq!(
         r.pci_product("1002", "74B5"),
