@@ -134,12 +134,14 @@ pub(crate) fn identify(
     drivers: &[&str],
     sensed: Option<Vendor>,
 ) -> Identified {
+    // The node's resources are listed once and each table asked about them (there are ~20 tables).
+    let present = resources.present();
     let mut units: BTreeMap<Vendor, u64> = BTreeMap::new();
     for table in tables.iter() {
-        let n: u64 = resources
-            .with_units(|name| table.unit_of(name))
+        let n: u64 = present
             .iter()
-            .fold(0u64, |sum, (_, _, n)| sum.saturating_add(*n));
+            .filter(|(name, _)| table.unit_of(name).is_some())
+            .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
         if n > 0 {
             units.insert(table.vendor(), n);
         }
@@ -152,10 +154,11 @@ pub(crate) fn identify(
         .map(|(v, _)| *v);
     // No device of any vendor, but a vendor's device resource advertised at 0: the kubelet keeps a resource
     // once a device plugin registered it, so the node had that vendor's devices (they are gone or held).
+    // (No table has a unit above 0 here, so each table's own check in `zero_devices` is already known.)
     let by_resources = by_resources.or_else(|| {
         tables
             .iter()
-            .find(|table| !zero_devices(*table, resources).is_empty())
+            .find(|table| !zero_device_names(*table, resources).is_empty())
             .map(|table| table.vendor())
     });
     let by_labels = by_resources.or(sensed).or_else(|| {
@@ -187,6 +190,11 @@ pub(crate) fn zero_devices<'a>(
     if !resources.with_units(|name| table.unit_of(name)).is_empty() {
         return Vec::new();
     }
+    zero_device_names(table, resources)
+}
+
+/// The device resources of `table`'s vendor the node advertises at 0 (capacity, else allocatable).
+fn zero_device_names<'a>(table: &dyn VendorTable, resources: &NodeResources<'a>) -> Vec<&'a str> {
     let mut names: Vec<&'a str> = resources
         .capacity
         .keys()

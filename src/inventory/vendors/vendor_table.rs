@@ -50,6 +50,15 @@ impl NodeResources<'_> {
         &self,
         unit_of: impl Fn(&str) -> Option<Unit>,
     ) -> Vec<(&str, Unit, u64)> {
+        self.present()
+            .into_iter()
+            .filter_map(|(name, n)| Some((name, unit_of(name)?, n)))
+            .collect()
+    }
+
+    /// The resources present with a count above 0, by name: what [`NodeResources::with_units`] reads,
+    /// for a caller that asks several tables about the same node (list it once, then ask each).
+    pub(crate) fn present(&self) -> Vec<(&str, u64)> {
         let mut names: Vec<&str> = self
             .capacity
             .keys()
@@ -60,8 +69,8 @@ impl NodeResources<'_> {
         names.dedup();
         names
             .into_iter()
-            .filter_map(|name| Some((name, unit_of(name)?, self.count(name)?)))
-            .filter(|(_, _, n)| *n > 0)
+            .filter_map(|name| Some((name, self.count(name)?)))
+            .filter(|(_, n)| *n > 0)
             .collect()
     }
 }
