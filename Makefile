@@ -8,7 +8,7 @@ KUBECONFIG_LOCAL := $(CURDIR)/target/local-cluster/kubeconfig
 # Kubernetes versions `make test-compat` runs the integration suite on (`make test` runs the default, v1.34.4).
 COMPAT_VERSIONS ?= v1.32.13 v1.37.2
 
-.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench memory-model scan-cost utilization-cost soak crd-manifest chart-files install-plugin release-local
+.PHONY: help build lint lint-rust lint-actions lint-chart unit-test integration-test test test-compat compat-tests print-compat-versions cluster-up cluster-down cluster-status demo demo-ci bench memory-model scan-cost utilization-cost soak crd-manifest chart-files install-plugin release-local registry-doc
 
 # `make install-plugin` installs into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
@@ -107,6 +107,9 @@ bench: ## Benchmarks at 1,000 and 5,000 nodes against an article-style baseline
 
 memory-model: ## Heap bytes per node, pod and GPU node entry (dhat, glibc), and the formula for the scale fleets
 	$(CARGO) bench --locked --bench memory-model
+
+registry-doc: ## Regenerate docs/vendors.md's registry section from src/inventory/vendors/registry/*.tsv
+	python3 hack/registry-doc.py
 
 scan-cost: ## The CPU of one scan of a whole fleet, in process, at 5,000 and 65,000 nodes
 	$(CARGO) bench --locked --bench scan-cost

@@ -31,6 +31,7 @@ pub mod pool_status;
 pub mod prometheus;
 pub mod proxy;
 pub mod rbac;
+pub mod reading4;
 pub mod test_env;
 pub mod tmux;
 pub mod waiting;

@@ -52,6 +52,8 @@ impl HealthTable {
                 reporter: USER_REPORTER.to_owned(),
                 vendor: None,
                 types,
+                problem_when_true: true,
+                reason_vendors: Vec::new(),
             });
         }
         Ok(table)
@@ -68,6 +70,19 @@ impl HealthTable {
     /// Whether a family names the condition type (so the node watch keeps it).
     pub fn names(&self, type_: &str) -> bool {
         node_conditions::family_of(&self.families, type_).is_some()
+    }
+
+    /// Whether `status` of a condition of `type_` is a problem by its family (`True`, or `False` for a
+    /// `...Ready` condition such as EKS's `AcceleratedHardwareReady`); `False` for a type no family names.
+    pub fn is_problem(&self, type_: &str, status: &str) -> bool {
+        node_conditions::family_of(&self.families, type_)
+            .is_some_and(|f| status == if f.problem_when_true { "True" } else { "False" })
+    }
+
+    /// Whether a condition's reason says whose devices its monitor watches (so it is kept at any status).
+    pub fn reason_names_vendor(&self, type_: &str) -> bool {
+        node_conditions::family_of(&self.families, type_)
+            .is_some_and(|f| !f.reason_vendors.is_empty())
     }
 
     /// The families, built-in first.
@@ -110,7 +125,7 @@ pub(crate) fn read(
         let Some(family) = node_conditions::family_of(&table.families, &condition.type_) else {
             continue;
         };
-        reading.vendor = reading.vendor.or(family.vendor);
+        reading.vendor = reading.vendor.or(family.vendor_of(condition));
         reading.known = true;
         reading
             .issues

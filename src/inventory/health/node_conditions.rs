@@ -8,6 +8,7 @@ use crate::inventory::cluster_node::Condition;
 use crate::inventory::star_pattern::{StarPattern, split_star};
 
 use crate::inventory::model::{Issue, IssueReason, Vendor};
+use crate::inventory::vendors::registry::REGISTRY;
 
 /// A condition type, exactly (`XIDErrors`) or with one `*` standing for any text (`Gpu*Watch`, `Gcm*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,8 +61,7 @@ impl fmt::Display for TypePattern {
     }
 }
 
-/// The condition types one health monitor sets, all meaning "problem" when `True` (node-problem-detector's
-/// convention, which every family below follows).
+/// The condition types one health monitor sets, and the status that means a problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConditionFamily {
     /// Who sets them, as an issue names it.
@@ -70,60 +70,52 @@ pub struct ConditionFamily {
     pub vendor: Option<Vendor>,
     /// The types.
     pub types: Vec<TypePattern>,
+    /// `True` means a problem (node-problem-detector's convention); else `False` does (a `...Ready`
+    /// condition: EKS's `AcceleratedHardwareReady`).
+    pub problem_when_true: bool,
+    /// Whose GPUs by the condition's reason, first match wins (`Neuron*` on EKS's condition: AWS's).
+    pub reason_vendors: Vec<(String, Vendor)>,
 }
 
-/// The families known out of the box; `--health-condition` adds a cluster's own.
+impl ConditionFamily {
+    /// Whose GPUs a condition of this family watches: by its reason, else the family's.
+    pub(super) fn vendor_of(&self, condition: &Condition) -> Option<Vendor> {
+        let reason = condition.reason.as_deref().unwrap_or_default();
+        self.reason_vendors
+            .iter()
+            .find(|(prefix, _)| reason.starts_with(prefix.as_str()))
+            .map(|(_, vendor)| *vendor)
+            .or(self.vendor)
+    }
+
+    fn status(&self, problem: bool) -> &'static str {
+        if problem == self.problem_when_true {
+            "True"
+        } else {
+            "False"
+        }
+    }
+}
+
+/// The families known out of the box (the registry's `health_conditions.tsv`, one family per row);
+/// `--health-condition` adds a cluster's own.
 pub(super) fn default_families() -> Vec<ConditionFamily> {
-    let family = |reporter: &str, vendor: Option<Vendor>, types: &[&str]| ConditionFamily {
-        reporter: reporter.to_owned(),
-        vendor,
-        types: types.iter().map(|t| TypePattern::fixed(t)).collect(),
-    };
-    vec![
-        // NVIDIA NVSentinel: DCGM health watches, syslog Xid/SXid/fallen-off detection, NVSwitch state.
-        family(
-            "NVIDIA NVSentinel",
-            Some(Vendor::Nvidia),
-            &[
-                "Gpu*Watch",
-                "SysLogsXIDError",
-                "SysLogsSXIDError",
-                "SysLogsGPUFallenOff",
-                "NVSwitch*",
-            ],
-        ),
-        // AKS GPU health monitoring (its node-problem-detector); the Xid check is spelled three ways (the
-        // docs' two and `XIDError` as nodes carry it: AgentBaker's e2e validators and PR 8797's log).
-        family(
-            "AKS GPU health monitoring (node-problem-detector)",
-            Some(Vendor::Nvidia),
-            &[
-                "GPUMissing",
-                "XIDError",
-                "XIDErrors",
-                "GPUXIDErrors",
-                "NVLinkStatusInactive",
-                "IBLinkFlapping",
-                "UnhealthyNvidiaDevicePlugin",
-                "UnhealthyNvidiaDCGMServices",
-                "NVIDIAGRIDStatusInvalid",
-            ],
-        ),
-        family(
-            "GKE node-problem-detector",
-            Some(Vendor::Nvidia),
-            &["XidCriticalError"],
-        ),
-        // Meta's GPU Cluster Monitoring (GcmXidErrorsProblem, GcmSmiEccProblem, ...).
-        family(
-            "node-problem-detector (Meta GCM)",
-            Some(Vendor::Nvidia),
-            &["Gcm*"],
-        ),
-        family("Nebius node-problem-detector", None, &["NebiusGPU*"]),
-        // AMD's GPU operator (AMDGPUUnhealthy and the other AMDGPU* conditions its remediation reads).
-        family("AMD GPU operator", Some(Vendor::Amd), &["AMDGPU*"]),
-    ]
+    let vendor = |name: &str| Vendor::from_name(name);
+    REGISTRY
+        .health_conditions
+        .iter()
+        .map(|row| ConditionFamily {
+            reporter: row.reporter.to_owned(),
+            vendor: row.vendor.and_then(vendor),
+            types: vec![TypePattern::fixed(row.type_)],
+            problem_when_true: row.problem_when_true,
+            reason_vendors: row
+                .reason_vendors
+                .iter()
+                .filter_map(|(prefix, name)| Some(((*prefix).to_owned(), vendor(name)?)))
+                .collect(),
+        })
+        .collect()
 }
 
 /// The family whose types include `type_`, if any.
@@ -136,15 +128,16 @@ pub(super) fn family_of<'t>(
         .find(|f| f.types.iter().any(|t| t.matches(type_)))
 }
 
-/// `GpuHealthCheckFailed` for a named condition that is `True`; nothing for one that is `False`, `Unknown`
-/// or unnamed.
+/// `GpuHealthCheckFailed` for a named condition whose status is its family's problem status (`True`, or
+/// `False` for a `...Ready` condition); nothing for the other status, `Unknown` or unnamed.
 pub(super) fn issue(condition: &Condition, family: &ConditionFamily) -> Option<Issue> {
-    if condition.status != "True" {
+    if condition.status != family.status(true) {
         return None;
     }
     let mut message = format!(
-        "condition {}=True, set by {}",
+        "condition {}={}, set by {}",
         shown(&condition.type_),
+        family.status(true),
         family.reporter
     );
     if let Some(reason) = condition.reason.as_deref().filter(|r| !r.is_empty()) {
@@ -157,10 +150,11 @@ pub(super) fn issue(condition: &Condition, family: &ConditionFamily) -> Option<I
     {
         message.push_str(&format!(": {}", shown(text.trim().trim_end_matches('.'))));
     }
-    message.push_str(
-        "; it clears when the monitor sets the condition False (check the GPU's health, e.g. dmesg for Xid \
+    message.push_str(&format!(
+        "; it clears when the monitor sets the condition {} (check the GPU's health, e.g. dmesg for Xid \
          errors, before putting work back on it)",
-    );
+        family.status(false)
+    ));
     let since = condition
         .last_transition_time
         .as_ref()

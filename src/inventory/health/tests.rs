@@ -32,7 +32,11 @@ pub(super) fn reading(
     let map: TextMap = labels(pairs).iter().collect();
     let mut reader = LabelReader::new(Some(&map));
     // As the node cache holds them.
-    let conditions: Vec<Condition> = conditions.iter().map(Condition::from).collect();
+    let table = HealthTable::defaults();
+    let conditions: Vec<Condition> = conditions
+        .iter()
+        .map(|c| crate::sources::convert::k8s_node::read_condition(c, table))
+        .collect();
     let taints: Vec<(String, String, String)> = taints
         .iter()
         .map(|(k, v, e)| ((*k).to_owned(), (*v).to_owned(), (*e).to_owned()))

@@ -15,6 +15,10 @@ use crate::inventory::vendors::vendor_table::VendorTable;
 pub(super) const NO_CONDITIONS_NOTE: &str = "the object shows no conditions (a trimmed dump, or a kubelet that never \
      posted status): whether the node is Ready is unknown";
 
+pub(super) const NO_READY_NOTE: &str = "the object shows conditions but no Ready condition (a paste cut \
+     short: the kubelet always posts Ready, and the node lifecycle controller sets it Unknown where the kubelet \
+     never did): whether the node is Ready is unknown";
+
 fn issue(reason: IssueReason, message: String) -> Issue {
     Issue::new(reason, message)
 }
@@ -22,14 +26,12 @@ fn issue(reason: IssueReason, message: String) -> Issue {
 /// What the diagnosis needs beyond the entry.
 #[derive(Clone, Debug)]
 pub(super) struct Facts<'a> {
-    /// The node's Ready condition, if it reports one.
+    /// The node's Ready condition, if it reports one. Without one (a trimmed dump, a paste cut short, or a
+    /// kubelet that never posted status, which the node lifecycle controller turns into Ready=Unknown within
+    /// its grace period) readiness is unknown, not NotReady.
     pub(super) ready_condition: Option<&'a Condition>,
     /// The object has a `status.allocatable` block. Without one (a partial dump) allocation is unknown, not 0.
     pub(super) allocatable_known: bool,
-    /// The object shows conditions. Without any (a trimmed dump, or a kubelet that never posted status, which
-    /// the node lifecycle controller turns into Ready=Unknown within its grace period) readiness is unknown,
-    /// not NotReady.
-    pub(super) status_known: bool,
     /// The vendor's labeller runs somewhere in the scanned scope (some selected node carries its labels).
     pub(super) labeller_in_scope: bool,
     /// A cloud provider's label says the node has the vendor's devices (even when it gives no count).
@@ -85,18 +87,9 @@ pub(super) fn diagnose(
     facts: Facts<'_>,
 ) -> Vec<Issue> {
     let mut issues = Vec::new();
-    if !entry.ready && facts.status_known {
-        let since = facts
-            .ready_condition
-            .and_then(|c| c.last_transition_time.as_ref())
-            .map(|t| t.to_string());
-        issues.push(
-            issue(
-                IssueReason::NotReady,
-                not_ready_message(facts.ready_condition),
-            )
-            .since(since),
-        );
+    if let Some(ready) = facts.ready_condition.filter(|_| !entry.ready) {
+        let since = ready.last_transition_time.as_ref().map(|t| t.to_string());
+        issues.push(issue(IssueReason::NotReady, not_ready_message(ready)).since(since));
     }
     let vm_workload = entry
         .workload_config
@@ -199,10 +192,7 @@ fn unschedulable(what: &str) -> Issue {
     )
 }
 
-fn not_ready_message(ready: Option<&Condition>) -> String {
-    let Some(ready) = ready else {
-        return "the node reports no Ready condition (kubelet never posted status?)".to_owned();
-    };
+fn not_ready_message(ready: &Condition) -> String {
     let mut message = format!("Ready condition is {}", ready.status);
     if let Some(reason) = ready.reason.as_deref().filter(|r| !r.is_empty()) {
         message.push_str(&format!(" ({reason})"));

@@ -182,6 +182,8 @@ pub fn scan_node_in(
         );
     } else if node.conditions.is_none() {
         labels.note(diagnose::NO_CONDITIONS_NOTE.to_owned());
+    } else if ready_condition.is_none() {
+        labels.note(diagnose::NO_READY_NOTE.to_owned());
     }
     if allocatable_block.is_none() && !node.from_slices_only {
         labels.note(format!(
@@ -207,7 +209,6 @@ pub fn scan_node_in(
     let facts = Facts {
         ready_condition,
         allocatable_known: allocatable_block.is_some(),
-        status_known: node.conditions.is_some(),
         labeller_in_scope: scope.labelled(table.vendor()),
         cloud_says_devices: reading.cloud,
         served_by_dra,

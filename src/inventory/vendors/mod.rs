@@ -182,15 +182,39 @@ pub(crate) fn identify(
 
 /// The device resources of `table`'s vendor the node advertises at 0 (capacity, else allocatable), when it
 /// advertises nothing of that vendor above 0 (no partition or share either: `nvidia.com/gpu: 0` beside MIG
-/// resources is the mixed strategy working). Empty otherwise.
+/// resources is the mixed strategy working). Also a sharing layer's resources at 0 when all the vendor has
+/// above 0 is that layer's count of devices ([`Unit::Count`]): the layer counts them in one resource and hands them out in
+/// another (Aliyun's gpushare: `aliyun.com/gpu-count: 1`, `aliyun.com/gpu-mem: 0`), and has none to hand out.
+/// Empty otherwise.
 pub(crate) fn zero_devices<'a>(
     table: &dyn VendorTable,
     resources: &NodeResources<'a>,
 ) -> Vec<&'a str> {
-    if !resources.with_units(|name| table.unit_of(name)).is_empty() {
-        return Vec::new();
+    let present = resources.with_units(|name| table.unit_of(name));
+    if present.is_empty() {
+        return zero_device_names(table, resources);
     }
-    zero_device_names(table, resources)
+    let vendor = table.vendor();
+    let domain = |name: &str| name.split_once('/').map(|(d, _)| d.to_owned());
+    let mut layers = Vec::new();
+    for (name, unit, _) in &present {
+        if *unit != Unit::Count || registered::layer_unit(vendor, name).is_none() {
+            return Vec::new();
+        }
+        layers.push(domain(name));
+    }
+    let mut names: Vec<&'a str> = resources
+        .capacity
+        .keys()
+        .chain(resources.allocatable.keys())
+        .map(String::as_str)
+        .filter(|name| resources.count(name) == Some(0))
+        .filter(|name| registered::layer_unit(vendor, name).is_some())
+        .filter(|name| layers.contains(&domain(name)))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// The device resources of `table`'s vendor the node advertises at 0 (capacity, else allocatable).

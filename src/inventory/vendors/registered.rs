@@ -91,7 +91,37 @@ pub(crate) fn unit(row: RowUnit) -> Unit {
         RowUnit::Share => Unit::Share,
         RowUnit::Core => Unit::Core,
         RowUnit::Capacity => Unit::Capacity,
+        RowUnit::Count => Unit::Count,
     }
+}
+
+/// The unit of a resource a sharing layer advertises for a built-in vendor's devices under its own domain
+/// (`volcano.sh/vgpu-number`, `aliyun.com/gpu-count` for NVIDIA's; `resources.tsv`), for the vendor's module
+/// to read beside its own names.
+pub(crate) fn layer_unit(vendor: Vendor, name: &str) -> Option<Unit> {
+    REGISTRY
+        .layer_resource(vendor.name()?, name)
+        .map(|row| unit(row.unit))
+}
+
+/// The physical devices a sharing layer counts for a built-in vendor under its own domain
+/// (`aliyun.com/gpu-count`), and where the number came from; `None` where no such resource is above 0.
+pub(crate) fn layer_count(vendor: Vendor, resources: &NodeResources<'_>) -> Option<(u64, String)> {
+    count_resource(resources, |name| layer_unit(vendor, name))
+}
+
+/// The largest resource of unit [`Unit::Count`] above 0 (two layers counting the same devices agree, and
+/// are never added), and its name.
+fn count_resource(
+    resources: &NodeResources<'_>,
+    unit_of: impl Fn(&str) -> Option<Unit>,
+) -> Option<(u64, String)> {
+    resources
+        .with_units(unit_of)
+        .into_iter()
+        .filter(|(_, unit, _)| *unit == Unit::Count)
+        .max_by_key(|(_, _, n)| *n)
+        .map(|(name, _, n)| (n, format!("capacity {name}")))
 }
 
 impl VendorTable for RegisteredTable {
@@ -142,6 +172,10 @@ impl VendorTable for RegisteredTable {
             ..Default::default()
         };
         let units = resources.with_units(|r| self.unit_of(r));
+        let label_count = self
+            .label_values(labels, LabelRole::Count)
+            .iter()
+            .find_map(|(key, v)| Some((*key, v.parse::<u64>().ok()?)));
         // A sharing layer's capacity resource (HAMi's `huawei.com/Ascend310P-memory`) beside a device
         // resource makes that resource the layer's shares (HAMi advertises slots under the chip's name).
         let shared = units.iter().any(|(_, unit, _)| *unit == Unit::Capacity);
@@ -164,7 +198,7 @@ impl VendorTable for RegisteredTable {
                  the number of physical devices is in the layer's node annotation",
                 self.devices_word()
             ));
-        } else if !devices.is_empty() {
+        } else if !devices.is_empty() && label_count.is_none() {
             let n = devices
                 .iter()
                 .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
@@ -194,13 +228,12 @@ impl VendorTable for RegisteredTable {
         {
             reading.product = Some(((*value).to_owned(), Some((*key).to_owned())));
         }
-        if reading.count.is_none()
-            && let Some((key, n)) = self
-                .label_values(labels, LabelRole::Count)
-                .iter()
-                .find_map(|(key, v)| Some((*key, v.parse::<u64>().ok()?)))
-        {
+        // The vendor's labeller counts physical devices; a resource may count shares.
+        if let Some((key, n)) = label_count {
             reading.count = Some((n, key.to_owned()));
+        }
+        if reading.count.is_none() {
+            reading.count = count_resource(resources, |r| self.unit_of(r));
         }
         let memory = self
             .label_values(labels, LabelRole::MemoryMib)

@@ -23,6 +23,10 @@ pub(crate) enum Unit {
     /// An amount of a device's memory or compute that a sharing layer hands out (`hygon.com/dcumem`,
     /// `huawei.com/Ascend910B3-memory`): listed, never counted as devices.
     Capacity,
+    /// The number of physical devices, advertised as a resource that no pod asks for by device (a sharing
+    /// layer's count: `aliyun.com/gpu-count`, `enflame.com/gcu-count`): the count where no device resource
+    /// gives one, never added to one.
+    Count,
 }
 
 /// A node's resources, as the vendor modules read them.

@@ -78,7 +78,7 @@ impl ClusterNode {
             conditions: parts.conditions.map(|all| {
                 all.iter()
                     .filter(|c| c.type_ == "Ready" || table.names(&c.type_))
-                    .map(Condition::from)
+                    .map(|c| read_condition(c, table))
                     .collect()
             }),
             scope_signals: Derived::default(),
@@ -112,23 +112,26 @@ impl From<&Taint> for NodeTaint {
     }
 }
 
-impl From<&NodeCondition> for Condition {
-    fn from(c: &NodeCondition) -> Condition {
-        let reported = if c.type_ == "Ready" {
-            c.status != "True"
-        } else {
-            c.status == "True"
-        };
-        Condition {
-            type_: Text::from(c.type_.as_str()),
-            status: Text::from(c.status.as_str()),
-            reason: c.reason.as_deref().filter(|_| reported).map(Text::from),
-            message: c.message.as_deref().filter(|_| reported).map(Into::into),
-            last_transition_time: c
-                .last_transition_time
-                .as_ref()
-                .filter(|_| reported)
-                .map(|t| t.0),
-        }
+/// A condition as the scan reads it: its reason, message and transition kept only while it reports a problem
+/// (`Ready` not `True`; a health condition at its family's problem status), so a healthy node's conditions
+/// hold nothing that changes; the reason also where it says whose devices a monitor watches (EKS's
+/// `AcceleratedHardwareReady`, `Nvidia*` or `Neuron*`).
+pub(crate) fn read_condition(c: &NodeCondition, table: &HealthTable) -> Condition {
+    let reported = if c.type_ == "Ready" {
+        c.status != "True"
+    } else {
+        table.is_problem(&c.type_, &c.status)
+    };
+    let reason_kept = reported || table.reason_names_vendor(&c.type_);
+    Condition {
+        type_: Text::from(c.type_.as_str()),
+        status: Text::from(c.status.as_str()),
+        reason: c.reason.as_deref().filter(|_| reason_kept).map(Text::from),
+        message: c.message.as_deref().filter(|_| reported).map(Into::into),
+        last_transition_time: c
+            .last_transition_time
+            .as_ref()
+            .filter(|_| reported)
+            .map(|t| t.0),
     }
 }

@@ -283,14 +283,19 @@ fn ready_requires_true() {
         assert_eq!(e.ready, ready, "{status}");
     }
     let mut no_conditions = node("n", &[("nvidia.com/gpu.present", "true")], "True");
-    // Conditions, but no Ready among them.
-    no_conditions.status.as_mut().unwrap().conditions = Some(Vec::new());
+    // Conditions, but no Ready among them: a paste cut short (the kubelet always posts Ready, and the node
+    // lifecycle controller sets it Unknown where it never did), so readiness is unknown, not NotReady.
+    let conditions = no_conditions.status.as_mut().unwrap().conditions.as_mut();
+    let only = conditions.unwrap();
+    only[0].type_ = "XidCriticalError".to_owned();
+    only[0].status = "False".to_owned();
     let e = scan_one(no_conditions).unwrap();
     assert!(!e.ready);
+    assert!(e.issue(IssueReason::NotReady).is_none(), "{:?}", e.issues);
     assert!(
-        e.issues[0].message.contains("no Ready condition"),
-        "{}",
-        e.issues[0].message
+        e.notes.iter().any(|n| n.contains("no Ready condition")),
+        "{:?}",
+        e.notes
     );
     // No status (or no conditions) at all: a trimmed dump, as the real-node fixtures' notes read it
     // ("readiness is unknown, no problem is visible").

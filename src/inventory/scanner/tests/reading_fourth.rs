@@ -7,7 +7,9 @@
 use super::*;
 
 /// The groups, each a `<group>-nodes.yaml` with its `<group>-expected.tsv`.
-pub(crate) const GROUPS: [&str; 4] = ["sharing", "npu", "tail", "signals"];
+pub(crate) const GROUPS: [&str; 7] = [
+    "sharing", "npu", "tail", "signals", "vendors", "health", "more",
+];
 
 /// One row of an expected-reading table.
 pub(crate) struct Expected {
@@ -141,40 +143,12 @@ pub(crate) fn disagreements(
 
 /// The objects this version still reads otherwise than the expert, each with why: issue #53's open part.
 /// The test fails when one of them starts to agree (take it off the list) or another stops.
-const NOT_YET: [(&str, &str); 8] = [
-    (
-        "sharing-volcano-hami1376-k3s",
-        "Volcano's volcano.sh/vgpu-* resources are not yet read as NVIDIA shares, so nvidia.com/gpu: 0 reads as gone",
-    ),
-    (
-        "sharing-aliyun-gpushare-141",
-        "Aliyun's gpushare resources (aliyun.com/gpu-count) are not in the registry yet",
-    ),
-    (
-        "sharing-aliyun-gpushare-159-v100",
-        "Aliyun's gpushare resources are not in the registry yet",
-    ),
-    (
-        "signals-eks-nma-g5g-ip-10-0-4-138",
-        "the g5g instance types are not in instance_types.tsv yet",
-    ),
-    (
-        "signals-gke-xidcriticalerror-p100-kd6j",
-        "a paste that shows other conditions but not Ready still reads as 'no Ready condition'",
-    ),
-    (
-        "signals-aks-npd-agentbaker-8797-p7z8",
-        "as above: conditions shown without Ready",
-    ),
-    (
-        "signals-eks-gb300-nvsentinel-nvlinkwatch",
-        "as above: conditions shown without Ready",
-    ),
-    (
-        "signals-kubevirt-6718-gtx860m-k8s-master",
-        "KubeVirt's passthrough name GM107M_GeForce_GTX_860M is not in NVIDIA's PCI-name table",
-    ),
-];
+const NOT_YET: [(&str, &str); 1] = [(
+    "health-longpt-5002544-a30-mig-2g12gb",
+    "under MIG strategy single GPU Feature Discovery's count is the MIG devices (2 of 2g.12gb on one A30), and \
+     the inventory's count is that number with mig.countMeaning saying so; the physical GPUs from the MIG \
+     geometry are issue #54's (shared devices in GPU-equivalents)",
+)];
 
 #[test]
 fn every_fourth_round_object_reads_as_the_expert_reads_it() {
@@ -195,7 +169,7 @@ fn every_fourth_round_object_reads_as_the_expert_reads_it() {
             }
         }
     }
-    assert!(rows >= 46, "{rows} rows");
+    assert!(rows >= 60, "{rows} rows");
     let missed = |node: &str| {
         failures.iter().any(|f| {
             f.split_once('/')
@@ -218,7 +192,7 @@ fn every_fourth_round_object_reads_as_the_expert_reads_it() {
         .collect();
     eprintln!(
         "fourth round: {} of {rows} objects read as the expert reads them; not yet ({}): {:?}",
-        rows - NOT_YET.len(),
+        rows - NOT_YET.len() - unexpected.len(),
         NOT_YET.len(),
         NOT_YET
             .iter()

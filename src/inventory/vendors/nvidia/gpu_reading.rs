@@ -6,7 +6,9 @@ use super::gfd_labels as labels;
 use super::resource_names::{GPU_RESOURCE, NVIDIA_RESOURCE_PREFIX, SHARED_GPU_RESOURCE};
 use super::{cloud, features, vm_gpus};
 use crate::inventory::label_reader::LabelReader;
+use crate::inventory::model::Vendor;
 use crate::inventory::model::{Amount, Mig, MigProfile, ResourceMap};
+use crate::inventory::vendors::registered::layer_count;
 use crate::inventory::vendors::vendor_table::{NodeResources, Reading, Sensed};
 
 /// What says any node has NVIDIA GPUs before it is attributed: the hand-made label, the clouds' labels,
@@ -44,7 +46,10 @@ pub(super) fn read(
             match plugin {
                 Some((n, _)) if n > 0 => plugin,
                 // MIG resources alone (the mixed strategy, `nvidia.com/gpu: 0`): never 0 GPUs.
-                _ => mig_lower_bound(capacity, allocatable).or(plugin),
+                _ => mig_lower_bound(capacity, allocatable)
+                    // A sharing layer's count of the GPUs (Aliyun's `aliyun.com/gpu-count`).
+                    .or_else(|| layer_count(Vendor::Nvidia, resources))
+                    .or(plugin),
             }
         });
     let memory_mib = match labels.memory_mib(labels::GPU_MEMORY) {
@@ -265,6 +270,10 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &ResourceMap<Amount>) 
         || has_value(labels, labels::MIG_CAPABLE)
         || has_value(labels, labels::GPU_MEMORY)
         || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
+        // The MIG manager's labels: the GPU operator runs it only on nodes with MIG-capable GPUs, and it
+        // labels them before the device plugin registers (GPU Operator docs, "GPU Operator with MIG").
+        || has_value(labels, labels::MIG_CONFIG_STATE)
+        || has_value(labels, labels::MIG_CONFIG)
         || nvidia_capacity
             .iter()
             .any(|(name, q)| name.starts_with(NVIDIA_RESOURCE_PREFIX) && q.is_positive())

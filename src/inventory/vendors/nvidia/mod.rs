@@ -169,9 +169,12 @@ fn mig_issues(entry: &NodeInventory) -> Vec<Issue> {
 /// `nvidia.com/gpu` is a device (a share under time-slicing, which the scanner's NVIDIA path works out),
 /// `gpu.shared` a share, `mig-*` a partition; KubeVirt's `nvidia.com/<PCI device name>` a passthrough device
 /// and `nvidia.com/<vGPU type>` a share. Other `nvidia.com/*` resources (the network operator's RDMA and
-/// SR-IOV ones) are read as before but are no devices.
+/// SR-IOV ones) are read as before but are no devices. Sharing layers' names for NVIDIA's GPUs under their own
+/// domains (`volcano.sh/vgpu-number`) are the registry's rows.
 fn unit_of(name: &str) -> Option<Unit> {
-    let rest = name.strip_prefix(RESOURCE_PREFIX)?;
+    let Some(rest) = name.strip_prefix(RESOURCE_PREFIX) else {
+        return super::registered::layer_unit(Vendor::Nvidia, name);
+    };
     match rest {
         "gpu" => Some(Unit::Device),
         "gpu.shared" => Some(Unit::Share),
@@ -201,6 +204,11 @@ mod tests {
         assert_eq!(
             passthrough_product("nvidia.com/TU104GL_TESLA_T4").as_deref(),
             Some("NVIDIA-TESLA-T4")
+        );
+        // pci.ids' own case, as KubeVirt's plugin keeps it (kubevirt/kubevirt#6718).
+        assert_eq!(
+            passthrough_product("nvidia.com/GM107M_GeForce_GTX_860M").as_deref(),
+            Some("NVIDIA-GeForce-GTX-860M")
         );
         assert_eq!(
             vgpu_type("nvidia.com/NVIDIA_A10-4Q"),

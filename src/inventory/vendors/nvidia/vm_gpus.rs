@@ -69,7 +69,17 @@ pub(crate) fn read(capacity: &ResourceMap<Amount>, allocatable: &ResourceMap<Amo
         }
     }
     if passthrough > 0 {
-        vm.count = Some((passthrough, "passthrough GPU resources".to_owned()));
+        // Named, so that `derivedFrom.count` says which passthrough resources were summed.
+        let names: Vec<&str> = vm
+            .device_resources
+            .iter()
+            .map(String::as_str)
+            .filter(|name| passthrough_product(name).is_some())
+            .collect();
+        vm.count = Some((
+            passthrough,
+            format!("passthrough GPU resources ({})", names.join(" + ")),
+        ));
     }
     vm
 }
@@ -83,12 +93,12 @@ fn is_chip_code(code: &str) -> bool {
 }
 
 /// A passthrough GPU of KubeVirt's sandbox device plugin, `nvidia.com/<chip>_<board>` (`GA102GL_A10`,
-/// `TU104GL_TESLA_T4`): the product named from the board part, spelled as GPU Feature Discovery spells
-/// products (`NVIDIA-A10`, `NVIDIA-TESLA-T4`).
+/// `TU104GL_TESLA_T4`, `GM107M_GeForce_GTX_860M`: the plugin keeps pci.ids' spelling): the product named from
+/// the board part, spelled as GPU Feature Discovery spells products (`NVIDIA-A10`, `NVIDIA-TESLA-T4`).
 pub(crate) fn passthrough_product(name: &str) -> Option<String> {
     let rest = name.strip_prefix(RESOURCE_PREFIX)?;
     let (chip, board) = rest.split_once('_')?;
-    let plain = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '_';
     (is_chip_code(chip) && !board.is_empty() && board.chars().all(plain))
         .then(|| format!("NVIDIA-{}", board.replace('_', "-")))
 }

@@ -1,6 +1,7 @@
 //! The registry of accelerators, as data: who makes them, the extended resources their device plugins and
 //! sharing layers advertise, the node labels that name their models, counts and memory, their PCI IDs, and
-//! the resources that look like devices but are no accelerators. A contributor adds a device plugin with a
+//! the resources that look like devices but are no accelerators, and the node conditions their health
+//! monitors set (with the status that means a problem). A contributor adds a device plugin with a
 //! row and a fixture, no Rust: the tables are the TSV files beside this module (`vendors.tsv`,
 //! `resources.tsv`, `labels.tsv`, `pci_devices.tsv`, `not_accelerators.tsv`), each row with its source, read
 //! once at start-up. `docs/vendors.md` is checked against them (`registry/tests.rs`).
@@ -27,6 +28,8 @@ pub(crate) enum RowUnit {
     Core,
     /// An amount of a device's memory or compute (HAMi's `*-memory`, `*-cores`): listed, never devices.
     Capacity,
+    /// The number of physical devices, as a sharing layer advertises it (`enflame.com/gcu-count`).
+    Count,
 }
 
 /// A vendor the registry knows.
@@ -115,6 +118,22 @@ pub(crate) struct SharingLayerRow {
     pub(crate) source: &'static str,
 }
 
+/// A node condition an accelerator health monitor sets (`health_conditions.tsv`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HealthConditionRow {
+    /// The condition type, exactly or with one `*` (the health table parses it).
+    pub(crate) type_: &'static str,
+    /// Who sets it, as issues name it.
+    pub(crate) reporter: &'static str,
+    /// Whose devices it watches, when the row says.
+    pub(crate) vendor: Option<&'static str>,
+    /// `True` means a problem (node-problem-detector's convention); else `False` does (`AcceleratedHardwareReady`).
+    pub(crate) problem_when_true: bool,
+    /// Whose devices by the condition's reason: (reason prefix, vendor), first match wins.
+    pub(crate) reason_vendors: Vec<(&'static str, &'static str)>,
+    pub(crate) source: &'static str,
+}
+
 /// The registry: every table, parsed.
 #[derive(Debug)]
 pub(crate) struct Registry {
@@ -124,18 +143,26 @@ pub(crate) struct Registry {
     pub(crate) pci_devices: Vec<PciRow>,
     pub(crate) not_accelerators: Vec<NotAcceleratorRow>,
     pub(crate) sharing_layers: Vec<SharingLayerRow>,
+    pub(crate) health_conditions: Vec<HealthConditionRow>,
     /// Exact resource names -> their row.
     exact: HashMap<&'static str, usize>,
+    /// The domains of the rows a sharing layer advertises for a built-in vendor's devices under its own name
+    /// (`volcano.sh`, `aliyun.com`): the fast path of [`Registry::layer_resource`].
+    layer_domains: Vec<&'static str>,
 }
 
 /// The tables, as shipped.
-pub(crate) const FILES: [(&str, &str); 6] = [
+pub(crate) const FILES: [(&str, &str); 7] = [
     ("vendors.tsv", include_str!("vendors.tsv")),
     ("resources.tsv", include_str!("resources.tsv")),
     ("labels.tsv", include_str!("labels.tsv")),
     ("pci_devices.tsv", include_str!("pci_devices.tsv")),
     ("not_accelerators.tsv", include_str!("not_accelerators.tsv")),
     ("sharing_layers.tsv", include_str!("sharing_layers.tsv")),
+    (
+        "health_conditions.tsv",
+        include_str!("health_conditions.tsv"),
+    ),
 ];
 
 /// The registry this version ships. Its rows are checked by the unit tests, so a row that does not parse
@@ -156,6 +183,18 @@ impl Registry {
             .iter()
             .filter(|row| row.name.suffix().is_some() && row.name.matches(name))
             .max_by_key(|row| row.name.fixed_len())
+    }
+
+    /// The row of a resource that a sharing layer advertises for `vendor`'s devices under the layer's own
+    /// domain (`volcano.sh/vgpu-number`, `aliyun.com/gpu-count` for NVIDIA's): the built-in vendors' modules
+    /// read these beside their own names. Asked for every resource of every node, so a name outside those
+    /// domains is answered without a lookup.
+    pub(crate) fn layer_resource(&self, vendor: &str, name: &str) -> Option<&ResourceRow> {
+        let (domain, _) = name.split_once('/')?;
+        if !self.layer_domains.contains(&domain) {
+            return None;
+        }
+        self.resource(name).filter(|row| row.vendor == vendor)
     }
 
     /// Whether a resource is one of the kinds that are never accelerators.

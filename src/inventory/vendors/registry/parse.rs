@@ -7,8 +7,8 @@ use std::fmt;
 use crate::inventory::star_pattern::{StarPattern, split_star};
 
 use super::{
-    LabelRole, LabelRow, NotAcceleratorRow, PciRow, Registry, ResourceRow, RowUnit,
-    SharingLayerRow, VendorRow,
+    HealthConditionRow, LabelRole, LabelRow, NotAcceleratorRow, PciRow, Registry, ResourceRow,
+    RowUnit, SharingLayerRow, VendorRow,
 };
 
 /// A row that does not parse: which file, which line, what is wrong.
@@ -80,6 +80,7 @@ fn unit(cell: &str) -> Result<RowUnit, String> {
         "share" => RowUnit::Share,
         "core" => RowUnit::Core,
         "capacity" => RowUnit::Capacity,
+        "count" => RowUnit::Count,
         other => {
             return Err(format!(
                 "unit {other:?}: use device, partition, share, core or capacity"
@@ -198,6 +199,31 @@ fn not_accelerator_row(c: Vec<&'static str>) -> Result<NotAcceleratorRow, String
     })
 }
 
+fn health_condition_row(c: Vec<&'static str>) -> Result<HealthConditionRow, String> {
+    let c = exactly(c, 6)?;
+    let problem_when_true = match c[3] {
+        "True" => true,
+        "False" => false,
+        other => return Err(format!("problem status {other:?}: use True or False")),
+    };
+    let reason_vendors = list(c[4])
+        .into_iter()
+        .map(|rule| {
+            rule.split_once("*=")
+                .filter(|(prefix, vendor)| !prefix.is_empty() && !vendor.is_empty())
+                .ok_or_else(|| format!("{rule:?}: a reason rule is `ReasonPrefix*=vendor`"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HealthConditionRow {
+        type_: c[0],
+        reporter: c[1],
+        vendor: optional(c[2]),
+        problem_when_true,
+        reason_vendors,
+        source: source(c[5])?,
+    })
+}
+
 fn sharing_layer_row(c: Vec<&'static str>) -> Result<SharingLayerRow, String> {
     let c = exactly(c, 4)?;
     Ok(SharingLayerRow {
@@ -208,8 +234,9 @@ fn sharing_layer_row(c: Vec<&'static str>) -> Result<SharingLayerRow, String> {
     })
 }
 
-/// What the registered tables' lookups rely on: no two vendors share a domain, and every resource row of a
-/// vendor the registry reads is in one of its domains.
+/// What the registered tables' lookups rely on: no two vendors share a domain, every resource row of a
+/// vendor the registry reads is in one of its domains, and no row of a built-in vendor is in another
+/// vendor's.
 fn domain_errors(vendors: &[VendorRow], resources: &[ResourceRow]) -> Vec<RegistryError> {
     let error = |file, message| RegistryError {
         file,
@@ -231,11 +258,28 @@ fn domain_errors(vendors: &[VendorRow], resources: &[ResourceRow]) -> Vec<Regist
         }
     }
     for row in resources {
-        let Some(vendor) = vendors.iter().find(|v| v.name == row.vendor && !v.builtin) else {
+        let Some(vendor) = vendors.iter().find(|v| v.name == row.vendor) else {
             continue;
         };
         let domain = row.name.prefix().split_once('/').map_or("", |(d, _)| d);
-        if !vendor.domains.contains(&domain) {
+        // A built-in vendor's row may be a sharing layer's name for its devices (`volcano.sh/vgpu-number`),
+        // under a domain that is no vendor's.
+        if vendor.builtin {
+            if let Some(other) = vendors
+                .iter()
+                .find(|v| v.name != vendor.name && v.domains.contains(&domain))
+            {
+                errors.push(error(
+                    "resources.tsv",
+                    format!(
+                        "{} is {}'s, in {}'s domain {domain}",
+                        row.name.prefix(),
+                        vendor.name,
+                        other.name
+                    ),
+                ));
+            }
+        } else if !vendor.domains.contains(&domain) {
             errors.push(error(
                 "resources.tsv",
                 format!(
@@ -315,6 +359,18 @@ impl Registry {
             .into_iter()
             .filter(|r| r.vendor.is_none_or(|v| known(f, v)))
             .collect();
+        let (f, t) = file("health_conditions.tsv");
+        let health_conditions: Vec<HealthConditionRow> =
+            rows(f, t, health_condition_row, &mut errors)
+                .into_iter()
+                .filter(|r| {
+                    let mut vendors = r
+                        .vendor
+                        .into_iter()
+                        .chain(r.reason_vendors.iter().map(|(_, v)| *v));
+                    vendors.all(|v| known(f, v))
+                })
+                .collect();
         let (f, t) = file("pci_devices.tsv");
         let pci_devices = rows(f, t, pci_row, &mut errors);
         let (f, t) = file("not_accelerators.tsv");
@@ -327,6 +383,16 @@ impl Registry {
             .filter(|(_, r)| r.name.suffix().is_none())
             .map(|(i, r)| (r.name.borrowed_prefix(), i))
             .collect::<HashMap<_, _>>();
+        let mut layer_domains: Vec<&'static str> = resources
+            .iter()
+            .filter_map(|r| {
+                let vendor = vendors.iter().find(|v| v.name == r.vendor)?;
+                let (domain, _) = r.name.borrowed_prefix().split_once('/')?;
+                (vendor.builtin && !vendor.domains.contains(&domain)).then_some(domain)
+            })
+            .collect();
+        layer_domains.sort_unstable();
+        layer_domains.dedup();
         (
             Registry {
                 vendors,
@@ -335,7 +401,9 @@ impl Registry {
                 pci_devices,
                 not_accelerators,
                 sharing_layers,
+                health_conditions,
                 exact,
+                layer_domains,
             },
             errors,
         )

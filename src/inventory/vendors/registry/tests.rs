@@ -113,7 +113,8 @@ fn lookups_prefer_an_exact_name_then_the_longest_prefix() {
 }
 
 /// docs/vendors.md's registry section is the table the code reads: every vendor, resource, label, sharing
-/// layer and non-accelerator row appears there as written, and the section says how many PCI rows there are.
+/// layer, health condition and non-accelerator row appears there as written, and the section says how many PCI
+/// rows there are (`make registry-doc` writes it).
 #[test]
 fn docs_vendors_md_lists_every_row_of_the_registry() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/vendors.md");
@@ -150,6 +151,11 @@ fn docs_vendors_md_lists_every_row_of_the_registry() {
     }
     for n in &registry.not_accelerators {
         need(format!("`{}`", n.prefix));
+    }
+    for h in &registry.health_conditions {
+        let problem = if h.problem_when_true { "True" } else { "False" };
+        need(format!("| `{}` | {} |", h.type_, h.reporter));
+        need(format!("| {problem} |"));
     }
     need(format!(
         "({} rows, `pci_devices.tsv`)",
