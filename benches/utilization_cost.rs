@@ -72,6 +72,7 @@ fn nodes(count: usize) -> Vec<Arc<NodeInventory>> {
                         holder: Holder::Pod { namespace, name },
                         amount: 1,
                         device: None,
+                        equivalent: None,
                     }
                 })
                 .collect();

@@ -89,6 +89,35 @@ pub struct GpuNodeEntry {
     /// and in `scan`; the GpuInventory sums them per namespace (`namespaces[].idle`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle: Vec<super::utilization::IdleEntry>,
+    /// What the pods and claims on the node hold, in physical GPUs: a decimal with at most three decimals
+    /// (docs/allocation.md, "GPU-equivalents"). In the node's `GpuNode` and in `scan`; absent when no holding
+    /// has an equivalent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_equivalents: Option<String>,
+    /// Each pod's and claim's part of a physical GPU on the node, by its sharing scheme's rule, sorted. In the
+    /// node's `GpuNode` and in `scan`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<HolderEntry>,
+}
+
+/// One pod's or claim's part of the node's GPUs.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HolderEntry {
+    /// `Pod` or `ResourceClaim`.
+    pub kind: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The resource it holds the share by (`nvidia.com/gpu`, `nvidia.com/mig-3g.40gb`, a claim's device's).
+    pub resource: String,
+    /// How much of that resource (a pod's effective request; 1 device for a claim).
+    pub amount: u64,
+    /// What that is of physical GPUs: a decimal with at most three decimals.
+    pub gpu_equivalents: String,
+    /// The rule, in words (`3/7 of the GPU's MIG compute slices`).
+    pub basis: String,
 }
 
 /// One DRA device of a node, as `scan` lists it.

@@ -216,6 +216,11 @@ pub struct NamespaceUsage {
     /// Per resource, what those pending pods ask for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, u64>,
+    /// What its pods and claims hold, in physical GPUs: a decimal with at most three decimals (`2.5`: two
+    /// whole GPUs and a half by its sharing scheme's rule; docs/allocation.md, "GPU-equivalents"). Absent when
+    /// none of its holdings has an equivalent (another vendor's partition, a resource no rule covers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_equivalents: Option<String>,
     /// Per resource, the units its pods and claims hold that sat idle through the utilization window; absent
     /// when none did, or while `utilization.state` is `Unknown`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

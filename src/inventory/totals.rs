@@ -119,6 +119,10 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
             if counted {
                 let usage = entry(&mut namespaces, holding.holder.namespace());
                 *usage.allocated.entry(holding.resource.clone()).or_insert(0) += holding.amount;
+                if let Some(part) = holding.equivalent {
+                    let sum = usage.gpu_equivalents_milli.get_or_insert(0);
+                    *sum = sum.saturating_add(part.milli);
+                }
             }
         }
     }

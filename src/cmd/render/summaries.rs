@@ -93,6 +93,13 @@ pub(super) fn namespace_table(status: &GpuInventoryStatus) -> String {
                 } else {
                     String::new()
                 },
+                // What the namespace holds in physical GPUs (docs/allocation.md, "GPU-equivalents"),
+                // once per namespace.
+                match (i, &ns.gpu_equivalents) {
+                    (0, Some(held)) => held.clone(),
+                    (0, None) => "-".to_owned(),
+                    _ => String::new(),
+                },
             ]);
         }
     }
@@ -103,6 +110,7 @@ pub(super) fn namespace_table(status: &GpuInventoryStatus) -> String {
             "ALLOCATED",
             "PENDING",
             "PENDING-PODS",
+            "GPU-EQUIV",
         ],
         &rows,
     )

@@ -130,11 +130,11 @@ fn group_by_product_and_namespace() {
     let namespaces = render(&status, Table::Namespaces);
     assert_eq!(
         row(&namespaces, "ml"),
-        ["ml", "nvidia.com/gpu", "4", "16", "1"]
+        ["ml", "nvidia.com/gpu", "4", "16", "1", "4"]
     );
     assert_eq!(
         row(&namespaces, "research"),
-        ["research", "nvidia.com/mig-1g.10gb", "2", "0", "0"]
+        ["research", "nvidia.com/mig-1g.10gb", "2", "0", "0", "0.286"]
     );
     assert!(
         !namespaces.contains("default"),

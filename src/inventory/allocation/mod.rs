@@ -7,6 +7,7 @@
 //! Each function returns values; [`crate::inventory::assemble`] puts them on the nodes.
 
 pub mod device_health;
+pub mod equivalents;
 pub mod pod;
 
 use std::borrow::Cow;
@@ -14,7 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
-use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory, ResourceMap};
+use crate::inventory::model::{
+    DeviceKind, Holder, Holding, Issue, IssueReason, NodeInventory, ResourceMap,
+};
 use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
 use crate::inventory::text_map::TextMap;
@@ -111,14 +114,21 @@ pub fn allocate_node_with(
     for pod in holders {
         let requests = plugin_requests_of(pod, dra);
         add_held(&mut allocated, &requests);
-        holdings.extend(requests.iter().map(|(resource, amount)| Holding {
-            resource: resource.clone(),
-            holder: Holder::Pod {
-                namespace: pod.namespace.clone(),
-                name: pod.name.clone(),
-            },
-            amount: *amount,
-            device: None,
+        let parts = equivalents::of_pod(node, &requests);
+        holdings.extend(requests.iter().map(|(resource, amount)| {
+            Holding {
+                resource: resource.clone(),
+                holder: Holder::Pod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                },
+                amount: *amount,
+                device: None,
+                equivalent: parts
+                    .iter()
+                    .find(|(r, _)| r == resource)
+                    .map(|(_, part)| *part),
+            }
         }));
         plugin_requests.push((*pod, requests));
     }
@@ -145,11 +155,19 @@ pub fn allocate_node_with(
         }
     }
     for device in &node.devices {
+        let part = match &device.kind {
+            DeviceKind::Whole => equivalents::of_claim(node, None, device.claims.len() as u64),
+            DeviceKind::Partition(profile) => {
+                equivalents::of_claim(node, Some(profile), device.claims.len() as u64)
+            }
+            DeviceKind::Other(_) | DeviceKind::Unnamed => None,
+        };
         holdings.extend(device.claims.iter().map(|claim| Holding {
             resource: device.resource.clone(),
             holder: Holder::Claim(claim.clone()),
             amount: 1,
             device: Some(device.name.clone()),
+            equivalent: part,
         }));
     }
     holdings.sort();

@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use fleet::{ClusterSummary, FleetProduct, FleetTotals, ProductSummary};
-pub use holding::{Holder, Holding};
+pub use holding::{Basis, Equivalent, Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use quota::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};

@@ -54,4 +54,7 @@ pub struct NamespaceTotals {
     pub pending_pods: u32,
     /// Per resource (or DeviceClass), what those pending pods ask for.
     pub pending: BTreeMap<String, u64>,
+    /// What its holdings are of physical GPUs, in thousandths (`Holding::equivalent`, summed); `None` when
+    /// no holding of it has an equivalent.
+    pub gpu_equivalents_milli: Option<u64>,
 }

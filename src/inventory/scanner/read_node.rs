@@ -312,6 +312,12 @@ fn read_sharing_layer(
     {
         reading.product = Some((model, Some(found.key.clone())));
     }
+    // The memory the layer's shares are limited out of (a share's GPU-equivalent is its limit over it).
+    if reading.memory_mib.is_none()
+        && let Some(mib) = found.devices.iter().find_map(|d| d.memory_mib)
+    {
+        reading.memory_mib = Some((mib, found.key.clone()));
+    }
     if let Some(why) = &found.error {
         labels.note(format!(
             "{} cannot be read ({why}): the node's physical devices under the sharing layer's shares are \

@@ -33,6 +33,7 @@ fn holding(holder: Holder, resource: &str, amount: u64, device: Option<&str>) ->
         holder,
         amount,
         device: device.map(Into::into),
+        equivalent: None,
     }
 }
 

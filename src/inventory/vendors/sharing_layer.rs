@@ -22,6 +22,8 @@ pub(crate) struct LayerDevice {
     pub(crate) shares: u64,
     /// The model, as the layer names it (`NVIDIA-Tesla V100-PCIE-32GB`).
     pub(crate) model: Option<String>,
+    /// Its memory in MiB, as the layer counts it (what its shares' memory limits are out of).
+    pub(crate) memory_mib: Option<u64>,
     /// The layer's health flag.
     pub(crate) healthy: bool,
 }
@@ -49,6 +51,8 @@ struct JsonDevice {
     count: i64,
     #[serde(default, rename = "type")]
     type_: String,
+    #[serde(default)]
+    devmem: i64,
     // Omitted when false (Go's omitempty): absent is unhealthy.
     #[serde(default)]
     health: bool,
@@ -67,6 +71,7 @@ pub(crate) fn parse(value: &str) -> Result<Vec<LayerDevice>, (Vec<LayerDevice>, 
                 id: d.id,
                 shares: u64::try_from(d.count).unwrap_or(0),
                 model: Some(d.type_).filter(|t| !t.is_empty()),
+                memory_mib: u64::try_from(d.devmem).ok().filter(|m| *m > 0),
                 healthy: d.health,
             })
             .collect());
@@ -108,6 +113,8 @@ fn record(text: &str) -> Result<LayerDevice, String> {
         id: fields[0].to_owned(),
         shares,
         model: Some(fields[model].to_owned()).filter(|m| !m.is_empty()),
+        // The third field in every encoding (`uuid,shares,memMiB,...`).
+        memory_mib: fields[2].parse().ok().filter(|m| *m > 0),
         healthy,
     })
 }

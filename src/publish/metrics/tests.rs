@@ -107,6 +107,7 @@ fn allocation_series_follow_the_status_and_leave_no_ghosts() {
         allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
         pending_pods: 2,
         pending: [("nvidia.com/gpu".to_owned(), 32)].into(),
+        gpu_equivalents_milli: Some(3000),
     }];
     let g = InventoryGauges::default();
     let m = Metrics::with_families(|r| g.register(r));

@@ -259,9 +259,6 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &ResourceMap<Amount>) 
         || labels.get(labels::VGPU_PRESENT) == Some("true")
         || has_value(labels, labels::GPU_MACHINE)
         || has_value(labels, labels::GPU_CLIQUE)
-        || labels
-            .iter()
-            .any(|(k, v)| labels::is_nvidia_pci_label(k, v))
         || has_value(labels, labels::GPU_PRODUCT)
         || has_value(labels, labels::GPU_COUNT)
         || has_value(labels, labels::GPU_WORKLOAD_CONFIG)
@@ -269,11 +266,15 @@ fn is_gpu_node(labels: &LabelReader<'_>, nvidia_capacity: &ResourceMap<Amount>) 
         || has_value(labels, labels::GPU_FAMILY)
         || has_value(labels, labels::MIG_CAPABLE)
         || has_value(labels, labels::GPU_MEMORY)
-        || labels.iter().any(|(k, v)| is_mig_profile_evidence(k, v))
-        // The MIG manager's labels: the GPU operator runs it only on nodes with MIG-capable GPUs, and it
-        // labels them before the device plugin registers (GPU Operator docs, "GPU Operator with MIG").
-        || has_value(labels, labels::MIG_CONFIG_STATE)
-        || has_value(labels, labels::MIG_CONFIG)
+        // One pass over the labels for those found by their shape (every node of a fleet takes it).
+        || labels.iter().any(|(k, v)| {
+            labels::is_nvidia_pci_label(k, v)
+                || is_mig_profile_evidence(k, v)
+                // The MIG manager's labels: the GPU operator runs it only on nodes with MIG-capable GPUs,
+                // and it labels them before the device plugin registers (GPU Operator docs, "GPU Operator
+                // with MIG").
+                || ((k == labels::MIG_CONFIG_STATE || k == labels::MIG_CONFIG) && !v.trim().is_empty())
+        })
         || nvidia_capacity
             .iter()
             .any(|(name, q)| name.starts_with(NVIDIA_RESOURCE_PREFIX) && q.is_positive())

@@ -138,10 +138,18 @@ const VGPU_BOARD_GB: [(&str, u64); 14] = [
     ("NVIDIA-V100DX", 32),
 ];
 
+/// The frame buffer of one GPU of a vGPU board, in GB (`NVIDIA-A10`: 24), if the table has the board.
+pub(crate) fn board_gb(product: &str) -> Option<u64> {
+    VGPU_BOARD_GB
+        .iter()
+        .find(|(p, _)| *p == product)
+        .map(|(_, gb)| *gb)
+}
+
 /// Physical GPUs under `vgpus` vGPUs of `product` with `gb` each, when the board's frame buffer is known and
 /// divides evenly: 12 x A10-4Q on 24 GB A10s are 2 GPUs (6 per GPU).
 pub(crate) fn gpus_under_vgpus(product: &str, gb: u64, vgpus: u64) -> Option<(u64, u64)> {
-    let (_, board_gb) = VGPU_BOARD_GB.iter().find(|(p, _)| *p == product)?;
+    let board_gb = board_gb(product)?;
     let per_gpu = board_gb / gb;
     (per_gpu > 0 && board_gb.is_multiple_of(gb) && vgpus.is_multiple_of(per_gpu))
         .then(|| (vgpus / per_gpu, per_gpu))

@@ -229,6 +229,17 @@ fn full_status() -> GpuInventoryStatus {
         capacity: BTreeMap::from([("memory".into(), "80Gi".into())]),
         consumed_capacity: BTreeMap::from([("memory".into(), "20Gi".into())]),
     }];
+    // Nor the holders and their sum (the GpuNode's too).
+    status.nodes[0].gpu_equivalents = Some("2".into());
+    status.nodes[0].holders = vec![crate::crd::HolderEntry {
+        kind: "Pod".into(),
+        namespace: "ml".into(),
+        name: "running".into(),
+        resource: "nvidia.com/gpu".into(),
+        amount: 2,
+        gpu_equivalents: "2".into(),
+        basis: "whole GPUs".into(),
+    }];
     // The aggregate's entries carry no places (they are the GpuNode's), but the type allows them.
     status.nodes[0].topology = BTreeMap::from([("nvlink".into(), "7c7f4a1e.32766".into())]);
     // A degraded partition needs members at fault, which the accounting above would not leave free.

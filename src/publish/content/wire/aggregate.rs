@@ -7,7 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::crd::{FreeGpuNodes, NamespaceUsage, ProblemNode, ProductSummary, ResourceSummary};
 use crate::inventory::conditions::{InventoryCondition, inventory_conditions};
 use crate::inventory::model::{
-    Inventory, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals, UtilizationReport,
+    Equivalent, Inventory, NamespaceTotals, NodeInventory, ProductTotals, ResourceTotals,
+    UtilizationReport,
 };
 
 /// The inventory's conditions for spec generation `generation`, `lastTransitionTime` left at the epoch for
@@ -70,6 +71,7 @@ pub fn namespace(
         allocated: totals.allocated.clone(),
         pending_pods: totals.pending_pods,
         pending: totals.pending.clone(),
+        gpu_equivalents: totals.gpu_equivalents_milli.map(Equivalent::decimal),
         idle: utilization
             .and_then(|u| u.namespaces.get(&totals.name))
             .cloned()

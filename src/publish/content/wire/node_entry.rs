@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::crd::{DraDeviceEntry, GpuNodeEntry, GpuSharing, MigDevice, MigInfo, NodeIssue};
+use crate::crd::{
+    DraDeviceEntry, GpuNodeEntry, GpuSharing, HolderEntry, MigDevice, MigInfo, NodeIssue,
+};
 use crate::inventory::model::{
-    Amount, Device, IdleHolding, Issue, Mig, NodeInventory, ResourceMap, Sharing,
+    Amount, Device, Equivalent, Holder, Holding, IdleHolding, Issue, Mig, NodeInventory,
+    ResourceMap, Sharing,
 };
 use crate::inventory::vendors as vendor;
 
@@ -57,7 +60,43 @@ pub fn node_entry(node: &NodeInventory, idle: &[IdleHolding], detail: Detail) ->
             Detail::Counts => Vec::new(),
             Detail::Devices => idle.iter().map(super::utilization::idle_entry).collect(),
         },
+        gpu_equivalents: match detail {
+            Detail::Counts => None,
+            Detail::Devices => held_equivalents(node).map(Equivalent::decimal),
+        },
+        holders: match detail {
+            Detail::Counts => Vec::new(),
+            Detail::Devices => node.holdings.iter().filter_map(holder).collect(),
+        },
     }
+}
+
+/// What the node's holdings add up to, in thousandths of a GPU (a device two claims share is counted once:
+/// each claim holds its part of it).
+fn held_equivalents(node: &NodeInventory) -> Option<u64> {
+    node.holdings
+        .iter()
+        .filter_map(|h| h.equivalent)
+        .map(|e| e.milli)
+        .reduce(u64::saturating_add)
+}
+
+/// A holding with its GPU-equivalent, as the node's GpuNode lists it.
+fn holder(holding: &Holding) -> Option<HolderEntry> {
+    let part = holding.equivalent?;
+    let (kind, namespace, name) = match &holding.holder {
+        Holder::Pod { namespace, name } => ("Pod", namespace, name),
+        Holder::Claim(claim) => ("ResourceClaim", &claim.namespace, &claim.name),
+    };
+    Some(HolderEntry {
+        kind: kind.to_owned(),
+        namespace: namespace.clone(),
+        name: name.clone(),
+        resource: holding.resource.clone(),
+        amount: holding.amount,
+        gpu_equivalents: Equivalent::decimal(part.milli),
+        basis: part.basis.to_string(),
+    })
 }
 
 /// A model map as the wire's `BTreeMap` (same order: both are sorted by name).

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::model::{
-    Amount, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
+    Amount, Equivalent, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
     ProductTotals, ResourceTotals, Sharing, Source, Vendor,
 };
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
@@ -41,6 +41,10 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                 allocated: n.allocated.clone(),
                 pending_pods: n.pending_pods,
                 pending: n.pending.clone(),
+                gpu_equivalents_milli: n
+                    .gpu_equivalents
+                    .as_deref()
+                    .and_then(Equivalent::parse_decimal),
             })
             .collect(),
         products: status

@@ -1,0 +1,227 @@
+//! GPU-equivalents: how much of a physical GPU a pod holds on its node, by the rule of the scheme that shares
+//! the node's GPUs (docs/allocation.md, "GPU-equivalents", has each rule with its source). A pure function of
+//! the node's entry and the pod's effective requests: a whole GPU is 1, a MIG device its compute slices over
+//! the parent's, a time-slicing or MPS replica 1/replicas, a HAMi or Volcano share its memory limit over the
+//! device's memory (else its core limit), a vGPU profile its frame buffer over the board's.
+//!
+//! A request no rule covers (an AMD partition, a registered vendor's share) has no equivalent: it is held and
+//! listed under its own resource, and not counted as a fraction of anything.
+
+use crate::inventory::model::{Basis, Equivalent, NodeInventory, ResourceMap};
+use crate::inventory::resources::{GPU_RESOURCE, SHARED_GPU_RESOURCE};
+use crate::inventory::vendors::nvidia::vm_gpus::{board_gb, vgpu_type};
+use crate::inventory::vendors::unit_of;
+use crate::inventory::vendors::vendor_table::Unit;
+
+/// HAMi's per-device limits on an `nvidia.com/gpu` request (HAMi's `nvidia.com/gpumem`,
+/// `nvidia.com/gpumem-percentage`, `nvidia.com/gpucores`: `charts/hami/values.yaml`).
+const HAMI_MEMORY: &str = "nvidia.com/gpumem";
+const HAMI_MEMORY_PERCENT: &str = "nvidia.com/gpumem-percentage";
+const HAMI_CORES: &str = "nvidia.com/gpucores";
+/// Volcano vGPU's (`volcano-vgpu-device-plugin` `values.yaml`).
+const VOLCANO_SHARES: &str = "volcano.sh/vgpu-number";
+const VOLCANO_MEMORY: &str = "volcano.sh/vgpu-memory";
+const VOLCANO_CORES: &str = "volcano.sh/vgpu-cores";
+/// Aliyun's gpushare: GiB of one GPU's memory (`gpushare-device-plugin` `const.go`).
+const ALIYUN_MEMORY: &str = "aliyun.com/gpu-mem";
+
+/// The sharing layers whose node annotation lists the devices (`Sharing::strategy` names the layer).
+const MEMORY_LAYERS: [&str; 2] = ["HAMi", "Volcano vGPU"];
+
+/// Each of the pod's requests that places it on a share of the node's GPUs, with what it is of a physical
+/// GPU. Memory and core amounts asked beside (HAMi's `nvidia.com/gpumem`) are part of the share they limit.
+pub fn of_pod(node: &NodeInventory, requests: &ResourceMap<u64>) -> Vec<(String, Equivalent)> {
+    requests
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .filter_map(|(resource, n)| {
+            Some((resource.clone(), of_request(node, requests, resource, *n)?))
+        })
+        .collect()
+}
+
+/// One request's equivalent.
+fn of_request(
+    node: &NodeInventory,
+    requests: &ResourceMap<u64>,
+    resource: &str,
+    n: u64,
+) -> Option<Equivalent> {
+    let layer = node.sharing.as_ref().and_then(|s| s.strategy.as_deref());
+    let replicas = node
+        .sharing
+        .as_ref()
+        .filter(|s| !matches!(s.strategy.as_deref(), Some(l) if MEMORY_LAYERS.contains(&l)))
+        .and_then(|s| s.replicas)
+        .filter(|r| *r > 1);
+    match resource {
+        GPU_RESOURCE => {
+            if let Some((slices, of)) = single_strategy_slices(node) {
+                return Some(fraction(n, Basis::MigSlices { slices, of }));
+            }
+            if layer.is_some_and(|l| MEMORY_LAYERS.contains(&l)) {
+                return Some(layered(node, requests, n, HAMI_MEMORY, HAMI_CORES));
+            }
+            Some(match replicas {
+                Some(per_gpu) if !node.sharing.as_ref().is_some_and(|s| s.renamed_resource) => {
+                    fraction(n, Basis::Replicas { per_gpu })
+                }
+                _ => fraction(n, Basis::Whole),
+            })
+        }
+        SHARED_GPU_RESOURCE => replicas.map(|per_gpu| fraction(n, Basis::Replicas { per_gpu })),
+        VOLCANO_SHARES => Some(layered(node, requests, n, VOLCANO_MEMORY, VOLCANO_CORES)),
+        ALIYUN_MEMORY => {
+            let of_mib = node.memory_mib.filter(|m| *m > 0)?;
+            Some(fraction(
+                1,
+                Basis::Memory {
+                    mib: n.saturating_mul(1024),
+                    of_mib,
+                },
+            ))
+        }
+        _ => {
+            if let Some(profile) = resource.strip_prefix("nvidia.com/mig-") {
+                let slices = profile_slices(profile)?;
+                return Some(fraction(
+                    n,
+                    Basis::MigSlices {
+                        slices,
+                        of: parent_slices(node),
+                    },
+                ));
+            }
+            if let Some((product, gb)) = vgpu_type(resource) {
+                let of_gb = board_gb(&product)?;
+                return Some(fraction(n, Basis::FrameBuffer { gb, of_gb }));
+            }
+            (unit_of(resource) == Some(Unit::Device)).then(|| fraction(n, Basis::Whole))
+        }
+    }
+}
+
+/// `n` devices of a sharing layer that limits memory or cores per device (HAMi, Volcano vGPU): the memory
+/// asked over the device's, else the cores, else the whole device (both layers give a pod that asks for
+/// neither all of a device's memory: HAMi's `defaultMem: 0`).
+fn layered(
+    node: &NodeInventory,
+    requests: &ResourceMap<u64>,
+    n: u64,
+    memory: &str,
+    cores: &str,
+) -> Equivalent {
+    let asked = |name: &str| requests.get(name).copied().filter(|v| *v > 0);
+    if let (Some(mib), Some(of_mib)) = (asked(memory), node.memory_mib.filter(|m| *m > 0)) {
+        return fraction(
+            n,
+            Basis::Memory {
+                mib: mib.min(of_mib),
+                of_mib,
+            },
+        );
+    }
+    if let Some(percent) = asked(HAMI_MEMORY_PERCENT).filter(|_| memory == HAMI_MEMORY) {
+        // As a memory fraction of a device of unknown size: percent of 100.
+        return fraction(
+            n,
+            Basis::Memory {
+                mib: percent.min(100),
+                of_mib: 100,
+            },
+        );
+    }
+    if let Some(percent) = asked(cores) {
+        return fraction(
+            n,
+            Basis::Cores {
+                percent: percent.min(100),
+            },
+        );
+    }
+    fraction(n, Basis::Whole)
+}
+
+/// `n` times the fraction `basis` names, in thousandths, rounded to the nearest.
+fn fraction(n: u64, basis: Basis) -> Equivalent {
+    let (num, den) = match basis {
+        Basis::Whole => (1, 1),
+        Basis::Replicas { per_gpu } => (1, per_gpu),
+        Basis::MigSlices { slices, of } => (slices, of),
+        Basis::Memory { mib, of_mib } => (mib, of_mib),
+        Basis::Cores { percent } => (percent, 100),
+        Basis::FrameBuffer { gb, of_gb } => (gb, of_gb),
+        Basis::SharedDevice { claims } => (1, claims),
+    };
+    let den = u128::from(den.max(1));
+    let milli = (u128::from(n) * u128::from(num) * 1000 + den / 2) / den;
+    Equivalent {
+        milli: u64::try_from(milli).unwrap_or(u64::MAX),
+        basis,
+    }
+}
+
+/// A DRA device's part for each of its `claims`: a whole GPU, its MIG profile's slices, or an equal part of
+/// a device several claims share (consumable capacity, KEP-5075).
+pub fn of_claim(node: &NodeInventory, partition: Option<&str>, claims: u64) -> Option<Equivalent> {
+    let whole = match partition {
+        Some(profile) => fraction(
+            1,
+            Basis::MigSlices {
+                slices: profile_slices(profile)?,
+                of: parent_slices(node),
+            },
+        ),
+        None => fraction(1, Basis::Whole),
+    };
+    Some(if claims > 1 {
+        let each = fraction(1, Basis::SharedDevice { claims });
+        Equivalent {
+            milli: whole.milli * each.milli / 1000,
+            basis: each.basis,
+        }
+    } else {
+        whole
+    })
+}
+
+/// Under MIG strategy `single` every `nvidia.com/gpu` is a MIG device of the node's one profile
+/// (`NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`): its slices and the parent's.
+fn single_strategy_slices(node: &NodeInventory) -> Option<(u64, u64)> {
+    let mig = node.mig.as_ref()?;
+    if mig.strategy.as_deref() != Some("single") {
+        return None;
+    }
+    let (_, profile) = node.product.as_deref()?.split_once("-MIG-")?;
+    Some((profile_slices(profile)?, parent_slices(node)))
+}
+
+/// The compute slices of a MIG profile: the `3` of `3g.40gb`, `1c.3g.40gb` or `3g.40gb+me`.
+fn profile_slices(profile: &str) -> Option<u64> {
+    profile
+        .split('.')
+        .find_map(|part| part.strip_suffix('g')?.parse().ok())
+        .filter(|n| *n > 0)
+}
+
+/// The compute slices of the node's GPU: 4 on an A30 and an RTX PRO 6000 Blackwell, 7 on the A100, H100,
+/// H200, B200 and GB200 (NVIDIA's MIG user guide, "Supported MIG Profiles"); 7 when the product is unknown.
+fn parent_slices(node: &NodeInventory) -> u64 {
+    let product = node
+        .product
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    if product.contains("A30")
+        || product.contains("RTX-PRO-6000")
+        || product.contains("RTX PRO 6000")
+    {
+        4
+    } else {
+        7
+    }
+}
+
+#[cfg(test)]
+#[path = "equivalents_tests.rs"]
+mod tests;
