@@ -21,14 +21,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher;
 use serde::{Deserialize, Deserializer};
 
+use crate::inventory::allocation::equivalents::is_read_pod_annotation;
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::health::HealthTable;
 use crate::inventory::vendors::is_read_annotation;
 use crate::sources::convert::k8s_node::NodeParts;
 
 /// The metadata the core and the watcher read: identity, version (for resuming watches), labels, and the
-/// annotations `A` keeps: none but a node's sharing-layer lists ([`NodeAnnotations`]); the others are skipped
-/// unbuilt.
+/// annotations `A` keeps: a node's sharing-layer lists and a pod's GPU share ([`Kept`]), none of Kueue's
+/// objects'; the others are skipped unbuilt.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct SlimMeta<A> {
@@ -41,7 +42,7 @@ struct SlimMeta<A> {
     annotations: A,
 }
 
-/// Annotations of a kind the core reads none of (pods, Kueue's objects): skipped, never visited.
+/// Annotations of a kind the core reads none of (Kueue's objects): skipped, never visited.
 #[derive(Default)]
 struct NoAnnotations;
 
@@ -52,15 +53,43 @@ impl<'de> Deserialize<'de> for NoAnnotations {
     }
 }
 
-/// A node's annotations the core reads ([`is_read_annotation`]: sharing layers' device lists), the others
-/// skipped without building them.
-#[derive(Default)]
-struct NodeAnnotations(Option<BTreeMap<String, String>>);
+/// Which annotations a kind's slim metadata keeps.
+trait KeepRule {
+    fn keeps(key: &str) -> bool;
+}
 
-impl<'de> Deserialize<'de> for NodeAnnotations {
+/// A node's: the sharing layers' device lists ([`is_read_annotation`]).
+struct NodeRule;
+impl KeepRule for NodeRule {
+    fn keeps(key: &str) -> bool {
+        is_read_annotation(key)
+    }
+}
+
+/// A pod's: a GPU-sharing scheduler's share of a GPU ([`is_read_pod_annotation`]: KAI's `gpu-fraction`).
+struct PodRule;
+impl KeepRule for PodRule {
+    fn keeps(key: &str) -> bool {
+        is_read_pod_annotation(key)
+    }
+}
+
+/// The annotations rule `R` keeps, the others skipped without building them.
+struct Kept<R>(
+    Option<BTreeMap<String, String>>,
+    std::marker::PhantomData<R>,
+);
+
+impl<R> Default for Kept<R> {
+    fn default() -> Self {
+        Kept(None, std::marker::PhantomData)
+    }
+}
+
+impl<'de, R: KeepRule> Deserialize<'de> for Kept<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Kept;
-        impl<'de> serde::de::Visitor<'de> for Kept {
+        struct Visit<R>(std::marker::PhantomData<R>);
+        impl<'de, R: KeepRule> serde::de::Visitor<'de> for Visit<R> {
             type Value = Option<BTreeMap<String, String>>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a map of annotations")
@@ -72,7 +101,7 @@ impl<'de> Deserialize<'de> for NodeAnnotations {
                 Ok(None)
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-                d.deserialize_map(Kept)
+                d.deserialize_map(self)
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -80,7 +109,7 @@ impl<'de> Deserialize<'de> for NodeAnnotations {
             ) -> Result<Self::Value, A::Error> {
                 let mut kept = BTreeMap::new();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    if is_read_annotation(&key) {
+                    if R::keeps(&key) {
                         kept.insert(key.into_owned(), map.next_value::<String>()?);
                     } else {
                         map.next_value::<serde::de::IgnoredAny>()?;
@@ -89,7 +118,9 @@ impl<'de> Deserialize<'de> for NodeAnnotations {
                 Ok((!kept.is_empty()).then_some(kept))
             }
         }
-        deserializer.deserialize_option(Kept).map(NodeAnnotations)
+        deserializer
+            .deserialize_option(Visit::<R>(std::marker::PhantomData))
+            .map(|kept| Kept(kept, std::marker::PhantomData))
     }
 }
 
@@ -110,7 +141,7 @@ fn meta_keeping<'de, D: Deserializer<'de>, A: Deserialize<'de> + Default>(
     })
 }
 
-/// `metadata` without annotations: pods and Kueue's objects.
+/// `metadata` without annotations: Kueue's objects.
 pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<ObjectMeta, D::Error> {
@@ -119,7 +150,12 @@ pub(super) fn slim_meta<'de, D: Deserializer<'de>>(
 
 /// A node's `metadata`, with the annotations the core reads.
 fn slim_node_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    meta_keeping(deserializer, |kept: NodeAnnotations| kept.0)
+    meta_keeping(deserializer, |kept: Kept<NodeRule>| kept.0)
+}
+
+/// A pod's `metadata`, with the annotations the accounting reads.
+fn slim_pod_meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    meta_keeping(deserializer, |kept: Kept<PodRule>| kept.0)
 }
 
 /// Implements `kube::Resource` for a slim view of a built-in kind.
@@ -199,7 +235,7 @@ impl SlimNode {
 /// A Pod as the allocation accounting reads it.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SlimPod {
-    #[serde(deserialize_with = "slim_meta", default)]
+    #[serde(deserialize_with = "slim_pod_meta", default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: Option<SlimPodSpec>,

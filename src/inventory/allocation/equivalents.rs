@@ -7,6 +7,7 @@
 //! A request no rule covers (an AMD partition, a registered vendor's share) has no equivalent: it is held and
 //! listed under its own resource, and not counted as a fraction of anything.
 
+use super::pod::{GpuPod, PodShare};
 use crate::inventory::model::{Basis, Equivalent, NodeInventory, ResourceMap};
 use crate::inventory::resources::{GPU_RESOURCE, SHARED_GPU_RESOURCE};
 use crate::inventory::vendors::nvidia::vm_gpus::{board_gb, vgpu_type};
@@ -24,6 +25,47 @@ const VOLCANO_MEMORY: &str = "volcano.sh/vgpu-memory";
 const VOLCANO_CORES: &str = "volcano.sh/vgpu-cores";
 /// Aliyun's gpushare: GiB of one GPU's memory (`gpushare-device-plugin` `const.go`).
 const ALIYUN_MEMORY: &str = "aliyun.com/gpu-mem";
+
+/// KAI-Scheduler's pod annotations of a share of one GPU: a fraction, or MiB of its memory
+/// (KAI-Scheduler `docs/gpu-sharing/README.md`). The pod asks for no GPU resource; KAI's reservation pod holds
+/// the device.
+pub const KAI_FRACTION: &str = "gpu-fraction";
+/// See [`KAI_FRACTION`].
+pub const KAI_MEMORY: &str = "gpu-memory";
+/// Where KAI's reservation pods run (`kai-resource-reservation`; `runai-reservation` before the rename): each
+/// holds a whole `nvidia.com/gpu` for the fractions it hosts, and is no team's holding.
+pub const KAI_RESERVATION_NAMESPACES: [&str; 2] = ["kai-resource-reservation", "runai-reservation"];
+
+/// Whether a pod annotation is one the accounting reads (the pod watch keeps only these).
+pub fn is_read_pod_annotation(key: &str) -> bool {
+    key == KAI_FRACTION || key == KAI_MEMORY
+}
+
+/// Whether a pod is a GPU-sharing scheduler's reservation, holding a device for others' fractions.
+pub fn is_reservation(pod: &GpuPod) -> bool {
+    KAI_RESERVATION_NAMESPACES.contains(&pod.namespace.as_str())
+}
+
+/// A share a pod's annotations ask for, as a GPU-equivalent on `node`: the fraction itself, or the memory over
+/// the node's GPU memory (`None` where the node's GPU memory is unknown).
+pub fn of_share(node: &NodeInventory, share: PodShare) -> Option<Equivalent> {
+    match share {
+        PodShare::Fraction { milli } => Some(Equivalent {
+            milli,
+            basis: Basis::Fraction,
+        }),
+        PodShare::MemoryMib(mib) => {
+            let of_mib = node.memory_mib.filter(|m| *m > 0)?;
+            Some(fraction(
+                1,
+                Basis::Memory {
+                    mib: mib.min(of_mib),
+                    of_mib,
+                },
+            ))
+        }
+    }
+}
 
 /// The sharing layers whose node annotation lists the devices (`Sharing::strategy` names the layer).
 const MEMORY_LAYERS: [&str; 2] = ["HAMi", "Volcano vGPU"];
@@ -152,6 +194,7 @@ fn fraction(n: u64, basis: Basis) -> Equivalent {
         Basis::Cores { percent } => (percent, 100),
         Basis::FrameBuffer { gb, of_gb } => (gb, of_gb),
         Basis::SharedDevice { claims } => (1, claims),
+        Basis::Fraction => (1, 1),
     };
     let den = u128::from(den.max(1));
     let milli = (u128::from(n) * u128::from(num) * 1000 + den / 2) / den;

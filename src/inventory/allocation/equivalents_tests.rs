@@ -2,6 +2,7 @@
 //! namespaces' sums out.
 
 use super::*;
+use crate::inventory::allocation::pod::PodShare;
 use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts};
 use crate::inventory::assemble::assemble;
 use crate::inventory::dra::DraView;
@@ -311,6 +312,42 @@ fn namespaces_sum_their_pods_parts_as_decimals() {
             ("team-b".to_owned(), Some("0.572".to_owned())),
         ]
     );
+}
+
+#[test]
+fn kai_fractions_are_their_annotation_and_the_reservation_pod_holds_none() {
+    // A T4 (15360 MiB, as KAI reads nvidia.com/gpu.memory), held by KAI's reservation pod for two fractions.
+    let t4 = node(
+        "t",
+        "NVIDIA-Tesla-T4",
+        Some(15360),
+        &[("nvidia.com/gpu", "1")],
+    );
+    let mut half = pod("team-a", "half", "t", &[]);
+    half.share = PodShare::from_annotations(Some("0.5"), None);
+    let mut memory = pod("team-b", "lab12", "t", &[]);
+    memory.share = PodShare::from_annotations(None, Some("4096"));
+    let reservation = pod(
+        "kai-resource-reservation",
+        "gpu-reservation-t-x1",
+        "t",
+        &[("nvidia.com/gpu", 1)],
+    );
+    let inv = accounted(vec![t4], &[half, memory, reservation]);
+    assert_eq!(
+        by_namespace(&inv),
+        [
+            ("kai-resource-reservation".to_owned(), None),
+            ("team-a".to_owned(), Some("0.5".to_owned())),
+            ("team-b".to_owned(), Some("0.267".to_owned())),
+        ]
+    );
+    // The device is held once, by the reservation pod.
+    assert_eq!(inv.nodes[0].allocated.get("nvidia.com/gpu"), Some(&1));
+    for bad in ["0", "-0.5", "1.5", "NaN", "half", ""] {
+        assert_eq!(PodShare::from_annotations(Some(bad), None), None, "{bad}");
+    }
+    assert_eq!(PodShare::from_annotations(None, Some("0")), None);
 }
 
 #[test]

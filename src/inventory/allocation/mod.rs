@@ -114,7 +114,29 @@ pub fn allocate_node_with(
     for pod in holders {
         let requests = plugin_requests_of(pod, dra);
         add_held(&mut allocated, &requests);
-        let parts = equivalents::of_pod(node, &requests);
+        // A reservation pod holds the device for the fractions it hosts: no team's holding.
+        let parts = if equivalents::is_reservation(pod) {
+            Vec::new()
+        } else {
+            equivalents::of_pod(node, &requests)
+        };
+        // A share a scheduler's annotation asks for, with no GPU resource asked (KAI's fractions): held as a
+        // part of a GPU under the plain GPU resource, 0 of its units (the reservation pod holds the unit).
+        if let Some(share) = pod.share
+            && parts.is_empty()
+            && !equivalents::is_reservation(pod)
+        {
+            holdings.push(Holding {
+                resource: GPU_RESOURCE.to_owned(),
+                holder: Holder::Pod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                },
+                amount: 0,
+                device: None,
+                equivalent: equivalents::of_share(node, share),
+            });
+        }
         holdings.extend(requests.iter().map(|(resource, amount)| {
             Holding {
                 resource: resource.clone(),

@@ -38,6 +38,40 @@ pub struct GpuPod {
     pub unhealthy_devices: Vec<DeviceHealth>,
     /// Allocated devices whose health the kubelet reports `Unknown`, sorted.
     pub unknown_devices: Vec<DeviceHealth>,
+    /// The share of one GPU a GPU-sharing scheduler's pod annotation asks for (KAI-Scheduler's
+    /// `gpu-fraction`, `gpu-memory`): the pod may ask for no GPU resource at all.
+    pub share: Option<PodShare>,
+}
+
+/// A share of one GPU, as a pod's annotation asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodShare {
+    /// A fraction of the GPU, in thousandths (`gpu-fraction: "0.5"`).
+    Fraction {
+        /// Thousandths of a GPU.
+        milli: u64,
+    },
+    /// MiB of its memory (`gpu-memory: "4096"`).
+    MemoryMib(u64),
+}
+
+impl PodShare {
+    /// The share a pod's annotations ask for, if they name a valid one: `gpu-fraction` in (0, 1], else
+    /// `gpu-memory` in MiB above 0.
+    pub fn from_annotations(fraction: Option<&str>, memory: Option<&str>) -> Option<PodShare> {
+        let fraction = fraction
+            .and_then(|f| f.trim().parse::<f64>().ok())
+            .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1.0)
+            .map(|f| PodShare::Fraction {
+                milli: ((f * 1000.0).round() as u64).max(1),
+            });
+        fraction.or_else(|| {
+            memory
+                .and_then(|m| m.trim().parse::<u64>().ok())
+                .filter(|m| *m > 0)
+                .map(PodShare::MemoryMib)
+        })
+    }
 }
 
 impl GpuPod {

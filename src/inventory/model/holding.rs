@@ -88,6 +88,8 @@ pub enum Basis {
         /// The GPU's.
         of_gb: u64,
     },
+    /// A fraction a scheduler's pod annotation names (KAI-Scheduler's `gpu-fraction`).
+    Fraction,
     /// A DRA device several claims share: an equal part of it each.
     SharedDevice {
         /// The claims that share it.
@@ -112,6 +114,9 @@ impl std::fmt::Display for Basis {
             Basis::FrameBuffer { gb, of_gb } => write!(f, "a {gb} GB vGPU of a {of_gb} GB GPU"),
             Basis::SharedDevice { claims } => {
                 write!(f, "a device {claims} claims share, an equal part each")
+            }
+            Basis::Fraction => {
+                f.write_str("the fraction of a GPU the pod's gpu-fraction annotation names")
             }
         }
     }

@@ -9,7 +9,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::allocation::device_health::DeviceHealth;
-use crate::inventory::allocation::pod::add;
+use crate::inventory::allocation::equivalents::{KAI_FRACTION, KAI_MEMORY};
+use crate::inventory::allocation::pod::{PodShare, add};
 use crate::inventory::model::quantity_value;
 use crate::inventory::resources::is_accounted_request;
 
@@ -24,7 +25,15 @@ impl GpuPod {
     pub fn from_pod(pod: &Pod) -> Option<GpuPod> {
         let requests = effective_requests(pod.spec.as_ref()?);
         let claims = claim_names(pod);
-        if requests.is_empty() && claims.is_empty() {
+        let annotation = |key: &str| {
+            pod.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .map(String::as_str)
+        };
+        let share = PodShare::from_annotations(annotation(KAI_FRACTION), annotation(KAI_MEMORY));
+        if requests.is_empty() && claims.is_empty() && share.is_none() {
             return None;
         }
         let status = pod.status.as_ref();
@@ -61,6 +70,7 @@ impl GpuPod {
             extended_claim,
             unhealthy_devices: status.map(unhealthy_devices).unwrap_or_default(),
             unknown_devices: status.map(unknown_devices).unwrap_or_default(),
+            share,
         })
     }
 }

@@ -1,0 +1,266 @@
+//! GPU-equivalents live (#54): a fleet with whole GPUs, MIG, time-slicing, HAMi and KAI-Scheduler's fractions
+//! with their reservation pod, on KWOK nodes; pods bound by the real scheduler where the node advertises what
+//! they ask for, and by `spec.nodeName` where a sharing scheduler of its own binds them (HAMi's, KAI's). What
+//! each namespace holds in physical GPUs is computed here by hand from the objects and read back from the
+//! operator's GpuInventory and GpuNodes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::allocation::node;
+use common::{TestEnv, eventually};
+use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNode};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::{Value, json};
+
+const CONVERGE: Duration = Duration::from_secs(60);
+/// KAI-Scheduler's reservation namespace (its docs): cluster-wide, made if missing and left for other runs.
+const RESERVATION: &str = "kai-resource-reservation";
+
+/// Creates a pod: on `node` by its hostname label (the scheduler binds it) or, with `bind`, by
+/// `spec.nodeName` (as HAMi's and KAI's schedulers bind theirs).
+async fn pod(
+    env: &TestEnv,
+    namespace: &str,
+    name: &str,
+    node: &str,
+    bind: bool,
+    annotations: Value,
+    limits: Value,
+) {
+    let mut spec = json!({
+        "automountServiceAccountToken": false,
+        "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                         "resources": { "limits": limits } }],
+    });
+    if bind {
+        spec["nodeName"] = json!(node);
+    } else {
+        spec["nodeSelector"] = json!({ "kubernetes.io/hostname": node });
+    }
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": annotations }, "spec": spec
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
+    eventually(
+        CONVERGE,
+        &format!("creating pod {namespace}/{name}"),
+        || async {
+            pods.create(&PostParams::default(), &pod)
+                .await
+                .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+                .ok()
+        },
+    )
+    .await;
+}
+
+async fn namespace(env: &TestEnv, name: &str) {
+    let api: Api<Namespace> = Api::all(env.client.clone());
+    let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+    if let Err(e) = api.create(&PostParams::default(), &ns).await {
+        assert!(
+            e.to_string().contains("already exists"),
+            "namespace {name}: {e}"
+        );
+    }
+}
+
+fn equivalents(status: &GpuInventoryStatus, namespace: &str) -> Option<String> {
+    status
+        .namespaces
+        .iter()
+        .find(|n| n.name == namespace)
+        .and_then(|n| n.gpu_equivalents.clone())
+}
+
+#[tokio::test]
+async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
+    let env = TestEnv::new("shares").await;
+    let (team_a, team_b) = (format!("{}-team-a", env.id), format!("{}-team-b", env.id));
+    for ns in [team_a.as_str(), team_b.as_str(), RESERVATION] {
+        namespace(&env, ns).await;
+    }
+    let gfd = |product: &str, extra: Value| {
+        let mut labels =
+            json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product });
+        for (k, v) in extra.as_object().unwrap() {
+            labels[k] = v.clone();
+        }
+        labels
+    };
+    // Whole H100s.
+    let whole = env
+        .create_node(node(
+            "whole",
+            gfd(
+                "NVIDIA-H100-80GB-HBM3",
+                json!({ "nvidia.com/gpu.count": "8" }),
+            ),
+            &[("nvidia.com/gpu", "8")],
+        ))
+        .await;
+    // An A100 in MIG mixed strategy: two 3g.20gb and a 1g.5gb (7 compute slices).
+    let mig = env
+        .create_node(node(
+            "mig",
+            gfd(
+                "NVIDIA-A100-SXM4-40GB",
+                json!({ "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "1" }),
+            ),
+            &[
+                ("nvidia.com/mig-3g.20gb", "2"),
+                ("nvidia.com/mig-1g.5gb", "1"),
+            ],
+        ))
+        .await;
+    // A T4 time-sliced 4 ways.
+    let sliced = env
+        .create_node(node(
+            "sliced",
+            gfd(
+                "Tesla-T4-SHARED",
+                json!({ "nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",
+                        "nvidia.com/gpu.sharing-strategy": "time-slicing" }),
+            ),
+            &[("nvidia.com/gpu", "4")],
+        ))
+        .await;
+    // Two A100s that HAMi splits 10 ways each, listed in its register annotation (HAMi 2.4's encoding).
+    let mut hami_node = node("hami", json!({ "gpu": "on" }), &[("nvidia.com/gpu", "20")]);
+    hami_node.metadata.annotations = Some(
+        [(
+            "hami.io/node-nvidia-register".to_owned(),
+            "GPU-0a1b,10,40960,100,NVIDIA-A100-SXM4-40GB,0,true:GPU-2c3d,10,40960,100,NVIDIA-A100-SXM4-40GB,0,true:"
+                .to_owned(),
+        )]
+        .into(),
+    );
+    let hami = env.create_node(hami_node).await;
+    // A T4 (15360 MiB) that KAI-Scheduler shares by fractions.
+    let kai = env
+        .create_node(node(
+            "kai",
+            gfd(
+                "NVIDIA-Tesla-T4",
+                json!({ "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "15360" }),
+            ),
+            &[("nvidia.com/gpu", "1")],
+        ))
+        .await;
+    let none = json!({});
+    let gpu = |n: u32| json!({ "nvidia.com/gpu": n.to_string() });
+    pod(&env, &team_a, "train", &whole, false, none.clone(), gpu(2)).await;
+    pod(&env, &team_a, "tune", &sliced, false, none.clone(), gpu(1)).await;
+    pod(
+        &env,
+        &team_b,
+        "mig",
+        &mig,
+        false,
+        none.clone(),
+        json!({ "nvidia.com/mig-3g.20gb": "1" }),
+    )
+    .await;
+    pod(
+        &env,
+        &team_b,
+        "infer",
+        &hami,
+        true,
+        none.clone(),
+        json!({ "nvidia.com/gpu": "1", "nvidia.com/gpumem": "10240", "nvidia.com/gpucores": "30" }),
+    )
+    .await;
+    let reservation = format!("{}-gpu-reservation", env.id);
+    pod(
+        &env,
+        RESERVATION,
+        &reservation,
+        &kai,
+        true,
+        none.clone(),
+        gpu(1),
+    )
+    .await;
+    pod(
+        &env,
+        &team_a,
+        "half",
+        &kai,
+        true,
+        json!({ "gpu-fraction": "0.5" }),
+        none.clone(),
+    )
+    .await;
+    pod(
+        &env,
+        &team_b,
+        "lab",
+        &kai,
+        true,
+        json!({ "gpu-memory": "4096" }),
+        none.clone(),
+    )
+    .await;
+
+    // By hand: team-a = 2 whole H100s + 1/4 of a T4 (a replica of 4) + 0.5 (KAI's fraction) = 2.75;
+    // team-b = 3/7 of an A100 (0.429) + 10240/40960 MiB of a HAMi A100 (0.25) + 4096/15360 MiB of a T4
+    // (0.267) = 0.946. The reservation pod holds the T4 for the fractions: no GPU-equivalent of its own.
+    let _operator = env.start_operator("2s");
+    let inv = env.inventory_name();
+    let status = env
+        .wait_inventory(&inv, CONVERGE, "every pod's share in namespaces[]", |s| {
+            equivalents(s, &team_a).as_deref() == Some("2.75")
+                && equivalents(s, &team_b).as_deref() == Some("0.946")
+        })
+        .await
+        .status
+        .unwrap();
+    assert_eq!(
+        equivalents(&status, RESERVATION),
+        None,
+        "{:?}",
+        status.namespaces
+    );
+    let reserved = status.namespaces.iter().find(|n| n.name == RESERVATION);
+    assert_eq!(
+        reserved.and_then(|n| n.allocated.get("nvidia.com/gpu")),
+        Some(&1),
+        "the reservation pod holds the device: {:?}",
+        status.namespaces
+    );
+    // The KAI node's GpuNode lists the fractions, each with its rule.
+    let gpunodes: Api<GpuNode> = Api::all(env.client.clone());
+    let holders = eventually(
+        CONVERGE,
+        "the KAI node's GpuNode with its holders",
+        || async {
+            let object = gpunodes.get(&kai).await.ok()?;
+            let holders = object.status?.node.holders;
+            (holders.len() == 2).then_some(holders)
+        },
+    )
+    .await;
+    let parts: Vec<(&str, &str)> = holders
+        .iter()
+        .map(|h| (h.name.as_str(), h.gpu_equivalents.as_str()))
+        .collect();
+    assert_eq!(parts, [("half", "0.5"), ("lab", "0.267")]);
+    assert!(
+        holders[1].basis.contains("4096 of 15360 MiB"),
+        "{}",
+        holders[1].basis
+    );
+
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), RESERVATION);
+    let _ = pods.delete(&reservation, &DeleteParams::default()).await;
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    for ns in [&team_a, &team_b] {
+        let _ = namespaces.delete(ns, &DeleteParams::default()).await;
+    }
+    env.cleanup().await;
+}
