@@ -1,4 +1,4 @@
-//! GPU-equivalents live (#54): a fleet with whole GPUs, MIG, time-slicing, HAMi and KAI-Scheduler's fractions
+//! GPU-equivalents live (#54): a fleet with whole GPUs, MIG, time-slicing, MPS, HAMi and KAI-Scheduler's fractions
 //! with their reservation pod, on KWOK nodes; pods bound by the real scheduler where the node advertises what
 //! they ask for, and by `spec.nodeName` where a sharing scheduler of its own binds them (HAMi's, KAI's). What
 //! each namespace holds in physical GPUs is computed here by hand from the objects and read back from the
@@ -129,6 +129,18 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
             &[("nvidia.com/gpu", "4")],
         ))
         .await;
+    // An L4 shared by MPS, 2 clients per GPU.
+    let mps = env
+        .create_node(node(
+            "mps",
+            gfd(
+                "NVIDIA-L4",
+                json!({ "nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "2",
+                        "nvidia.com/gpu.sharing-strategy": "mps" }),
+            ),
+            &[("nvidia.com/gpu", "2")],
+        ))
+        .await;
     // Two A100s that HAMi splits 10 ways each, listed in its register annotation (HAMi 2.4's encoding).
     let mut hami_node = node("hami", json!({ "gpu": "on" }), &[("nvidia.com/gpu", "20")]);
     hami_node.metadata.annotations = Some(
@@ -155,6 +167,7 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
     let gpu = |n: u32| json!({ "nvidia.com/gpu": n.to_string() });
     pod(&env, &team_a, "train", &whole, false, none.clone(), gpu(2)).await;
     pod(&env, &team_a, "tune", &sliced, false, none.clone(), gpu(1)).await;
+    pod(&env, &team_b, "serve", &mps, false, none.clone(), gpu(1)).await;
     pod(
         &env,
         &team_b,
@@ -208,14 +221,14 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
     .await;
 
     // By hand: team-a = 2 whole H100s + 1/4 of a T4 (a replica of 4) + 0.5 (KAI's fraction) = 2.75;
-    // team-b = 3/7 of an A100 (0.429) + 10240/40960 MiB of a HAMi A100 (0.25) + 4096/15360 MiB of a T4
-    // (0.267) = 0.946. The reservation pod holds the T4 for the fractions: no GPU-equivalent of its own.
+    // team-b = 3/7 of an A100 (0.429) + an MPS client of 2 on an L4 (0.5) + 10240/40960 MiB of a HAMi A100
+    // (0.25) + 4096/15360 MiB of a T4 (0.267) = 1.446. The reservation pod holds the T4 for the fractions: no GPU-equivalent of its own.
     let _operator = env.start_operator("2s");
     let inv = env.inventory_name();
     let status = env
         .wait_inventory(&inv, CONVERGE, "every pod's share in namespaces[]", |s| {
             equivalents(s, &team_a).as_deref() == Some("2.75")
-                && equivalents(s, &team_b).as_deref() == Some("0.946")
+                && equivalents(s, &team_b).as_deref() == Some("1.446")
         })
         .await
         .status

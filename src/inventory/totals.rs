@@ -100,13 +100,19 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
         namespaces: &'m mut BTreeMap<String, NamespaceTotals>,
         name: &str,
     ) -> &'m mut NamespaceTotals {
-        namespaces
-            .entry(name.to_owned())
-            .or_insert_with(|| NamespaceTotals {
-                name: name.to_owned(),
-                ..Default::default()
-            })
+        // Looked up before the key is made: a namespace holds many pods' holdings (one lookup a holding).
+        if !namespaces.contains_key(name) {
+            namespaces.insert(
+                name.to_owned(),
+                NamespaceTotals {
+                    name: name.to_owned(),
+                    ..Default::default()
+                },
+            );
+        }
+        namespaces.get_mut(name).expect("inserted above")
     }
+    let mut by_product: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for node in nodes {
         let mut devices_seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for holding in &node.holdings {
@@ -118,13 +124,31 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
             };
             if counted {
                 let usage = entry(&mut namespaces, holding.holder.namespace());
-                *usage.allocated.entry(holding.resource.clone()).or_insert(0) += holding.amount;
+                match usage.allocated.get_mut(&holding.resource) {
+                    Some(held) => *held += holding.amount,
+                    None => {
+                        usage
+                            .allocated
+                            .insert(holding.resource.clone(), holding.amount);
+                    }
+                }
                 if let Some(part) = holding.equivalent {
                     let sum = usage.gpu_equivalents_milli.get_or_insert(0);
                     *sum = sum.saturating_add(part.milli);
+                    // Summed by product after the walk, borrowed (one key a namespace and product).
+                    let product = node.product.as_deref().unwrap_or("unknown");
+                    let by = by_product
+                        .entry((holding.holder.namespace(), product))
+                        .or_insert(0u64);
+                    *by = by.saturating_add(part.milli);
                 }
             }
         }
+    }
+    for ((namespace, product), milli) in by_product {
+        entry(&mut namespaces, namespace)
+            .gpu_equivalents_by_product
+            .insert(product.to_owned(), milli);
     }
     for (name, (pods, wants)) in &demand.per_namespace {
         let usage = entry(&mut namespaces, name);

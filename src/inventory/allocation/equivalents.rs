@@ -75,20 +75,23 @@ const MEMORY_LAYERS: [&str; 2] = ["HAMi", "Volcano vGPU"];
 pub fn of_pod(node: &NodeInventory, requests: &ResourceMap<u64>) -> Vec<(String, Equivalent)> {
     requests
         .iter()
-        .filter(|(_, n)| **n > 0)
         .filter_map(|(resource, n)| {
             Some((resource.clone(), of_request(node, requests, resource, *n)?))
         })
         .collect()
 }
 
-/// One request's equivalent.
-fn of_request(
+/// One request's equivalent (`requests`: all of the pod's, for the limits asked beside a share); `None` for a
+/// request of 0 or one no rule covers.
+pub fn of_request(
     node: &NodeInventory,
     requests: &ResourceMap<u64>,
     resource: &str,
     n: u64,
 ) -> Option<Equivalent> {
+    if n == 0 {
+        return None;
+    }
     let layer = node.sharing.as_ref().and_then(|s| s.strategy.as_deref());
     let replicas = node
         .sharing

@@ -115,16 +115,26 @@ pub fn allocate_node_with(
         let requests = plugin_requests_of(pod, dra);
         add_held(&mut allocated, &requests);
         // A reservation pod holds the device for the fractions it hosts: no team's holding.
-        let parts = if equivalents::is_reservation(pod) {
-            Vec::new()
-        } else {
-            equivalents::of_pod(node, &requests)
-        };
+        // A reservation pod holds the device for the fractions it hosts: no team's holding.
+        let reservation = equivalents::is_reservation(pod);
+        let first = holdings.len();
+        holdings.extend(requests.iter().map(|(resource, amount)| Holding {
+            resource: resource.clone(),
+            holder: Holder::Pod {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+            },
+            amount: *amount,
+            device: None,
+            equivalent: (!reservation)
+                .then(|| equivalents::of_request(node, &requests, resource, *amount))
+                .flatten(),
+        }));
         // A share a scheduler's annotation asks for, with no GPU resource asked (KAI's fractions): held as a
         // part of a GPU under the plain GPU resource, 0 of its units (the reservation pod holds the unit).
         if let Some(share) = pod.share
-            && parts.is_empty()
-            && !equivalents::is_reservation(pod)
+            && !reservation
+            && holdings[first..].iter().all(|h| h.equivalent.is_none())
         {
             holdings.push(Holding {
                 resource: GPU_RESOURCE.to_owned(),
@@ -137,21 +147,6 @@ pub fn allocate_node_with(
                 equivalent: equivalents::of_share(node, share),
             });
         }
-        holdings.extend(requests.iter().map(|(resource, amount)| {
-            Holding {
-                resource: resource.clone(),
-                holder: Holder::Pod {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                },
-                amount: *amount,
-                device: None,
-                equivalent: parts
-                    .iter()
-                    .find(|(r, _)| r == resource)
-                    .map(|(_, part)| *part),
-            }
-        }));
         plugin_requests.push((*pod, requests));
     }
     let mut free = ResourceMap::new();

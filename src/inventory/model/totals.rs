@@ -57,4 +57,7 @@ pub struct NamespaceTotals {
     /// What its holdings are of physical GPUs, in thousandths (`Holding::equivalent`, summed); `None` when
     /// no holding of it has an equivalent.
     pub gpu_equivalents_milli: Option<u64>,
+    /// The same by the product of the nodes they are held on (`unknown` where no source names it), for the
+    /// chargeback gauge; empty when `gpu_equivalents_milli` is `None`.
+    pub gpu_equivalents_by_product: BTreeMap<String, u64>,
 }

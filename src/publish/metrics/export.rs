@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::families::{
-    InventoryGauges, InventoryLabels, IssueLabels, NamespaceLabels, NamespaceResourceLabels,
-    NodeLabels, ResourceLabels,
+    InventoryGauges, InventoryLabels, IssueLabels, NamespaceLabels, NamespaceProductLabels,
+    NamespaceResourceLabels, NodeLabels, ResourceLabels,
 };
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::node_diff::node_diff;
@@ -179,6 +179,16 @@ fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Invent
             .namespace_pending_pods
             .get_or_create(&labels)
             .set(i64::from(ns.pending_pods));
+        for (product, milli) in &ns.gpu_equivalents_by_product {
+            metrics
+                .namespace_gpu_equivalents
+                .get_or_create(&NamespaceProductLabels {
+                    inventory: inventory.to_owned(),
+                    namespace: ns.name.clone(),
+                    product: product.clone(),
+                })
+                .set(*milli as f64 / 1000.0);
+        }
     }
 }
 

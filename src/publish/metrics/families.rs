@@ -2,6 +2,7 @@
 //! registered into the process's registry by [`InventoryGauges::register`].
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -93,6 +94,17 @@ pub(crate) struct NamespaceResourceLabels {
     pub(crate) resource: String,
 }
 
+/// What a namespace's pods hold of one product's GPUs, in GPU-equivalents.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct NamespaceProductLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The pods' namespace.
+    pub(crate) namespace: String,
+    /// The GPU model of the nodes they hold them on.
+    pub(crate) product: String,
+}
+
 /// Where a job of `at_least` whole GPUs of a product can start.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct JobFitLabels {
@@ -174,6 +186,7 @@ pub struct InventoryGauges {
     pub(crate) resource_free: Family<ResourceLabels, Gauge>,
     pub(crate) namespace_requested: Family<NamespaceResourceLabels, Gauge>,
     pub(crate) namespace_pending_pods: Family<NamespaceLabels, Gauge>,
+    pub(crate) namespace_gpu_equivalents: Family<NamespaceProductLabels, Gauge<f64, AtomicU64>>,
     pub(crate) product_nodes_with_free_gpus: Family<JobFitLabels, Gauge>,
     pub(crate) topology_domains: Family<TopologyLabels, Gauge>,
     pub(crate) topology_degraded_domains: Family<TopologyLabels, Gauge>,
@@ -280,6 +293,12 @@ impl InventoryGauges {
             "namespace_pending_gpu_pods",
             "A namespace's GPU pods the scheduler could not place",
             self.namespace_pending_pods.clone(),
+        );
+        registry.register(
+            "namespace_gpu_equivalents",
+            "Physical GPUs of a product a namespace's pods and claims hold, by their sharing schemes' rules \
+             (status.namespaces[].gpuEquivalents; sum_over_time gives GPU-hours)",
+            self.namespace_gpu_equivalents.clone(),
         );
         registry.register(
             "product_nodes_with_free_gpus",

@@ -2,8 +2,8 @@
 //! and those of inventories that are gone, so dashboards never show ghosts.
 
 use super::families::{
-    InventoryGauges, InventoryLabels, IssueLabels, NamespaceLabels, NamespaceResourceLabels,
-    NodeLabels, ResourceLabels,
+    InventoryGauges, InventoryLabels, IssueLabels, NamespaceLabels, NamespaceProductLabels,
+    NamespaceResourceLabels, NodeLabels, ResourceLabels,
 };
 use super::label_sets::{info_labels, job_fit_labels, job_fits, node_resource};
 use super::quotas::remove_quotas;
@@ -83,6 +83,15 @@ pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: 
             inventory: inventory.to_owned(),
             namespace: ns.name.clone(),
         });
+        for product in ns.gpu_equivalents_by_product.keys() {
+            metrics
+                .namespace_gpu_equivalents
+                .remove(&NamespaceProductLabels {
+                    inventory: inventory.to_owned(),
+                    namespace: ns.name.clone(),
+                    product: product.clone(),
+                });
+        }
     }
 }
 

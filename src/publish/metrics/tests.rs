@@ -107,7 +107,8 @@ fn allocation_series_follow_the_status_and_leave_no_ghosts() {
         allocated: [("nvidia.com/gpu".to_owned(), 3)].into(),
         pending_pods: 2,
         pending: [("nvidia.com/gpu".to_owned(), 32)].into(),
-        gpu_equivalents_milli: Some(3000),
+        gpu_equivalents_milli: Some(2500),
+        gpu_equivalents_by_product: [("NVIDIA-H100-80GB-HBM3".to_owned(), 2500)].into(),
     }];
     let g = InventoryGauges::default();
     let m = Metrics::with_families(|r| g.register(r));
@@ -121,6 +122,7 @@ fn allocation_series_follow_the_status_and_leave_no_ghosts() {
         "gpu_inventory_resource_free{inventory=\"cluster\",resource=\"nvidia.com/gpu\"} 5",
         "gpu_inventory_namespace_requested{inventory=\"cluster\",namespace=\"ml\",resource=\"nvidia.com/gpu\"} 3",
         "gpu_inventory_namespace_pending_gpu_pods{inventory=\"cluster\",namespace=\"ml\"} 2",
+        "gpu_inventory_namespace_gpu_equivalents{inventory=\"cluster\",namespace=\"ml\",product=\"NVIDIA-H100-80GB-HBM3\"} 2.5",
         "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"4\"} 1",
         "gpu_inventory_product_nodes_with_free_gpus{inventory=\"cluster\",product=\"NVIDIA-L4\",vendor=\"nvidia\",at_least=\"8\"} 0",
     ] {

@@ -45,6 +45,8 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                     .gpu_equivalents
                     .as_deref()
                     .and_then(Equivalent::parse_decimal),
+                // The wire carries the namespace's sum only.
+                gpu_equivalents_by_product: BTreeMap::new(),
             })
             .collect(),
         products: status
