@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::reading4::{GROUPS, assert_agree, disagreements, expected};
-use common::{TestEnv, fixture_nodes};
+use common::{TestEnv, eventually, fixture_nodes};
 use gpu_inventory_operator::crd::GpuInventoryStatus;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -18,6 +18,8 @@ use serde_json::Value;
 use testkit::audit::{AuditTail, audit_offset, is_write};
 
 const CONVERGE: Duration = Duration::from_secs(60);
+/// The node lifecycle controller's grace period (40 s by default) and its next pass.
+const NODE_LIFECYCLE: Duration = Duration::from_secs(120);
 
 /// Handshake beats in the quiet minute, one every [`BEAT`].
 const QUIET_BEATS: usize = 30;
@@ -145,11 +147,37 @@ async fn a_sharing_layer_s_heartbeats_write_nothing_in_a_quiet_minute() {
         want.iter().all(|n| s.nodes.iter().any(|e| &&e.name == n))
     })
     .await;
-    let before = env
+    // The nodes have no kubelet: the node lifecycle controller gives every node it has not heard from
+    // Ready=Unknown after its grace period. That is a change of the nodes, not a heartbeat: wait for it, and
+    // for the operator to have written it, before the quiet minute starts.
+    let node_names: Vec<String> = layered.clone();
+    eventually(
+        NODE_LIFECYCLE,
+        "every node with a Ready condition",
+        || async {
+            for name in &node_names {
+                let node = nodes.get(name).await.ok()?;
+                let conditions = node.status?.conditions.unwrap_or_default();
+                conditions.iter().find(|c| c.type_ == "Ready")?;
+            }
+            Some(())
+        },
+    )
+    .await;
+    // Settled: the status unchanged through three requeue periods.
+    let mut before = env
         .wait_inventory(&inv, CONVERGE, "the status", |_| true)
         .await;
-    // Settled: two requeue periods with no change.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    loop {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let now = env
+            .wait_inventory(&inv, CONVERGE, "the status", |_| true)
+            .await;
+        if now.metadata.resource_version == before.metadata.resource_version {
+            break;
+        }
+        before = now;
+    }
     if common::is_local_cluster() {
         // The detector sees the operator's first writes (else an empty list below would prove nothing).
         let mut start = Vec::new();

@@ -112,7 +112,6 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
         }
         namespaces.get_mut(name).expect("inserted above")
     }
-    let mut by_product: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for node in nodes {
         let mut devices_seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for holding in &node.holdings {
@@ -135,20 +134,18 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
                 if let Some(part) = holding.equivalent {
                     let sum = usage.gpu_equivalents_milli.get_or_insert(0);
                     *sum = sum.saturating_add(part.milli);
-                    // Summed by product after the walk, borrowed (one key a namespace and product).
+                    // A namespace holds on a product or two: the key is made only the first time.
                     let product = node.product.as_deref().unwrap_or("unknown");
-                    let by = by_product
-                        .entry((holding.holder.namespace(), product))
-                        .or_insert(0u64);
-                    *by = by.saturating_add(part.milli);
+                    let by_product = &mut usage.gpu_equivalents_by_product;
+                    match by_product.get_mut(product) {
+                        Some(by) => *by = by.saturating_add(part.milli),
+                        None => {
+                            by_product.insert(product.to_owned(), part.milli);
+                        }
+                    }
                 }
             }
         }
-    }
-    for ((namespace, product), milli) in by_product {
-        entry(&mut namespaces, namespace)
-            .gpu_equivalents_by_product
-            .insert(product.to_owned(), milli);
     }
     for (name, (pods, wants)) in &demand.per_namespace {
         let usage = entry(&mut namespaces, name);

@@ -118,17 +118,19 @@ pub fn allocate_node_with(
         // A reservation pod holds the device for the fractions it hosts: no team's holding.
         let reservation = equivalents::is_reservation(pod);
         let first = holdings.len();
-        holdings.extend(requests.iter().map(|(resource, amount)| Holding {
-            resource: resource.clone(),
-            holder: Holder::Pod {
-                namespace: pod.namespace.clone(),
-                name: pod.name.clone(),
-            },
-            amount: *amount,
-            device: None,
-            equivalent: (!reservation)
-                .then(|| equivalents::of_request(node, &requests, resource, *amount))
-                .flatten(),
+        holdings.extend(requests.iter().map(|(resource, amount)| {
+            Holding {
+                resource: resource.clone(),
+                holder: Holder::Pod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                },
+                amount: *amount,
+                device: None,
+                equivalent: (!reservation)
+                    .then(|| equivalents::of_request(node, &requests, resource, *amount))
+                    .flatten(),
+            }
         }));
         // A share a scheduler's annotation asks for, with no GPU resource asked (KAI's fractions): held as a
         // part of a GPU under the plain GPU resource, 0 of its units (the reservation pod holds the unit).

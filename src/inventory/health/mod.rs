@@ -121,22 +121,22 @@ pub(crate) fn read(
     table: &HealthTable,
 ) -> HealthReading {
     let mut reading = HealthReading::default();
-    for condition in node_conditions {
-        let Some(family) = node_conditions::family_of(&table.families, &condition.type_) else {
-            continue;
-        };
+    // Each condition's family, looked up once (Ready is the kubelet's, never a monitor's).
+    let watched: Vec<(&ConditionFamily, &Condition)> = node_conditions
+        .iter()
+        .filter(|c| &*c.type_ != "Ready")
+        .filter_map(|c| Some((node_conditions::family_of(&table.families, &c.type_)?, c)))
+        .collect();
+    for (family, condition) in &watched {
         reading.vendor = reading.vendor.or(family.vendor_of(condition));
         reading.known = true;
         reading
             .issues
             .extend(node_conditions::issue(condition, family));
     }
-    let watched: Vec<(&str, &Condition)> = node_conditions
-        .iter()
-        .filter_map(|c| {
-            let family = node_conditions::family_of(&table.families, &c.type_)?;
-            Some((family.reporter.as_str(), c))
-        })
+    let watched: Vec<(&str, &Condition)> = watched
+        .into_iter()
+        .map(|(family, c)| (family.reporter.as_str(), c))
         .collect();
     let (quarantine, explained) = remediation::quarantine(labels, taints, &watched, cordoned);
     reading.issues.extend(quarantine);

@@ -155,9 +155,11 @@ pub(crate) fn identify(
     // No device of any vendor, but a vendor's device resource advertised at 0: the kubelet keeps a resource
     // once a device plugin registered it, so the node had that vendor's devices (they are gone or held).
     // (No table has a unit above 0 here, so each table's own check in `zero_devices` is already known.)
+    let advertises = !resources.capacity.is_empty() || !resources.allocatable.is_empty();
     let by_resources = by_resources.or_else(|| {
         tables
             .iter()
+            .filter(|_| advertises)
             .find(|table| !zero_device_names(*table, resources).is_empty())
             .map(|table| table.vendor())
     });

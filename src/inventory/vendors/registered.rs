@@ -95,6 +95,16 @@ pub(crate) fn unit(row: RowUnit) -> Unit {
     }
 }
 
+/// Whether `name` is `<domain>/...` for one of `domains`: a prefix comparison, no search for the `/` (this
+/// runs for every resource of every node under each registered table).
+pub(crate) fn in_domains(name: &str, domains: &[&str]) -> bool {
+    domains.iter().any(|domain| {
+        name.len() > domain.len()
+            && name.as_bytes()[domain.len()] == b'/'
+            && name.starts_with(domain)
+    })
+}
+
 /// The unit of a resource a sharing layer advertises for a built-in vendor's devices under its own domain
 /// (`volcano.sh/vgpu-number`, `aliyun.com/gpu-count` for NVIDIA's; `resources.tsv`), for the vendor's module
 /// to read beside its own names.
@@ -134,8 +144,7 @@ impl VendorTable for RegisteredTable {
         // domain (the parser holds both): a name outside them is not this vendor's, without a lookup. This
         // runs for every resource of every node under each registered table.
         let vendor = self.row()?;
-        let (domain, _) = resource.split_once('/')?;
-        if !vendor.domains.contains(&domain) {
+        if !in_domains(resource, &vendor.domains) {
             return None;
         }
         match REGISTRY.resource(resource) {

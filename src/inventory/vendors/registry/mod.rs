@@ -190,8 +190,12 @@ impl Registry {
     /// read these beside their own names. Asked for every resource of every node, so a name outside those
     /// domains is answered without a lookup.
     pub(crate) fn layer_resource(&self, vendor: &str, name: &str) -> Option<&ResourceRow> {
-        let (domain, _) = name.split_once('/')?;
-        if !self.layer_domains.contains(&domain) {
+        let outside = !self.layer_domains.iter().any(|domain| {
+            name.len() > domain.len()
+                && name.as_bytes()[domain.len()] == b'/'
+                && name.starts_with(domain)
+        });
+        if outside {
             return None;
         }
         self.resource(name).filter(|row| row.vendor == vendor)
