@@ -25,7 +25,8 @@ const NOT_YET: [(&str, &str); 4] = [
     ),
     (
         "pod0",
-        "a DRA claim's consumed capacity over the device's is not read per claim yet",
+        "the published ResourceSlice is the driver's default one (no allowMultipleAllocations) and the claim shows \
+         no allocation: its device reads as whole to it (the consumed-capacity rule is the unit tier's to check)",
     ),
 ];
 

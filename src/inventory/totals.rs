@@ -121,8 +121,8 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
                 }
                 _ => true,
             };
+            let usage = entry(&mut namespaces, holding.holder.namespace());
             if counted {
-                let usage = entry(&mut namespaces, holding.holder.namespace());
                 match usage.allocated.get_mut(&holding.resource) {
                     Some(held) => *held += holding.amount,
                     None => {
@@ -131,17 +131,18 @@ pub(crate) fn namespaces(nodes: &[Arc<NodeInventory>], demand: &Demand) -> Vec<N
                             .insert(holding.resource.clone(), holding.amount);
                     }
                 }
-                if let Some(part) = holding.equivalent {
-                    let sum = usage.gpu_equivalents_milli.get_or_insert(0);
-                    *sum = sum.saturating_add(part.milli);
-                    // A namespace holds on a product or two: the key is made only the first time.
-                    let product = node.product.as_deref().unwrap_or("unknown");
-                    let by_product = &mut usage.gpu_equivalents_by_product;
-                    match by_product.get_mut(product) {
-                        Some(by) => *by = by.saturating_add(part.milli),
-                        None => {
-                            by_product.insert(product.to_owned(), part.milli);
-                        }
+            }
+            // Each claim's part of a device they share is its own (the device is counted once above).
+            if let Some(part) = holding.equivalent {
+                let sum = usage.gpu_equivalents_milli.get_or_insert(0);
+                *sum = sum.saturating_add(part.milli);
+                // A namespace holds on a product or two: the key is made only the first time.
+                let product = node.product.as_deref().unwrap_or("unknown");
+                let by_product = &mut usage.gpu_equivalents_by_product;
+                match by_product.get_mut(product) {
+                    Some(by) => *by = by.saturating_add(part.milli),
+                    None => {
+                        by_product.insert(product.to_owned(), part.milli);
                     }
                 }
             }

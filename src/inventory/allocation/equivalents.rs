@@ -8,7 +8,9 @@
 //! listed under its own resource, and not counted as a fraction of anything.
 
 use super::pod::{GpuPod, PodShare};
-use crate::inventory::model::{Basis, Equivalent, NodeInventory, ResourceMap};
+use crate::inventory::model::{
+    Basis, ClaimRef, Device, DeviceKind, Equivalent, NodeInventory, ResourceMap, SharedCapacity,
+};
 use crate::inventory::resources::{GPU_RESOURCE, SHARED_GPU_RESOURCE};
 use crate::inventory::vendors::nvidia::vm_gpus::{board_gb, vgpu_type};
 use crate::inventory::vendors::unit_of;
@@ -197,6 +199,7 @@ fn fraction(n: u64, basis: Basis) -> Equivalent {
         Basis::Cores { percent } => (percent, 100),
         Basis::FrameBuffer { gb, of_gb } => (gb, of_gb),
         Basis::SharedDevice { claims } => (1, claims),
+        Basis::Capacity { used, of } => (used, of),
         Basis::Fraction => (1, 1),
     };
     let den = u128::from(den.max(1));
@@ -207,28 +210,54 @@ fn fraction(n: u64, basis: Basis) -> Equivalent {
     }
 }
 
-/// A DRA device's part for each of its `claims`: a whole GPU, its MIG profile's slices, or an equal part of
-/// a device several claims share (consumable capacity, KEP-5075).
-pub fn of_claim(node: &NodeInventory, partition: Option<&str>, claims: u64) -> Option<Equivalent> {
-    let whole = match partition {
-        Some(profile) => fraction(
+/// A claim's part of a DRA device: a whole GPU is 1 and a MIG device its slices; of a device several claims
+/// share (KEP-5075), the claim's consumed capacity over the device's, by the capacity it takes most of, else
+/// (no consumed capacity published) an equal part each. `None` for a device of another kind.
+pub fn of_claim(node: &NodeInventory, device: &Device, claim: &ClaimRef) -> Option<Equivalent> {
+    let whole = match &device.kind {
+        DeviceKind::Whole => fraction(1, Basis::Whole),
+        DeviceKind::Partition(profile) => fraction(
             1,
             Basis::MigSlices {
                 slices: profile_slices(profile)?,
                 of: parent_slices(node),
             },
         ),
-        None => fraction(1, Basis::Whole),
+        DeviceKind::Other(_) | DeviceKind::Unnamed => return None,
     };
-    Some(if claims > 1 {
-        let each = fraction(1, Basis::SharedDevice { claims });
+    let part = |basis: Basis| {
+        let each = fraction(1, basis);
         Equivalent {
             milli: whole.milli * each.milli / 1000,
-            basis: each.basis,
+            basis,
         }
-    } else {
-        whole
-    })
+    };
+    if let Some(shared) = &device.shared
+        && let Some((used, of)) = largest_share(shared, claim)
+    {
+        return Some(part(Basis::Capacity { used, of }));
+    }
+    match device.claims.len() as u64 {
+        0 | 1 => Some(whole),
+        claims => Some(part(Basis::SharedDevice { claims })),
+    }
+}
+
+/// What `claim` consumed of a shared device, as (consumed, capacity) of the capacity it takes the most of.
+fn largest_share(shared: &SharedCapacity, claim: &ClaimRef) -> Option<(u64, u64)> {
+    let (_, used) = shared.by_claim.iter().find(|(c, _)| c == claim)?;
+    used.iter()
+        .filter_map(|(name, amount)| {
+            let of = u64::try_from(*shared.total.get(name)?)
+                .ok()
+                .filter(|t| *t > 0)?;
+            let used = u64::try_from(*amount).ok()?.min(of);
+            Some((used, of))
+        })
+        // a/b against c/d as a*d against c*b.
+        .max_by(|(a, b), (c, d)| {
+            (u128::from(*a) * u128::from(*d)).cmp(&(u128::from(*c) * u128::from(*b)))
+        })
 }
 
 /// Under MIG strategy `single` every `nvidia.com/gpu` is a MIG device of the node's one profile

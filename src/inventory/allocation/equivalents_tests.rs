@@ -351,6 +351,73 @@ fn kai_fractions_are_their_annotation_and_the_reservation_pod_holds_none() {
 }
 
 #[test]
+fn a_dra_claim_holds_a_whole_device_its_mig_slices_or_its_consumed_capacity_of_a_shared_one() {
+    use crate::inventory::model::{ClaimRef, Device, DeviceKind, SharedCapacity};
+    let claim = |ns: &str, name: &str| ClaimRef {
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    let gib = |n: i128| n << 30;
+    let mut h100 = node("d", "NVIDIA H100 80GB HBM3", Some(81559), &[]);
+    h100.devices = vec![
+        Device {
+            name: "gpu-0".into(),
+            resource: "gpu.nvidia.com/gpu".into(),
+            kind: DeviceKind::Whole,
+            claims: vec![claim("team-a", "train")],
+            ..Default::default()
+        },
+        Device {
+            name: "gpu-1-mig-3g".into(),
+            resource: "gpu.nvidia.com/mig-3g.40gb".into(),
+            kind: DeviceKind::Partition("3g.40gb".into()),
+            claims: vec![claim("team-b", "mig")],
+            ..Default::default()
+        },
+        // KEP-5075: two claims share a device, each by its consumed memory (16 and 40 GiB of 80).
+        Device {
+            name: "gpu-2".into(),
+            resource: "gpu.nvidia.com/gpu".into(),
+            kind: DeviceKind::Whole,
+            claims: vec![claim("team-a", "small"), claim("team-b", "half")],
+            shared: Some(SharedCapacity {
+                consumed: [("memory".to_owned(), gib(56))].into(),
+                total: [("memory".to_owned(), gib(80))].into(),
+                by_claim: vec![
+                    (
+                        claim("team-a", "small"),
+                        [("memory".to_owned(), gib(16))].into(),
+                    ),
+                    (
+                        claim("team-b", "half"),
+                        [("memory".to_owned(), gib(40))].into(),
+                    ),
+                ],
+            }),
+            ..Default::default()
+        },
+        // Shared, but no consumed capacity published: an equal part each.
+        Device {
+            name: "gpu-3".into(),
+            resource: "gpu.nvidia.com/gpu".into(),
+            kind: DeviceKind::Whole,
+            claims: vec![claim("team-a", "x"), claim("team-b", "y")],
+            shared: Some(SharedCapacity::default()),
+            ..Default::default()
+        },
+    ];
+    let inv = accounted(vec![h100], &[]);
+    // team-a: 1 + 0.2 + 0.5; team-b: 3/7 + 0.5 + 0.5.
+    assert_eq!(
+        by_namespace(&inv),
+        [
+            ("team-a".to_owned(), Some("1.7".to_owned())),
+            ("team-b".to_owned(), Some("1.429".to_owned())),
+        ]
+    );
+}
+
+#[test]
 fn decimals_read_back_as_written() {
     for milli in [0, 1, 10, 250, 429, 1000, 2500, 123_456] {
         let text = Equivalent::decimal(milli);

@@ -15,9 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::inventory::dra::DraView;
-use crate::inventory::model::{
-    DeviceKind, Holder, Holding, Issue, IssueReason, NodeInventory, ResourceMap,
-};
+use crate::inventory::model::{Holder, Holding, Issue, IssueReason, NodeInventory, ResourceMap};
 use crate::inventory::resources::GPU_RESOURCE;
 use crate::inventory::text::capped_list;
 use crate::inventory::text_map::TextMap;
@@ -174,19 +172,12 @@ pub fn allocate_node_with(
         }
     }
     for device in &node.devices {
-        let part = match &device.kind {
-            DeviceKind::Whole => equivalents::of_claim(node, None, device.claims.len() as u64),
-            DeviceKind::Partition(profile) => {
-                equivalents::of_claim(node, Some(profile), device.claims.len() as u64)
-            }
-            DeviceKind::Other(_) | DeviceKind::Unnamed => None,
-        };
         holdings.extend(device.claims.iter().map(|claim| Holding {
             resource: device.resource.clone(),
             holder: Holder::Claim(claim.clone()),
             amount: 1,
             device: Some(device.name.clone()),
-            equivalent: part,
+            equivalent: equivalents::of_claim(node, device, claim),
         }));
     }
     holdings.sort();

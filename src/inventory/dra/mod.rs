@@ -148,16 +148,24 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
     for claims in holders.values_mut() {
         claims.sort();
     }
-    // What the claims consumed of shareable devices' capacity, summed over the claims sharing each.
+    // What the claims consumed of shareable devices' capacity, summed over the claims sharing each, and each
+    // claim's own.
     let mut consumed: Consumed<'_> = HashMap::new();
     for claim in &input.claims {
         for (device, amounts) in &claim.consumed {
-            let sum = consumed
+            let (sum, by_claim) = consumed
                 .entry((&device.driver, &device.pool, &device.device))
                 .or_default();
             for (name, amount) in amounts {
                 *sum.entry(name.clone()).or_insert(0) += amount;
             }
+            by_claim.push((
+                ClaimRef {
+                    namespace: claim.namespace.clone(),
+                    name: claim.name.clone(),
+                },
+                amounts.clone(),
+            ));
         }
     }
     let mut view = DraView::default();
@@ -237,8 +245,14 @@ fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
     }
 }
 
-/// Per (driver, pool, device): capacity name -> what the claims sharing it consumed.
-type Consumed<'c> = HashMap<(&'c str, &'c str, &'c str), BTreeMap<String, i128>>;
+/// Per (driver, pool, device): capacity name -> what the claims sharing it consumed, and what each claim did.
+type Consumed<'c> = HashMap<
+    (&'c str, &'c str, &'c str),
+    (
+        BTreeMap<String, i128>,
+        Vec<(ClaimRef, BTreeMap<String, i128>)>,
+    ),
+>;
 
 /// What applies to devices besides their slice: the DeviceTaintRules, and the GPU classes (sorted by name)
 /// whose `extendedResourceName` a device is counted under.
@@ -350,12 +364,17 @@ fn pool_devices(
                 && counters.fits(device);
             let kind = device_kind(pool.driver, device);
             let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
-            let shared = device.shareable.then(|| SharedCapacity {
-                consumed: consumed
+            let shared = device.shareable.then(|| {
+                let (consumed, mut by_claim) = consumed
                     .get(&(pool.driver, pool.name, device.name.as_str()))
                     .cloned()
-                    .unwrap_or_default(),
-                total: device.capacity.clone(),
+                    .unwrap_or_default();
+                by_claim.sort();
+                SharedCapacity {
+                    consumed,
+                    total: device.capacity.clone(),
+                    by_claim,
+                }
             });
             Device {
                 driver: pool.driver.to_owned(),

@@ -113,6 +113,8 @@ pub struct SharedCapacity {
     pub consumed: BTreeMap<String, i128>,
     /// Capacity name -> the device's capacity.
     pub total: BTreeMap<String, i128>,
+    /// What each claim consumed of it, by claim (a claim's part of the device: `allocation::equivalents`).
+    pub by_claim: Vec<(ClaimRef, BTreeMap<String, i128>)>,
 }
 
 impl Device {

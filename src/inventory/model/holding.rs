@@ -90,6 +90,13 @@ pub enum Basis {
     },
     /// A fraction a scheduler's pod annotation names (KAI-Scheduler's `gpu-fraction`).
     Fraction,
+    /// A claim's consumed capacity of a device several claims share (KEP-5075), in the capacity's unit.
+    Capacity {
+        /// What the claim consumed.
+        used: u64,
+        /// The device's capacity.
+        of: u64,
+    },
     /// A DRA device several claims share: an equal part of it each.
     SharedDevice {
         /// The claims that share it.
@@ -117,6 +124,12 @@ impl std::fmt::Display for Basis {
             }
             Basis::Fraction => {
                 f.write_str("the fraction of a GPU the pod's gpu-fraction annotation names")
+            }
+            Basis::Capacity { used, of } => {
+                write!(
+                    f,
+                    "{used} of the shared device's {of} (its consumed capacity)"
+                )
             }
         }
     }
