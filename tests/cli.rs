@@ -158,7 +158,7 @@ fn an_offline_dump_of_nodes_and_pods_is_accounted() {
         table
             .lines()
             .any(|l| l.split_whitespace().collect::<Vec<_>>()
-                == ["ml", "nvidia.com/gpu", "4", "16", "1"]),
+                == ["ml", "nvidia.com/gpu", "4", "16", "1", "4"]),
         "{table}"
     );
     // Any node label key is a level to group by (docs/topology.md); one that is no label key is a usage error.

@@ -105,12 +105,15 @@ pub fn first_difference(scans: &Scans, out: &Outputs) -> Option<String> {
     .or_else(|| metrics_difference(&scans.all, &out.metrics))
 }
 
-/// `scan` lists each DRA node's devices one by one; the status and the ConfigMap keep only their counts.
+/// `scan` lists each node as its GpuNode does: each DRA device one by one, and the holders with their
+/// GPU-equivalents; the status and the ConfigMap keep only the counts (and the namespaces' sums).
 fn without_devices(scan: &GpuInventoryStatus) -> Value {
     let mut want = serde_json::to_value(scan).expect("a status serializes");
     for node in want["nodes"].as_array_mut().into_iter().flatten() {
         if let Some(node) = node.as_object_mut() {
             node.remove("devices");
+            node.remove("holders");
+            node.remove("gpuEquivalents");
         }
     }
     want

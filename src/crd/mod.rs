@@ -221,6 +221,10 @@ pub struct NamespaceUsage {
     /// none of its holdings has an equivalent (another vendor's partition, a resource no rule covers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_equivalents: Option<String>,
+    /// The same by the product of the nodes they are held on (`unknown` where no source names it): what the
+    /// chargeback gauge `gpu_inventory_namespace_gpu_equivalents` exports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gpu_equivalents_by_product: BTreeMap<String, String>,
     /// Per resource, the units its pods and claims hold that sat idle through the utilization window; absent
     /// when none did, or while `utilization.state` is `Unknown`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -72,6 +72,11 @@ pub fn namespace(
         pending_pods: totals.pending_pods,
         pending: totals.pending.clone(),
         gpu_equivalents: totals.gpu_equivalents_milli.map(Equivalent::decimal),
+        gpu_equivalents_by_product: totals
+            .gpu_equivalents_by_product
+            .iter()
+            .map(|(product, milli)| (product.clone(), Equivalent::decimal(*milli)))
+            .collect(),
         idle: utilization
             .and_then(|u| u.namespaces.get(&totals.name))
             .cloned()

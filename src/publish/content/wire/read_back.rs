@@ -45,8 +45,13 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                     .gpu_equivalents
                     .as_deref()
                     .and_then(Equivalent::parse_decimal),
-                // The wire carries the namespace's sum only.
-                gpu_equivalents_by_product: BTreeMap::new(),
+                gpu_equivalents_by_product: n
+                    .gpu_equivalents_by_product
+                    .iter()
+                    .filter_map(|(product, text)| {
+                        Some((product.clone(), Equivalent::parse_decimal(text)?))
+                    })
+                    .collect(),
             })
             .collect(),
         products: status
