@@ -3,39 +3,18 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use common::fixture_nodes;
+use common::offline_cli::scan_json;
 use common::reading4::{GROUPS, assert_agree, disagreements, expected};
 use serde_json::Value;
 
-/// `scan -f - -o json` of one object: its entry, if listed.
+/// `scan -f -` of one object alone: its entry, if listed.
 fn scan_alone(node: &Value) -> Option<Value> {
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [node]});
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
-        .args(["scan", "-f", "-", "-o", "json"])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(list.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "scan -f of {}: {e}; stderr: {}",
-            node["metadata"]["name"],
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    json["nodes"].as_array().and_then(|n| n.first()).cloned()
+    scan_json(&list)["nodes"]
+        .as_array()
+        .and_then(|n| n.first())
+        .cloned()
 }
 
 #[test]

@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
+use common::offline_cli::scan_json;
 use serde_json::Value;
 
 /// The pods this version does not read as the expert does yet, with why (issue #54's open part).
@@ -87,35 +85,11 @@ fn dump(rows: &[Row]) -> Value {
     list
 }
 
-fn scan(list: &Value) -> Value {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
-        .args(["scan", "-f", "-", "-o", "json"])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(list.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "scan -f: {e}; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 #[test]
 fn every_scheme_s_published_pods_hold_what_the_expert_computes() {
     let rows = expected();
     assert!(rows.len() >= 15, "{} rows", rows.len());
-    let status = scan(&dump(&rows));
+    let status = scan_json(&dump(&rows));
     let held = |pod: &str, namespace: &str| -> Option<u64> {
         let parts: Vec<u64> = status["nodes"]
             .as_array()?

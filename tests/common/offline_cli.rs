@@ -37,6 +37,36 @@ pub fn plugin(tag: &str, args: &[&str]) -> Output {
     run(&link, args)
 }
 
+/// `scan -f - -o json` of `dump` (a List, as `kubectl get -o json` prints it) fed on stdin, offline: the
+/// status it prints.
+pub fn scan_json(dump: &serde_json::Value) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
+        .args(["scan", "-f", "-", "-o", "json"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent-home")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dump.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "scan -f -: {e}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// What it printed on stdout.
 pub fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

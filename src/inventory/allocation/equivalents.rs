@@ -12,6 +12,7 @@ use crate::inventory::model::{
     Basis, ClaimRef, Device, DeviceKind, Equivalent, NodeInventory, ResourceMap, SharedCapacity,
 };
 use crate::inventory::resources::{GPU_RESOURCE, SHARED_GPU_RESOURCE};
+use crate::inventory::vendors::nvidia::features::slice_count;
 use crate::inventory::vendors::nvidia::vm_gpus::{board_gb, vgpu_type};
 use crate::inventory::vendors::unit_of;
 use crate::inventory::vendors::vendor_table::Unit;
@@ -71,17 +72,6 @@ pub fn of_share(node: &NodeInventory, share: PodShare) -> Option<Equivalent> {
 
 /// The sharing layers whose node annotation lists the devices (`Sharing::strategy` names the layer).
 const MEMORY_LAYERS: [&str; 2] = ["HAMi", "Volcano vGPU"];
-
-/// Each of the pod's requests that places it on a share of the node's GPUs, with what it is of a physical
-/// GPU. Memory and core amounts asked beside (HAMi's `nvidia.com/gpumem`) are part of the share they limit.
-pub fn of_pod(node: &NodeInventory, requests: &ResourceMap<u64>) -> Vec<(String, Equivalent)> {
-    requests
-        .iter()
-        .filter_map(|(resource, n)| {
-            Some((resource.clone(), of_request(node, requests, resource, *n)?))
-        })
-        .collect()
-}
 
 /// One request's equivalent (`requests`: all of the pod's, for the limits asked beside a share); `None` for a
 /// request of 0 or one no rule covers.
@@ -271,12 +261,10 @@ fn single_strategy_slices(node: &NodeInventory) -> Option<(u64, u64)> {
     Some((profile_slices(profile)?, parent_slices(node)))
 }
 
-/// The compute slices of a MIG profile: the `3` of `3g.40gb`, `1c.3g.40gb` or `3g.40gb+me`.
+/// The compute slices of a MIG profile (`3g.40gb`, `1c.3g.40gb`, `3g.40gb+me`: 3), as GPU Feature Discovery's
+/// labels are read.
 fn profile_slices(profile: &str) -> Option<u64> {
-    profile
-        .split('.')
-        .find_map(|part| part.strip_suffix('g')?.parse().ok())
-        .filter(|n| *n > 0)
+    slice_count(profile).map(u64::from).filter(|n| *n > 0)
 }
 
 /// The compute slices of the node's GPU: 4 on an A30 and an RTX PRO 6000 Blackwell, 7 on the A100, H100,

@@ -72,10 +72,13 @@ fn by_namespace(inv: &Inventory) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// Each of the pod's requests that has an equivalent, in thousandths (the allocation asks [`of_request`] the
+/// same, holding by holding).
 fn milli(node: &NodeInventory, asked: &[(&str, u64)]) -> Vec<(String, u64)> {
-    of_pod(node, &requests(asked))
-        .into_iter()
-        .map(|(r, e)| (r, e.milli))
+    let requests = requests(asked);
+    requests
+        .iter()
+        .filter_map(|(r, n)| Some((r.clone(), of_request(node, &requests, r, *n)?.milli)))
         .collect()
 }
 

@@ -113,7 +113,6 @@ pub fn allocate_node_with(
         let requests = plugin_requests_of(pod, dra);
         add_held(&mut allocated, &requests);
         // A reservation pod holds the device for the fractions it hosts: no team's holding.
-        // A reservation pod holds the device for the fractions it hosts: no team's holding.
         let reservation = equivalents::is_reservation(pod);
         let first = holdings.len();
         holdings.extend(requests.iter().map(|(resource, amount)| {
