@@ -84,6 +84,15 @@ pub struct GpuInventoryStatus {
     /// resources are in `resources` under their own names, never added here.
     #[serde(default)]
     pub free_gpus: u64,
+    /// Physical GPUs nothing holds any of (whatever schemes share them): see `products[].wholeFreeGpus`.
+    #[serde(default)]
+    pub whole_free_gpus: u64,
+    /// Physical GPUs held in part with room for more (shares, MIG slices, replicas left).
+    #[serde(default)]
+    pub partly_free_gpus: u64,
+    /// Physical GPUs held in full. The three add up to the physical GPUs: `totalGpus`, but where MIG strategy `single` makes `count` the MIG devices.
+    #[serde(default)]
+    pub fully_held_gpus: u64,
     /// Whole devices free now per vendor, `amd=8,nvidia=4` (vendors are never summed with one another:
     /// `freeGpus` is their total, for the article's column). Absent when no node is a GPU node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +184,17 @@ pub struct ProductSummary {
     /// Who makes it (`nvidia`, `amd`, ...), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
+    /// Its physical GPUs nothing holds any of, whatever shares them (docs/allocation.md, "Whole, partly
+    /// free, fully held"); unlike `freeGpus` it counts GPUs on NotReady and cordoned nodes too.
+    #[serde(default)]
+    pub whole_free_gpus: u64,
+    /// Its physical GPUs held in part with room for more: a HAMi card with memory left, a KAI GPU with a
+    /// fraction left, a GPU with time-slicing replicas or MIG slices left.
+    #[serde(default)]
+    pub partly_free_gpus: u64,
+    /// Its physical GPUs held in full. The three add up to its physical GPUs (`gpus`, but under MIG strategy `single`, whose `count` is MIG devices).
+    #[serde(default)]
+    pub fully_held_gpus: u64,
     /// Where a job asking for N whole GPUs of this model can start now: for N in 1, 2, 4 and 8, how many
     /// Ready, schedulable nodes have at least N of them free.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -78,6 +78,7 @@ pub(crate) fn products(nodes: &[Arc<NodeInventory>]) -> Vec<ProductTotals> {
         product.gpus = product.gpus.saturating_add(node.count);
         let free = free_whole_gpus(node);
         product.free_gpus = product.free_gpus.saturating_add(free);
+        product.occupancy.add(node.occupancy);
         if product.vendor.is_none() {
             product.vendor = vendor_of(node);
         }

@@ -14,6 +14,7 @@ use crate::inventory::model::{
 use crate::inventory::resources::{GPU_RESOURCE, SHARED_GPU_RESOURCE};
 use crate::inventory::vendors::nvidia::features::slice_count;
 use crate::inventory::vendors::nvidia::vm_gpus::{board_gb, vgpu_type};
+use crate::inventory::vendors::sharing_layer::POD_DEVICE_ANNOTATIONS;
 use crate::inventory::vendors::unit_of;
 use crate::inventory::vendors::vendor_table::Unit;
 
@@ -39,9 +40,14 @@ pub const KAI_MEMORY: &str = "gpu-memory";
 /// holds a whole `nvidia.com/gpu` for the fractions it hosts, and is no team's holding.
 pub const KAI_RESERVATION_NAMESPACES: [&str; 2] = ["kai-resource-reservation", "runai-reservation"];
 
-/// Whether a pod annotation is one the accounting reads (the pod watch keeps only these).
+/// KAI-Scheduler's pod label tying fraction pods to the reservation pod that holds their GPU
+/// (`pkg/common/constants/constants.go`).
+pub const KAI_GPU_GROUP: &str = "runai-gpu-group";
+
+/// Whether a pod annotation is one the accounting reads (the pod watch keeps only these): KAI's shares and
+/// the sharing layers' device records.
 pub fn is_read_pod_annotation(key: &str) -> bool {
-    key == KAI_FRACTION || key == KAI_MEMORY
+    key == KAI_FRACTION || key == KAI_MEMORY || POD_DEVICE_ANNOTATIONS.contains(&key)
 }
 
 /// Whether a pod is a GPU-sharing scheduler's reservation, holding a device for others' fractions.
@@ -252,7 +258,7 @@ fn largest_share(shared: &SharedCapacity, claim: &ClaimRef) -> Option<(u64, u64)
 
 /// Under MIG strategy `single` every `nvidia.com/gpu` is a MIG device of the node's one profile
 /// (`NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`): its slices and the parent's.
-fn single_strategy_slices(node: &NodeInventory) -> Option<(u64, u64)> {
+pub(super) fn single_strategy_slices(node: &NodeInventory) -> Option<(u64, u64)> {
     let mig = node.mig.as_ref()?;
     if mig.strategy.as_deref() != Some("single") {
         return None;
@@ -263,13 +269,13 @@ fn single_strategy_slices(node: &NodeInventory) -> Option<(u64, u64)> {
 
 /// The compute slices of a MIG profile (`3g.40gb`, `1c.3g.40gb`, `3g.40gb+me`: 3), as GPU Feature Discovery's
 /// labels are read.
-fn profile_slices(profile: &str) -> Option<u64> {
+pub(super) fn profile_slices(profile: &str) -> Option<u64> {
     slice_count(profile).map(u64::from).filter(|n| *n > 0)
 }
 
 /// The compute slices of the node's GPU: 4 on an A30 and an RTX PRO 6000 Blackwell, 7 on the A100, H100,
 /// H200, B200 and GB200 (NVIDIA's MIG user guide, "Supported MIG Profiles"); 7 when the product is unknown.
-fn parent_slices(node: &NodeInventory) -> u64 {
+pub(super) fn parent_slices(node: &NodeInventory) -> u64 {
     let product = node
         .product
         .as_deref()

@@ -8,6 +8,7 @@
 
 pub mod device_health;
 pub mod equivalents;
+pub mod occupancy;
 pub mod pod;
 
 use std::borrow::Cow;
@@ -61,6 +62,8 @@ pub struct NodeAllocation {
     pub unhealthy: Option<Issue>,
     /// `AllocatedDeviceHealthUnknown`, when the kubelet reports a device of a pod here `Unknown`.
     pub health_unknown: Option<Issue>,
+    /// The GPUs a sharing layer or scheduler names, with their parts (`occupancy::shared_gpus`).
+    pub shared_gpus: Vec<crate::inventory::model::SharedGpu>,
 }
 
 impl NodeAllocation {
@@ -72,6 +75,8 @@ impl NodeAllocation {
         node.issues.extend(self.overcommitted);
         node.issues.extend(self.unhealthy);
         node.issues.extend(self.health_unknown);
+        node.shared_gpus = self.shared_gpus;
+        node.occupancy = occupancy::of_node(node);
     }
 }
 
@@ -180,6 +185,7 @@ pub fn allocate_node_with(
         }));
     }
     holdings.sort();
+    let shared_gpus = occupancy::shared_gpus(node, holders, &holdings);
     for resource in &dra_served {
         if let Some(n) = node.allocated.get(*resource) {
             allocated.entry((*resource).to_owned()).or_insert(*n);
@@ -218,6 +224,7 @@ pub fn allocate_node_with(
         overcommitted,
         unhealthy,
         health_unknown,
+        shared_gpus,
     }
 }
 

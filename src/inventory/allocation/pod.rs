@@ -7,6 +7,7 @@ use crate::inventory::text_map::TextMap;
 use std::collections::BTreeMap;
 
 use super::device_health::DeviceHealth;
+use crate::inventory::vendors::sharing_layer::PodDevice;
 
 /// A pod that asks for at least one `nvidia.com/*` resource or names a ResourceClaim, stripped to what the
 /// accounting needs.
@@ -41,6 +42,12 @@ pub struct GpuPod {
     /// The share of one GPU a GPU-sharing scheduler's pod annotation asks for (KAI-Scheduler's
     /// `gpu-fraction`, `gpu-memory`): the pod may ask for no GPU resource at all.
     pub share: Option<PodShare>,
+    /// The devices a sharing layer's pod annotation says it gave the pod (HAMi's
+    /// `hami.io/vgpu-devices-allocated`), each with the MiB it holds there; empty where none says.
+    pub placed: Vec<PodDevice>,
+    /// The GPU group a GPU-sharing scheduler ties the pod to (KAI-Scheduler's `runai-gpu-group` label): its
+    /// fraction pods and the reservation pod holding their GPU carry the same.
+    pub gpu_group: Option<String>,
 }
 
 /// A share of one GPU, as a pod's annotation asks for it.

@@ -97,6 +97,11 @@ fn running_pods_are_allocated_finished_ones_and_other_nodes_are_not() {
             gpus: 16,
             free_gpus: 13,
             vendor: Some("nvidia"),
+            occupancy: crate::inventory::model::Occupancy {
+                whole_free: 13,
+                partly_free: 0,
+                fully_held: 3,
+            },
             nodes_with_free_gpus: vec![
                 JobFit {
                     at_least: 1,

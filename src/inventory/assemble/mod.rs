@@ -364,6 +364,10 @@ fn sum_up<'n>(
             .iter()
             .map(|n| allocation::free_whole_gpus(n))
             .fold(0, u64::saturating_add),
+        occupancy: nodes.iter().fold(Default::default(), |mut sum, n| {
+            sum.add(n.occupancy);
+            sum
+        }),
         pending_gpu_pods: demand.pending_pods,
         resources: totals::resources(&nodes),
         products: totals::products(&nodes),

@@ -13,6 +13,7 @@ mod issue;
 mod node_inventory;
 mod quota;
 mod resource_map;
+mod shared_gpu;
 mod topology;
 mod totals;
 mod utilization;
@@ -28,6 +29,7 @@ pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
 pub use quota::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};
 pub use resource_map::ResourceMap;
+pub use shared_gpu::{GpuPart, Occupancy, SharedGpu};
 pub use topology::{
     DomainFit, DomainFree, DomainProblem, DomainProblemReason, GPU_CLIQUE, NVLINK, NodeTopology,
     TopologySummary, physical_domain,
@@ -47,6 +49,8 @@ pub struct Inventory {
     pub total_gpus: u64,
     /// Whole GPUs free now on Ready, schedulable nodes.
     pub free_gpus: u64,
+    /// The nodes' physical GPUs whole free, partly free and fully held (`allocation::occupancy`).
+    pub occupancy: Occupancy,
     /// GPU pods the scheduler could not place.
     pub pending_gpu_pods: u32,
     /// Every resource summed over the nodes, by name.

@@ -8,6 +8,7 @@ use super::device::Device;
 use super::holding::Holding;
 use super::issue::{Issue, IssueReason};
 use super::resource_map::ResourceMap;
+use super::shared_gpu::{Occupancy, SharedGpu};
 use super::topology::NodeTopology;
 use super::vendor::Vendor;
 
@@ -158,6 +159,11 @@ pub struct NodeInventory {
     /// The node's `NoSchedule` and `NoExecute` taints, `(key, value, effect)`: a gang's pods land only where
     /// they tolerate them (`inventory::topology::gang`).
     pub blocking_taints: Vec<(String, String, String)>,
+    /// The physical GPUs a sharing layer lists (the scanner, with no parts) or a GPU-sharing scheduler's
+    /// groups name (the allocation), with what each holder holds of each (the allocation). Empty elsewhere.
+    pub shared_gpus: Vec<SharedGpu>,
+    /// How many of its GPUs are whole free, partly free and fully held (`allocation::occupancy`).
+    pub occupancy: Occupancy,
 }
 
 impl NodeInventory {

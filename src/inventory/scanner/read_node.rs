@@ -9,7 +9,7 @@ use crate::inventory::dra::DraNode;
 use crate::inventory::health;
 use crate::inventory::label_reader::LabelReader;
 use crate::inventory::model::{
-    Amount, Issue, IssueReason, NodeInventory, ResourceMap, Sharing, Source, Vendor,
+    Amount, Issue, IssueReason, NodeInventory, ResourceMap, SharedGpu, Sharing, Source, Vendor,
 };
 use crate::inventory::resources::accelerator_resources;
 use crate::inventory::vendors;
@@ -160,6 +160,7 @@ pub fn scan_node_in(
         count,
         memory_mib,
         sharing: reading.sharing,
+        shared_gpus: reading.shared_gpus,
         mig: reading.partitions,
         capacity,
         allocatable,
@@ -336,6 +337,17 @@ fn read_sharing_layer(
             found.key, found.layer
         ),
     ));
+    reading.shared_gpus = found
+        .devices
+        .iter()
+        .map(|d| SharedGpu {
+            id: d.id.clone(),
+            memory_mib: d.memory_mib,
+            slots: Some(d.shares).filter(|s| *s > 0),
+            healthy: d.healthy,
+            parts: Vec::new(),
+        })
+        .collect();
     if reading.sharing.is_none() {
         reading.sharing = Some(Sharing {
             strategy: Some(found.layer.to_owned()),

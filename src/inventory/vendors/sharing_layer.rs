@@ -119,6 +119,46 @@ fn record(text: &str) -> Result<LayerDevice, String> {
     })
 }
 
+/// The pod annotations in which a sharing layer records the devices it gave each container: HAMi's after
+/// binding, else its scheduler's decision (`hami.io/vgpu-devices-allocated`, `…-to-allocate`: HAMi
+/// `docs/develop/protocol.md`), and Volcano vGPU's (`volcano.sh/vgpu-ids-new`, HAMi's encoding).
+pub const POD_DEVICE_ANNOTATIONS: [&str; 3] = [
+    "hami.io/vgpu-devices-allocated",
+    "hami.io/vgpu-devices-to-allocate",
+    "volcano.sh/vgpu-ids-new",
+];
+
+/// One device a sharing layer gave a pod's container: its ID, MiB and percent of cores.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PodDevice {
+    /// The device's ID (a GPU UUID).
+    pub id: String,
+    /// MiB of its memory the container may use.
+    pub memory_mib: u64,
+    /// Percent of its cores (0: not limited).
+    pub cores: u64,
+}
+
+/// The devices a pod-side annotation value names, every container's (`;` between containers, `:` after
+/// each device record `uuid,type,MiB,cores`); a record that cannot be read is left out.
+pub fn pod_devices(value: &str) -> Vec<PodDevice> {
+    value
+        .split([';', ':'])
+        .filter_map(|record| {
+            let mut fields = record.split(',').map(str::trim);
+            let id = fields.next().filter(|id| !id.is_empty())?;
+            let _type = fields.next()?;
+            let memory_mib = fields.next()?.parse().ok()?;
+            let cores = fields.next()?.parse().ok()?;
+            Some(PodDevice {
+                id: id.to_owned(),
+                memory_mib,
+                cores,
+            })
+        })
+        .collect()
+}
+
 /// A node's annotations that the registry names as sharing layers' device lists, each read once.
 pub(crate) fn lists<'a>(registers: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<LayerList> {
     registers
@@ -206,6 +246,19 @@ mod tests {
         let d = parse(json).unwrap();
         assert_eq!(d.len(), 2);
         assert!(d[0].healthy && !d[1].healthy, "an omitted health is false");
+    }
+
+    #[test]
+    fn a_pod_s_devices_are_read_per_container_and_device() {
+        // HAMi's protocol doc: two containers, one V100 each, the same card.
+        let value = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,0:;GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
+        let devices = pod_devices(value);
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[0].memory_mib, 3000);
+        assert_eq!(devices[1].memory_mib, 5000);
+        assert!(devices.iter().all(|d| d.id.starts_with("GPU-0fc3eda5")));
+        assert_eq!(pod_devices(""), Vec::new());
+        assert_eq!(pod_devices("GPU-1,NVIDIA,lots,0:"), Vec::new());
     }
 
     #[test]

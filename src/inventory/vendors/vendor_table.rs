@@ -104,6 +104,8 @@ pub(crate) struct Reading {
     pub(crate) issues: Vec<Issue>,
     /// Devices a vendor component labels unhealthy, in words (`GPU 0 (<label>=unhealthy, ...)`).
     pub(crate) unhealthy: Vec<String>,
+    /// The physical GPUs a sharing layer lists, each with its memory and shares (no parts yet).
+    pub(crate) shared_gpus: Vec<crate::inventory::model::SharedGpu>,
 }
 
 /// What a table finds on every node before the node is attributed to a vendor (NVIDIA: GPU Feature

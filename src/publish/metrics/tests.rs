@@ -91,6 +91,7 @@ fn allocation_series_follow_the_status_and_leave_no_ghosts() {
         nodes: 1,
         gpus: 8,
         free_gpus: 5,
+        occupancy: Default::default(),
         nodes_with_free_gpus: vec![
             JobFit {
                 at_least: 4,

@@ -9,10 +9,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::allocation::device_health::DeviceHealth;
-use crate::inventory::allocation::equivalents::{KAI_FRACTION, KAI_MEMORY};
+use crate::inventory::allocation::equivalents::{KAI_FRACTION, KAI_GPU_GROUP, KAI_MEMORY};
 use crate::inventory::allocation::pod::{PodShare, add};
 use crate::inventory::model::quantity_value;
 use crate::inventory::resources::is_accounted_request;
+use crate::inventory::vendors::sharing_layer::{POD_DEVICE_ANNOTATIONS, pod_devices};
 
 /// The health value the kubelet writes for a device that failed.
 const UNHEALTHY: &str = "Unhealthy";
@@ -33,6 +34,19 @@ impl GpuPod {
                 .map(String::as_str)
         };
         let share = PodShare::from_annotations(annotation(KAI_FRACTION), annotation(KAI_MEMORY));
+        // The layer's record after binding, else its scheduler's decision.
+        let placed = POD_DEVICE_ANNOTATIONS
+            .iter()
+            .find_map(|key| annotation(key))
+            .map(pod_devices)
+            .unwrap_or_default();
+        let gpu_group = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(KAI_GPU_GROUP))
+            .filter(|g| !g.is_empty())
+            .cloned();
         if requests.is_empty() && claims.is_empty() && share.is_none() {
             return None;
         }
@@ -71,6 +85,8 @@ impl GpuPod {
             unhealthy_devices: status.map(unhealthy_devices).unwrap_or_default(),
             unknown_devices: status.map(unknown_devices).unwrap_or_default(),
             share,
+            placed,
+            gpu_group,
         })
     }
 }

@@ -80,6 +80,7 @@ pub(super) fn read(
         cloud: cloud.present,
         issues: Vec::new(),
         unhealthy: Vec::new(),
+        shared_gpus: Vec::new(),
     }
 }
 

@@ -50,6 +50,9 @@ pub fn product(totals: &ProductTotals) -> ProductSummary {
         gpus: totals.gpus,
         free_gpus: totals.free_gpus,
         vendor: totals.vendor.map(str::to_owned),
+        whole_free_gpus: totals.occupancy.whole_free,
+        partly_free_gpus: totals.occupancy.partly_free,
+        fully_held_gpus: totals.occupancy.fully_held,
         nodes_with_free_gpus: totals
             .nodes_with_free_gpus
             .iter()

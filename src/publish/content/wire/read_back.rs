@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::model::{
     Amount, Equivalent, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
-    ProductTotals, ResourceTotals, Sharing, Source, Vendor,
+    Occupancy, ProductTotals, ResourceTotals, Sharing, Source, Vendor,
 };
 use crate::inventory::scanner::PRODUCT_FROM_DRA;
 use crate::inventory::vendors as vendor;
@@ -21,6 +21,11 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
         ready_gpu_nodes: status.ready_gpu_nodes,
         total_gpus: status.total_gpus,
         free_gpus: status.free_gpus,
+        occupancy: Occupancy {
+            whole_free: status.whole_free_gpus,
+            partly_free: status.partly_free_gpus,
+            fully_held: status.fully_held_gpus,
+        },
         pending_gpu_pods: status.pending_gpu_pods,
         resources: status
             .resources
@@ -63,6 +68,11 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                 nodes: p.nodes,
                 gpus: p.gpus,
                 free_gpus: p.free_gpus,
+                occupancy: Occupancy {
+                    whole_free: p.whole_free_gpus,
+                    partly_free: p.partly_free_gpus,
+                    fully_held: p.fully_held_gpus,
+                },
                 nodes_with_free_gpus: p
                     .nodes_with_free_gpus
                     .iter()
@@ -151,6 +161,9 @@ fn published_node(entry: &GpuNodeEntry) -> NodeInventory {
         allocated: entry.allocated.clone().into_iter().collect(),
         free: entry.free.clone().into_iter().collect(),
         holdings: Vec::new(),
+        // The entry carries the counts of neither (products[] carries the occupancy).
+        shared_gpus: Vec::new(),
+        occupancy: Default::default(),
         unschedulable: entry.unschedulable,
         sources: entry
             .sources
@@ -206,6 +219,9 @@ mod tests {
             nodes: 1,
             gpus: 8,
             free_gpus: 0,
+            whole_free_gpus: 0,
+            partly_free_gpus: 2,
+            fully_held_gpus: 6,
             nodes_with_free_gpus: vec![crate::crd::FreeGpuNodes {
                 at_least: 1,
                 nodes: 0,
@@ -213,6 +229,14 @@ mod tests {
         }];
         let back = published_inventory(&status);
         assert_eq!(back.products[0].vendor, Some("nvidia"));
+        assert_eq!(
+            back.products[0].occupancy,
+            Occupancy {
+                whole_free: 0,
+                partly_free: 2,
+                fully_held: 6
+            }
+        );
         assert_eq!(
             back.products[0].nodes_with_free_gpus,
             [JobFit {
