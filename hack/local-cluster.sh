@@ -63,7 +63,8 @@
 #                                it for unpaginated LISTs of 65,000 nodes. Read at `up` (the args are stored).
 #   LOCAL_CLUSTER_FEATURE_GATES  extra --feature-gates for kube-apiserver, kube-controller-manager and kube-scheduler
 #                                (e.g. DRAPartitionableDevicesType=true), added to the script's own: DRADeviceTaints
-#                                on 1.33-1.36, DRAResourcePoolStatus on 1.36-1.37 (see feature_gates)
+#                                on 1.33-1.36, DRAConsumableCapacity on 1.34-1.35, DRAResourcePoolStatus on 1.36-1.37
+#                                (see feature_gates)
 #   LOCAL_CLUSTER_RUNTIME_CONFIG extra --runtime-config for kube-apiserver, added to the script's own:
 #                                resource.k8s.io/v1alpha3=true on 1.33-1.37 (see runtime_config)
 #                                Both are read when the components' args are written (`up` of a new cluster).
@@ -521,6 +522,10 @@ apiserver_version_flags() {
 # server drops spec.devices[].taints from ResourceSlices, so NVIDIA's health taints
 # (gpu.nvidia.com/xid) reach nobody; 1.37 keeps taints by default. The gate also needs the
 # v1alpha3 DeviceTaintRule API served, or kube-scheduler schedules nothing (see runtime_config).
+# DRAConsumableCapacity on 1.34-1.35 (KEP-5075, alpha there, off by default; beta, on, from 1.36): without
+# it kube-apiserver drops a slice's allowMultipleAllocations and capacity requestPolicy and a claim's
+# capacity requests, so no device is shared by several claims; kube-scheduler allocates such claims (and
+# writes each result's shareID and consumedCapacity) only with it (tests/shares_dra.rs).
 # DRAResourcePoolStatus on 1.36-1.37 (KEP-5677, alpha since 1.36, off by default): the referee test
 # (tests/dra_referee.rs) compares the operator's per-pool counts with those of kube-controller-manager's
 # resourcepoolstatusrequest-controller, which only runs with the gate; kube-apiserver needs it too (it
@@ -533,6 +538,9 @@ feature_gates() {
   minor="$(kube_minor)"
   if [[ -n "${minor}" ]] && ((minor >= 33 && minor <= 36)); then
     gates+=("DRADeviceTaints=true")
+  fi
+  if [[ -n "${minor}" ]] && ((minor >= 34 && minor <= 35)); then
+    gates+=("DRAConsumableCapacity=true")
   fi
   if [[ -n "${minor}" ]] && ((minor >= 36 && minor <= 37)); then
     gates+=("DRAResourcePoolStatus=true")

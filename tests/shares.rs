@@ -8,9 +8,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::allocation::node;
+use common::allocation::{equivalents, node};
 use common::{TestEnv, eventually};
-use gpu_inventory_operator::crd::{GpuInventoryStatus, GpuNode};
+use gpu_inventory_operator::crd::GpuNode;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
@@ -67,14 +67,6 @@ async fn namespace(env: &TestEnv, name: &str) {
             "namespace {name}: {e}"
         );
     }
-}
-
-fn equivalents(status: &GpuInventoryStatus, namespace: &str) -> Option<String> {
-    status
-        .namespaces
-        .iter()
-        .find(|n| n.name == namespace)
-        .and_then(|n| n.gpu_equivalents.clone())
 }
 
 #[tokio::test]

@@ -89,3 +89,12 @@ pub async fn wait_gpus_available(
     let condition = gpus_available(&status).unwrap().clone();
     (status, condition)
 }
+
+/// What `namespace` holds in GPU-equivalents, as `status.namespaces[].gpuEquivalents` says.
+pub fn equivalents(status: &GpuInventoryStatus, namespace: &str) -> Option<String> {
+    status
+        .namespaces
+        .iter()
+        .find(|n| n.name == namespace)
+        .and_then(|n| n.gpu_equivalents.clone())
+}
