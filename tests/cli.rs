@@ -91,8 +91,10 @@ fn scan_json_is_exactly_the_status_object() {
             "conditions",
             "freeByVendor",
             "freeGpus",
+            "fullyHeldGpus",
             "nodes",
             "observedTime",
+            "partlyFreeGpus",
             "pendingGpuPods",
             "problemNodeCount",
             "problemNodes",
@@ -100,7 +102,8 @@ fn scan_json_is_exactly_the_status_object() {
             "readyGpuNodes",
             "resources",
             "totalGpuNodes",
-            "totalGpus"
+            "totalGpus",
+            "wholeFreeGpus"
         ]
     );
     let status: GpuInventoryStatus = serde_json::from_value(value).unwrap();

@@ -9,6 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::allocation::{equivalents, node};
+use common::fit_cli::{ShareAnswer, fit_share};
+use common::test_env::TEST_LABEL;
 use common::{TestEnv, eventually};
 use gpu_inventory_operator::crd::GpuNode;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -19,15 +21,15 @@ const CONVERGE: Duration = Duration::from_secs(60);
 /// KAI-Scheduler's reservation namespace (its docs): cluster-wide, made if missing and left for other runs.
 const RESERVATION: &str = "kai-resource-reservation";
 
-/// Creates a pod: on `node` by its hostname label (the scheduler binds it) or, with `bind`, by
-/// `spec.nodeName` (as HAMi's and KAI's schedulers bind theirs).
+/// Creates a pod with `metadata` (its labels and annotations): on `node` by its hostname label (the scheduler
+/// binds it) or, with `bind`, by `spec.nodeName` (as HAMi's and KAI's schedulers bind theirs).
 async fn pod(
     env: &TestEnv,
     namespace: &str,
     name: &str,
     node: &str,
     bind: bool,
-    annotations: Value,
+    metadata: Value,
     limits: Value,
 ) {
     let mut spec = json!({
@@ -40,10 +42,9 @@ async fn pod(
     } else {
         spec["nodeSelector"] = json!({ "kubernetes.io/hostname": node });
     }
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": { "name": name, "annotations": annotations }, "spec": spec
-    }))
-    .unwrap();
+    let mut metadata = metadata;
+    metadata["name"] = json!(name);
+    let pod: Pod = serde_json::from_value(json!({ "metadata": metadata, "spec": spec })).unwrap();
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
     eventually(
         CONVERGE,
@@ -90,7 +91,7 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
             "whole",
             gfd(
                 "NVIDIA-H100-80GB-HBM3",
-                json!({ "nvidia.com/gpu.count": "8" }),
+                json!({ "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "81559" }),
             ),
             &[("nvidia.com/gpu", "8")],
         ))
@@ -176,18 +177,22 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
         "infer",
         &hami,
         true,
-        none.clone(),
+        // HAMi's record of the card it gave the container (HAMi `docs/develop/protocol.md`).
+        json!({ "annotations": { "hami.io/vgpu-devices-allocated": "GPU-0a1b,NVIDIA,10240,30:;" } }),
         json!({ "nvidia.com/gpu": "1", "nvidia.com/gpumem": "10240", "nvidia.com/gpucores": "30" }),
     )
     .await;
     let reservation = format!("{}-gpu-reservation", env.id);
+    // KAI ties the fractions to their reservation pod by the GPU group label.
+    let group = json!({ "runai-gpu-group": format!("{}-g1", env.id) });
+    let kai_pod = |annotations: Value| json!({ "labels": group, "annotations": annotations });
     pod(
         &env,
         RESERVATION,
         &reservation,
         &kai,
         true,
-        none.clone(),
+        kai_pod(json!({})),
         gpu(1),
     )
     .await;
@@ -197,7 +202,7 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
         "half",
         &kai,
         true,
-        json!({ "gpu-fraction": "0.5" }),
+        kai_pod(json!({ "gpu-fraction": "0.5" })),
         none.clone(),
     )
     .await;
@@ -207,7 +212,7 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
         "lab",
         &kai,
         true,
-        json!({ "gpu-memory": "4096" }),
+        kai_pod(json!({ "gpu-memory": "4096" })),
         none.clone(),
     )
     .await;
@@ -260,6 +265,59 @@ async fn each_namespace_holds_the_gpu_equivalents_its_pods_shares_add_up_to() {
         "{}",
         holders[1].basis
     );
+
+    // Physical GPUs, by hand: the H100 node 2 held of 8 (6 whole free, 2 fully held); the MIG A100 3 of its 7
+    // slices held (partly free); the time-sliced T4 1 replica of 4 and the MPS L4 1 client of 2 (partly
+    // free); HAMi's card GPU-0a1b holds 10240 of 40960 MiB (partly free), GPU-2c3d nothing (whole free); the
+    // KAI T4 0.5 + 0.267 of its group's GPU (partly free). 14 GPUs: 7 whole free, 5 partly free, 2 held.
+    let occupancy = (
+        status.whole_free_gpus,
+        status.partly_free_gpus,
+        status.fully_held_gpus,
+    );
+    assert_eq!(occupancy, (7, 5, 2), "{:?}", status.products);
+    assert_eq!(status.total_gpus, 14);
+
+    // `fit` for a share names the GPUs a hand check finds among this test's nodes.
+    let selector = format!("{TEST_LABEL}={}", env.id);
+    let places = |answer: &ShareAnswer| -> Vec<(String, Option<String>, u64)> {
+        answer
+            .places
+            .iter()
+            .map(|p| (p.node.clone(), p.gpu.clone(), p.count))
+            .collect()
+    };
+    // 20 GiB: HAMi's cards have 30720 and 40960 MiB free; the H100 node 6 whole GPUs of 81559 MiB; the KAI
+    // GPU 15360 - 7680 - 4096 = 3584 MiB; the time-sliced, MPS and MIG GPUs are no whole GPUs.
+    let memory = fit_share(&["--gpu-memory", "20Gi"], &selector);
+    assert_eq!(
+        places(&memory),
+        [
+            (hami.clone(), Some("GPU-0a1b".to_owned()), 1),
+            (hami.clone(), Some("GPU-2c3d".to_owned()), 1),
+            (whole.clone(), None, 6),
+        ],
+        "{memory:?}"
+    );
+    // 0.2 of a GPU: the KAI GPU has 1 - 0.5 - 0.267 = 0.233 left (3584 MiB >= 0.2 x 15360) as well.
+    let fraction = fit_share(&["--fraction", "0.2"], &selector);
+    assert_eq!(
+        places(&fraction),
+        [
+            (hami.clone(), Some("GPU-0a1b".to_owned()), 1),
+            (hami.clone(), Some("GPU-2c3d".to_owned()), 1),
+            (kai.clone(), Some(format!("group/{}-g1", env.id)), 1),
+            (whole.clone(), None, 6),
+        ],
+        "{fraction:?}"
+    );
+    // 0.3: not on the KAI GPU any more.
+    assert_eq!(fit_share(&["--fraction", "0.3"], &selector).places.len(), 3);
+    // MIG: one 3g.20gb of two is free, and the 1g.5gb; no 2g.10gb exists.
+    let mig_free = fit_share(&["--mig-profile", "3g.20gb"], &selector);
+    assert_eq!(places(&mig_free), [(mig.clone(), None, 1)], "{mig_free:?}");
+    let none_such = fit_share(&["--mig-profile", "2g.10gb"], &selector);
+    assert!(!none_such.fits && none_such.why.is_some(), "{none_such:?}");
 
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), RESERVATION);
     let _ = pods.delete(&reservation, &DeleteParams::default()).await;

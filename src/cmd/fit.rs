@@ -1,5 +1,6 @@
 //! `fit`: can a job of G GPUs start now, and where? The inventory `scan` sees (live, or from a dump), asked
-//! through the core's gang rule (`inventory::topology::fit`). Exit code: 0 it fits, 1 it does not, 2 error.
+//! through the core's gang rule (`inventory::topology::fit`); a share of one GPU is `fit_share`'s. Exit code:
+//! 0 it fits, 1 it does not, 2 error.
 
 use std::process::ExitCode;
 
@@ -39,6 +40,11 @@ struct DomainJson<'a> {
 
 /// Answers and prints; the exit code says whether it fits.
 pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
+    match super::fit_share::request(args) {
+        Ok(Some(share)) => return super::fit_share::run(global, args, &share).await,
+        Ok(None) => {}
+        Err(e) => return failed(&e),
+    }
     match answer(global, args).await {
         Ok(answer) => {
             print!("{}", format_answer(&answer, args.output));
@@ -68,8 +74,15 @@ pub(crate) fn request(args: &FitArgs) -> Result<FitRequest> {
             "--level: empty; name `nvlink` or a node label key".to_owned(),
         ));
     }
+    let Some(gpus) = args.gpus else {
+        return Err(Error::InvalidFlag(
+            "--gpus: a share of a GPU (--gpu-memory, --fraction, --mig-profile) is answered one cluster at a \
+             time; ask without --all-contexts, or with --context"
+                .to_owned(),
+        ));
+    };
     let request = FitRequest {
-        gpus: args.gpus,
+        gpus,
         product: args.product.clone(),
         gpus_per_pod: args.gpus_per_pod,
         level: args.level.as_ref().map(|l| l.trim().to_owned()),

@@ -6,12 +6,32 @@ use clap::{Args, ValueEnum};
 
 use crate::inventory::topology::Toleration;
 
-/// Flags of `fit`.
+/// Flags of `fit`: a job of whole GPUs (`--gpus`), or one pod's share of a GPU (`--gpu-memory`,
+/// `--fraction`, `--mig-profile`): exactly one of the four.
 #[derive(Debug, Args, Clone)]
+#[command(group(clap::ArgGroup::new("ask").required(true).multiple(false)
+    .args(["gpus", "gpu_memory", "fraction", "mig_profile"])))]
 pub struct FitArgs {
     /// The job's GPUs (G). It fits in a domain whose nodes offer at least G GPUs to its pods.
     #[arg(long, env = "GPUINV_FIT_GPUS", value_name = "G")]
-    pub gpus: u64,
+    pub gpus: Option<u64>,
+    /// A share of one GPU's memory (`20Gi`, `20480Mi`; a bare number is MiB, as HAMi's `nvidia.com/gpumem`
+    /// and KAI's `gpu-memory` count). It fits a sharing layer's card (HAMi, Volcano vGPU) or a KAI-shared GPU
+    /// with that much memory free and a share left, or a whole free GPU with that much memory; the answer
+    /// names each node and card.
+    #[arg(long, env = "GPUINV_FIT_GPU_MEMORY", value_name = "QUANTITY",
+          conflicts_with_all = ["gpus_per_pod", "level"])]
+    pub gpu_memory: Option<String>,
+    /// A fraction of one GPU, above 0 and at most 1 (`0.25`, as KAI's `gpu-fraction`). It fits a shared GPU
+    /// with that much of it left (and that much of its memory), or a whole free GPU.
+    #[arg(long, env = "GPUINV_FIT_FRACTION", value_name = "F",
+          conflicts_with_all = ["gpus_per_pod", "level"])]
+    pub fraction: Option<String>,
+    /// A MIG device of this profile (`1g.10gb`; `nvidia.com/mig-1g.10gb` reads the same). It fits a free MIG
+    /// device of the profile: the device plugin's, a free DRA partition, or room on a partitionable GPU.
+    #[arg(long, env = "GPUINV_FIT_MIG_PROFILE", value_name = "PROFILE",
+          conflicts_with_all = ["gpus_per_pod", "level"])]
+    pub mig_profile: Option<String>,
     /// The GPU model, as `scan --group-by product` names it (spaces, dashes and case do not matter).
     /// Default: every product, and the answer for the one that fits at the narrowest level.
     #[arg(long, env = "GPUINV_FIT_PRODUCT", value_name = "PRODUCT")]

@@ -6,6 +6,7 @@ pub mod cli;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
+mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;

@@ -72,8 +72,55 @@ pub fn fit(question: FitQuestion<'_>, selector: &str) -> FitAnswer {
         "-o".to_owned(),
         "json".to_owned(),
     ];
+    answered(&args)
+}
+
+/// One place a share of a GPU fits, as `fit --gpu-memory|--fraction|--mig-profile -o json` names it.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SharePlace {
+    /// The node.
+    pub node: String,
+    /// The GPU or device, where the objects name it.
+    pub gpu: Option<String>,
+    /// The scheme whose rule places it.
+    pub scheme: String,
+    /// How many such GPUs or devices.
+    pub count: u64,
+    /// What is free there, in words.
+    pub free: String,
+}
+
+/// The answer of `fit` for a share of a GPU.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ShareAnswer {
+    /// Whether one pod asking for the share can start now.
+    pub fits: bool,
+    /// Where.
+    #[serde(default)]
+    pub places: Vec<SharePlace>,
+    /// Why not.
+    pub why: Option<String>,
+}
+
+/// Runs `fit` with `ask` (`["--gpu-memory", "20Gi"]`) against the test cluster over the nodes matching
+/// `selector`; panics unless it answers with exit 0 or 1 and JSON that agrees with its exit code.
+pub fn fit_share(ask: &[&str], selector: &str) -> ShareAnswer {
+    let mut args: Vec<String> = ["fit"].iter().chain(ask).map(|a| (*a).to_owned()).collect();
+    args.extend([
+        "-l".to_owned(),
+        selector.to_owned(),
+        "-o".to_owned(),
+        "json".to_owned(),
+    ]);
+    answered(&args)
+}
+
+/// Runs `gpu-inventory-operator ARGS --kubeconfig ...`; its JSON answer, which must agree with its exit code.
+fn answered<T: serde::de::DeserializeOwned + HasFits>(args: &[String]) -> T {
     let out = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
-        .args(&args)
+        .args(args)
         .arg("--kubeconfig")
         .arg(kubeconfig_path())
         .env("NO_COLOR", "1")
@@ -88,16 +135,33 @@ pub fn fit(question: FitQuestion<'_>, selector: &str) -> FitAnswer {
             String::from_utf8_lossy(&out.stderr)
         )
     };
-    let answer: FitAnswer = match out.status.code() {
+    let answer: T = match out.status.code() {
         Some(0 | 1) => serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("its JSON does not parse ({e}): {}", said())),
         _ => panic!("fit did not answer: {}", said()),
     };
     assert_eq!(
-        answer.fits,
+        answer.fits(),
         out.status.code() == Some(0),
         "exit code and `fits` disagree: {}",
         said()
     );
     answer
+}
+
+/// An answer that says whether it fits.
+trait HasFits {
+    fn fits(&self) -> bool;
+}
+
+impl HasFits for FitAnswer {
+    fn fits(&self) -> bool {
+        self.fits
+    }
+}
+
+impl HasFits for ShareAnswer {
+    fn fits(&self) -> bool {
+        self.fits
+    }
 }

@@ -104,7 +104,7 @@ fn table(args: &FitArgs, reads: &[ClusterRead<FitAnswer>]) -> String {
     let product = args.product.as_deref().unwrap_or("any product");
     let mut out = format!(
         "JOB     {} GPUs ({})\n\n",
-        args.gpus,
+        args.gpus.unwrap_or_default(),
         crate::runtime::terminal_text::visible(product)
     );
     let rows: Vec<Vec<String>> = reads

@@ -400,7 +400,7 @@ mod tests {
         let Some(PluginCommand::Fit(fit)) = &args.command else {
             panic!("not fit: {:?}", args.command);
         };
-        assert_eq!((fit.gpus, fit.gpus_per_pod), (64, Some(4)));
+        assert_eq!((fit.gpus, fit.gpus_per_pod), (Some(64), Some(4)));
         assert_eq!(fit.product.as_deref(), Some("NVIDIA-GB200"));
         assert_eq!(fit.level.as_deref(), Some("nvlink"));
         assert_eq!(fit.output, super::super::fit_args::FitOutput::Json);

@@ -49,11 +49,25 @@ pub(super) fn product_table(status: &GpuInventoryStatus) -> String {
                 p.nodes.to_string(),
                 p.gpus.to_string(),
                 p.free_gpus.to_string(),
+                p.partly_free_gpus.to_string(),
+                p.fully_held_gpus.to_string(),
             ]
         })
         .collect();
-    let mut out = columns(&["PRODUCT", "NODES", "GPUS", "FREE"], &rows);
-    out += "FREE: whole GPUs free on Ready, schedulable nodes (shared and MIG resources: see RESOURCE rows)\n";
+    let mut out = columns(
+        &[
+            "PRODUCT",
+            "NODES",
+            "GPUS",
+            "FREE",
+            "PARTLY-FREE",
+            "FULLY-HELD",
+        ],
+        &rows,
+    );
+    out += "FREE: whole GPUs free on Ready, schedulable nodes; PARTLY-FREE: GPUs held in part with room for \
+            shares (HAMi memory, KAI fractions, replicas, MIG slices); FULLY-HELD: nothing left (shared and MIG \
+            resources: see RESOURCE rows)\n";
     let resources: Vec<Vec<String>> = status
         .resources
         .iter()

@@ -121,7 +121,7 @@ fn group_by_product_and_namespace() {
     let products = render(&status, Table::Products);
     assert_eq!(
         row(&products, "NVIDIA-H100-80GB-HBM3"),
-        ["NVIDIA-H100-80GB-HBM3", "1", "8", "2"]
+        ["NVIDIA-H100-80GB-HBM3", "1", "8", "2", "0", "6"]
     );
     assert_eq!(
         row(&products, "nvidia.com/mig-1g.10gb"),

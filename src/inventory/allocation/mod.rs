@@ -10,6 +10,7 @@ pub mod device_health;
 pub mod equivalents;
 pub mod occupancy;
 pub mod pod;
+pub mod share_fit;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
