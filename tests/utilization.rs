@@ -10,16 +10,19 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use common::allocation::node;
 use common::prometheus::idle_fleet::{
-    BACK, CONVERGE, GPU, HOLD, MIG, ROUND, gpunode_idle, h100_node, held, history, idle_of,
-    mig_node, operator_for, state, wait_gpunode_idle,
+    BACK, CONVERGE, GPU, HOLD, MIG, ROUND, bound_pod, gpunode_idle, gpunode_idle_entries,
+    h100_node, held, history, idle_of, mig_node, operator_for, other_namespace, state,
+    wait_gpunode_idle,
 };
 use common::prometheus::{self, dcgm_labels};
-use common::{TestEnv, eventually};
-use gpu_inventory_operator::crd::GpuInventoryStatus;
+use common::{TestEnv, eventually, metric};
+use gpu_inventory_operator::crd::{GpuInventoryStatus, NamespaceUsage};
 use jiff::{Timestamp, ToSpan};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::Api;
+use serde_json::json;
 
 #[tokio::test]
 async fn idle_pods_and_mig_instances_are_told_apart_from_busy_young_and_unmeasured_ones_and_a_quiet_minute_writes_nothing()
@@ -383,4 +386,223 @@ async fn a_dra_claims_idle_gpu_is_the_claims() {
         "{entry:?}"
     );
     drop(prometheus);
+}
+
+/// Shared GPUs (#54): a time-sliced T4 (4 replicas of its one GPU) that two namespaces' pods share, and two HAMi
+/// A100 cards, from the real Prometheus. The idle T4's series names one of its pods, as dcgm-exporter's default
+/// does: both holders are idle with a replica each. HAMi's cards have series without pod labels (a HAMi share's
+/// device ID matches no GPU): the idle card's pods are idle with their memory's part of it, the busy card's pod
+/// is not, and the status says one shared GPU is busy without guessing whose use it is.
+#[tokio::test]
+async fn idle_shared_gpus_make_every_holder_idle_with_its_share_and_busy_ones_no_one() {
+    let env = TestEnv::new("idle-shared").await;
+    let (team_a, team_b) = (env.namespace.clone(), other_namespace(&env, "b").await);
+    let sliced = env
+        .create_node(node(
+            "sliced",
+            json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+                    "nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",
+                    "nvidia.com/gpu.sharing-strategy": "time-slicing" }),
+            &[(GPU, "4")],
+        ))
+        .await;
+    // Two A100s of 40960 MiB that HAMi splits 10 ways each (HAMi 2.4's register encoding).
+    let (card_a, card_b) = (
+        "GPU-5c3e1f0a-77d2-4b1e-9a65-0c1d2e3f4a5b",
+        "GPU-8e9f0a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5c",
+    );
+    let mut hami = node("hami", json!({ "gpu": "on" }), &[(GPU, "20")]);
+    hami.metadata.annotations = Some(
+        [(
+            "hami.io/node-nvidia-register".to_owned(),
+            format!(
+                "{card_a},10,40960,100,NVIDIA-A100-SXM4-40GB,0,true:{card_b},10,40960,100,NVIDIA-A100-SXM4-40GB,0,true:"
+            ),
+        )]
+        .into(),
+    );
+    let hami = env.create_node(hami).await;
+    env.wait_schedulable(&sliced).await;
+
+    let replica = json!({ GPU: "1" });
+    bound_pod(&env, &team_a, "tune", &sliced, json!({}), replica.clone()).await;
+    bound_pod(&env, &team_b, "serve", &sliced, json!({}), replica).await;
+    let on_card = |card: &str, mib: u32| {
+        let annotations =
+            json!({ "hami.io/vgpu-devices-allocated": format!("{card},NVIDIA,{mib},0:;") });
+        let limits = json!({ GPU: "1", "nvidia.com/gpumem": mib.to_string() });
+        (annotations, limits)
+    };
+    for (namespace, pod, card, mib) in [
+        (&team_a, "infer-a", card_a, 10240),
+        (&team_b, "infer-b", card_a, 20480),
+        (&team_b, "busy-b", card_b, 10240),
+    ] {
+        let (annotations, limits) = on_card(card, mib);
+        bound_pod(&env, namespace, pod, &hami, annotations, limits).await;
+    }
+
+    let two_hours = 2.hours();
+    let series = vec![
+        // dcgm-exporter's default for a time-sliced GPU: its series names one of the pods sharing it.
+        history(
+            dcgm_labels(&sliced, 0)
+                .pod(&team_b, "serve", "cuda")
+                .gpu_util(),
+            0.0,
+            two_hours,
+        ),
+        history(
+            dcgm_labels(&sliced, 0)
+                .pod(&team_b, "serve", "cuda")
+                .gr_engine_active(),
+            0.0,
+            two_hours,
+        ),
+        // HAMi's cards: no pod labels.
+        history(
+            dcgm_labels(&hami, 0).with_uuid(card_a).gr_engine_active(),
+            0.0,
+            two_hours,
+        ),
+        history(
+            dcgm_labels(&hami, 1).with_uuid(card_b).gr_engine_active(),
+            0.6,
+            two_hours,
+        ),
+    ];
+    let prometheus = prometheus::start(&env.id, &series);
+    let operator = operator_for(&env, &prometheus);
+    let inv = env.inventory_name();
+    let usage =
+        |s: &GpuInventoryStatus, ns: &str| s.namespaces.iter().find(|n| n.name == ns).cloned();
+    let status = env
+        .wait_inventory(
+            &inv,
+            CONVERGE,
+            "both namespaces' idle GPU-equivalents",
+            |s| {
+                [&team_a, &team_b].iter().all(|ns| {
+                    usage(s, ns).is_some_and(|n| n.idle_gpu_equivalents_by_product.len() == 2)
+                })
+            },
+        )
+        .await
+        .status
+        .unwrap();
+
+    // By hand. The T4: one GPU in 4 replicas, a replica each: 1/4 = 0.25 for tune (team-a) and serve (team-b).
+    // HAMi, card A (idle): infer-a 10240/40960 MiB = 0.25 (team-a), infer-b 20480/40960 = 0.5 (team-b); card B
+    // (busy): busy-b, not idle. team-a: 0.25 + 0.25 = 0.5; team-b: 0.25 + 0.5 = 0.75.
+    let product = |node: &str| {
+        let entry = status
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .expect("the node's entry");
+        entry.product.clone().expect("a product")
+    };
+    let (t4, a100) = (product(&sliced), product(&hami));
+    let expected = |sum: &str, on_t4: &str, on_a100: &str| NamespaceUsage {
+        idle_gpu_equivalents: Some(sum.to_owned()),
+        idle_gpu_equivalents_by_product: [
+            (t4.clone(), on_t4.to_owned()),
+            (a100.clone(), on_a100.to_owned()),
+        ]
+        .into(),
+        ..NamespaceUsage::default()
+    };
+    let idle_part = |ns: &str| {
+        let n = usage(&status, ns).expect("the namespace");
+        NamespaceUsage {
+            idle_gpu_equivalents: n.idle_gpu_equivalents,
+            idle_gpu_equivalents_by_product: n.idle_gpu_equivalents_by_product,
+            ..NamespaceUsage::default()
+        }
+    };
+    assert_eq!(idle_part(&team_a), expected("0.5", "0.25", "0.25"));
+    assert_eq!(idle_part(&team_b), expected("0.75", "0.25", "0.5"));
+    assert_eq!(
+        idle_of(&status, &team_a).and_then(|i| i.get(GPU)),
+        Some(&2),
+        "tune and infer-a"
+    );
+    assert_eq!(
+        idle_of(&status, &team_b).and_then(|i| i.get(GPU)),
+        Some(&2),
+        "serve and infer-b, not busy-b"
+    );
+    let utilization = status.utilization.as_ref().unwrap();
+    assert_eq!(utilization.busy_shared_gpus, 1, "{utilization:?}");
+    assert!(
+        utilization.message.ends_with(
+            "1 shared GPU busy: per-holder use is not measured (DCGM reports the device)"
+        ),
+        "{}",
+        utilization.message
+    );
+
+    let entries = |node: String| {
+        let env = &env;
+        async move {
+            // Sorted by holder: the second namespace (`<id>-b/`) before the test's own (`<id>/`).
+            let mut found: Vec<(String, u64, Option<String>)> = gpunode_idle_entries(env, &node)
+                .await
+                .into_iter()
+                .map(|e| (e.pod.unwrap_or_default(), e.amount, e.gpu_equivalents))
+                .collect();
+            found.sort();
+            found
+        }
+    };
+    let quarter = Some("0.25".to_owned());
+    assert_eq!(
+        wait_gpunode_idle(&env, &sliced, 2).await.len(),
+        2,
+        "both holders of the time-sliced GPU"
+    );
+    assert_eq!(
+        entries(sliced.clone()).await,
+        vec![
+            (format!("{team_b}/serve"), 1, quarter.clone()),
+            (format!("{team_a}/tune"), 1, quarter.clone())
+        ]
+    );
+    wait_gpunode_idle(&env, &hami, 2).await;
+    assert_eq!(
+        entries(hami.clone()).await,
+        vec![
+            (format!("{team_b}/infer-b"), 1, Some("0.5".to_owned())),
+            (format!("{team_a}/infer-a"), 1, quarter),
+        ],
+        "the idle card's pods with their parts; the busy card's pod is not idle"
+    );
+
+    // The chargeback gauge beside the held one, per namespace and product.
+    let (_, text) = operator.http_get("/metrics").await;
+    for (ns, product, value) in [
+        (&team_a, &t4, 0.25),
+        (&team_a, &a100, 0.25),
+        (&team_b, &t4, 0.25),
+        (&team_b, &a100, 0.5),
+    ] {
+        let series = format!(
+            "gpu_inventory_namespace_gpu_equivalents_idle{{inventory=\"{inv}\",namespace=\"{ns}\",product=\"{product}\"}}"
+        );
+        assert_eq!(metric(&text, &series), Some(value), "{series} in:\n{text}");
+    }
+
+    // A quiet stretch: the same answers every 2 s, busy series included, write nothing.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = env.written_versions().await;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(
+        before,
+        env.written_versions().await,
+        "the operator wrote in a quiet stretch"
+    );
+    drop(prometheus);
+    let _ = Api::<Namespace>::all(env.client.clone())
+        .delete(&team_b, &Default::default())
+        .await;
 }

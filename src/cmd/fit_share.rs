@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::cli::GlobalArgs;
-use super::fit::read_inventory;
+use super::cli::{GlobalArgs, ScanArgs};
 use super::fit_args::{FitArgs, FitOutput};
-use super::scan::failed;
+use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::allocation::share_fit::{Share, ShareAnswer, ShareRequest, fit_share};
 use crate::inventory::model::{Equivalent, quantity_value};
@@ -83,7 +82,8 @@ fn mig_profile(text: &str) -> Result<String> {
 
 /// Answers and prints; the exit code says whether it fits.
 pub(crate) async fn run(global: &GlobalArgs, args: &FitArgs, request: &ShareRequest) -> ExitCode {
-    match read_inventory(global, args).await {
+    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
+    match scan_inventory(global, &scan_args, &[]).await {
         Ok(inventory) => {
             let answer = fit_share(&inventory.nodes, request);
             print!("{}", format_answer(request, &answer, args.output));

@@ -144,7 +144,12 @@ pub(crate) async fn scan_inventory(
         .collect();
     let activity = match args.utilization.source()? {
         Some((prometheus, config)) => Some(Arc::new(
-            crate::sources::utilization::read_once(&prometheus, &config).await,
+            crate::sources::utilization::read_once(
+                &prometheus,
+                &config,
+                &crate::inventory::utilization::shared_nodes::shared_nodes(&snapshot.nodes),
+            )
+            .await,
         )),
         None => None,
     };

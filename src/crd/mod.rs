@@ -249,6 +249,13 @@ pub struct NamespaceUsage {
     /// when none did, or while `utilization.state` is `Unknown`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub idle: BTreeMap<String, u64>,
+    /// What those idle units are in physical GPUs, as `gpuEquivalents` writes it (docs/utilization.md,
+    /// "Shared GPUs"); absent when none, or while `utilization.state` is `Unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_gpu_equivalents: Option<String>,
+    /// The same by product: what the chargeback gauge `gpu_inventory_namespace_gpu_equivalents_idle` exports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub idle_gpu_equivalents_by_product: BTreeMap<String, String>,
 }
 
 fn is_zero(n: &u32) -> bool {

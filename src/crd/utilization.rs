@@ -20,6 +20,11 @@ pub struct IdleEntry {
     pub resource: String,
     /// How many of the held units sat idle through the whole window.
     pub amount: u64,
+    /// What they are of a physical GPU: a decimal with at most three decimals, as `gpuEquivalents` writes it
+    /// (a time-slicing replica of 4: `0.25`; a HAMi share of an idle card: its memory over the card's).
+    /// Absent where the holding has no GPU-equivalent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_equivalents: Option<String>,
     /// Since when they have been idle at the latest (RFC 3339): the start of the window in which they were
     /// first found idle. It does not move while they stay idle.
     pub idle_since: String,
@@ -44,4 +49,12 @@ pub struct UtilizationStatus {
     /// Per resource, the idle units over every namespace; absent while `Unknown`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub idle: BTreeMap<String, u64>,
+    /// Shared GPUs (time-slicing, MPS, a sharing layer's cards) someone holds that dcgm-exporter reports busy:
+    /// none of their holders is idle, and what each did is not measured (the message says so); absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub busy_shared_gpus: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -38,6 +38,7 @@ use crate::inventory::health::HealthTable;
 use crate::inventory::interner::NodeInterner;
 use crate::inventory::topology::TopologyLevels;
 use crate::inventory::utilization::Activity;
+use crate::inventory::utilization::shared_nodes::shared_nodes;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 use crate::runtime::health::Health;
 
@@ -186,7 +187,17 @@ impl Sources {
         let (kueue, kueue_feed) = kueue::KueueStores::watch(client, health, signal.clone());
         let (utilization, utilization_feed) = match config.utilization.clone() {
             Some((prometheus, settings)) => {
-                let (store, feed) = utilization::watch_utilization(prometheus, settings, signal);
+                // The nodes that share their GPUs, from the node cache at each round: their busy series too.
+                let cached = nodes.clone();
+                let shared = move || shared_nodes(&cached.state());
+                let (store, feed) =
+                    utilization::watch_utilization(prometheus, settings, signal, shared);
+                // The first round after the node list, so that it asks for those busy series already.
+                let listed = nodes.clone();
+                let feed = async move {
+                    listed.wait_until_ready().await;
+                    feed.await;
+                };
                 (Some(store), Some(feed))
             }
             None => (None, None),

@@ -99,6 +99,7 @@ mod tests {
                     })
                     .collect(),
                 idle: BTreeMap::new(),
+                ..UtilizationReport::default()
             }),
             ..Inventory::default()
         }

@@ -42,7 +42,7 @@ pub struct ProductTotals {
     /// Where a job of 1, 2, 4 or 8 whole GPUs of this model can start.
     pub nodes_with_free_gpus: Vec<JobFit>,
     /// Its physical GPUs whole free, partly free and fully held (`allocation::occupancy`).
-    pub occupancy: super::Occupancy,
+    pub occupancy: super::shared_gpu::Occupancy,
 }
 
 /// What one namespace's pods and claims hold and wait for.

@@ -14,6 +14,10 @@ pub struct IdleHolding {
     pub resource: String,
     /// How many of the held units were idle (at most what is held).
     pub amount: u64,
+    /// How much of a physical GPU they are, in thousandths, where the holding has a GPU-equivalent: its
+    /// equivalent's part for the idle units, or on a shared GPU the idle device's parts (docs/utilization.md,
+    /// "Shared GPUs").
+    pub equivalent_milli: Option<u64>,
     /// Since when they have been idle at the latest: the start of the window in which they were first found
     /// idle. It stays put while they stay idle, so a query that finds the same does not move it.
     pub idle_since: jiff::Timestamp,
@@ -61,4 +65,11 @@ pub struct UtilizationReport {
     pub namespaces: BTreeMap<String, BTreeMap<String, u64>>,
     /// Per resource, the idle units over every namespace (empty when `Unknown`).
     pub idle: BTreeMap<String, u64>,
+    /// Per namespace, per product (`unknown` where no source names it), the idle units' GPU-equivalents in
+    /// thousandths: what the chargeback gauge `gpu_inventory_namespace_gpu_equivalents_idle` exports (empty
+    /// when `Unknown`).
+    pub namespace_equivalents: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Shared GPUs (time-slicing, MPS, a sharing layer's cards) held by someone that dcgm-exporter reports
+    /// busy: no holder of them is idle, and what each holder did is not measured (0 when `Unknown`).
+    pub busy_shared: u64,
 }

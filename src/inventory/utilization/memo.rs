@@ -1,12 +1,15 @@
 //! The join kept between scans: under one round's activity, a node whose entry is the one joined last time
 //! keeps its idle holdings (the very same list), and only the nodes that changed are joined again, so a pod
 //! change costs the join of its node, not of the fleet (at 104,000 idle GPUs the whole join took 235 ms a
-//! scan). The report is kept too, adjusted by what the changed nodes take back and add.
+//! scan). The report is kept too (its message without the busy shared GPUs' sentence, which is added to each
+//! answer), adjusted by what the changed nodes take back and add.
 
 use std::sync::{Arc, Mutex};
 
 use super::activity::{Activity, Reading};
-use super::join::{Assessment, SeriesIndex, add, node_idle, report_of};
+use super::index::SeriesIndex;
+use super::join::{Assessment, node_idle};
+use super::report::{NodePart, add, finished, report_of};
 use crate::inventory::model::{IdleByNode, IdleHolding, NodeInventory, UtilizationReport};
 
 /// The last scan's join; see the module.
@@ -31,6 +34,8 @@ struct Joined {
     base: Arc<NodeInventory>,
     /// `None` where the node holds no idle unit.
     idle: Option<Arc<[IdleHolding]>>,
+    /// Its busy shared GPUs someone holds.
+    busy_shared: u64,
 }
 
 impl IdleMemo {
@@ -61,22 +66,22 @@ impl IdleMemo {
         for node in nodes {
             // The last scan's nodes before this one are nodes this scan no longer has.
             while let Some(gone) = last.next_if(|j| j.base.name < node.name) {
-                take_back(&mut kept.report, gone.idle.as_deref());
+                take_back(&mut kept.report, &gone);
             }
             let same = last.next_if(|j| j.base.name == node.name);
             let entry = match same {
                 Some(same) if Arc::ptr_eq(&same.base, node) => same,
                 changed => {
                     if let Some(changed) = changed {
-                        take_back(&mut kept.report, changed.idle.as_deref());
+                        take_back(&mut kept.report, &changed);
                     }
-                    let list = node_idle(node, idle, &kept.index);
-                    if !list.is_empty() {
-                        add(&mut kept.report, &list, 1);
-                    }
+                    let joined = node_idle(node, idle, &kept.index);
+                    let part = NodePart::of(node, &joined.idle, joined.busy_shared);
+                    add(&mut kept.report, &part, 1);
                     Joined {
                         base: node.clone(),
-                        idle: (!list.is_empty()).then(|| Arc::from(list)),
+                        busy_shared: joined.busy_shared,
+                        idle: (!joined.idle.is_empty()).then(|| Arc::from(joined.idle)),
                     }
                 }
             };
@@ -86,17 +91,21 @@ impl IdleMemo {
             joined.push(entry);
         }
         for gone in last {
-            take_back(&mut kept.report, gone.idle.as_deref());
+            take_back(&mut kept.report, &gone);
         }
         kept.nodes = joined;
-        let report = kept.report.clone();
+        let report = finished(kept.report.clone());
         *guard = Some(kept);
         Assessment { report, by_node }
     }
 }
 
-fn take_back(report: &mut UtilizationReport, list: Option<&[IdleHolding]>) {
-    if let Some(list) = list {
-        add(report, list, -1);
-    }
+/// Takes a node's last join back from the report.
+fn take_back(report: &mut UtilizationReport, joined: &Joined) {
+    let idle = joined.idle.as_deref().unwrap_or_default();
+    add(
+        report,
+        &NodePart::of(&joined.base, idle, joined.busy_shared),
+        -1,
+    );
 }

@@ -4,7 +4,8 @@
 //! and for a DRA-allocated GPU `dra_claim_name`, `dra_claim_namespace`, `dra_pool_name`, `dra_device_name`;
 //! the node with `Hostname` (`hostname` in some releases); a MIG instance with `GPU_I_PROFILE` and `GPU_I_ID`.
 //! A Prometheus job without `honor_labels` renames the pod labels it would overwrite to `exported_pod`,
-//! `exported_namespace`. Empty values are absent (PromQL drops empty labels).
+//! `exported_namespace`. Empty values are absent (PromQL drops empty labels). The query's own label
+//! [`BUSY_LABEL`] marks a shared GPU's series that was not idle ([`IdleSeries::busy`]).
 
 use crate::inventory::model::ClaimRef;
 
@@ -41,7 +42,13 @@ pub struct IdleSeries {
     pub dra_device: Option<String>,
     /// Since when it has been idle at the latest (kept by the source while it stays idle).
     pub since: jiff::Timestamp,
+    /// Not idle: a series of a node that shares its GPUs, which the query asks for busy as well, so that a
+    /// busy shared GPU is known as busy rather than as unmeasured (docs/utilization.md, "Shared GPUs").
+    pub busy: bool,
 }
+
+/// The label the query puts on the busy series it returns beside the idle ones (`label_replace`), and its value.
+pub const BUSY_LABEL: (&str, &str) = ("gpu_inventory_activity", "busy");
 
 /// The labels the source asks Prometheus to keep (`max by (...)`), every spelling this module reads.
 pub const LABELS: [&str; 18] = [
@@ -98,6 +105,7 @@ impl IdleSeries {
             mig_instance: get(&["GPU_I_ID"]),
             dra_device: get(&["dra_device_name"]),
             since,
+            busy: label(BUSY_LABEL.0) == Some(BUSY_LABEL.1),
         }
     }
 }

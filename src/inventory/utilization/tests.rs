@@ -9,25 +9,30 @@ use crate::inventory::model::{
 };
 use crate::inventory::test_support::entry;
 
-fn at(minute: i64) -> jiff::Timestamp {
+pub(super) fn at(minute: i64) -> jiff::Timestamp {
     jiff::Timestamp::from_second(1_790_000_000 + minute * 60).unwrap()
 }
 
-fn pod(ns: &str, name: &str) -> Holder {
+pub(super) fn pod(ns: &str, name: &str) -> Holder {
     Holder::Pod {
         namespace: ns.into(),
         name: name.into(),
     }
 }
 
-fn claim(ns: &str, name: &str) -> Holder {
+pub(super) fn claim(ns: &str, name: &str) -> Holder {
     Holder::Claim(ClaimRef {
         namespace: ns.into(),
         name: name.into(),
     })
 }
 
-fn holding(holder: Holder, resource: &str, amount: u64, device: Option<&str>) -> Holding {
+pub(super) fn holding(
+    holder: Holder,
+    resource: &str,
+    amount: u64,
+    device: Option<&str>,
+) -> Holding {
     Holding {
         resource: resource.into(),
         holder,
@@ -38,7 +43,7 @@ fn holding(holder: Holder, resource: &str, amount: u64, device: Option<&str>) ->
 }
 
 /// A node of `count` GPUs with these holdings; `free` per resource is what they leave of `count`.
-fn node(name: &str, count: u64, holdings: Vec<Holding>) -> Arc<NodeInventory> {
+pub(super) fn node(name: &str, count: u64, holdings: Vec<Holding>) -> Arc<NodeInventory> {
     let mut node = entry(name, true, count, &[]);
     let mut held: BTreeMap<String, u64> = BTreeMap::new();
     for h in &holdings {
@@ -52,12 +57,12 @@ fn node(name: &str, count: u64, holdings: Vec<Holding>) -> Arc<NodeInventory> {
     Arc::new(node)
 }
 
-fn series(labels: &[(&'static str, &'static str)], since: i64) -> IdleSeries {
+pub(super) fn series(labels: &[(&'static str, &'static str)], since: i64) -> IdleSeries {
     let label = |name: &str| labels.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
     IdleSeries::of_labels(label, at(since))
 }
 
-fn current(idle: Vec<IdleSeries>) -> Activity {
+pub(super) fn current(idle: Vec<IdleSeries>) -> Activity {
     Activity {
         source: "http://prometheus:9090".into(),
         window: "30m".into(),
@@ -110,6 +115,7 @@ fn a_pods_idle_gpus_are_counted_up_to_what_it_holds() {
             holder: pod("team-a", "idle"),
             resource: "nvidia.com/gpu".into(),
             amount: 2,
+            equivalent_milli: None,
             idle_since: at(5),
         }],
         "the latest `since` of its units: the holding is idle since all of them are"

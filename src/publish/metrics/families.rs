@@ -197,6 +197,8 @@ pub struct InventoryGauges {
     pub(crate) quota_issues: Family<QuotaIssueLabels, Gauge>,
     pub(crate) workloads_cannot_fit: Family<InventoryLabels, Gauge>,
     pub(crate) idle_gpus: Family<NamespaceResourceLabels, Gauge>,
+    pub(crate) namespace_gpu_equivalents_idle:
+        Family<NamespaceProductLabels, Gauge<f64, AtomicU64>>,
     pub(crate) utilization_known: Family<InventoryLabels, Gauge>,
     /// The last exported status per inventory, so unchanged statuses cost nothing and gone series vanish.
     pub(crate) exported: Mutex<BTreeMap<String, Arc<Inventory>>>,
@@ -357,6 +359,13 @@ impl InventoryGauges {
             "Units of a resource a namespace's pods and claims hold that sat idle through the utilization \
              window (status.namespaces[].idle); absent while the activity is unknown",
             self.idle_gpus.clone(),
+        );
+        registry.register(
+            "namespace_gpu_equivalents_idle",
+            "Physical GPUs of a product a namespace's pods and claims hold that sat idle through the utilization \
+             window, by the sharing schemes' rules (status.namespaces[].idleGpuEquivalents; sum_over_time gives \
+             idle GPU-hours); absent while the activity is unknown",
+            self.namespace_gpu_equivalents_idle.clone(),
         );
         registry.register(
             "utilization_known",

@@ -1,8 +1,19 @@
-//! The idle GPU gauges: per namespace and resource, the held units that sat idle through the window, and
-//! whether the activity is known. While it is not, the idle series are absent: withheld, not 0.
+//! The idle GPU gauges: per namespace and resource, the held units that sat idle through the window; per
+//! namespace and product, their GPU-equivalents (the chargeback gauge beside the held one); and whether the
+//! activity is known. While it is not, the idle series are absent: withheld, not 0.
 
-use super::families::{InventoryGauges, InventoryLabels, NamespaceResourceLabels};
+use super::families::{
+    InventoryGauges, InventoryLabels, NamespaceProductLabels, NamespaceResourceLabels,
+};
 use crate::inventory::model::{Inventory, UtilizationState};
+
+fn product_labels(inventory: &str, namespace: &str, product: &str) -> NamespaceProductLabels {
+    NamespaceProductLabels {
+        inventory: inventory.to_owned(),
+        namespace: namespace.to_owned(),
+        product: product.to_owned(),
+    }
+}
 
 fn idle_labels(inventory: &str, namespace: &str, resource: &str) -> NamespaceResourceLabels {
     NamespaceResourceLabels {
@@ -32,6 +43,14 @@ pub(super) fn export_idle(metrics: &InventoryGauges, inventory: &str, status: &I
                 .set(i64::try_from(*units).unwrap_or(i64::MAX));
         }
     }
+    for (namespace, by_product) in &report.namespace_equivalents {
+        for (product, milli) in by_product {
+            metrics
+                .namespace_gpu_equivalents_idle
+                .get_or_create(&product_labels(inventory, namespace, product))
+                .set(*milli as f64 / 1000.0);
+        }
+    }
 }
 
 /// Removes the idle series `status` set.
@@ -48,5 +67,76 @@ pub(super) fn remove_idle(metrics: &InventoryGauges, inventory: &str, status: &I
                 .idle_gpus
                 .remove(&idle_labels(inventory, namespace, resource));
         }
+    }
+    for (namespace, by_product) in &report.namespace_equivalents {
+        for product in by_product.keys() {
+            metrics
+                .namespace_gpu_equivalents_idle
+                .remove(&product_labels(inventory, namespace, product));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::super::export::export_inventory;
+    use super::super::families::InventoryGauges;
+    use crate::inventory::model::{Inventory, UtilizationReport, UtilizationState};
+    use crate::runtime::metrics::Metrics;
+
+    fn with_idle(equivalents: &[(&str, &str, u64)]) -> Arc<Inventory> {
+        let mut namespace_equivalents: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (namespace, product, milli) in equivalents {
+            namespace_equivalents
+                .entry((*namespace).to_owned())
+                .or_default()
+                .insert((*product).to_owned(), *milli);
+        }
+        Arc::new(Inventory {
+            utilization: Some(UtilizationReport {
+                state: UtilizationState::Current,
+                namespace_equivalents,
+                ..UtilizationReport::default()
+            }),
+            ..Inventory::default()
+        })
+    }
+
+    /// The idle GPU-equivalents per namespace and product, beside the held ones; a series that goes to nothing
+    /// leaves, and none is exported while the activity is unknown.
+    #[test]
+    fn idle_gpu_equivalents_are_one_series_per_namespace_and_product_while_there_are_any() {
+        let g = InventoryGauges::default();
+        let m = Metrics::with_families(|r| g.register(r));
+        let idle = with_idle(&[("team-a", "Tesla-T4", 250), ("team-b", "NVIDIA-A100", 1250)]);
+        export_inventory(&m, &g, "cluster", &idle);
+        let text = m.encode();
+        for line in [
+            "gpu_inventory_namespace_gpu_equivalents_idle{inventory=\"cluster\",namespace=\"team-a\",product=\"Tesla-T4\"} 0.25",
+            "gpu_inventory_namespace_gpu_equivalents_idle{inventory=\"cluster\",namespace=\"team-b\",product=\"NVIDIA-A100\"} 1.25",
+        ] {
+            assert!(text.contains(line), "{line} missing in:\n{text}");
+        }
+        export_inventory(
+            &m,
+            &g,
+            "cluster",
+            &with_idle(&[("team-a", "Tesla-T4", 250)]),
+        );
+        let text = m.encode();
+        assert!(!text.contains("namespace=\"team-b\""), "{text}");
+        let unknown = Arc::new(Inventory {
+            utilization: Some(UtilizationReport::default()),
+            ..Inventory::default()
+        });
+        export_inventory(&m, &g, "cluster", &unknown);
+        assert!(
+            !m.encode()
+                .contains("gpu_inventory_namespace_gpu_equivalents_idle{"),
+            "withheld while unknown"
+        );
     }
 }

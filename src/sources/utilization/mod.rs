@@ -2,7 +2,8 @@
 //! once per `--utilization-interval`, never per change (docs/utilization.md).
 //!
 //! Each round asks how many GPU series stayed below `--idle-below` through `--idle-window` ([`promql`]),
-//! refuses an answer past `--utilization-max-series` without fetching it, then fetches the idle series and
+//! with the busy series of the nodes that share their GPUs (`shared_nodes`, read from the node cache at each
+//! round), refuses an answer past `--utilization-max-series` without fetching it, then fetches the series and
 //! reads their labels ([`IdleSeries`]). Each keeps the `since` it was first found idle with ([`IdleSince`]),
 //! so that a round that finds the same [`Activity`] changes nothing and notifies no one. A failed round
 //! keeps the last answer for `--utilization-hold` (saying so: [`Activity::held`]), since one slow answer
@@ -88,11 +89,13 @@ impl UtilizationStore {
     }
 }
 
-/// Starts the source: its store (`Unknown` until the first round answers) and its task.
+/// Starts the source: its store (`Unknown` until the first round answers) and its task. `shared` names the
+/// nodes that share their GPUs now (sorted), whose busy series each round asks for too.
 pub fn watch_utilization(
     client: Prometheus,
     config: UtilizationConfig,
     signal: ChangeSignal,
+    shared: impl Fn() -> Vec<String> + Send + 'static,
 ) -> (UtilizationStore, impl Future<Output = ()> + Send + 'static) {
     let store = UtilizationStore {
         round_limit: config.endpoint.timeout * 2 + Duration::from_secs(1),
@@ -111,7 +114,7 @@ pub fn watch_utilization(
         .backoff();
         loop {
             let now = jiff::Timestamp::now();
-            let result = idle_series(&client, &config, &mut since, now).await;
+            let result = idle_series(&client, &config, &shared(), &mut since, now).await;
             let failed = result.is_err();
             match &result {
                 Ok(_) => retry.reset(),
@@ -139,10 +142,15 @@ pub fn watch_utilization(
     (store, feed)
 }
 
-/// One round for a one-shot command (`scan`, `idle`, the plugin): the activity now.
-pub async fn read_once(client: &Prometheus, config: &UtilizationConfig) -> Activity {
+/// One round for a one-shot command (`scan`, `idle`, the plugin): the activity now. `shared` names the nodes
+/// that share their GPUs (sorted).
+pub async fn read_once(
+    client: &Prometheus,
+    config: &UtilizationConfig,
+    shared: &[String],
+) -> Activity {
     let now = jiff::Timestamp::now();
-    let reading = match idle_series(client, config, &mut IdleSince::default(), now).await {
+    let reading = match idle_series(client, config, shared, &mut IdleSince::default(), now).await {
         Ok(idle) => Reading::Current(idle),
         Err(e) => Reading::Unknown(e.to_string()),
     };
@@ -221,25 +229,27 @@ fn rule(query: &IdleQuery) -> String {
     )
 }
 
-/// One round's idle series, each with its `since`.
+/// One round's idle series (and busy ones of `shared` nodes), each with its `since`.
 async fn idle_series(
     client: &Prometheus,
     config: &UtilizationConfig,
+    shared: &[String],
     since: &mut IdleSince,
     now: jiff::Timestamp,
 ) -> Result<Vec<IdleSeries>, QueryError> {
-    let answer = round(client, config, now).await?;
+    let answer = round(client, config, shared, now).await?;
     Ok(since.mark(&answer.samples()?, now, config.query.window))
 }
 
-/// One round: the count, refused past the bound, then the idle series' answer.
+/// One round: the count, refused past the bound, then the series' answer.
 async fn round(
     client: &Prometheus,
     config: &UtilizationConfig,
+    shared: &[String],
     now: jiff::Timestamp,
 ) -> Result<Answer, QueryError> {
     let time = now.as_second();
-    let count = client.query(&config.query.count(), time).await?;
+    let count = client.query(&config.query.count(shared), time).await?;
     let idle = count.samples()?.first().map_or(0.0, |s| s.value);
     if idle > config.max_series as f64 {
         return Err(QueryError::TooLarge(format!(
@@ -248,7 +258,7 @@ async fn round(
             config.max_series
         )));
     }
-    let answer = client.query(&config.query.idle(), time).await?;
+    let answer = client.query(&config.query.with_busy(shared), time).await?;
     Ok(answer)
 }
 

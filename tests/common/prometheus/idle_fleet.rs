@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use gpu_inventory_operator::crd::{GpuInventoryStatus, IdleEntry};
 use jiff::{Timestamp, ToSpan};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::PrometheusProcess;
 use super::Series;
@@ -69,6 +69,49 @@ pub async fn held(env: &TestEnv, name: &str, node: &str, resource: &str, amount:
     env.wait_bound(name).await;
 }
 
+/// Pod `namespace/name` bound to `node` by `spec.nodeName`, as a sharing layer's scheduler binds (HAMi's), with
+/// `annotations` and the container's `limits`.
+pub async fn bound_pod(
+    env: &TestEnv,
+    namespace: &str,
+    name: &str,
+    node: &str,
+    annotations: Value,
+    limits: Value,
+) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": name, "annotations": annotations },
+        "spec": { "nodeName": node, "automountServiceAccountToken": false,
+                  "containers": [{ "name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                                   "resources": { "limits": limits } }] }
+    }))
+    .unwrap();
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
+    eventually(
+        CONVERGE,
+        &format!("creating pod {namespace}/{name}"),
+        || async {
+            pods.create(&PostParams::default(), &pod)
+                .await
+                .map_err(|e| eprintln!("creating pod {name}: {e} (retrying)"))
+                .ok()
+        },
+    )
+    .await;
+}
+
+/// A second namespace of the test, `<id>-<suffix>`; delete it at the end (the test's cleanup removes its own
+/// namespace only).
+pub async fn other_namespace(env: &TestEnv, suffix: &str) -> String {
+    let name = format!("{}-{suffix}", env.id);
+    let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap();
+    Api::<Namespace>::all(env.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+    name
+}
+
 pub fn idle_of<'s>(
     status: &'s GpuInventoryStatus,
     namespace: &str,
@@ -85,13 +128,18 @@ pub fn state(status: &GpuInventoryStatus) -> &str {
     status.utilization.as_ref().map_or("", |u| u.state.as_str())
 }
 
-/// The GpuNode's idle entries as `(pod, resource, amount)`.
-pub async fn gpunode_idle(env: &TestEnv, node: &str) -> Vec<(String, String, u64)> {
+/// The GpuNode's idle entries as they are written.
+pub async fn gpunode_idle_entries(env: &TestEnv, node: &str) -> Vec<IdleEntry> {
     let Some(gpunode) = env.gpunode(node).await else {
         return Vec::new();
     };
-    let entries: Vec<IdleEntry> = gpunode.status.map(|s| s.node.idle).unwrap_or_default();
-    entries
+    gpunode.status.map(|s| s.node.idle).unwrap_or_default()
+}
+
+/// The GpuNode's idle entries as `(pod, resource, amount)`.
+pub async fn gpunode_idle(env: &TestEnv, node: &str) -> Vec<(String, String, u64)> {
+    gpunode_idle_entries(env, node)
+        .await
         .into_iter()
         .map(|e| {
             let holder = e.pod.or(e.claim).unwrap_or_default();

@@ -281,6 +281,7 @@ fn full_status() -> GpuInventoryStatus {
             claim: Some("ml/c0".into()),
             resource: "nvidia.com/gpu".into(),
             amount: 2,
+            gpu_equivalents: Some("2".into()),
             idle_since: "2026-12-05T01:00:00Z".into(),
         },
         crate::crd::IdleEntry {
@@ -288,6 +289,7 @@ fn full_status() -> GpuInventoryStatus {
             claim: Some("ml/c1".into()),
             resource: "gpu.nvidia.com/gpu".into(),
             amount: 1,
+            gpu_equivalents: None,
             idle_since: "2026-12-05T01:00:00Z".into(),
         },
     ];
@@ -297,9 +299,13 @@ fn full_status() -> GpuInventoryStatus {
         state: "Current".into(),
         message: "idle: below 1% through 30m".into(),
         idle: BTreeMap::from([("nvidia.com/gpu".into(), 2)]),
+        busy_shared_gpus: 1,
     });
     for namespace in &mut status.namespaces {
         namespace.idle = BTreeMap::from([("nvidia.com/gpu".into(), 2)]);
+        namespace.idle_gpu_equivalents = Some("2".into());
+        namespace.idle_gpu_equivalents_by_product =
+            BTreeMap::from([("NVIDIA-H100-80GB-HBM3".into(), "2".into())]);
     }
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))

@@ -69,6 +69,7 @@ pub fn namespace(
     totals: &NamespaceTotals,
     utilization: Option<&UtilizationReport>,
 ) -> NamespaceUsage {
+    let idle_equivalents = super::utilization::idle_equivalents(utilization, &totals.name);
     NamespaceUsage {
         name: totals.name.clone(),
         allocated: totals.allocated.clone(),
@@ -84,6 +85,8 @@ pub fn namespace(
             .and_then(|u| u.namespaces.get(&totals.name))
             .cloned()
             .unwrap_or_default(),
+        idle_gpu_equivalents: idle_equivalents.0,
+        idle_gpu_equivalents_by_product: idle_equivalents.1,
     }
 }
 

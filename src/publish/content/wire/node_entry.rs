@@ -242,6 +242,7 @@ mod tests {
             }),
             resource: "gpu.nvidia.com/gpu".into(),
             amount: 1,
+            equivalent_milli: Some(1000),
             idle_since: "2026-12-06T03:00:00Z".parse().expect("a time"),
         }];
         let counts = node_entry(&node, &idle, Detail::Counts);

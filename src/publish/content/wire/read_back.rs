@@ -94,14 +94,10 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .filter_map(super::topology::read_summary)
             .collect(),
         quotas: super::quota::read_quotas(status),
-        utilization: status.utilization.as_ref().map(|u| {
-            let idle = status
-                .namespaces
-                .iter()
-                .filter(|n| !n.idle.is_empty())
-                .map(|n| (n.name.clone(), n.idle.clone()));
-            super::utilization::read_utilization(u, idle.collect())
-        }),
+        utilization: status
+            .utilization
+            .as_ref()
+            .map(|u| super::utilization::read_utilization(u, &status.namespaces)),
         idle: status
             .nodes
             .iter()
