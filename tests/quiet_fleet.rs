@@ -1,7 +1,7 @@
 //! No write without a change, at scale: on thousands of static GPU nodes (NotReady, no kubelet, nothing
 //! changing), once every GpuNode has its status the operator writes no GpuNode for a quiet minute, counted
-//! from the API server's audit log. A test binary of its own: it loads the API server for a few minutes, and
-//! `cargo test` runs test binaries one after another.
+//! from the API server's audit log. A test binary of its own: it loads the API server and the node lifecycle
+//! controller for minutes, so `make test` (hack/integration-tests.sh) runs it alone, after every other binary.
 
 mod common;
 

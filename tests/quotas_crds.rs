@@ -3,7 +3,8 @@
 //! a restart (discovery is asked again every 30 s) and publishes the quotas of the objects made then.
 //!
 //! In a binary of its own: it deletes Kueue's CRDs from the shared cluster (every Kueue object with them),
-//! which no other test may see happen. Test binaries run one after another; the referee and quota binaries
+//! which no other test may see happen: `make test` (hack/integration-tests.sh) runs it alone, after every other
+//! binary (`ALONE_BINARIES`); the referee and quota binaries
 //! install the CRDs again when they start (`common::kueue::install_crds`). Kueue's controller is not run:
 //! the operator reads Kueue's objects, whoever admits them.
 

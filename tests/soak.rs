@@ -2,9 +2,10 @@
 //! cluster of its own (target/soak-test-cluster): one fault of each kind at least (its API server SIGKILLed,
 //! its etcd paused, the leading operator killed; the schedule's first round always fits the window), and a
 //! status budget small enough that the operators' `nodes[]` is cut, so the comparison with `scan
-//! --status-nodes-budget` checks that both cut alike. Its name starts with `fault_apiserver` so that `make test`
-//! runs it alone, with the fault tests, and clusters that cannot run a local control plane skip it as they skip
-//! those (`--skip fault_apiserver`).
+//! --status-nodes-budget` checks that both cut alike. Its name starts with `fault_apiserver` so that clusters
+//! that cannot run a local control plane skip it as they skip the fault tests (`--skip fault_apiserver`);
+//! `make test` (hack/integration-tests.sh) runs it among the other binaries, one test at a time: the API servers
+//! it stops are its own.
 
 use std::path::Path;
 use std::process::Command;
