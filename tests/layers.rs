@@ -682,17 +682,11 @@ const MAX_FUNCTION_LINES: usize = 80;
 
 /// Functions still over the limit (file, function), until they are split (`scan` is another change's to
 /// rework). An entry whose function is no longer over the limit fails the check, so the list only shrinks.
-const LONG_FOR_NOW: [(&str, &str); 13] = [
+const LONG_FOR_NOW: [(&str, &str); 7] = [
     ("src/inventory/assemble/mod.rs", "scan"),
     ("src/cmd/listing.rs", "list_cluster"),
     ("src/cmd/render/fleet.rs", "fleet"),
     ("src/cmd/run.rs", "run_publishers"),
-    ("src/inventory/dra/mod.rs", "resolve"),
-    ("src/inventory/dra/mod.rs", "pool_devices"),
-    ("src/inventory/topology/fit.rs", "why_not"),
-    ("src/inventory/vendors/nvidia/features.rs", "mig_devices"),
-    ("src/inventory/vendors/registered.rs", "read"),
-    ("src/inventory/vendors/registry/parse.rs", "parse"),
     (
         "src/publish/content/wire/read_back.rs",
         "published_inventory",
