@@ -680,20 +680,9 @@ fn no_import_circles() {
 /// The longest a product function may be, counted from its `fn` line to its closing brace.
 const MAX_FUNCTION_LINES: usize = 80;
 
-/// Functions still over the limit (file, function), until they are split (`scan` is another change's to
-/// rework). An entry whose function is no longer over the limit fails the check, so the list only shrinks.
-const LONG_FOR_NOW: [(&str, &str); 7] = [
-    ("src/inventory/assemble/mod.rs", "scan"),
-    ("src/cmd/listing.rs", "list_cluster"),
-    ("src/cmd/render/fleet.rs", "fleet"),
-    ("src/cmd/run.rs", "run_publishers"),
-    (
-        "src/publish/content/wire/read_back.rs",
-        "published_inventory",
-    ),
-    ("src/sources/dump/tree.rs", "parse_yaml"),
-    ("src/sources/mod.rs", "start"),
-];
+/// Functions another change reworks (file, function): still over the limit, and only until that change
+/// lands. An entry whose function is no longer over the limit fails the check, so the list only shrinks.
+const LONG_FOR_NOW: [(&str, &str); 1] = [("src/inventory/assemble/mod.rs", "scan")];
 
 /// A function longer than the limit: where its `fn` is, its name and its length in lines.
 #[derive(Debug, PartialEq)]
