@@ -682,7 +682,7 @@ const MAX_FUNCTION_LINES: usize = 80;
 
 /// Functions another change reworks (file, function): still over the limit, and only until that change
 /// lands. An entry whose function is no longer over the limit fails the check, so the list only shrinks.
-const LONG_FOR_NOW: [(&str, &str); 1] = [("src/inventory/assemble/mod.rs", "scan")];
+const LONG_FOR_NOW: [(&str, &str); 0] = [];
 
 /// A function longer than the limit: where its `fn` is, its name and its length in lines.
 #[derive(Debug, PartialEq)]
