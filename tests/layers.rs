@@ -6,6 +6,8 @@
 //!    crate root's `FIELD_MANAGER`; the API types (`crd`) nothing at all. Items of the crate root (`lib.rs`)
 //!    count as a layer of their own, `(crate root)`.
 //! 2. No file-to-file import circle in `src/` or in `benches/bench_driver/`.
+//! 3. No function in `src/` longer than `MAX_FUNCTION_LINES`: a long function is split into steps that
+//!    read like a story (the top function says the steps, the helpers do them).
 //!
 //! Every line of every file is read, except comments, string literals and test code: files of tests and
 //! each `#[cfg(test)]` item wherever it sits (test code may reach further: fixtures are read with the
@@ -673,6 +675,146 @@ fn no_import_circles() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Functions that read like a story: none longer than `MAX_FUNCTION_LINES`.
+
+/// The longest a product function may be, counted from its `fn` line to its closing brace.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// Functions another change reworks (file, function): still over the limit, and only until that change
+/// lands. An entry whose function is no longer over the limit fails the check, so the list only shrinks.
+const LONG_FOR_NOW: [(&str, &str); 0] = [];
+
+/// A function longer than the limit: where its `fn` is, its name and its length in lines.
+#[derive(Debug, PartialEq)]
+struct LongFunction {
+    file: String,
+    line: usize,
+    name: String,
+    lines: usize,
+}
+
+/// Every `.rs` file under `root`, `main.rs` included, sorted.
+fn rust_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries =
+            std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    files
+}
+
+/// Files of tests: `tests.rs`, `*_tests.rs`, anything under a `tests/` folder (and the other test-only
+/// modules `is_test_module` names).
+fn is_test_file(root: &Path, file: &Path) -> bool {
+    let path: ModPath = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    is_test_module(&path)
+}
+
+/// The functions with a body in `code` (as `non_test_code` leaves it): name, line of `fn`, line of the
+/// closing brace. Each `fn` keyword followed by a name starts one, nested functions and methods included
+/// (an outer function's length counts its nested ones); `fn(..)` pointer types and `fn $name` in macros
+/// are no functions, and a declaration without a body (`fn f();` in a trait) is skipped.
+///
+/// Limits, as a brace counter over code without comments and literals: the signature ends at the first `{`
+/// outside parentheses and brackets, so a const-generic block in angle brackets (`Foo<{ N }>`) in a
+/// signature would be taken for the body; functions a macro generates are not seen.
+fn functions(code: &[char]) -> Vec<(String, usize, usize)> {
+    let newlines: Vec<usize> = (0..code.len()).filter(|&i| code[i] == '\n').collect();
+    let line_of = |at: usize| 1 + newlines.partition_point(|&n| n < at);
+    let mut found = Vec::new();
+    for at in 0..code.len() {
+        if code[at] != 'f' || ident_at(code, at).as_deref() != Some("fn") {
+            continue;
+        }
+        let Some(name) = ident_at(code, skip_spaces(code, at + 2)) else {
+            continue;
+        };
+        let mut depth = 0i64;
+        for (i, &c) in code.iter().enumerate().skip(at + 2) {
+            match c {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                ';' | '}' if depth == 0 => break,
+                '{' if depth == 0 => {
+                    let close = group_end(code, i) - 1;
+                    found.push((name, line_of(at), line_of(close)));
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+/// The product functions under `root` longer than `limit` lines, by file and line.
+fn long_functions(root: &Path, limit: usize) -> Vec<LongFunction> {
+    let mut long = Vec::new();
+    for file in rust_files(root) {
+        if is_test_file(root, &file) {
+            continue;
+        }
+        let code = non_test_code(&std::fs::read_to_string(&file).expect("a source file"));
+        let shown = file
+            .strip_prefix(root.parent().unwrap_or(root))
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (name, first, last) in functions(&code) {
+            let lines = last - first + 1;
+            if lines > limit {
+                long.push(LongFunction {
+                    file: shown.clone(),
+                    line: first,
+                    name,
+                    lines,
+                });
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_is_longer_than_80_lines() {
+    let long = long_functions(&manifest_dir().join("src"), MAX_FUNCTION_LINES);
+    let over: Vec<String> = long
+        .iter()
+        .filter(|f| !LONG_FOR_NOW.contains(&(f.file.as_str(), f.name.as_str())))
+        .map(|f| format!("{}:{}: `{}` is {} lines", f.file, f.line, f.name, f.lines))
+        .collect();
+    assert!(
+        over.is_empty(),
+        "functions longer than {MAX_FUNCTION_LINES} lines (split each into steps that read like a story):\n{}",
+        over.join("\n")
+    );
+    let stale: Vec<_> = LONG_FOR_NOW
+        .iter()
+        .filter(|(file, name)| !long.iter().any(|f| f.file == *file && f.name == *name))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "no longer over the limit, remove from LONG_FOR_NOW: {stale:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // The checks can fail: a small tree with one violation of each kind.
 
 /// A fresh directory under the system's temp dir holding `files` (path, text).
@@ -770,5 +912,32 @@ fn test_items_are_skipped_wherever_they_sit_and_only_they() {
             "}",
             "use crate::c;"
         ]
+    );
+}
+
+#[test]
+fn the_length_check_counts_each_function_from_fn_to_its_brace_and_skips_tests() {
+    let a = "pub fn short() -> char {\n    '{'\n}\npub fn long<T>(t: T) -> usize\nwhere\n    T: Fn(u8) -> u8,\n{\n    let s = r#\"}}}\"#;\n    let f = |x: u8| { x };\n    fn inner(p: fn(u8) -> u8) -> u8 {\n        p(1)\n    }\n    // } a brace in a comment\n    s.len() + usize::from(inner(t) + f(1))\n}\ntrait T {\n    fn declared(&self);\n    fn given(&self) {}\n}\nmacro_rules! m {\n    ($n:ident) => {\n        fn $n() {\n        }\n    };\n}\n#[cfg(test)]\nfn long_test_helper() {\n\n\n\n\n\n}\n";
+    let long_body = "fn long_test() {\n\n\n\n\n\n}\n";
+    let root = synthetic_tree(
+        "lengths",
+        &[
+            ("lib.rs", "pub mod a;\n#[cfg(test)]\nmod tests;\n"),
+            ("a.rs", a),
+            ("main.rs", "fn main() {\n\n\n\n\n}\n"),
+            ("tests.rs", long_body),
+            ("a_tests.rs", long_body),
+            ("x/tests/b.rs", long_body),
+        ],
+    );
+    let long = long_functions(&root, 5);
+    let _ = std::fs::remove_dir_all(root.parent().expect("the tree"));
+    let found: Vec<(&str, usize, &str, usize)> = long
+        .iter()
+        .map(|f| (f.file.as_str(), f.line, f.name.as_str(), f.lines))
+        .collect();
+    assert_eq!(
+        found,
+        [("src/a.rs", 4, "long", 12), ("src/main.rs", 1, "main", 6)]
     );
 }

@@ -176,16 +176,28 @@ pub(crate) async fn list_cluster(
     if drivers.is_empty() || dra_api_served(&client).await == Some(false) {
         return Ok((snapshot, topologies));
     }
+    list_dra(client, url, &drivers, paged(), &mut snapshot).await?;
+    Ok((snapshot, topologies))
+}
+
+/// The DRA objects of the drivers (the server serves `resource.k8s.io/v1`): ResourceSlices, ResourceClaims,
+/// DeviceClasses, and DeviceTaintRules where a version of them is served.
+async fn list_dra(
+    client: kube::Client,
+    url: &str,
+    drivers: &[String],
+    params: ListParams,
+    snapshot: &mut Snapshot,
+) -> Result<()> {
     let dra_error = |what: &str| {
         Error::kube(format!(
             "listing {what} on {url} (scan needs list on resource.k8s.io {what}; `--dra-driver=` skips DRA)"
         ))
     };
-    let params = paged();
     snapshot.slices = list_paged(
         &Api::<ResourceSlice>::all(client.clone()),
         params.clone(),
-        |s| DraSlice::from_slice(&s, &drivers).map(Arc::new),
+        |s| DraSlice::from_slice(&s, drivers).map(Arc::new),
     )
     .await
     .map_err(dra_error("resourceslices"))?;
@@ -209,7 +221,7 @@ pub(crate) async fn list_cluster(
             .await
             .map_err(dra_error("devicetaintrules"))?;
     }
-    Ok((snapshot, topologies))
+    Ok(())
 }
 
 async fn list_paged<K, T>(

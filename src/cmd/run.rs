@@ -177,73 +177,17 @@ async fn run_publishers(
     namespace: String,
     shutdown: Shutdown,
 ) -> Result<()> {
-    let target = ConfigMapTarget {
-        namespace: namespace.clone(),
-        name: args.configmap_name.clone(),
+    let publishing = Publishing {
+        target: ConfigMapTarget {
+            namespace: namespace.clone(),
+            name: args.configmap_name.clone(),
+        },
+        inventory_selector: args.inventory_label_selector.clone(),
+        scope: GpuNodeScope::of(args.node_label_selector.as_deref()),
+        status_nodes_budget: args.status_nodes_budget,
+        cluster_property: args.cluster_property.clone(),
     };
-    let inventory_selector = args.inventory_label_selector.clone();
-    let scope = GpuNodeScope::of(args.node_label_selector.as_deref());
-    let status_nodes_budget = args.status_nodes_budget;
-    let cluster_property = args.cluster_property.clone();
-    let publishers = |stop: Shutdown| {
-        let Shared {
-            client,
-            scans,
-            health,
-            metrics,
-            gauges,
-        } = shared;
-        let (statuses, status_changes) = Statuses::start(
-            client.clone(),
-            inventory_selector.as_deref(),
-            status_nodes_budget,
-            health.clone(),
-            metrics.clone(),
-            gauges.clone(),
-        );
-        let (gpunodes, gpunode_changes) =
-            GpuNodes::start(client.clone(), scope.clone(), health.clone(), metrics);
-        let (configmaps, configmap_changes) =
-            ConfigMaps::start(client.clone(), target.clone(), health.clone(), metrics);
-        // Waits for the API before it watches anything: a cluster without about-api costs a discovery call
-        // every 30 s.
-        let property = (!cluster_property.is_empty()).then(|| {
-            keep_cluster_property(
-                client.clone(),
-                cluster_property.clone(),
-                scans.clone(),
-                health.clone(),
-                metrics.clone(),
-                stop.clone(),
-            )
-        });
-        let (scans, metrics) = (scans.clone(), metrics.clone());
-        async move {
-            let property = async move {
-                if let Some(property) = property {
-                    property.await;
-                }
-            };
-            tokio::join!(
-                property,
-                drive(
-                    statuses,
-                    status_changes,
-                    scans.clone(),
-                    metrics.clone(),
-                    stop.clone()
-                ),
-                drive(
-                    gpunodes,
-                    gpunode_changes,
-                    scans.clone(),
-                    metrics.clone(),
-                    stop.clone()
-                ),
-                drive(configmaps, configmap_changes, scans, metrics, stop),
-            );
-        }
-    };
+    let publishers = |stop: Shutdown| start_publishers(shared, &publishing, stop);
     if !args.leader_elect {
         shared.metrics.leader.set(1);
         publishers(shutdown).await;
@@ -263,6 +207,89 @@ async fn run_publishers(
         publishers,
     )
     .await
+}
+
+/// What each term's publishers are made with, read from the flags once.
+struct Publishing {
+    target: ConfigMapTarget,
+    inventory_selector: Option<String>,
+    scope: GpuNodeScope,
+    status_nodes_budget: usize,
+    cluster_property: String,
+}
+
+/// The publishers of one term (the status, GpuNode and ConfigMap ones, and the ClusterProperty's keeper
+/// where one is named), each in the one driver, as one future that ends on `stop`.
+fn start_publishers(
+    shared: &Shared,
+    publishing: &Publishing,
+    stop: Shutdown,
+) -> impl Future<Output = ()> {
+    let Shared {
+        client,
+        scans,
+        health,
+        metrics,
+        gauges,
+    } = shared;
+    let (statuses, status_changes) = Statuses::start(
+        client.clone(),
+        publishing.inventory_selector.as_deref(),
+        publishing.status_nodes_budget,
+        health.clone(),
+        metrics.clone(),
+        gauges.clone(),
+    );
+    let (gpunodes, gpunode_changes) = GpuNodes::start(
+        client.clone(),
+        publishing.scope.clone(),
+        health.clone(),
+        metrics,
+    );
+    let (configmaps, configmap_changes) = ConfigMaps::start(
+        client.clone(),
+        publishing.target.clone(),
+        health.clone(),
+        metrics,
+    );
+    // Waits for the API before it watches anything: a cluster without about-api costs a discovery call
+    // every 30 s.
+    let property = (!publishing.cluster_property.is_empty()).then(|| {
+        keep_cluster_property(
+            client.clone(),
+            publishing.cluster_property.clone(),
+            scans.clone(),
+            health.clone(),
+            metrics.clone(),
+            stop.clone(),
+        )
+    });
+    let (scans, metrics) = (scans.clone(), metrics.clone());
+    async move {
+        let property = async move {
+            if let Some(property) = property {
+                property.await;
+            }
+        };
+        tokio::join!(
+            property,
+            drive(
+                statuses,
+                status_changes,
+                scans.clone(),
+                metrics.clone(),
+                stop.clone()
+            ),
+            drive(
+                gpunodes,
+                gpunode_changes,
+                scans.clone(),
+                metrics.clone(),
+                stop.clone()
+            ),
+            drive(configmaps, configmap_changes, scans, metrics, stop),
+        );
+    }
 }
 
 /// Connects; while the credentials fail (an exec plugin that cannot give a token yet), retries with policy

@@ -10,45 +10,45 @@ use std::time::{Duration, Instant};
 
 /// How one kind of retry backs off: `first`, doubling, at most `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Policy {
+pub struct Policy {
     /// The first delay.
-    pub(crate) first: Duration,
+    pub first: Duration,
     /// The longest delay.
-    pub(crate) cap: Duration,
+    pub cap: Duration,
     /// A reset within this long of the last failure is ignored (see the module docs).
-    pub(crate) ignore_resets_within: Duration,
+    pub ignore_resets_within: Duration,
 }
 
 /// Watches (nodes, GpuInventories, the ConfigMap, the CRD): 0.5 s, 1 s, 2 s, 4 s, 5 s, ...
-pub(crate) const WATCH: Policy = Policy {
+pub const WATCH: Policy = Policy {
     first: Duration::from_millis(500),
     cap: Duration::from_secs(5),
     ignore_resets_within: Duration::from_secs(10),
 };
 
 /// A failed reconcile of one object (a write the API server refused): 1 s doubling to 60 s.
-pub(crate) const RECONCILE: Policy = Policy {
+pub const RECONCILE: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(60),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Waiting for an unreachable API server at start-up: 1 s doubling to 10 s.
-pub(crate) const API_SERVER_STARTUP: Policy = Policy {
+pub const API_SERVER_STARTUP: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(10),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Reinstalling a deleted CRD: 1 s doubling to 60 s.
-pub(crate) const CRD_REINSTALL: Policy = Policy {
+pub const CRD_REINSTALL: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(60),
     ignore_resets_within: Duration::ZERO,
 };
 
 /// Restarting leader election after the Lease could not be read or written: 1 s doubling to 30 s.
-pub(crate) const LEADER_ELECTION: Policy = Policy {
+pub const LEADER_ELECTION: Policy = Policy {
     first: Duration::from_secs(1),
     cap: Duration::from_secs(30),
     ignore_resets_within: Duration::ZERO,

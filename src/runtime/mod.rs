@@ -1,7 +1,7 @@
 //! Runtime plumbing that knows nothing about GPUs: the API client, the HTTP endpoint, health, the metrics
 //! registry, leader election, shutdown, logging, the allocator's free pages and the backoff policies.
 
-pub(crate) mod backoff;
+pub mod backoff;
 pub(crate) mod client;
 pub(crate) mod credentials;
 pub(crate) mod health;

@@ -152,6 +152,47 @@ impl Snapshot {
     }
 }
 
+/// The GPUs' activity asked of Prometheus, one round per interval. The nodes that share their GPUs, from
+/// the node cache at each round, have their busy series asked too; the first round waits for the node list,
+/// so that it asks for those already.
+fn watch_utilization(
+    prometheus: utilization::prometheus::Prometheus,
+    settings: utilization::UtilizationConfig,
+    signal: ChangeSignal,
+    nodes: &stripped::StrippedStore<ClusterNode>,
+) -> (
+    utilization::UtilizationStore,
+    impl Future<Output = ()> + Send + 'static + use<>,
+) {
+    let cached = nodes.clone();
+    let shared = move || shared_nodes(&cached.state());
+    let (store, feed) = utilization::watch_utilization(prometheus, settings, signal, shared);
+    let listed = nodes.clone();
+    let feed = async move {
+        listed.wait_until_ready().await;
+        feed.await;
+    };
+    (store, feed)
+}
+
+/// Whether the node watch sees the whole cluster.
+fn universe(config: &SourcesConfig) -> NodeUniverse {
+    match config.node_label_selector {
+        Some(_) => NodeUniverse::Subset,
+        None => NodeUniverse::Cluster,
+    }
+}
+
+/// The node watch's selector, as the scan's scope: already accepted by the API server's list; one it would
+/// refuse leaves the scope unknown.
+fn watched(config: &SourcesConfig) -> Option<Arc<LabelSelector>> {
+    config
+        .node_label_selector
+        .as_deref()
+        .and_then(|s| crate::inventory::selector::parse_selector(s).ok())
+        .map(Arc::new)
+}
+
 impl Sources {
     /// Starts every watch; returns the handles and the task that feeds them (run it until shutdown).
     pub fn start(
@@ -187,17 +228,7 @@ impl Sources {
         let (kueue, kueue_feed) = kueue::KueueStores::watch(client, health, signal.clone());
         let (utilization, utilization_feed) = match config.utilization.clone() {
             Some((prometheus, settings)) => {
-                // The nodes that share their GPUs, from the node cache at each round: their busy series too.
-                let cached = nodes.clone();
-                let shared = move || shared_nodes(&cached.state());
-                let (store, feed) =
-                    utilization::watch_utilization(prometheus, settings, signal, shared);
-                // The first round after the node list, so that it asks for those busy series already.
-                let listed = nodes.clone();
-                let feed = async move {
-                    listed.wait_until_ready().await;
-                    feed.await;
-                };
+                let (store, feed) = watch_utilization(prometheus, settings, signal, &nodes);
                 (Some(store), Some(feed))
             }
             None => (None, None),
@@ -235,16 +266,8 @@ impl Sources {
                 topology_labels: config.topology_labels.clone().into(),
                 drivers,
                 health: config.health,
-                universe: match config.node_label_selector {
-                    Some(_) => NodeUniverse::Subset,
-                    None => NodeUniverse::Cluster,
-                },
-                // Already accepted by the API server's list; one it would refuse leaves the scope unknown.
-                watched: config
-                    .node_label_selector
-                    .as_deref()
-                    .and_then(|s| crate::inventory::selector::parse_selector(s).ok())
-                    .map(Arc::new),
+                universe: universe(config),
+                watched: watched(config),
                 changes,
             },
             feed,

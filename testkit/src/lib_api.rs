@@ -4,12 +4,14 @@
 pub use gpu_inventory_operator::cmd::cli::{
     Cli as OperatorCli, Command as OperatorCommand, RunArgs,
 };
+pub use gpu_inventory_operator::cmd::plugin::FIRST_LIST_TIMEOUT;
 pub use gpu_inventory_operator::crd::{
     DEFAULT_CLUSTER_PROPERTY, GpuInventory, GpuNodeEntry, cluster_property_resource,
 };
 pub use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
 pub use gpu_inventory_operator::inventory::health::HealthTable;
 pub use gpu_inventory_operator::inventory::scanner::{ScanScope, scan_node};
+pub use gpu_inventory_operator::runtime::backoff;
 pub use gpu_inventory_operator::sources::slim::{SlimNode, SlimPod};
 
 use gpu_inventory_operator::inventory::allocation::allocate_node;

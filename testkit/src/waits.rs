@@ -6,9 +6,8 @@
 //! each given [`LOAD_ALLOWANCE`]. A [`Deadline`] carries its limit and that cause, so a wait that runs out
 //! says what it allowed for and why.
 //!
-//! The operator's retry policies are private to it (`src/runtime/backoff.rs`) and so is the plugin's first-list
-//! timeout (`src/cmd/plugin/mod.rs`): they are mirrored here, and the unit tests below hold the mirror to those
-//! sources. The operator's flags are read with its own command line ([`OperatorPeriods::of`]), defaults
+//! The operator's retry policies (`runtime::backoff`) and the plugin's first-list timeout are the operator's own
+//! constants, named here; its flags are read with its own command line ([`OperatorPeriods::of`]), defaults
 //! included.
 
 use std::fmt;
@@ -16,7 +15,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::lib_api::{OperatorCli, OperatorCommand, RunArgs};
+use crate::lib_api::{FIRST_LIST_TIMEOUT, OperatorCli, OperatorCommand, RunArgs, backoff};
 
 /// What one reaction may take on a loaded machine: a watch event travelling through the API server to a
 /// controller (the operator, the scheduler, a controller-manager loop, KWOK) and its write coming back, or a
@@ -36,9 +35,9 @@ pub const SCHEDULER_MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// before its next one.
 pub const GC_RESYNC: Duration = Duration::from_secs(30);
 
-/// How long `kubectl gpu-inventory --watch` waits for its first full list before it gives up and says so
-/// (`FIRST_LIST_TIMEOUT` in src/cmd/plugin/mod.rs).
-pub const PLUGIN_FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `kubectl gpu-inventory --watch` waits for its first full list before it gives up and says so: the
+/// plugin's own constant.
+pub const PLUGIN_FIRST_LIST_TIMEOUT: Duration = FIRST_LIST_TIMEOUT;
 
 /// How long a wait may take, and why that long.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +110,7 @@ impl From<&Deadline> for Deadline {
     }
 }
 
-/// One of the operator's retry policies: `first` delay, doubling, at most `cap` (src/runtime/backoff.rs).
+/// One of the operator's retry policies (`runtime::backoff`), named: `first` delay, doubling, at most `cap`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// The policy's name in src/runtime/backoff.rs.
@@ -122,44 +121,25 @@ pub struct RetryPolicy {
     pub cap: Duration,
 }
 
-/// The operator's watches (nodes, pods, GpuInventories, the ConfigMap, GpuNodes, the CRD): a failed watch or
-/// list is retried after 0.5 s, 1 s, 2 s, 4 s, then every 5 s.
-pub const WATCH_BACKOFF: RetryPolicy = RetryPolicy {
-    name: "WATCH",
-    first: Duration::from_millis(500),
-    cap: Duration::from_secs(5),
-};
+/// The operator's watches: a failed watch or list is retried after 0.5 s, 1 s, 2 s, 4 s, then every 5 s.
+pub const WATCH_BACKOFF: RetryPolicy = RetryPolicy::of("WATCH", backoff::WATCH);
 
-/// A write the API server refused (a failed reconcile of one object): retried after 1 s doubling to 60 s;
-/// after a refusal (403) the retry waits out its delay even when a change wakes the publisher.
-pub const RECONCILE_BACKOFF: RetryPolicy = RetryPolicy {
-    name: "RECONCILE",
-    first: Duration::from_secs(1),
-    cap: Duration::from_secs(60),
-};
+/// A write the API server refused: 1 s doubling to 60 s.
+pub const RECONCILE_BACKOFF: RetryPolicy = RetryPolicy::of("RECONCILE", backoff::RECONCILE);
 
 /// Waiting for an unreachable API server at start-up: 1 s doubling to 10 s.
-pub const API_SERVER_STARTUP_BACKOFF: RetryPolicy = RetryPolicy {
-    name: "API_SERVER_STARTUP",
-    first: Duration::from_secs(1),
-    cap: Duration::from_secs(10),
-};
+pub const API_SERVER_STARTUP_BACKOFF: RetryPolicy =
+    RetryPolicy::of("API_SERVER_STARTUP", backoff::API_SERVER_STARTUP);
 
 /// Reinstalling a deleted CRD: 1 s doubling to 60 s.
-pub const CRD_REINSTALL_BACKOFF: RetryPolicy = RetryPolicy {
-    name: "CRD_REINSTALL",
-    first: Duration::from_secs(1),
-    cap: Duration::from_secs(60),
-};
+pub const CRD_REINSTALL_BACKOFF: RetryPolicy =
+    RetryPolicy::of("CRD_REINSTALL", backoff::CRD_REINSTALL);
 
 /// Setting up leader election again after the Lease could not be read or written: 1 s doubling to 30 s.
-pub const LEADER_ELECTION_BACKOFF: RetryPolicy = RetryPolicy {
-    name: "LEADER_ELECTION",
-    first: Duration::from_secs(1),
-    cap: Duration::from_secs(30),
-};
+pub const LEADER_ELECTION_BACKOFF: RetryPolicy =
+    RetryPolicy::of("LEADER_ELECTION", backoff::LEADER_ELECTION);
 
-/// Every mirrored policy (the unit tests compare each with src/runtime/backoff.rs).
+/// Every retry policy of the operator the tests wait on.
 pub const OPERATOR_BACKOFFS: [RetryPolicy; 5] = [
     WATCH_BACKOFF,
     RECONCILE_BACKOFF,
@@ -169,6 +149,15 @@ pub const OPERATOR_BACKOFFS: [RetryPolicy; 5] = [
 ];
 
 impl RetryPolicy {
+    /// The operator's `policy`, under its name.
+    pub const fn of(name: &'static str, policy: backoff::Policy) -> RetryPolicy {
+        RetryPolicy {
+            name,
+            first: policy.first,
+            cap: policy.cap,
+        }
+    }
+
     /// The delays before the 1st, 2nd, ... retry.
     pub fn delays(self) -> impl Iterator<Item = Duration> {
         std::iter::successors(Some(self.first), move |d| {
@@ -330,59 +319,5 @@ mod tests {
         let p = OperatorPeriods::of(&args(&["--leader-elect", "--lease-duration", "6s"]));
         assert_eq!(p.start_up().limit(), LOAD_ALLOWANCE + secs(8));
         assert_eq!(p.requeue, secs(30), "the operator's default");
-    }
-
-    /// A source file of the operator's package.
-    fn operator_source(path: &str) -> String {
-        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(path);
-        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-    }
-
-    /// `Duration::from_secs(N)` or `Duration::from_millis(N)` at the start of `text`.
-    fn duration_at(text: &str) -> Duration {
-        let text = text.trim_start();
-        let number = |prefix: &str| {
-            let rest = text.strip_prefix(prefix)?;
-            rest[..rest.find(')')?].trim().parse::<u64>().ok()
-        };
-        number("Duration::from_secs(")
-            .map(Duration::from_secs)
-            .or_else(|| number("Duration::from_millis(").map(Duration::from_millis))
-            .unwrap_or_else(|| panic!("not a Duration literal: {}", &text[..text.len().min(60)]))
-    }
-
-    #[test]
-    fn the_mirrored_retry_policies_are_the_operators() {
-        let source = operator_source("src/runtime/backoff.rs");
-        for policy in OPERATOR_BACKOFFS {
-            let head = format!("const {}: Policy = Policy {{", policy.name);
-            let body = source
-                .split_once(&head)
-                .unwrap_or_else(|| {
-                    panic!("src/runtime/backoff.rs defines no policy {}", policy.name)
-                })
-                .1;
-            let body = &body[..body.find("};").expect("the policy's end")];
-            let field =
-                |name: &str| duration_at(body.split_once(&format!("{name}:")).expect(name).1);
-            assert_eq!(
-                (field("first"), field("cap")),
-                (policy.first, policy.cap),
-                "testkit::waits mirrors the operator's {} policy: update it with src/runtime/backoff.rs",
-                policy.name
-            );
-        }
-    }
-
-    #[test]
-    fn the_mirrored_plugin_timeout_is_the_plugins() {
-        let source = operator_source("src/cmd/plugin/mod.rs");
-        let value = source
-            .split_once("const FIRST_LIST_TIMEOUT: Duration =")
-            .expect("src/cmd/plugin/mod.rs defines FIRST_LIST_TIMEOUT")
-            .1;
-        assert_eq!(duration_at(value), PLUGIN_FIRST_LIST_TIMEOUT);
     }
 }

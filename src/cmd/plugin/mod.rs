@@ -36,7 +36,7 @@ use colour::colourise;
 pub(crate) const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
 
 /// How long `--watch` waits for the first full list of nodes and pods.
-const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+pub const FIRST_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// GPU nodes of the cluster: product, GPUs, free, Ready, issues. Exit code: 0 every GPU node healthy, 1 some
 /// issue, 2 error (as `gpu-inventory-operator scan`).

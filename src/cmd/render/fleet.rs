@@ -4,7 +4,7 @@
 
 use super::columns::columns;
 use crate::inventory::fleet::add_up;
-use crate::inventory::model::ClusterSummary;
+use crate::inventory::model::{ClusterSummary, FleetProduct};
 
 /// One cluster of the fleet: its name and its summary, or why there is none.
 pub(crate) struct ClusterRow<'a> {
@@ -16,27 +16,7 @@ pub(crate) struct ClusterRow<'a> {
 
 /// The clusters' table, then the fleet's totals.
 pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
-    let mut clusters = Vec::new();
-    for row in rows {
-        clusters.push(match row.summary {
-            Ok(summary) => vec![
-                row.name.to_owned(),
-                summary.nodes.to_string(),
-                summary.gpus.to_string(),
-                summary.free.to_string(),
-                summary.unhealthy.to_string(),
-                products(summary),
-            ],
-            Err(error) => vec![
-                row.name.to_owned(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                format!("error: {error}"),
-            ],
-        });
-    }
+    let clusters: Vec<Vec<String>> = rows.iter().map(cluster_row).collect();
     let mut out = columns(
         &["CLUSTER", "NODES", "GPUS", "FREE", "UNHEALTHY", "PRODUCTS"],
         &clusters,
@@ -64,8 +44,35 @@ pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
     if totals.products.is_empty() {
         return out;
     }
-    let products: Vec<Vec<String>> = totals
-        .products
+    out += &products_table(&totals.products);
+    out
+}
+
+/// One cluster's row: its counts and products, or the error that kept it from being read.
+fn cluster_row(row: &ClusterRow<'_>) -> Vec<String> {
+    match row.summary {
+        Ok(summary) => vec![
+            row.name.to_owned(),
+            summary.nodes.to_string(),
+            summary.gpus.to_string(),
+            summary.free.to_string(),
+            summary.unhealthy.to_string(),
+            products(summary),
+        ],
+        Err(error) => vec![
+            row.name.to_owned(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            format!("error: {error}"),
+        ],
+    }
+}
+
+/// The fleet's products: per vendor and product, the clusters, the sums and the largest free gang.
+fn products_table(products: &[FleetProduct]) -> String {
+    let rows: Vec<Vec<String>> = products
         .iter()
         .map(|p| {
             vec![
@@ -82,7 +89,7 @@ pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
             ]
         })
         .collect();
-    out += &columns(
+    columns(
         &[
             "VENDOR",
             "PRODUCT",
@@ -92,9 +99,8 @@ pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
             "UNHEALTHY",
             "LARGEST-FREE-GANG",
         ],
-        &products,
-    );
-    out
+        &rows,
+    )
 }
 
 /// A cluster's products in one cell: `NVIDIA-H100-80GB-HBM3 16 (8 free), ...`, and how many were left out.

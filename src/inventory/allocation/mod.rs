@@ -114,79 +114,19 @@ pub fn allocate_node_with(
         .map(|name| ((*name).to_owned(), 0))
         .collect();
     let mut holdings = Vec::new();
-    let mut plugin_requests = Vec::with_capacity(holders.len());
-    for pod in holders {
-        let requests = plugin_requests_of(pod, dra);
-        add_held(&mut allocated, &requests);
-        // A reservation pod holds the device for the fractions it hosts: no team's holding.
-        let reservation = equivalents::is_reservation(pod);
-        let first = holdings.len();
-        holdings.extend(requests.iter().map(|(resource, amount)| {
-            Holding {
-                resource: resource.clone(),
-                holder: Holder::Pod {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                },
-                amount: *amount,
-                device: None,
-                equivalent: (!reservation)
-                    .then(|| equivalents::of_request(node, &requests, resource, *amount))
-                    .flatten(),
-            }
-        }));
-        // A share a scheduler's annotation asks for, with no GPU resource asked (KAI's fractions): held as a
-        // part of a GPU under the plain GPU resource, 0 of its units (the reservation pod holds the unit).
-        if let Some(share) = pod.share
-            && !reservation
-            && holdings[first..].iter().all(|h| h.equivalent.is_none())
-        {
-            holdings.push(Holding {
-                resource: GPU_RESOURCE.to_owned(),
-                holder: Holder::Pod {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                },
-                amount: 0,
-                device: None,
-                equivalent: equivalents::of_share(node, share),
-            });
-        }
-        plugin_requests.push((*pod, requests));
-    }
-    let mut free = ResourceMap::new();
-    let mut over = Vec::new();
-    for (name, held) in allocated.iter_mut() {
-        if let (Some(by_claims), Some(left)) = (node.allocated.get(name), node.free.get(name))
-            && dra_served.contains(name.as_str())
-        {
-            // A device-plugin pod on a resource DRA also serves (a node moving to DRA): both take GPUs.
-            free.insert(name.clone(), left.saturating_sub(*held));
-            *held = held.saturating_add(*by_claims);
-            continue;
-        }
-        let offered = allocatable.get(name.as_str()).copied().unwrap_or(0);
-        free.insert(name.clone(), offered.saturating_sub(*held));
-        if *held > offered && allocatable_known {
-            over.push(overcommitted_resource(
-                name,
-                *held,
-                offered,
-                &plugin_requests,
-            ));
-        }
-    }
-    for device in &node.devices {
-        holdings.extend(device.claims.iter().map(|claim| Holding {
-            resource: device.resource.clone(),
-            holder: Holder::Claim(claim.clone()),
-            amount: 1,
-            device: Some(device.name.clone()),
-            equivalent: equivalents::of_claim(node, device, claim),
-        }));
-    }
+    let plugin_requests = hold_pods_requests(node, holders, dra, &mut allocated, &mut holdings);
+    let (mut free, over) = free_of(
+        node,
+        &mut allocated,
+        &allocatable,
+        &dra_served,
+        allocatable_known,
+        &plugin_requests,
+    );
+    hold_claims_devices(node, &mut holdings);
     holdings.sort();
     let shared_gpus = occupancy::shared_gpus(node, holders, &holdings);
+    // What DRA serves, as the scanner counted it from the devices, where no pod's request counted it.
     for resource in &dra_served {
         if let Some(n) = node.allocated.get(*resource) {
             allocated.entry((*resource).to_owned()).or_insert(*n);
@@ -226,6 +166,107 @@ pub fn allocate_node_with(
         unhealthy,
         health_unknown,
         shared_gpus,
+    }
+}
+
+/// Each holder's requests the device plugin serves (not a DRA claim): added to `allocated`, and held by the
+/// pod (with its GPU-equivalents), or a share its scheduler's annotation asks for. Returns each pod with
+/// those requests, for the `Overcommitted` message.
+fn hold_pods_requests<'p>(
+    node: &NodeInventory,
+    holders: &[&'p GpuPod],
+    dra: &DraView,
+    allocated: &mut ResourceMap<u64>,
+    holdings: &mut Vec<Holding>,
+) -> Vec<(&'p GpuPod, Cow<'p, ResourceMap<u64>>)> {
+    let mut plugin_requests = Vec::with_capacity(holders.len());
+    for &pod in holders {
+        let requests = plugin_requests_of(pod, dra);
+        add_held(allocated, &requests);
+        // A reservation pod holds the device for the fractions it hosts: no team's holding.
+        let reservation = equivalents::is_reservation(pod);
+        let first = holdings.len();
+        holdings.extend(requests.iter().map(|(resource, amount)| {
+            Holding {
+                resource: resource.clone(),
+                holder: Holder::Pod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                },
+                amount: *amount,
+                device: None,
+                equivalent: (!reservation)
+                    .then(|| equivalents::of_request(node, &requests, resource, *amount))
+                    .flatten(),
+            }
+        }));
+        // A share a scheduler's annotation asks for, with no GPU resource asked (KAI's fractions): held as a
+        // part of a GPU under the plain GPU resource, 0 of its units (the reservation pod holds the unit).
+        if let Some(share) = pod.share
+            && !reservation
+            && holdings[first..].iter().all(|h| h.equivalent.is_none())
+        {
+            holdings.push(Holding {
+                resource: GPU_RESOURCE.to_owned(),
+                holder: Holder::Pod {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                },
+                amount: 0,
+                device: None,
+                equivalent: equivalents::of_share(node, share),
+            });
+        }
+        plugin_requests.push((pod, requests));
+    }
+    plugin_requests
+}
+
+/// What is free of each resource the pods' requests count (allocatable minus held, never below 0), and the
+/// resources held past their allocatable, in words.
+fn free_of(
+    node: &NodeInventory,
+    allocated: &mut ResourceMap<u64>,
+    allocatable: &BTreeMap<&str, u64>,
+    dra_served: &BTreeSet<&str>,
+    allocatable_known: bool,
+    plugin_requests: &[(&GpuPod, Cow<'_, ResourceMap<u64>>)],
+) -> (ResourceMap<u64>, Vec<String>) {
+    let mut free = ResourceMap::new();
+    let mut over = Vec::new();
+    for (name, held) in allocated.iter_mut() {
+        if let (Some(by_claims), Some(left)) = (node.allocated.get(name), node.free.get(name))
+            && dra_served.contains(name.as_str())
+        {
+            // A device-plugin pod on a resource DRA also serves (a node moving to DRA): both take GPUs.
+            free.insert(name.clone(), left.saturating_sub(*held));
+            *held = held.saturating_add(*by_claims);
+            continue;
+        }
+        let offered = allocatable.get(name.as_str()).copied().unwrap_or(0);
+        free.insert(name.clone(), offered.saturating_sub(*held));
+        if *held > offered && allocatable_known {
+            over.push(overcommitted_resource(
+                name,
+                *held,
+                offered,
+                plugin_requests,
+            ));
+        }
+    }
+    (free, over)
+}
+
+/// Each DRA device's claims, one holding of one device each.
+fn hold_claims_devices(node: &NodeInventory, holdings: &mut Vec<Holding>) {
+    for device in &node.devices {
+        holdings.extend(device.claims.iter().map(|claim| Holding {
+            resource: device.resource.clone(),
+            holder: Holder::Claim(claim.clone()),
+            amount: 1,
+            device: Some(device.name.clone()),
+            equivalent: equivalents::of_claim(node, device, claim),
+        }));
     }
 }
 

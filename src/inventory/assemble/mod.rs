@@ -24,8 +24,65 @@ use crate::inventory::utilization::{self, Activity};
 /// not scanned again: the interner hands out that entry.
 pub fn scan(input: ScanInput<'_>) -> Inventory {
     let mut dra = dra::resolve(&input.dra);
+    let selected = select(&input);
+    let tables = ScanScope {
+        health: input.health,
+        vendors: input.vendors,
+        topology: input.topology,
+        ..ScanScope::default()
+    };
+    let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
+    let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
+    let mut scanned = scan_selected(&input, &selected, scope, &mut dra, &holders);
+    // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
+    let facts_of: HashMap<&str, NodeFacts<'_>> = scanned
+        .iter()
+        .map(|s| {
+            let facts = NodeFacts {
+                labels: Some(&s.at.node.labels),
+                allocatable_known: s.at.node.allocatable.is_some(),
+            };
+            (name_of(s.at.node), facts)
+        })
+        .collect();
+    let facts = |name: &str| facts_of.get(name).copied().unwrap_or_default();
+    scanned.sort_by(|a, b| a.name().cmp(b.name()));
+    let placing = Placing {
+        scope,
+        dra: &dra,
+        interner: input.interner,
+    };
+    let (nodes, made_from_nodes) = place_all(scanned, &placing, &mut holders, &facts);
+    let demand = DemandScope {
+        all_nodes: input.universe == NodeUniverse::Cluster
+            && input.selector.is_none_or(|s| s.selects_all()),
+    };
+    let marks = input.interner.map(|i| &i.clique_marks);
+    let mut inventory = sum_up(nodes, &input.pods, demand, &dra, facts, marks);
+    if let Some(kueue) = &input.kueue {
+        let scope = quota_scope(&input);
+        let memo = input.interner.map(|i| &i.quotas);
+        inventory.quotas = Some(quota_report(
+            &inventory,
+            &made_from_nodes,
+            kueue,
+            &scope,
+            memo,
+        ));
+    }
+    if let Some(activity) = input.activity {
+        put_idle(&mut inventory, activity, input.interner);
+    }
+    if let Some(interner) = input.interner {
+        interner.forget_unused();
+    }
+    inventory
+}
+
+/// The nodes the selector picks, each with its cache's `Arc` when the scan has them.
+fn select<'a>(input: &ScanInput<'a>) -> Vec<Selected<'a>> {
     let matcher = input.selector.map(LabelMatcher::new);
-    let selected: Vec<Selected<'_>> = input
+    input
         .nodes
         .iter()
         .enumerate()
@@ -34,20 +91,22 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             node,
             arc: input.shared.map(|shared| &shared.nodes[i]),
         })
-        .collect();
-    let tables = ScanScope {
-        health: input.health,
-        vendors: input.vendors,
-        topology: input.topology,
-        ..ScanScope::default()
-    };
-    let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
+        .collect()
+}
+
+/// Each selected node in input order (the first of a repeated name gets the node's DRA devices): the GPU
+/// nodes' entries, an earlier scan's where the interner kept one made from the very same node, pods and
+/// scope, else built now.
+fn scan_selected<'a>(
+    input: &ScanInput<'a>,
+    selected: &[Selected<'a>],
+    scope: ScanScope,
+    dra: &mut dra::DraView,
+    holders: &Holders<'a>,
+) -> Vec<Scanned<'a>> {
     let key = scope.key();
-    let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
-    // Each node in input order (the first of a repeated name gets the node's DRA devices); only GPU nodes
-    // give an entry, and only those are sorted by name.
     let mut scanned: Vec<Scanned<'_>> = Vec::new();
-    for at in &selected {
+    for at in selected {
         let name = name_of(at.node);
         let devices = dra.nodes.remove(name);
         if devices.is_none() && scanner::known_no_gpu(at.node, scope) {
@@ -56,7 +115,7 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         // Only an entry that nothing but its node and its pods shaped can be reused.
         let holding = devices
             .is_none()
-            .then(|| holders.identity(name, &dra))
+            .then(|| holders.identity(name, dra))
             .flatten();
         let kept = input
             .interner
@@ -76,28 +135,32 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
             entry,
         });
     }
-    // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
-    let facts_of: HashMap<&str, NodeFacts<'_>> = scanned
-        .iter()
-        .map(|s| {
-            let facts = NodeFacts {
-                labels: Some(&s.at.node.labels),
-                allocatable_known: s.at.node.allocatable.is_some(),
-            };
-            (name_of(s.at.node), facts)
-        })
-        .collect();
-    let facts = |name: &str| facts_of.get(name).copied().unwrap_or_default();
-    scanned.sort_by(|a, b| a.name().cmp(b.name()));
+    scanned
+}
+
+/// What placing the holdings on fresh entries reads besides the entries.
+struct Placing<'a> {
+    scope: ScanScope,
+    dra: &'a dra::DraView,
+    interner: Option<&'a NodeInterner>,
+}
+
+/// The complete entries, sorted by name, one per name, and the node each was made from (the quota rules
+/// read their labels): a fresh entry gets its holdings here, a kept one has them.
+fn place_all<'a, 'n>(
+    scanned: Vec<Scanned<'a>>,
+    placing: &Placing<'_>,
+    holders: &mut Holders<'a>,
+    facts: &impl Fn(&str) -> NodeFacts<'n>,
+) -> (Vec<Arc<NodeInventory>>, Vec<Selected<'a>>) {
     let mut nodes = Vec::with_capacity(scanned.len());
-    // The node each entry was made from, in the entries' order (the quota rules read their labels).
     let mut made_from_nodes: Vec<Selected<'_>> = Vec::with_capacity(scanned.len());
     let mut scanned = scanned.into_iter().peekable();
     while let Some(mut kept) = scanned.next() {
         // Names are unique in a real cluster; a hand-made dump may repeat one. The entry kept is the least
         // by content (before holdings), so it does not depend on the input order.
         while let Some(other) = scanned.next_if(|e| e.name() == kept.name()) {
-            let (a, b) = (kept.fresh(scope), other.fresh(scope));
+            let (a, b) = (kept.fresh(placing.scope), other.fresh(placing.scope));
             kept = if format!("{:?}", b.entry) < format!("{:?}", a.entry) {
                 b
             } else {
@@ -111,36 +174,13 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
                 let made_from = kept.at.arc.zip(kept.holding).map(|(node, pods)| MadeFrom {
                     node: node.clone(),
                     holders: pods.into_iter().cloned().collect(),
-                    scope: key,
+                    scope: placing.scope.key(),
                 });
-                holders.place(*entry, &facts, &dra, input.interner, made_from)
+                holders.place(*entry, facts, placing.dra, placing.interner, made_from)
             }
         });
     }
-    let scope = DemandScope {
-        all_nodes: input.universe == NodeUniverse::Cluster
-            && input.selector.is_none_or(|s| s.selects_all()),
-    };
-    let marks = input.interner.map(|i| &i.clique_marks);
-    let mut inventory = sum_up(nodes, &input.pods, scope, &dra, facts, marks);
-    if let Some(kueue) = &input.kueue {
-        let scope = quota_scope(&input);
-        let memo = input.interner.map(|i| &i.quotas);
-        inventory.quotas = Some(quota_report(
-            &inventory,
-            &made_from_nodes,
-            kueue,
-            &scope,
-            memo,
-        ));
-    }
-    if let Some(activity) = input.activity {
-        put_idle(&mut inventory, activity, input.interner);
-    }
-    if let Some(interner) = input.interner {
-        interner.forget_unused();
-    }
-    inventory
+    (nodes, made_from_nodes)
 }
 
 /// Joins the held GPUs with their activity: the report, and beside the entries each node's idle holdings.

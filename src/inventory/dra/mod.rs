@@ -130,52 +130,10 @@ pub fn resource_name(driver: &str, kind: &DeviceKind) -> String {
 
 /// Accounts every pool of `input` onto the node that publishes it.
 pub fn resolve(input: &DraInput<'_>) -> DraView {
-    let mut holders: HashMap<(&str, &str, &str), Vec<ClaimRef>> = HashMap::new();
-    for claim in &input.claims {
-        let mut named = BTreeSet::new();
-        for device in &claim.devices {
-            if named.insert(device) {
-                holders
-                    .entry((&device.driver, &device.pool, &device.device))
-                    .or_default()
-                    .push(ClaimRef {
-                        namespace: claim.namespace.clone(),
-                        name: claim.name.clone(),
-                    });
-            }
-        }
-    }
-    for claims in holders.values_mut() {
-        claims.sort();
-    }
-    // What the claims consumed of shareable devices' capacity, summed over the claims sharing each, and each
-    // claim's own.
-    let mut consumed: Consumed<'_> = HashMap::new();
-    for claim in &input.claims {
-        for (device, amounts) in &claim.consumed {
-            let (sum, by_claim) = consumed
-                .entry((&device.driver, &device.pool, &device.device))
-                .or_default();
-            for (name, amount) in amounts {
-                *sum.entry(name.clone()).or_insert(0) += amount;
-            }
-            by_claim.push((
-                ClaimRef {
-                    namespace: claim.namespace.clone(),
-                    name: claim.name.clone(),
-                },
-                amounts.clone(),
-            ));
-        }
-    }
+    let holders = holders(input);
+    let consumed = consumed(input);
     let mut view = DraView::default();
-    let mut gpu_classes: Vec<&DraClass> = input
-        .classes
-        .iter()
-        .copied()
-        .filter(|c| input.drivers.iter().any(|d| c.selects_driver(d)))
-        .collect();
-    gpu_classes.sort_by(|a, b| a.name.cmp(&b.name));
+    let gpu_classes = gpu_classes(input);
     for class in &gpu_classes {
         for resource in class.extended_resources() {
             view.extended_resources
@@ -191,23 +149,7 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
                 .insert(pod.clone(), claim.name.clone());
         }
     }
-    // Each class's comparisons read once per scan, not once per device.
-    let extended: Vec<ExtendedClass<'_>> = gpu_classes
-        .iter()
-        .filter_map(|class| {
-            Some(ExtendedClass {
-                class: &class.name,
-                resource: class.extended_resource.as_deref()?,
-                drivers: input
-                    .drivers
-                    .iter()
-                    .filter(|d| class.selects_driver(d))
-                    .map(String::as_str)
-                    .collect(),
-                types: class.compared_types(),
-            })
-        })
-        .collect();
+    let extended = extended_classes(input, &gpu_classes);
     let rules = Rules {
         taints: &input.taint_rules,
         extended: &extended,
@@ -236,6 +178,89 @@ pub fn resolve(input: &DraInput<'_>) -> DraView {
     view
 }
 
+/// Per (driver, pool, device): the claims allocated it, sorted, each once.
+fn holders<'c>(input: &'c DraInput<'_>) -> Holders<'c> {
+    let mut holders: Holders<'c> = HashMap::new();
+    for claim in &input.claims {
+        let mut named = BTreeSet::new();
+        for device in &claim.devices {
+            if named.insert(device) {
+                holders
+                    .entry((&device.driver, &device.pool, &device.device))
+                    .or_default()
+                    .push(ClaimRef {
+                        namespace: claim.namespace.clone(),
+                        name: claim.name.clone(),
+                    });
+            }
+        }
+    }
+    for claims in holders.values_mut() {
+        claims.sort();
+    }
+    holders
+}
+
+/// What the claims consumed of shareable devices' capacity, summed over the claims sharing each, and each
+/// claim's own.
+fn consumed<'c>(input: &'c DraInput<'_>) -> Consumed<'c> {
+    let mut consumed: Consumed<'c> = HashMap::new();
+    for claim in &input.claims {
+        for (device, amounts) in &claim.consumed {
+            let (sum, by_claim) = consumed
+                .entry((&device.driver, &device.pool, &device.device))
+                .or_default();
+            for (name, amount) in amounts {
+                *sum.entry(name.clone()).or_insert(0) += amount;
+            }
+            by_claim.push((
+                ClaimRef {
+                    namespace: claim.namespace.clone(),
+                    name: claim.name.clone(),
+                },
+                amounts.clone(),
+            ));
+        }
+    }
+    consumed
+}
+
+/// The classes that hand out the drivers' devices, sorted by name.
+fn gpu_classes<'c>(input: &DraInput<'c>) -> Vec<&'c DraClass> {
+    let mut gpu_classes: Vec<&DraClass> = input
+        .classes
+        .iter()
+        .copied()
+        .filter(|c| input.drivers.iter().any(|d| c.selects_driver(d)))
+        .collect();
+    gpu_classes.sort_by(|a, b| a.name.cmp(&b.name));
+    gpu_classes
+}
+
+/// The GPU classes with an `extendedResourceName`, each class's comparisons read once per scan, not once
+/// per device.
+fn extended_classes<'c>(
+    input: &'c DraInput<'_>,
+    gpu_classes: &[&'c DraClass],
+) -> Vec<ExtendedClass<'c>> {
+    gpu_classes
+        .iter()
+        .filter_map(|class| {
+            Some(ExtendedClass {
+                class: &class.name,
+                resource: class.extended_resource.as_deref()?,
+                drivers: input
+                    .drivers
+                    .iter()
+                    .filter(|d| class.selects_driver(d))
+                    .map(String::as_str)
+                    .collect(),
+                types: class.compared_types(),
+            })
+        })
+        .collect()
+}
+
 /// Whether a DeviceClass hands out the drivers' devices: its selectors name a driver; a class not (yet) seen
 /// counts when it is named after a driver, as NVIDIA's `gpu.nvidia.com` class is.
 fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
@@ -244,6 +269,9 @@ fn is_gpu_class(class: &str, input: &DraInput<'_>) -> bool {
         None => input.drivers.iter().any(|d| d == class),
     }
 }
+
+/// Per (driver, pool, device): the claims allocated it.
+type Holders<'c> = HashMap<(&'c str, &'c str, &'c str), Vec<ClaimRef>>;
 
 /// Per (driver, pool, device): capacity name -> what the claims sharing it consumed, and what each claim did.
 type Consumed<'c> = HashMap<
@@ -319,7 +347,7 @@ impl Rules<'_> {
 /// how many more of each partitionable resource its shared counters still fit.
 fn pool_devices(
     pool: &Pool<'_>,
-    holders: &HashMap<(&str, &str, &str), Vec<ClaimRef>>,
+    holders: &Holders<'_>,
     consumed: &Consumed<'_>,
     rules: &Rules<'_>,
 ) -> (Vec<Device>, BTreeMap<String, u64>) {
@@ -335,63 +363,20 @@ fn pool_devices(
         .filter(|d| held(d).is_some())
         .collect();
     // Partitions and parents of allocated devices, by uuid.
-    let allocated_uuids: BTreeSet<&str> =
-        allocated.iter().filter_map(|d| d.uuid.as_deref()).collect();
-    let allocated_parents: BTreeSet<&str> = allocated
-        .iter()
-        .filter_map(|d| d.parent_uuid.as_deref())
-        .collect();
+    let taken = Taken {
+        uuids: allocated.iter().filter_map(|d| d.uuid.as_deref()).collect(),
+        parents: allocated
+            .iter()
+            .filter_map(|d| d.parent_uuid.as_deref())
+            .collect(),
+    };
     let counters = Counters::of(pool, allocated.iter().copied());
     let devices: Vec<Device> = pool
         .devices
         .iter()
         .map(|device| {
             let claims = held(device).unwrap_or_default();
-            let taints = rules.taints(pool.driver, pool.name, device);
-            let taken_by_relative = device
-                .parent_uuid
-                .as_deref()
-                .is_some_and(|p| allocated_uuids.contains(p))
-                || device
-                    .uuid
-                    .as_deref()
-                    .is_some_and(|u| allocated_parents.contains(u));
-            let free = claims.is_empty()
-                && !taints.iter().any(DeviceTaint::makes_unavailable)
-                && device.unhealthy.is_none()
-                && pool.complete()
-                && !taken_by_relative
-                && counters.fits(device);
-            let kind = device_kind(pool.driver, device);
-            let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
-            let shared = device.shareable.then(|| {
-                let (consumed, mut by_claim) = consumed
-                    .get(&(pool.driver, pool.name, device.name.as_str()))
-                    .cloned()
-                    .unwrap_or_default();
-                by_claim.sort();
-                SharedCapacity {
-                    consumed,
-                    total: device.capacity.clone(),
-                    by_claim,
-                }
-            });
-            Device {
-                driver: pool.driver.to_owned(),
-                pool: pool.name.to_owned(),
-                name: device.name.clone(),
-                resource,
-                extended_class,
-                kind,
-                product: device.product.clone(),
-                memory_mib: device.memory_mib,
-                claims,
-                free,
-                taints,
-                pool_incomplete: !pool.complete(),
-                shared,
-                unhealthy: device.unhealthy.clone(),
-            }
+            pool_device(pool, device, claims, &taken, &counters, consumed, rules)
         })
         .collect();
     let candidates = pool
@@ -402,6 +387,70 @@ fn pool_devices(
         .map(|(raw, device)| (*raw, device.resource.as_str()));
     let fit = counters.still_fit(candidates);
     (devices, fit)
+}
+
+/// The uuids of a pool's allocated devices and of their parents: their partitions and parents are taken.
+struct Taken<'p> {
+    uuids: BTreeSet<&'p str>,
+    parents: BTreeSet<&'p str>,
+}
+
+/// One device of the pool with its state: held by `claims`; free when nothing holds or taints it, it is
+/// healthy, its pool complete, no relative of it taken and its counters fit it.
+fn pool_device(
+    pool: &Pool<'_>,
+    device: &DraDevice,
+    claims: Vec<ClaimRef>,
+    taken: &Taken<'_>,
+    counters: &Counters<'_>,
+    consumed: &Consumed<'_>,
+    rules: &Rules<'_>,
+) -> Device {
+    let taints = rules.taints(pool.driver, pool.name, device);
+    let taken_by_relative = device
+        .parent_uuid
+        .as_deref()
+        .is_some_and(|p| taken.uuids.contains(p))
+        || device
+            .uuid
+            .as_deref()
+            .is_some_and(|u| taken.parents.contains(u));
+    let free = claims.is_empty()
+        && !taints.iter().any(DeviceTaint::makes_unavailable)
+        && device.unhealthy.is_none()
+        && pool.complete()
+        && !taken_by_relative
+        && counters.fits(device);
+    let kind = device_kind(pool.driver, device);
+    let (resource, extended_class) = rules.resource(pool.driver, device, &kind);
+    let shared = device.shareable.then(|| {
+        let (consumed, mut by_claim) = consumed
+            .get(&(pool.driver, pool.name, device.name.as_str()))
+            .cloned()
+            .unwrap_or_default();
+        by_claim.sort();
+        SharedCapacity {
+            consumed,
+            total: device.capacity.clone(),
+            by_claim,
+        }
+    });
+    Device {
+        driver: pool.driver.to_owned(),
+        pool: pool.name.to_owned(),
+        name: device.name.clone(),
+        resource,
+        extended_class,
+        kind,
+        product: device.product.clone(),
+        memory_mib: device.memory_mib,
+        claims,
+        free,
+        taints,
+        pool_incomplete: !pool.complete(),
+        shared,
+        unhealthy: device.unhealthy.clone(),
+    }
 }
 
 #[cfg(test)]

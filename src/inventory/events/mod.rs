@@ -84,18 +84,35 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
             ),
         )];
     };
-    let before: BTreeMap<&str, &NodeInventory> = old
-        .nodes
-        .iter()
-        .map(|n| (n.name.as_str(), n.as_ref()))
-        .collect();
-    let after: BTreeMap<&str, &NodeInventory> = new
-        .nodes
-        .iter()
-        .map(|n| (n.name.as_str(), n.as_ref()))
-        .collect();
+    let before = by_name(old);
+    let after = by_name(new);
     let mut events = Vec::new();
+    membership_events(&mut events, &before, &after);
+    readiness_events(&mut events, &before, &after);
+    count_events(&mut events, (old, new), &before, &after);
+    issue_events(&mut events, &before, &after);
+    domain_events(&mut events, old, new);
+    quotas::quota_events(&mut events, old, new);
+    idle::idle_events(&mut events, old, new);
+    events.extend(demand_event(old, new));
+    events
+}
 
+/// The inventory's nodes by name.
+fn by_name(inventory: &Inventory) -> BTreeMap<&str, &NodeInventory> {
+    inventory
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.as_ref()))
+        .collect()
+}
+
+/// GPU nodes that appeared, then those that disappeared.
+fn membership_events(
+    events: &mut Vec<InventoryEvent>,
+    before: &BTreeMap<&str, &NodeInventory>,
+    after: &BTreeMap<&str, &NodeInventory>,
+) {
     let added: Vec<&str> = after
         .keys()
         .filter(|n| !before.contains_key(*n))
@@ -106,10 +123,8 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
         .filter(|n| !after.contains_key(*n))
         .copied()
         .collect();
-    let became_ready: Vec<&str> = common(&before, &after, |b, a| !b.ready && a.ready);
-    let became_not_ready: Vec<&str> = common(&before, &after, |b, a| b.ready && !a.ready);
     per_node(
-        &mut events,
+        events,
         Severity::Info,
         "GpuNodeAdded",
         "GPU node appeared",
@@ -124,7 +139,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
         },
     );
     per_node(
-        &mut events,
+        events,
         Severity::Info,
         "GpuNodeRemoved",
         "GPU node disappeared",
@@ -136,8 +151,18 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
             )
         },
     );
+}
+
+/// Nodes that became NotReady (with the NotReady issue's words), then those Ready again.
+fn readiness_events(
+    events: &mut Vec<InventoryEvent>,
+    before: &BTreeMap<&str, &NodeInventory>,
+    after: &BTreeMap<&str, &NodeInventory>,
+) {
+    let became_ready: Vec<&str> = common(before, after, |b, a| !b.ready && a.ready);
+    let became_not_ready: Vec<&str> = common(before, after, |b, a| b.ready && !a.ready);
     per_node(
-        &mut events,
+        events,
         Severity::Degraded,
         "GpuNodeNotReady",
         "GPU node became NotReady",
@@ -151,17 +176,26 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
         },
     );
     per_node(
-        &mut events,
+        events,
         Severity::Info,
         "GpuNodeReady",
         "GPU node is Ready again",
         &became_ready,
         |name| format!("GPU node {name} is Ready again"),
     );
-    // Per node, as the other per-node events: "GPUs: 32013 -> 32011" told nobody which node lost two.
-    let recounted: Vec<&str> = common(&before, &after, |b, a| b.count != a.count);
+}
+
+/// Nodes whose GPU count changed, per node as the other per-node events ("GPUs: 32013 -> 32011" told nobody
+/// which node lost two); the folded event gives the inventory's totals.
+fn count_events(
+    events: &mut Vec<InventoryEvent>,
+    (old, new): (&Inventory, &Inventory),
+    before: &BTreeMap<&str, &NodeInventory>,
+    after: &BTreeMap<&str, &NodeInventory>,
+) {
+    let recounted: Vec<&str> = common(before, after, |b, a| b.count != a.count);
     per_node(
-        &mut events,
+        events,
         Severity::Info,
         "GpuCountChanged",
         &format!(
@@ -176,12 +210,6 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
             )
         },
     );
-    issue_events(&mut events, &before, &after);
-    domain_events(&mut events, old, new);
-    quotas::quota_events(&mut events, old, new);
-    idle::idle_events(&mut events, old, new);
-    events.extend(demand_event(old, new));
-    events
 }
 
 /// A topology domain's problem that appeared (a Warning with its message) or cleared, per (product, level,

@@ -218,11 +218,70 @@ fn why_not(
             gpus.div_ceil(k)
         ));
     }
+    reasons.extend(short_of_gpus(product, level, domains, k, request));
+    left_out_nodes(product, request, &mut reasons);
+    let placeless = product
+        .nodes
+        .iter()
+        .filter(|n| super::domains::domain_of(n, level).is_none())
+        .count();
+    if placeless > 0 && !domains.is_empty() {
+        reasons.push(format!(
+            "{placeless} {} node(s) carry no {level} label",
+            product.name
+        ));
+    }
+    reasons.join("; ")
+}
+
+/// Why the domains at `level` fall short: no domain, the largest too small, the free GPUs scattered over
+/// several, or too few free at all.
+fn short_of_gpus(
+    product: &ProductNodes<'_>,
+    level: &str,
+    domains: &std::collections::BTreeMap<&str, Domain<'_>>,
+    k: u64,
+    request: &FitRequest,
+) -> Option<String> {
+    let gpus = request.gpus;
     let offered: u64 = product
         .nodes
         .iter()
         .map(|n| gang::offer(n, k, &request.tolerations))
         .sum();
+    let largest_size = domains.values().map(|d| d.size).max().unwrap_or(0);
+    let best = domains.iter().max_by_key(|(_, d)| d.offered);
+    if domains.is_empty() {
+        Some(format!("no {} node has a {level} label", product.name))
+    } else if largest_size < gpus {
+        Some(format!(
+            "the largest {level} domain has {largest_size} GPUs in pods of {k}, fewer than {gpus}"
+        ))
+    } else if offered >= gpus {
+        best.map(|(name, d)| {
+            format!(
+                "free GPUs are scattered: {offered} free in pods of {k} over {} {level} domains, the most in one \
+                 ({name}) {}",
+                domains.len(),
+                d.offered
+            )
+        })
+    } else {
+        Some(format!(
+            "only {offered} {} GPUs are free in pods of {k}, {gpus} asked",
+            product.name
+        ))
+    }
+}
+
+/// The nodes the fit leaves out: NotReady or cordoned, then tainted without a toleration the request gives.
+fn left_out_nodes(product: &ProductNodes<'_>, request: &FitRequest, reasons: &mut Vec<String>) {
+    let unusable: Vec<&str> = product
+        .nodes
+        .iter()
+        .filter(|n| !n.ready || n.unschedulable)
+        .map(|n| n.name.as_str())
+        .collect();
     let tainted: Vec<String> = product
         .nodes
         .iter()
@@ -232,40 +291,6 @@ fn why_not(
                 .map(|(key, value, effect)| format!("{} ({key}={value}:{effect})", n.name))
         })
         .collect();
-    let unusable: Vec<&str> = product
-        .nodes
-        .iter()
-        .filter(|n| !n.ready || n.unschedulable)
-        .map(|n| n.name.as_str())
-        .collect();
-    let placeless = product
-        .nodes
-        .iter()
-        .filter(|n| super::domains::domain_of(n, level).is_none())
-        .count();
-    let largest_size = domains.values().map(|d| d.size).max().unwrap_or(0);
-    let best = domains.iter().max_by_key(|(_, d)| d.offered);
-    if domains.is_empty() {
-        reasons.push(format!("no {} node has a {level} label", product.name));
-    } else if largest_size < gpus {
-        reasons.push(format!(
-            "the largest {level} domain has {largest_size} GPUs in pods of {k}, fewer than {gpus}"
-        ));
-    } else if offered >= gpus {
-        if let Some((name, d)) = best {
-            reasons.push(format!(
-                "free GPUs are scattered: {offered} free in pods of {k} over {} {level} domains, the most in one \
-                 ({name}) {}",
-                domains.len(),
-                d.offered
-            ));
-        }
-    } else {
-        reasons.push(format!(
-            "only {offered} {} GPUs are free in pods of {k}, {gpus} asked",
-            product.name
-        ));
-    }
     if !unusable.is_empty() {
         reasons.push(format!(
             "{} node(s) NotReady or cordoned: {}",
@@ -280,11 +305,4 @@ fn why_not(
             crate::inventory::text::capped_list(tainted.iter().map(String::as_str))
         ));
     }
-    if placeless > 0 && !domains.is_empty() {
-        reasons.push(format!(
-            "{placeless} {} node(s) carry no {level} label",
-            product.name
-        ));
-    }
-    reasons.join("; ")
 }

@@ -91,7 +91,38 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
         .as_deref()
         .and_then(partition_profile)
         .filter(|(_, per_gpu)| *per_gpu > 1);
-    reading.product = found
+    reading.product = product(&found);
+    reading.memory_mib = memory(&found);
+    let partitions = partition_resources(resources);
+    reading.count = count(&found, resources, partitioned_gpu, &partitions);
+    if partitioned_gpu.is_none() {
+        reading.device_resources = std::iter::once(GPU)
+            .chain(PASSTHROUGH)
+            .filter(|r| resources.count(r).is_some())
+            .map(str::to_owned)
+            .collect();
+    }
+    let config = DeviceConfig::read(labels, resources);
+    if partition_label.is_some() || !partitions.is_empty() || config.profile.is_some() {
+        reading.partitions = Some(partitioned(
+            resources,
+            &partitions,
+            partition_label.as_deref(),
+            partitioned_gpu,
+            &config,
+        ));
+    }
+    config.issues(&mut reading.issues);
+    reading.unhealthy = unhealthy(labels);
+    if found.is_empty() && !reading.labelled {
+        reading.labelled = !reading.unhealthy.is_empty();
+    }
+    reading
+}
+
+/// The model: the labeller's product name, else its device ID looked up in the registry's PCI table.
+fn product(found: &CountedLabels) -> Option<(String, Option<String>)> {
+    found
         .value("product-name")
         .map(|(p, key)| {
             (
@@ -107,22 +138,41 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
                 product.to_owned(),
                 Some(format!("AMD device id {id} (PCI ID table)")),
             ))
-        });
-    reading.memory_mib = found.value("vram").and_then(|(vram, key)| {
+        })
+}
+
+/// One GPU's memory, from the labeller's VRAM label.
+fn memory(found: &CountedLabels) -> Option<(u64, String)> {
+    found.value("vram").and_then(|(vram, key)| {
         let from = if key == "counted" {
             counted("vram")
         } else {
             key.to_owned()
         };
         Some((vram_mib(vram)?, from))
-    });
-    let partitions: Vec<(&str, u64)> = resources
+    })
+}
+
+/// The partition resources the node advertises (the `mixed` strategy's `amd.com/cpx_nps4`), with counts.
+fn partition_resources<'r>(resources: &'r NodeResources<'_>) -> Vec<(&'r str, u64)> {
+    resources
         .with_units(unit_of)
         .into_iter()
         .filter(|(_, unit, _)| *unit == Unit::Partition)
         .map(|(name, _, n)| (name, n))
-        .collect();
-    reading.count = ["device-id", "product-name"]
+        .collect()
+}
+
+/// The physical GPUs, in order: the labeller's counted labels, the whole-GPU resource (over the partitions
+/// per GPU when the partition label says the GPUs are split), the passthrough functions, the first
+/// partition resource over its partitions per GPU.
+fn count(
+    found: &CountedLabels,
+    resources: &NodeResources<'_>,
+    partitioned_gpu: Option<(&str, u64)>,
+    partitions: &[(&str, u64)],
+) -> Option<(u64, String)> {
+    ["device-id", "product-name"]
         .iter()
         .find_map(|kind| Some((found.devices(kind)?, counted(kind))))
         .or_else(|| {
@@ -152,76 +202,109 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
                     format!("capacity {name} / {per_gpu} ({mode} partitions per GPU of 8 XCDs)"),
                 )
             })
-        });
-    if partitioned_gpu.is_none() {
-        reading.device_resources = std::iter::once(GPU)
-            .chain(PASSTHROUGH)
-            .filter(|r| resources.count(r).is_some())
-            .map(str::to_owned)
-            .collect();
-    }
-    let profile = labels.text(DCM_PROFILE).map(str::to_owned);
-    let failed = labels
-        .text(DCM_STATE)
-        .is_some_and(|s| s.eq_ignore_ascii_case("failure"));
-    // A failed profile leaves the taint on; it is failed, not being applied.
-    let applying = !failed && resources.taints.iter().any(|(key, _, _)| key == DCM_TAINT);
-    if partition_label.is_some() || !partitions.is_empty() || profile.is_some() {
-        let mut devices: Vec<MigProfile> = partitions
-            .iter()
-            .map(|(name, n)| MigProfile {
-                profile: name[PREFIX.len()..].to_owned(),
-                count: *n,
-                memory_mib: None,
-                resource: Some((*name).to_owned()),
-            })
-            .collect();
-        if let Some((mode, _)) = partitioned_gpu.filter(|_| devices.is_empty())
-            && let Some(n) = resources.count(GPU)
-        {
-            devices.push(MigProfile {
-                profile: partition_label.clone().unwrap_or_else(|| mode.to_owned()),
-                count: n,
-                memory_mib: None,
-                resource: Some(GPU.to_owned()),
-            });
+        })
+}
+
+/// What the GPU operator's device config manager says of the partition profile.
+struct DeviceConfig {
+    /// The profile asked for.
+    profile: Option<String>,
+    /// It failed to apply.
+    failed: bool,
+    /// It is being applied (its taint is on, and it has not failed).
+    applying: bool,
+}
+
+impl DeviceConfig {
+    fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> DeviceConfig {
+        let profile = labels.text(DCM_PROFILE).map(str::to_owned);
+        let failed = labels
+            .text(DCM_STATE)
+            .is_some_and(|s| s.eq_ignore_ascii_case("failure"));
+        // A failed profile leaves the taint on; it is failed, not being applied.
+        let applying = !failed && resources.taints.iter().any(|(key, _, _)| key == DCM_TAINT);
+        DeviceConfig {
+            profile,
+            failed,
+            applying,
         }
-        reading.partitions = Some(Mig {
-            strategy: None,
-            config: profile.clone().or(partition_label.clone()),
-            config_state: if failed {
-                Some("failed".to_owned())
-            } else {
-                applying.then(|| "pending".to_owned())
-            },
-            count_meaning: (!devices.is_empty()).then(|| {
-                "count is the number of physical GPUs; partitions are listed per profile".to_owned()
-            }),
-            devices,
+    }
+
+    /// `MigConfigFailed` or `MigConfigPending`, in the words of AMD's device config manager.
+    fn issues(&self, issues: &mut Vec<Issue>) {
+        let profile = self.profile.as_deref().unwrap_or("<unlabelled>");
+        if self.failed {
+            issues.push(Issue::new(
+                IssueReason::MigConfigFailed,
+                format!(
+                    "AMD's device config manager failed to apply the partition profile {profile} \
+                     ({DCM_STATE}=failure): see the device-config-manager pod's log and its PartitionFailure \
+                     events, then relabel or remove the profile (and its {DCM_TAINT} taint)"
+                ),
+            ));
+        }
+        if self.applying {
+            issues.push(Issue::new(
+                IssueReason::MigConfigPending,
+                format!(
+                    "AMD's device config manager is applying the partition profile {profile} (taint \
+                     {DCM_TAINT}=up:NoExecute): GPU pods are evicted and the partitions may read 0 until it is \
+                     removed"
+                ),
+            ));
+        }
+    }
+}
+
+/// The node's partitions in the model's MIG shape: each partition resource, or the whole-GPU resource
+/// counting partitions when the partition label says the GPUs are split; the profile and its state.
+fn partitioned(
+    resources: &NodeResources<'_>,
+    partitions: &[(&str, u64)],
+    partition_label: Option<&str>,
+    partitioned_gpu: Option<(&str, u64)>,
+    config: &DeviceConfig,
+) -> Mig {
+    let mut devices: Vec<MigProfile> = partitions
+        .iter()
+        .map(|(name, n)| MigProfile {
+            profile: name[PREFIX.len()..].to_owned(),
+            count: *n,
+            memory_mib: None,
+            resource: Some((*name).to_owned()),
+        })
+        .collect();
+    if let Some((mode, _)) = partitioned_gpu.filter(|_| devices.is_empty())
+        && let Some(n) = resources.count(GPU)
+    {
+        devices.push(MigProfile {
+            profile: partition_label.unwrap_or(mode).to_owned(),
+            count: n,
+            memory_mib: None,
+            resource: Some(GPU.to_owned()),
         });
     }
-    if failed {
-        reading.issues.push(Issue::new(
-            IssueReason::MigConfigFailed,
-            format!(
-                "AMD's device config manager failed to apply the partition profile {} ({DCM_STATE}=failure): \
-                 see the device-config-manager pod's log and its PartitionFailure events, then relabel or \
-                 remove the profile (and its {DCM_TAINT} taint)",
-                profile.as_deref().unwrap_or("<unlabelled>")
-            ),
-        ));
+    Mig {
+        strategy: None,
+        config: config
+            .profile
+            .clone()
+            .or_else(|| partition_label.map(str::to_owned)),
+        config_state: if config.failed {
+            Some("failed".to_owned())
+        } else {
+            config.applying.then(|| "pending".to_owned())
+        },
+        count_meaning: (!devices.is_empty()).then(|| {
+            "count is the number of physical GPUs; partitions are listed per profile".to_owned()
+        }),
+        devices,
     }
-    if applying {
-        reading.issues.push(Issue::new(
-            IssueReason::MigConfigPending,
-            format!(
-                "AMD's device config manager is applying the partition profile {} (taint {DCM_TAINT}=up:NoExecute): \
-                 GPU pods are evicted and the partitions may read 0 until it is removed",
-                profile.as_deref().unwrap_or("<unlabelled>")
-            ),
-        ));
-    }
-    reading.unhealthy = labels
+}
+
+/// The GPUs AMD's metrics exporter labels unhealthy, in words.
+fn unhealthy(labels: &LabelReader<'_>) -> Vec<String> {
+    labels
         .iter()
         .filter(|(_, v)| v.trim().eq_ignore_ascii_case("unhealthy"))
         .filter_map(|(k, _)| {
@@ -232,11 +315,7 @@ fn read(labels: &mut LabelReader<'_>, resources: &NodeResources<'_>) -> Reading 
                 "GPU {index} ({k}=unhealthy, AMD's metrics exporter)"
             ))
         })
-        .collect();
-    if found.is_empty() && !reading.labelled {
-        reading.labelled = !reading.unhealthy.is_empty();
-    }
-    reading
+        .collect()
 }
 
 fn counted(kind: &str) -> String {

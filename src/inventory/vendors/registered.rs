@@ -134,6 +134,96 @@ fn count_resource(
         .map(|(name, _, n)| (n, format!("capacity {name}")))
 }
 
+/// The steps of [`RegisteredTable`]'s reading.
+impl RegisteredTable {
+    /// The device resources, and the devices they count unless a sharing layer's capacity resource beside
+    /// them makes them its shares, or the vendor's labeller counts them (`label_count`).
+    fn read_device_resources(
+        &self,
+        labels: &mut LabelReader<'_>,
+        units: &[(&str, Unit, u64)],
+        label_count: bool,
+        reading: &mut Reading,
+    ) {
+        // A sharing layer's capacity resource (HAMi's `huawei.com/Ascend310P-memory`) beside a device
+        // resource makes that resource the layer's shares (HAMi advertises slots under the chip's name).
+        let shared = units.iter().any(|(_, unit, _)| *unit == Unit::Capacity);
+        // Each registered resource names its own devices (`Ascend310P-IPro` and `-VPro` are two cards):
+        // they add up.
+        let devices: Vec<(&str, u64)> = units
+            .iter()
+            .filter(|(_, unit, _)| *unit == Unit::Device)
+            .map(|(name, _, n)| (*name, *n))
+            .collect();
+        reading.device_resources = devices.iter().map(|(name, _)| (*name).to_owned()).collect();
+        let named = devices
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(" + ");
+        if shared && !devices.is_empty() {
+            labels.note(format!(
+                "{named}: a sharing layer's shares (its capacity resources are advertised beside), not {}: \
+                 the number of physical devices is in the layer's node annotation",
+                self.devices_word()
+            ));
+        } else if !devices.is_empty() && !label_count {
+            let n = devices
+                .iter()
+                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
+            reading.count = Some((n, format!("capacity {named}")));
+            for (name, _) in devices
+                .iter()
+                .filter(|(name, _)| REGISTRY.resource(name).is_none())
+            {
+                labels.note(format!(
+                    "{name} is not in the accelerator registry: read as whole {} of {}; if it is not, add \
+                     its row to resources.tsv",
+                    self.devices_word(),
+                    self.name()
+                ));
+            }
+        }
+    }
+
+    /// The model: the vendor's product label, else the one a resource's row names (devices first, then
+    /// shares, partitions, capacity), else the family label, else the PCI device labels' model.
+    fn product(
+        &self,
+        labels: &LabelReader<'_>,
+        units: &[(&str, Unit, u64)],
+    ) -> Option<(String, Option<String>)> {
+        if let Some((key, value)) = self.label_values(labels, LabelRole::Product).first()
+            && !value.is_empty()
+        {
+            return Some(((*value).to_owned(), Some((*key).to_owned())));
+        }
+        let from_resource = [Unit::Device, Unit::Share, Unit::Partition, Unit::Capacity]
+            .iter()
+            .flat_map(|want| units.iter().filter(move |(_, unit, _)| unit == want))
+            .find_map(|(name, _, _)| {
+                let product = REGISTRY.resource(name)?.product?;
+                Some((product.to_owned(), Some(format!("resource {name}"))))
+            });
+        if from_resource.is_some() {
+            return from_resource;
+        }
+        if let Some((key, value)) = self.label_values(labels, LabelRole::Family).first()
+            && !value.is_empty()
+        {
+            return Some(((*value).to_owned(), Some((*key).to_owned())));
+        }
+        let row = self.row()?;
+        self.pci_labels(labels).iter().find_map(|(key, device)| {
+            let product = row
+                .pci_vendors
+                .iter()
+                .find_map(|v| REGISTRY.pci_product(v, (*device)?))?;
+            Some((product.to_owned(), Some((*key).to_owned())))
+        })
+    }
+}
+
 impl VendorTable for RegisteredTable {
     fn vendor(&self) -> Vendor {
         Vendor::Registered(self.row)
@@ -185,58 +275,7 @@ impl VendorTable for RegisteredTable {
             .label_values(labels, LabelRole::Count)
             .iter()
             .find_map(|(key, v)| Some((*key, v.parse::<u64>().ok()?)));
-        // A sharing layer's capacity resource (HAMi's `huawei.com/Ascend310P-memory`) beside a device
-        // resource makes that resource the layer's shares (HAMi advertises slots under the chip's name).
-        let shared = units.iter().any(|(_, unit, _)| *unit == Unit::Capacity);
-        // Each registered resource names its own devices (`Ascend310P-IPro` and `-VPro` are two cards):
-        // they add up.
-        let devices: Vec<(&str, u64)> = units
-            .iter()
-            .filter(|(_, unit, _)| *unit == Unit::Device)
-            .map(|(name, _, n)| (*name, *n))
-            .collect();
-        reading.device_resources = devices.iter().map(|(name, _)| (*name).to_owned()).collect();
-        let named = devices
-            .iter()
-            .map(|(name, _)| *name)
-            .collect::<Vec<_>>()
-            .join(" + ");
-        if shared && !devices.is_empty() {
-            labels.note(format!(
-                "{named}: a sharing layer's shares (its capacity resources are advertised beside), not {}: \
-                 the number of physical devices is in the layer's node annotation",
-                self.devices_word()
-            ));
-        } else if !devices.is_empty() && label_count.is_none() {
-            let n = devices
-                .iter()
-                .fold(0u64, |sum, (_, n)| sum.saturating_add(*n));
-            reading.count = Some((n, format!("capacity {named}")));
-            for (name, _) in devices
-                .iter()
-                .filter(|(name, _)| REGISTRY.resource(name).is_none())
-            {
-                labels.note(format!(
-                    "{name} is not in the accelerator registry: read as whole {} of {}; if it is not, add \
-                     its row to resources.tsv",
-                    self.devices_word(),
-                    self.name()
-                ));
-            }
-        }
-        // The model a resource's row names: devices first, then shares, partitions, capacity.
-        reading.product = [Unit::Device, Unit::Share, Unit::Partition, Unit::Capacity]
-            .iter()
-            .flat_map(|want| units.iter().filter(move |(_, unit, _)| unit == want))
-            .find_map(|(name, _, _)| {
-                let product = REGISTRY.resource(name)?.product?;
-                Some((product.to_owned(), Some(format!("resource {name}"))))
-            });
-        if let Some((key, value)) = self.label_values(labels, LabelRole::Product).first()
-            && !value.is_empty()
-        {
-            reading.product = Some(((*value).to_owned(), Some((*key).to_owned())));
-        }
+        self.read_device_resources(labels, &units, label_count.is_some(), &mut reading);
         // The vendor's labeller counts physical devices; a resource may count shares.
         if let Some((key, n)) = label_count {
             reading.count = Some((n, key.to_owned()));
@@ -244,7 +283,7 @@ impl VendorTable for RegisteredTable {
         if reading.count.is_none() {
             reading.count = count_resource(resources, |r| self.unit_of(r));
         }
-        let memory = self
+        reading.memory_mib = self
             .label_values(labels, LabelRole::MemoryMib)
             .iter()
             .find_map(|(key, v)| Some((v.parse::<u64>().ok()?, (*key).to_owned())))
@@ -253,24 +292,7 @@ impl VendorTable for RegisteredTable {
                     .iter()
                     .find_map(|(key, v)| Some((gib(v)?.checked_mul(1024)?, (*key).to_owned())))
             });
-        reading.memory_mib = memory;
-        if reading.product.is_none()
-            && let Some((key, value)) = self.label_values(labels, LabelRole::Family).first()
-            && !value.is_empty()
-        {
-            reading.product = Some(((*value).to_owned(), Some((*key).to_owned())));
-        }
-        if reading.product.is_none()
-            && let Some(row) = self.row()
-        {
-            reading.product = self.pci_labels(labels).iter().find_map(|(key, device)| {
-                let product = row
-                    .pci_vendors
-                    .iter()
-                    .find_map(|v| REGISTRY.pci_product(v, (*device)?))?;
-                Some((product.to_owned(), Some((*key).to_owned())))
-            });
-        }
+        reading.product = self.product(labels, &units);
         reading
     }
 

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use prometheus_client::registry::{Registry, Unit};
+
 use super::families::{
     InventoryGauges, InventoryLabels, IssueLabels, NamespaceLabels, NamespaceProductLabels,
     NamespaceResourceLabels, NodeLabels, ResourceLabels,
@@ -194,4 +196,125 @@ fn export_allocation(metrics: &InventoryGauges, inventory: &str, status: &Invent
 
 fn saturating_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Registers the families this module sets: the totals and each node's, then the allocation, then the
+/// namespaces' and the products'.
+pub(super) fn register(gauges: &InventoryGauges, registry: &mut Registry) {
+    register_totals_and_nodes(gauges, registry);
+    register_allocation(gauges, registry);
+    register_namespaces_and_products(gauges, registry);
+}
+
+/// The inventory's totals, each node's info, GPUs and memory, and the issues per reason.
+fn register_totals_and_nodes(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+        "gpu_nodes",
+        "GPU nodes covered by the inventory",
+        gauges.gpu_nodes.clone(),
+    );
+    registry.register(
+        "ready_gpu_nodes",
+        "GPU nodes whose Ready condition is True",
+        gauges.ready_gpu_nodes.clone(),
+    );
+    registry.register(
+        "gpus",
+        "GPUs counted by the inventory (sum of nvidia.com/gpu.count)",
+        gauges.gpus.clone(),
+    );
+    registry.register(
+        "node_info",
+        "A GPU node: product, workload config, readiness (always 1)",
+        gauges.node_info.clone(),
+    );
+    registry.register(
+        "node_gpus",
+        "GPUs on the node (nvidia.com/gpu.count)",
+        gauges.node_gpus.clone(),
+    );
+    registry.register_with_unit(
+        "node_gpu_memory",
+        "Memory of one GPU on the node (nvidia.com/gpu.memory)",
+        Unit::Bytes,
+        gauges.node_gpu_memory.clone(),
+    );
+    registry.register(
+        "node_issues",
+        "GPU nodes with an issue, by reason",
+        gauges.node_issues.clone(),
+    );
+    registry.register(
+        "free_gpus",
+        "Whole GPUs free on Ready, schedulable nodes (status.freeGpus)",
+        gauges.free_gpus.clone(),
+    );
+    registry.register(
+        "pending_gpu_pods",
+        "GPU pods the scheduler could not place (Pending, Unschedulable)",
+        gauges.pending_gpu_pods.clone(),
+    );
+}
+
+/// Each resource's allocation, per node and summed over the inventory.
+fn register_allocation(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+        "node_allocated",
+        "Of an extended resource on a node, what the pods bound there hold (scheduler's effective request)",
+        gauges.node_allocated.clone(),
+    );
+    registry.register(
+        "node_free",
+        "Of an extended resource on a node, allocatable minus allocated (never below 0)",
+        gauges.node_free.clone(),
+    );
+    registry.register(
+        "resource_capacity",
+        "An extended resource's capacity, or a DRA device type's devices (gpu.nvidia.com/gpu, \
+         gpu.nvidia.com/mig-<profile>), summed over the inventory's GPU nodes",
+        gauges.resource_capacity.clone(),
+    );
+    registry.register(
+        "resource_allocatable",
+        "An extended resource's allocatable, or a DRA device type's available devices (complete pool, \
+         untainted), summed over the inventory's GPU nodes",
+        gauges.resource_allocatable.clone(),
+    );
+    registry.register(
+        "resource_allocated",
+        "An extended resource held by pods, or a DRA device type's devices allocated to claims, summed over \
+         the inventory's GPU nodes",
+        gauges.resource_allocated.clone(),
+    );
+    registry.register(
+        "resource_free",
+        "An extended resource free, summed over the inventory's GPU nodes",
+        gauges.resource_free.clone(),
+    );
+}
+
+/// What the namespaces hold and wait for, and where a job of a product's GPUs can start.
+fn register_namespaces_and_products(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+        "namespace_requested",
+        "An extended resource held by a namespace's pods on the inventory's nodes",
+        gauges.namespace_requested.clone(),
+    );
+    registry.register(
+        "namespace_pending_gpu_pods",
+        "A namespace's GPU pods the scheduler could not place",
+        gauges.namespace_pending_pods.clone(),
+    );
+    registry.register(
+            "namespace_gpu_equivalents",
+            "Physical GPUs of a product a namespace's pods and claims hold, by their sharing schemes' rules \
+             (status.namespaces[].gpuEquivalents; sum_over_time gives GPU-hours)",
+            gauges.namespace_gpu_equivalents.clone(),
+        );
+    registry.register(
+            "product_nodes_with_free_gpus",
+            "Ready, schedulable nodes with at least at_least whole GPUs of the product free: where a job of that \
+             many GPUs can start (status.products[].nodesWithFreeGpus)",
+            gauges.product_nodes_with_free_gpus.clone(),
+        );
 }

@@ -2,7 +2,8 @@
 //! allocation, topology, Kueue quotas, idle GPUs).
 //! Series of nodes and inventories that are gone are removed, so dashboards never show ghosts.
 //!
-//! - `families`: the metric families and their label sets, registered into the process's registry;
+//! - `families`: the metric families and their label sets;
+//! - `registration`: registering them into the process's registry, each module its own;
 //! - `export`: setting an inventory's series from its model;
 //! - `removal`: removing the series of what is gone;
 //! - `label_sets`: the label sets both build the same way;
@@ -16,6 +17,7 @@ mod families;
 mod label_sets;
 mod node_diff;
 mod quotas;
+mod registration;
 mod removal;
 mod topology;
 mod utilization;

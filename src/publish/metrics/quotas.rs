@@ -2,6 +2,8 @@
 //! nodes, each quota issue, and how many pending workloads cannot fit. Bounded by Kueue's own objects (one
 //! series per flavor and accelerator resource), whatever the fleet.
 
+use prometheus_client::registry::Registry;
+
 use super::families::{InventoryGauges, InventoryLabels, QuotaIssueLabels, QuotaLabels};
 use crate::inventory::model::{FlavorQuota, Inventory, QuotaIssue};
 
@@ -24,6 +26,32 @@ fn issue_labels(inventory: &str, quota: &FlavorQuota, issue: &QuotaIssue) -> Quo
 
 fn gauge(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Registers the Kueue quota families.
+pub(super) fn register(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+            "quota",
+            "A Kueue ResourceFlavor's nominal quota of a resource, summed over the ClusterQueues and Cohorts \
+             giving it (status.quotas[].nominalQuota)",
+            gauges.quota.clone(),
+        );
+    registry.register(
+            "quota_healthy",
+            "The resource's allocatable on the flavor's healthy nodes: what the quota can be served from \
+             (status.quotas[].healthyGpus)",
+            gauges.quota_healthy.clone(),
+        );
+    registry.register(
+            "quota_issues",
+            "1 while a flavor's quota of a resource has the issue (QuotaExceedsCapacity, FlavorMatchesNoNodes)",
+            gauges.quota_issues.clone(),
+        );
+    registry.register(
+            "workloads_cannot_fit",
+            "Pending Kueue Workloads that can never be admitted as they are (status.workloadIssueCount)",
+            gauges.workloads_cannot_fit.clone(),
+        );
 }
 
 /// Sets the quota series of `status` (none where Kueue's objects are not read).

@@ -3,6 +3,8 @@
 //! and level (at most `LARGEST_DOMAINS` domains), whatever the fleet; a domain that leaves the largest is
 //! removed with the previous export, as every other series is.
 
+use prometheus_client::registry::Registry;
+
 use super::families::{DomainLabels, InventoryGauges, TopologyLabels};
 use crate::inventory::model::{DomainFree, Inventory, TopologySummary};
 
@@ -21,6 +23,34 @@ fn domain_labels(inventory: &str, summary: &TopologySummary, domain: &DomainFree
         level: summary.level.to_owned(),
         domain: domain.name.clone(),
     }
+}
+
+/// Registers the topology families.
+pub(super) fn register(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+            "topology_domains",
+            "Domains of a topology level (nvlink: NVLink partitions; else a node label key) holding GPU nodes of \
+             the product (status.topology[].domains)",
+            gauges.topology_domains.clone(),
+        );
+    registry.register(
+        "topology_degraded_domains",
+        "Domains of the level with a problem: NVLink partitions whose members cannot all take part \
+             (NvlinkDomainDegraded; status.topology[].degradedDomains)",
+        gauges.topology_degraded_domains.clone(),
+    );
+    registry.register(
+        "topology_largest_free_gpus",
+        "The most GPUs one domain of the level offers to pods of the product's GPUs per node \
+             (status.topology[].largestFreeGpus)",
+        gauges.topology_largest_free_gpus.clone(),
+    );
+    registry.register(
+            "topology_domain_free_gpus",
+            "GPUs a domain offers to pods of the product's GPUs per node, for the level's largest domains only \
+             (at most 5 per product and level: status.topology[].largestDomains)",
+            gauges.topology_domain_free_gpus.clone(),
+        );
 }
 
 /// Sets the topology series of `status`.

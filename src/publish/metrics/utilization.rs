@@ -2,6 +2,8 @@
 //! namespace and product, their GPU-equivalents (the chargeback gauge beside the held one); and whether the
 //! activity is known. While it is not, the idle series are absent: withheld, not 0.
 
+use prometheus_client::registry::Registry;
+
 use super::families::{
     InventoryGauges, InventoryLabels, NamespaceProductLabels, NamespaceResourceLabels,
 };
@@ -21,6 +23,29 @@ fn idle_labels(inventory: &str, namespace: &str, resource: &str) -> NamespaceRes
         namespace: namespace.to_owned(),
         resource: resource.to_owned(),
     }
+}
+
+/// Registers the idle GPU families.
+pub(super) fn register(gauges: &InventoryGauges, registry: &mut Registry) {
+    registry.register(
+            "idle_gpus",
+            "Units of a resource a namespace's pods and claims hold that sat idle through the utilization \
+             window (status.namespaces[].idle); absent while the activity is unknown",
+            gauges.idle_gpus.clone(),
+        );
+    registry.register(
+            "namespace_gpu_equivalents_idle",
+            "Physical GPUs of a product a namespace's pods and claims hold that sat idle through the utilization \
+             window, by the sharing schemes' rules (status.namespaces[].idleGpuEquivalents; sum_over_time gives \
+             idle GPU-hours); absent while the activity is unknown",
+            gauges.namespace_gpu_equivalents_idle.clone(),
+        );
+    registry.register(
+            "utilization_known",
+            "1 while the last query of the GPUs' activity answered in full (status.utilization.state Current), \
+             0 while the idle figures are withheld",
+            gauges.utilization_known.clone(),
+        );
 }
 
 /// Sets the idle series of `status` (none where the activity is not read).

@@ -195,12 +195,7 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
                 continue;
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let value =
-                    if style == ScalarStyle::Plain && !tag.as_deref().is_some_and(is_string_tag) {
-                        Value::Plain(text.into_owned())
-                    } else {
-                        Value::Text(text.into_owned())
-                    };
+                let value = scalar(text.into_owned(), style, tag.as_deref());
                 (Tree { value, at }, 1, anchor, 1)
             }
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
@@ -220,17 +215,8 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
                         at.line
                     ));
                 };
-                let value = if done.map {
-                    let mut entries = Vec::with_capacity(done.items.len() / 2);
-                    let mut items = done.items.into_iter();
-                    while let (Some(key), Some(value)) = (items.next(), items.next()) {
-                        entries.push((key, value));
-                    }
-                    Value::Map(entries)
-                } else {
-                    Value::Seq(done.items)
-                };
-                (Tree { value, at: done.at }, done.size, done.anchor, 1)
+                let (size, anchor) = (done.size, done.anchor);
+                (closed(done), size, anchor, 1)
             }
             Event::Alias(id) => {
                 let Some((node, size)) = anchors.get(&id) else {
@@ -243,25 +229,60 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
             }
             _ => continue,
         };
-        used = used.saturating_add(cost);
-        if used > budget {
-            return Err(format!(
-                "line {}, column {}: aliases expand to more than {budget} nodes (4 per byte of text)",
-                at.line, at.column
-            ));
-        }
+        used = spend(used, cost, budget, &at)?;
         if anchor != 0 {
             anchors.insert(anchor, (node.clone(), size));
         }
         match open.last_mut() {
-            Some(parent) => {
-                parent.items.push(node);
-                parent.size = parent.size.saturating_add(size);
-            }
+            Some(parent) => parent.add(node, size),
             None => root = Some(node),
         }
     }
     Ok(root)
+}
+
+/// The nodes made so far after `cost` more, unless that is past the budget.
+fn spend(used: usize, cost: usize, budget: usize, at: &At) -> Result<usize, String> {
+    let used = used.saturating_add(cost);
+    if used > budget {
+        return Err(format!(
+            "line {}, column {}: aliases expand to more than {budget} nodes (4 per byte of text)",
+            at.line, at.column
+        ));
+    }
+    Ok(used)
+}
+
+/// A scalar's value: plain (read by type later) unless quoted, a block, or tagged a string.
+fn scalar(text: String, style: ScalarStyle, tag: Option<&Tag>) -> Value {
+    if style == ScalarStyle::Plain && !tag.is_some_and(is_string_tag) {
+        Value::Plain(text)
+    } else {
+        Value::Text(text)
+    }
+}
+
+/// A collection that ended, as a node: a map's items paired into entries, a sequence's as they are.
+fn closed(done: Open) -> Tree {
+    let value = if done.map {
+        let mut entries = Vec::with_capacity(done.items.len() / 2);
+        let mut items = done.items.into_iter();
+        while let (Some(key), Some(value)) = (items.next(), items.next()) {
+            entries.push((key, value));
+        }
+        Value::Map(entries)
+    } else {
+        Value::Seq(done.items)
+    };
+    Tree { value, at: done.at }
+}
+
+impl Open {
+    /// Adds a node of `size` nodes to the collection.
+    fn add(&mut self, node: Tree, size: usize) {
+        self.items.push(node);
+        self.size = self.size.saturating_add(size);
+    }
 }
 
 /// `!!str` and the non-specific `!` make a plain scalar a string.

@@ -82,6 +82,43 @@ pub(crate) fn slice_count(profile: &str) -> Option<u32> {
 /// matched to the device plugin's `nvidia.com/mig-<profile>` resource (by name, else by slice count, since GFD
 /// rounds the memory in its profile names), plus devices the plugin advertises that no label describes.
 fn mig_devices(labels: &mut LabelReader<'_>, capacity: &ResourceMap<Amount>) -> Vec<MigProfile> {
+    let mut devices = labelled_profiles(labels);
+    let mut unmatched: Vec<&str> = capacity
+        .keys()
+        .map(String::as_str)
+        .filter(|name| name.len() > MIG_RESOURCE_PREFIX.len())
+        .filter(|name| name.starts_with(MIG_RESOURCE_PREFIX))
+        .collect();
+    for device in &mut devices {
+        let name = format!("{MIG_RESOURCE_PREFIX}{}", device.profile);
+        if let Some(at) = unmatched.iter().position(|r| *r == name) {
+            device.resource = Some(unmatched.remove(at).to_owned());
+        }
+    }
+    match_by_slices(&mut devices, &mut unmatched);
+    // Resources no label describes (GFD absent): one device entry each, unless it is a leftover at 0.
+    for resource in unmatched {
+        let count = capacity
+            .get(resource)
+            .and_then(Amount::value)
+            .filter(|v| *v >= 1.0)
+            .map(|v| v as u64);
+        if let Some(count) = count {
+            devices.push(MigProfile {
+                profile: resource[MIG_RESOURCE_PREFIX.len()..].to_owned(),
+                count,
+                memory_mib: None,
+                resource: Some(resource.to_owned()),
+            });
+        }
+    }
+    devices.sort_by(|a, b| a.profile.cmp(&b.profile));
+    devices
+}
+
+/// The MIG profiles GFD's `nvidia.com/mig-<profile>.count` labels name, with their count and memory, sorted
+/// by profile (labels come from a BTreeMap, so the profiles are already sorted and free of duplicates).
+fn labelled_profiles(labels: &mut LabelReader<'_>) -> Vec<MigProfile> {
     let profiles: Vec<String> = labels
         .iter()
         .filter_map(|(key, _)| {
@@ -91,8 +128,7 @@ fn mig_devices(labels: &mut LabelReader<'_>, capacity: &ResourceMap<Amount>) -> 
                 .map(str::to_owned)
         })
         .collect();
-    // Labels come from a BTreeMap, so `profiles` is already sorted and free of duplicates.
-    let mut devices: Vec<MigProfile> = profiles
+    profiles
         .into_iter()
         .map(|profile| {
             let count = labels
@@ -114,20 +150,12 @@ fn mig_devices(labels: &mut LabelReader<'_>, capacity: &ResourceMap<Amount>) -> 
                 resource: None,
             }
         })
-        .collect();
-    let mut unmatched: Vec<&str> = capacity
-        .keys()
-        .map(String::as_str)
-        .filter(|name| name.len() > MIG_RESOURCE_PREFIX.len())
-        .filter(|name| name.starts_with(MIG_RESOURCE_PREFIX))
-        .collect();
-    for device in &mut devices {
-        let name = format!("{MIG_RESOURCE_PREFIX}{}", device.profile);
-        if let Some(at) = unmatched.iter().position(|r| *r == name) {
-            device.resource = Some(unmatched.remove(at).to_owned());
-        }
-    }
-    // Then by slice count, only where that is unambiguous on both sides.
+        .collect()
+}
+
+/// Matches the profiles no resource matched by name to the `unmatched` resources by slice count, only where
+/// that is unambiguous on both sides (GFD rounds the memory in its profile names).
+fn match_by_slices(devices: &mut [MigProfile], unmatched: &mut Vec<&str>) {
     let slices_of_resource = |r: &str| slice_count(&r[MIG_RESOURCE_PREFIX.len()..]);
     let unmatched_labels: Vec<Option<u32>> = devices
         .iter()
@@ -153,24 +181,6 @@ fn mig_devices(labels: &mut LabelReader<'_>, capacity: &ResourceMap<Amount>) -> 
             device.resource = Some(unmatched.remove(only).to_owned());
         }
     }
-    // Resources no label describes (GFD absent): one device entry each, unless it is a leftover at 0.
-    for resource in unmatched {
-        let count = capacity
-            .get(resource)
-            .and_then(Amount::value)
-            .filter(|v| *v >= 1.0)
-            .map(|v| v as u64);
-        if let Some(count) = count {
-            devices.push(MigProfile {
-                profile: resource[MIG_RESOURCE_PREFIX.len()..].to_owned(),
-                count,
-                memory_mib: None,
-                resource: Some(resource.to_owned()),
-            });
-        }
-    }
-    devices.sort_by(|a, b| a.profile.cmp(&b.profile));
-    devices
 }
 
 #[cfg(test)]

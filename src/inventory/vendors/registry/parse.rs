@@ -377,22 +377,8 @@ impl Registry {
         let not_accelerators = rows(f, t, not_accelerator_row, &mut errors);
         errors.extend(unknown);
         errors.extend(domain_errors(&vendors, &resources));
-        let exact = resources
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.name.suffix().is_none())
-            .map(|(i, r)| (r.name.borrowed_prefix(), i))
-            .collect::<HashMap<_, _>>();
-        let mut layer_domains: Vec<&'static str> = resources
-            .iter()
-            .filter_map(|r| {
-                let vendor = vendors.iter().find(|v| v.name == r.vendor)?;
-                let (domain, _) = r.name.borrowed_prefix().split_once('/')?;
-                (vendor.builtin && !vendor.domains.contains(&domain)).then_some(domain)
-            })
-            .collect();
-        layer_domains.sort_unstable();
-        layer_domains.dedup();
+        let exact = exact_names(&resources);
+        let layer_domains = layer_domains(&vendors, &resources);
         (
             Registry {
                 vendors,
@@ -408,4 +394,30 @@ impl Registry {
             errors,
         )
     }
+}
+
+/// The resources named exactly (no `*`), by name: their index in `resources`.
+fn exact_names(resources: &[ResourceRow]) -> HashMap<&'static str, usize> {
+    resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.name.suffix().is_none())
+        .map(|(i, r)| (r.name.borrowed_prefix(), i))
+        .collect()
+}
+
+/// The domains a built-in vendor's resources are named under besides its own (a sharing layer's, as
+/// `volcano.sh`), sorted, each once.
+fn layer_domains(vendors: &[VendorRow], resources: &[ResourceRow]) -> Vec<&'static str> {
+    let mut layer_domains: Vec<&'static str> = resources
+        .iter()
+        .filter_map(|r| {
+            let vendor = vendors.iter().find(|v| v.name == r.vendor)?;
+            let (domain, _) = r.name.borrowed_prefix().split_once('/')?;
+            (vendor.builtin && !vendor.domains.contains(&domain)).then_some(domain)
+        })
+        .collect();
+    layer_domains.sort_unstable();
+    layer_domains.dedup();
+    layer_domains
 }

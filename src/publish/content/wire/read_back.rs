@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
+use crate::crd::{GpuInventoryStatus, GpuNodeEntry, NamespaceUsage, ProductSummary};
 use crate::inventory::model::{
     Amount, Equivalent, Inventory, Issue, JobFit, Mig, MigProfile, NamespaceTotals, NodeInventory,
     Occupancy, ProductTotals, ResourceTotals, Sharing, Source, Vendor,
@@ -38,51 +38,8 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                 free: r.free,
             })
             .collect(),
-        namespaces: status
-            .namespaces
-            .iter()
-            .map(|n| NamespaceTotals {
-                name: n.name.clone(),
-                allocated: n.allocated.clone(),
-                pending_pods: n.pending_pods,
-                pending: n.pending.clone(),
-                gpu_equivalents_milli: n
-                    .gpu_equivalents
-                    .as_deref()
-                    .and_then(Equivalent::parse_decimal),
-                gpu_equivalents_by_product: n
-                    .gpu_equivalents_by_product
-                    .iter()
-                    .filter_map(|(product, text)| {
-                        Some((product.clone(), Equivalent::parse_decimal(text)?))
-                    })
-                    .collect(),
-            })
-            .collect(),
-        products: status
-            .products
-            .iter()
-            .map(|p| ProductTotals {
-                name: p.name.clone(),
-                vendor: p.vendor.as_deref().and_then(vendor::by_name),
-                nodes: p.nodes,
-                gpus: p.gpus,
-                free_gpus: p.free_gpus,
-                occupancy: Occupancy {
-                    whole_free: p.whole_free_gpus,
-                    partly_free: p.partly_free_gpus,
-                    fully_held: p.fully_held_gpus,
-                },
-                nodes_with_free_gpus: p
-                    .nodes_with_free_gpus
-                    .iter()
-                    .map(|fit| JobFit {
-                        at_least: fit.at_least,
-                        nodes: fit.nodes,
-                    })
-                    .collect(),
-            })
-            .collect(),
+        namespaces: status.namespaces.iter().map(published_namespace).collect(),
+        products: status.products.iter().map(published_product).collect(),
         nodes: status
             .nodes
             .iter()
@@ -108,6 +65,49 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
                     .filter_map(super::utilization::read_idle_entry)
                     .collect();
                 (!list.is_empty()).then(|| (n.name.clone(), list.into()))
+            })
+            .collect(),
+    }
+}
+
+/// A namespace's totals as published.
+fn published_namespace(n: &NamespaceUsage) -> NamespaceTotals {
+    NamespaceTotals {
+        name: n.name.clone(),
+        allocated: n.allocated.clone(),
+        pending_pods: n.pending_pods,
+        pending: n.pending.clone(),
+        gpu_equivalents_milli: n
+            .gpu_equivalents
+            .as_deref()
+            .and_then(Equivalent::parse_decimal),
+        gpu_equivalents_by_product: n
+            .gpu_equivalents_by_product
+            .iter()
+            .filter_map(|(product, text)| Some((product.clone(), Equivalent::parse_decimal(text)?)))
+            .collect(),
+    }
+}
+
+/// A product's totals as published.
+fn published_product(p: &ProductSummary) -> ProductTotals {
+    ProductTotals {
+        name: p.name.clone(),
+        vendor: p.vendor.as_deref().and_then(vendor::by_name),
+        nodes: p.nodes,
+        gpus: p.gpus,
+        free_gpus: p.free_gpus,
+        occupancy: Occupancy {
+            whole_free: p.whole_free_gpus,
+            partly_free: p.partly_free_gpus,
+            fully_held: p.fully_held_gpus,
+        },
+        nodes_with_free_gpus: p
+            .nodes_with_free_gpus
+            .iter()
+            .map(|fit| JobFit {
+                at_least: fit.at_least,
+                nodes: fit.nodes,
             })
             .collect(),
     }
