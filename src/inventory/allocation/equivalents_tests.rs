@@ -3,11 +3,8 @@
 
 use super::*;
 use crate::inventory::allocation::pod::PodShare;
-use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts};
-use crate::inventory::assemble::assemble;
-use crate::inventory::dra::DraView;
-use crate::inventory::model::{Amount, Inventory, Mig, Sharing};
-use crate::inventory::test_support::entry;
+use crate::inventory::model::{Inventory, Mig, Sharing};
+use crate::inventory::test_support::{accounted, bound_pod as pod, gpu_node};
 
 fn node(
     name: &str,
@@ -15,48 +12,11 @@ fn node(
     memory_mib: Option<u64>,
     allocatable: &[(&str, &str)],
 ) -> NodeInventory {
-    let mut node = entry(name, true, 8, &[]);
-    node.product = Some(product.to_owned());
-    node.memory_mib = memory_mib;
-    node.allocatable = allocatable
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
-        .collect();
-    node.capacity = node.allocatable.clone();
-    node
-}
-
-fn pod(ns: &str, name: &str, on: &str, requests: &[(&str, u64)]) -> GpuPod {
-    GpuPod {
-        namespace: ns.into(),
-        name: name.into(),
-        node: Some(on.into()),
-        phase: "Running".into(),
-        requests: requests
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
-            .collect(),
-        ..Default::default()
-    }
+    gpu_node(name, 8, product, memory_mib, allocatable)
 }
 
 fn requests(pairs: &[(&str, u64)]) -> ResourceMap<u64> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
-}
-
-fn accounted(nodes: Vec<NodeInventory>, pods: &[GpuPod]) -> Inventory {
-    let pods: Vec<&GpuPod> = pods.iter().collect();
-    let facts = NodeFacts {
-        labels: None,
-        allocatable_known: true,
-    };
-    assemble(
-        nodes,
-        &pods,
-        DemandScope { all_nodes: true },
-        &DraView::default(),
-        |_| facts,
-    )
 }
 
 /// The namespaces' GPU-equivalents, as the API writes them.

@@ -1,54 +1,28 @@
 //! Whole free, partly free, fully held: each scheme's node and pods in, the node's physical GPUs out.
 
 use super::*;
-use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts};
-use crate::inventory::assemble::assemble;
-use crate::inventory::dra::DraView;
-use crate::inventory::model::{Amount, Mig, MigProfile, Sharing};
-use crate::inventory::test_support::entry;
+use crate::inventory::allocation::GpuPod;
+use crate::inventory::model::{Mig, MigProfile, Sharing};
+use crate::inventory::test_support::{accounted, bound_pod, gpu_node, hami_node};
 use crate::inventory::vendors::sharing_layer::PodDevice;
 
 fn node(count: u64, allocatable: &[(&str, &str)]) -> NodeInventory {
-    let mut node = entry("n", true, count, &[]);
-    node.product = Some("NVIDIA-A100-SXM4-80GB".to_owned());
-    node.memory_mib = Some(81920);
-    node.allocatable = allocatable
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
-        .collect();
-    node.capacity = node.allocatable.clone();
-    node
+    gpu_node(
+        "n",
+        count,
+        "NVIDIA-A100-SXM4-80GB",
+        Some(81920),
+        allocatable,
+    )
 }
 
 fn pod(ns: &str, name: &str, requests: &[(&str, u64)]) -> GpuPod {
-    GpuPod {
-        namespace: ns.into(),
-        name: name.into(),
-        node: Some("n".into()),
-        phase: "Running".into(),
-        requests: requests
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
-            .collect(),
-        ..Default::default()
-    }
+    bound_pod(ns, name, "n", requests)
 }
 
 /// The node as the inventory reads it with `pods` on it.
 fn placed(node: NodeInventory, pods: &[GpuPod]) -> NodeInventory {
-    let pods: Vec<&GpuPod> = pods.iter().collect();
-    let facts = NodeFacts {
-        labels: None,
-        allocatable_known: true,
-    };
-    let inventory = assemble(
-        vec![node],
-        &pods,
-        DemandScope { all_nodes: true },
-        &DraView::default(),
-        |_| facts,
-    );
-    (*inventory.nodes[0]).clone()
+    (*accounted(vec![node], pods).nodes[0]).clone()
 }
 
 fn occupancy(whole_free: u64, partly_free: u64, fully_held: u64) -> Occupancy {
@@ -110,22 +84,12 @@ fn mig_slices_count_fully_held_and_wholly_free_gpus_by_compute_slices() {
 
 #[test]
 fn hami_cards_are_read_by_their_pods_device_records() {
-    let mut n = node(2, &[("nvidia.com/gpu", "20")]);
-    n.sharing = Some(Sharing {
-        strategy: Some("HAMi".into()),
-        replicas: Some(10),
-        renamed_resource: false,
-    });
-    n.shared_gpus = ["GPU-a", "GPU-b"]
-        .iter()
-        .map(|id| SharedGpu {
-            id: (*id).into(),
-            memory_mib: Some(81920),
-            slots: Some(10),
-            healthy: true,
-            parts: Vec::new(),
-        })
-        .collect();
+    let n = hami_node(
+        node(2, &[("nvidia.com/gpu", "20")]),
+        &["GPU-a", "GPU-b"],
+        81920,
+        10,
+    );
     let mut small = pod(
         "a",
         "small",

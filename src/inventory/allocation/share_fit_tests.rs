@@ -3,54 +3,24 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::inventory::allocation::GpuPod;
 use crate::inventory::allocation::pod::PodShare;
-use crate::inventory::allocation::{DemandScope, GpuPod, NodeFacts};
-use crate::inventory::assemble::assemble;
-use crate::inventory::dra::DraView;
-use crate::inventory::model::{Amount, Mig, MigProfile, Sharing};
-use crate::inventory::test_support::entry;
+use crate::inventory::model::{Mig, MigProfile};
+use crate::inventory::test_support::{accounted, bound_pod as pod, gpu_node, hami_node};
 use crate::inventory::vendors::sharing_layer::PodDevice;
 
 fn node(name: &str, count: u64, allocatable: &[(&str, &str)]) -> NodeInventory {
-    let mut node = entry(name, true, count, &[]);
-    node.product = Some("NVIDIA-A100-SXM4-80GB".to_owned());
-    node.memory_mib = Some(81920);
-    node.allocatable = allocatable
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Amount::parse(*v)))
-        .collect();
-    node.capacity = node.allocatable.clone();
-    node
-}
-
-fn pod(ns: &str, name: &str, on: &str, requests: &[(&str, u64)]) -> GpuPod {
-    GpuPod {
-        namespace: ns.into(),
-        name: name.into(),
-        node: Some(on.into()),
-        phase: "Running".into(),
-        requests: requests
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
-            .collect(),
-        ..Default::default()
-    }
+    gpu_node(
+        name,
+        count,
+        "NVIDIA-A100-SXM4-80GB",
+        Some(81920),
+        allocatable,
+    )
 }
 
 fn nodes(list: Vec<NodeInventory>, pods: &[GpuPod]) -> Vec<Arc<NodeInventory>> {
-    let pods: Vec<&GpuPod> = pods.iter().collect();
-    let facts = NodeFacts {
-        labels: None,
-        allocatable_known: true,
-    };
-    assemble(
-        list,
-        &pods,
-        DemandScope { all_nodes: true },
-        &DraView::default(),
-        |_| facts,
-    )
-    .nodes
+    accounted(list, pods).nodes
 }
 
 fn ask(share: Share) -> ShareRequest {
@@ -71,22 +41,12 @@ fn named(answer: &ShareAnswer) -> Vec<(String, Option<String>, u64)> {
 
 /// A HAMi node of two A100-80GB cards, one with 70 GiB held, and a plain node with 2 of 8 GPUs free.
 fn fleet() -> Vec<Arc<NodeInventory>> {
-    let mut hami = node("hami", 2, &[("nvidia.com/gpu", "20")]);
-    hami.sharing = Some(Sharing {
-        strategy: Some("HAMi".into()),
-        replicas: Some(10),
-        renamed_resource: false,
-    });
-    hami.shared_gpus = ["GPU-a", "GPU-b"]
-        .iter()
-        .map(|id| SharedGpu {
-            id: (*id).into(),
-            memory_mib: Some(81920),
-            slots: Some(10),
-            healthy: true,
-            parts: Vec::new(),
-        })
-        .collect();
+    let hami = hami_node(
+        node("hami", 2, &[("nvidia.com/gpu", "20")]),
+        &["GPU-a", "GPU-b"],
+        81920,
+        10,
+    );
     let mut big = pod(
         "a",
         "big",
