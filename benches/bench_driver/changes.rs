@@ -26,7 +26,7 @@ pub struct Changer {
     next: usize,
     memory: u64,
     /// The scope the nodes are scanned in (label and Ready changes do not change it).
-    scope: ScanScope,
+    scope: ScanScope<'static>,
 }
 
 #[derive(Clone, Copy)]
@@ -41,7 +41,7 @@ enum Request {
 }
 
 impl Changer {
-    pub fn new(client: &Client, nodes: BTreeMap<String, Node>, scope: ScanScope) -> Self {
+    pub fn new(client: &Client, nodes: BTreeMap<String, Node>, scope: ScanScope<'static>) -> Self {
         let names = nodes.keys().cloned().collect();
         Changer {
             api: Api::all(client.clone()),

@@ -141,13 +141,14 @@ fn parse_health_condition(text: &str) -> Result<String, String> {
 }
 
 impl GlobalArgs {
-    /// The health table: the built-in families plus `--health-condition`, for the life of the process.
-    pub fn health_table(&self) -> &'static crate::inventory::health::HealthTable {
-        match crate::inventory::health::HealthTable::with_conditions(&self.health_conditions) {
-            Ok(table) => table.leak(),
-            // The values were checked when parsed; a table that still fails falls back to the defaults.
-            Err(_) => crate::inventory::health::HealthTable::defaults(),
-        }
+    /// The health table: the built-in families plus `--health-condition`.
+    pub fn health_table(&self) -> std::sync::Arc<crate::inventory::health::HealthTable> {
+        use crate::inventory::health::HealthTable;
+        std::sync::Arc::new(
+            HealthTable::with_conditions(&self.health_conditions)
+                // The values were checked when parsed; a table that still fails falls back to the defaults.
+                .unwrap_or_else(|_| HealthTable::defaults().clone()),
+        )
     }
 
     /// The DRA GPU drivers, without empty entries (`--dra-driver=` turns DRA off).

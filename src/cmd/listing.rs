@@ -29,12 +29,12 @@ use crate::sources::taint_rules::{strip_rule, taint_rule_resource, taint_rules_s
 pub(crate) fn dump_snapshot(
     dump: Dump,
     drivers: Arc<[String]>,
-    table: &'static HealthTable,
+    table: Arc<HealthTable>,
 ) -> Snapshot {
     let mut nodes: Vec<Arc<ClusterNode>> = dump
         .nodes
         .iter()
-        .map(|node| Arc::new(ClusterNode::from_node(node, table)))
+        .map(|node| Arc::new(ClusterNode::from_node(node, &table)))
         .collect();
     // Slices of nodes the dump holds no Node object of (`kubectl get resourceslices -o yaml` alone): the
     // nodes they name, from their devices, each noted as such. In a cluster a Node always exists.
@@ -85,7 +85,7 @@ pub(crate) fn dump_snapshot(
         drivers,
         health: table,
         version: 0,
-        topology: TopologyLevels::built_in(),
+        topology: TopologyLevels::built_in_shared(),
         kueue: KueueObjects::of_dump(&dump.kueue),
         watched: None,
     }
@@ -141,7 +141,7 @@ pub(crate) async fn list_cluster(
     let nodes: Api<SlimNode> = Api::all(client.clone());
     let table = global.health_table();
     let nodes = list_paged(&nodes, params, |slim| {
-        Some(Arc::new(slim.to_cluster_node(table)))
+        Some(Arc::new(slim.to_cluster_node(&table)))
     })
     .await
     .map_err(Error::kube(format!("listing nodes on {url}")))?;

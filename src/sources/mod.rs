@@ -53,7 +53,7 @@ pub struct SourcesConfig {
     /// The DRA drivers whose devices are GPUs (`gpu.nvidia.com`); empty: DRA is not read.
     pub dra_drivers: Vec<String>,
     /// Which node conditions are GPU health (kept through stripping, read by the scan).
-    pub health: &'static HealthTable,
+    pub health: Arc<HealthTable>,
     /// `--topology-label`: node label keys that are topology levels, beside the built-in table and Kueue's.
     pub topology_labels: Vec<String>,
     /// `--prometheus-url` and the rest: the utilization source's client and settings; `None`: off.
@@ -75,7 +75,7 @@ pub struct Sources {
     utilization: Option<utilization::UtilizationStore>,
     topology_labels: Arc<[String]>,
     drivers: Arc<[String]>,
-    health: &'static HealthTable,
+    health: Arc<HealthTable>,
     universe: NodeUniverse,
     watched: Option<Arc<LabelSelector>>,
     // A receiver, not the signal itself: once the feed task (which owns the signal) ends, followers end too.
@@ -102,9 +102,9 @@ pub struct Snapshot {
     /// The DRA GPU drivers.
     pub drivers: Arc<[String]>,
     /// Which node conditions are GPU health.
-    pub health: &'static HealthTable,
+    pub health: Arc<HealthTable>,
     /// The topology levels: the built-in table, Kueue's Topologies' levels and `--topology-label`.
-    pub topology: &'static TopologyLevels,
+    pub topology: Arc<TopologyLevels>,
     /// Kueue's quota objects (none where Kueue is not installed).
     pub kueue: kueue::KueueObjects,
     /// The selector the node watch lists by (`--node-label-selector`), when it watches a subset.
@@ -134,8 +134,8 @@ impl Snapshot {
             .dra(dra)
             .selector(selector)
             .universe(universe)
-            .health(self.health)
-            .topology(self.topology);
+            .health(&self.health)
+            .topology(&self.topology);
         if let Some(kueue) = self.kueue.input() {
             input = input.kueue(kueue);
         }
@@ -205,7 +205,7 @@ impl Sources {
         let (nodes, node_feed) = nodes::watch_nodes(
             client.clone(),
             config.node_label_selector.as_deref(),
-            config.health,
+            config.health.clone(),
             health.clone(),
             signal.clone(),
         );
@@ -265,7 +265,7 @@ impl Sources {
                 utilization,
                 topology_labels: config.topology_labels.clone().into(),
                 drivers,
-                health: config.health,
+                health: config.health.clone(),
                 universe: universe(config),
                 watched: watched(config),
                 changes,
@@ -338,7 +338,7 @@ impl Sources {
             classes: self.dra.classes.state(),
             taint_rules: self.taint_rules.state(),
             drivers: self.drivers.clone(),
-            health: self.health,
+            health: self.health.clone(),
             topology: kueue::topology::levels_of(&self.topologies.state(), &self.topology_labels),
             kueue: self.kueue.state(),
             watched: self.watched.clone(),
@@ -409,7 +409,7 @@ impl Sources {
             utilization: None,
             topology_labels: Arc::from(Vec::new()),
             drivers: Arc::from(Vec::new()),
-            health: HealthTable::defaults(),
+            health: Arc::new(HealthTable::defaults().clone()),
             universe: NodeUniverse::Cluster,
             watched: None,
             changes: ChangeSignal::default().subscribe(),

@@ -22,7 +22,7 @@ use crate::runtime::health::Health;
 pub(crate) fn watch_nodes(
     client: Client,
     label_selector: Option<&str>,
-    table: &'static HealthTable,
+    table: std::sync::Arc<HealthTable>,
     health: Health,
     changes: ChangeSignal,
 ) -> (
@@ -30,7 +30,7 @@ pub(crate) fn watch_nodes(
     impl Future<Output = ()> + Send + 'static,
 ) {
     let (store, mut writer) =
-        stripped_store(move |slim: &SlimNode| Some(slim.to_cluster_node(table)));
+        stripped_store(move |slim: &SlimNode| Some(slim.to_cluster_node(&table)));
     // Pages are read whole before decoding: 100 nodes (~1.5 MiB of JSON) instead of the default 500 keeps the
     // start-up peak low at the cost of a few more LIST pages.
     let mut config = watcher::Config::default().page_size(100);

@@ -33,7 +33,7 @@ async fn a_watch_ended_by_410_gone_is_relisted_and_nothing_is_lost() {
     );
     let signal = ChangeSignal::default();
     let mut changes = signal.subscribe();
-    let table = crate::inventory::health::HealthTable::defaults();
+    let table = std::sync::Arc::new(crate::inventory::health::HealthTable::default());
     let (store, feed) = nodes::watch_nodes(client, None, table, health.clone(), signal);
     let task = tokio::spawn(feed);
 

@@ -367,7 +367,7 @@ pub struct GpuNodes {
     /// The scanner's entry of each, by node name.
     pub truth: HashMap<String, GpuNodeEntry>,
     /// The scope the entries were read in: all bench nodes.
-    pub scope: ScanScope,
+    pub scope: ScanScope<'static>,
 }
 
 /// Lists the bench nodes: their GPU nodes and the scanner's entry of each ([`GpuNodes`]).

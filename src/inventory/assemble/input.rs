@@ -35,11 +35,11 @@ pub struct ScanInput<'a> {
     pub(super) selector: Option<&'a LabelSelector>,
     pub(super) universe: NodeUniverse,
     pub(super) interner: Option<&'a NodeInterner>,
-    pub(super) health: &'static HealthTable,
+    pub(super) health: &'a HealthTable,
     /// The vendor tables the scan reads with (the built-in ones), handed to the scanner in its scope.
     pub(super) vendors: VendorTables,
     /// The topology levels nodes' places are read at (the built-in table unless given).
-    pub(super) topology: &'static TopologyLevels,
+    pub(super) topology: &'a TopologyLevels,
     /// Kueue's objects, when read: the scan then checks their quotas against the GPUs.
     pub(super) kueue: Option<KueueInput<'a>>,
     /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
@@ -98,13 +98,13 @@ impl<'a> ScanInput<'a> {
     }
 
     /// Which node conditions are GPU health (the built-in table otherwise).
-    pub fn health(mut self, table: &'static HealthTable) -> ScanInput<'a> {
+    pub fn health(mut self, table: &'a HealthTable) -> ScanInput<'a> {
         self.health = table;
         self
     }
 
     /// Reads nodes' places at these topology levels (the built-in table otherwise).
-    pub fn topology(mut self, levels: &'static TopologyLevels) -> ScanInput<'a> {
+    pub fn topology(mut self, levels: &'a TopologyLevels) -> ScanInput<'a> {
         self.topology = levels;
         self
     }

@@ -100,7 +100,7 @@ fn select<'a>(input: &ScanInput<'a>) -> Vec<Selected<'a>> {
 fn scan_selected<'a>(
     input: &ScanInput<'a>,
     selected: &[Selected<'a>],
-    scope: ScanScope,
+    scope: ScanScope<'a>,
     dra: &mut dra::DraView,
     holders: &Holders<'a>,
 ) -> Vec<Scanned<'a>> {
@@ -140,7 +140,7 @@ fn scan_selected<'a>(
 
 /// What placing the holdings on fresh entries reads besides the entries.
 struct Placing<'a> {
-    scope: ScanScope,
+    scope: ScanScope<'a>,
     dra: &'a dra::DraView,
     interner: Option<&'a NodeInterner>,
 }

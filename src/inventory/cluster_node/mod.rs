@@ -55,9 +55,9 @@ impl ClusterNode {
 }
 
 /// Everything a node's entry depends on besides the node itself, as the scanner encodes it
-/// (`ScanScope::key`): its label signals and the addresses of its health table, vendor tables and topology
-/// levels.
-pub type ScopeKey = (u64, usize, usize, usize);
+/// (`ScanScope::key`): its label signals, its health table's fingerprint, its vendor tables' address and its
+/// topology levels' fingerprint.
+pub type ScopeKey = (u64, u64, usize, u64);
 
 /// A node taint: key, value and effect.
 #[derive(Clone, Debug, PartialEq, Eq)]

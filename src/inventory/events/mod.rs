@@ -215,19 +215,18 @@ fn count_events(
 /// A topology domain's problem that appeared (a Warning with its message) or cleared, per (product, level,
 /// domain) among the problems the summaries list.
 fn domain_events(events: &mut Vec<InventoryEvent>, old: &Inventory, new: &Inventory) {
-    let problems =
-        |inventory: &Inventory| -> BTreeMap<(String, &'static str, String), (String, String)> {
-            inventory
-                .topology
-                .iter()
-                .flat_map(|s| {
-                    s.problems.iter().map(|p| {
-                        let key = (s.product.clone(), s.level, p.domain.clone());
-                        (key, (p.reason.as_str().to_owned(), p.message.clone()))
-                    })
+    let problems = |inventory: &Inventory| -> BTreeMap<(String, String, String), (String, String)> {
+        inventory
+            .topology
+            .iter()
+            .flat_map(|s| {
+                s.problems.iter().map(|p| {
+                    let key = (s.product.clone(), s.level.to_string(), p.domain.clone());
+                    (key, (p.reason.as_str().to_owned(), p.message.clone()))
                 })
-                .collect()
-        };
+            })
+            .collect()
+    };
     let (was, is) = (problems(old), problems(new));
     for (key, (reason, message)) in &is {
         if !was.contains_key(key) {
@@ -235,7 +234,7 @@ fn domain_events(events: &mut Vec<InventoryEvent>, old: &Inventory, new: &Invent
         }
     }
     for ((product, level, domain), (reason, _)) in &was {
-        if !is.contains_key(&(product.clone(), level, domain.clone())) {
+        if !is.contains_key(&(product.clone(), level.clone(), domain.clone())) {
             events.push(event(
                 Severity::Info,
                 &format!("{reason}Resolved"),

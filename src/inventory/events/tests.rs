@@ -222,7 +222,7 @@ fn a_degraded_nvlink_domain_is_one_warning_when_it_appears_and_one_event_when_it
         let mut inventory = status(vec![node("a", true, &[])]);
         inventory.topology = vec![TopologySummary {
             product: "NVIDIA-GB200".into(),
-            level: "nvlink",
+            level: "nvlink".into(),
             gpus_per_pod: 4,
             degraded_domains: problems.len() as u32,
             problems,

@@ -23,10 +23,14 @@ use crate::inventory::model::{Issue, Vendor};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthTable {
     families: Vec<ConditionFamily>,
+    /// What the table holds beyond the built-in families, as a value (0: nothing): a scan scope's key names
+    /// its table by this, so that an entry read with one table is never reused under another.
+    fingerprint: u64,
 }
 
 static DEFAULTS: LazyLock<HealthTable> = LazyLock::new(|| HealthTable {
     families: node_conditions::default_families(),
+    fingerprint: 0,
 });
 
 /// Who sets the conditions a user names with `--health-condition`.
@@ -48,6 +52,8 @@ impl HealthTable {
             .map(|p| TypePattern::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
         if !types.is_empty() {
+            // Odd, so never the built-in table's 0.
+            table.fingerprint = fingerprint_of(&format!("{types:?}")) | 1;
             table.families.push(ConditionFamily {
                 reporter: USER_REPORTER.to_owned(),
                 vendor: None,
@@ -59,12 +65,9 @@ impl HealthTable {
         Ok(table)
     }
 
-    /// The table for the life of the process (the node watch's stripping and every scan share it).
-    pub fn leak(self) -> &'static HealthTable {
-        if self == *DEFAULTS {
-            return &DEFAULTS;
-        }
-        Box::leak(Box::new(self))
+    /// The table as a value to compare (see the field).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     /// Whether a family names the condition type (so the node watch keeps it).
@@ -91,8 +94,24 @@ impl HealthTable {
     }
 }
 
+/// A value standing for `text` (the std hasher with fixed keys: the same within a process, which is as long
+/// as a scope key lives).
+pub(crate) fn fingerprint_of(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The built-in table, to own.
+impl Default for HealthTable {
+    fn default() -> Self {
+        DEFAULTS.clone()
+    }
+}
+
 /// The built-in table, so that scopes, inputs and source configurations that name no table read with it.
-impl Default for &'static HealthTable {
+impl Default for &HealthTable {
     fn default() -> Self {
         HealthTable::defaults()
     }

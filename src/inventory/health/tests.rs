@@ -153,7 +153,7 @@ fn user_patterns_extend_the_table_and_bad_ones_are_refused() {
         assert!(error.contains("condition type"), "{bad}: {error}");
     }
     assert_eq!(
-        HealthTable::with_conditions(&[]).unwrap().leak(),
+        &HealthTable::with_conditions(&[]).unwrap(),
         HealthTable::defaults()
     );
 }

@@ -18,7 +18,7 @@ pub struct NodeTopology {
     /// The NVLink partition, and the label it was read from.
     pub nvlink: Option<(&'static str, Text)>,
     /// Per network level (its label key), the domain: table levels in table order, then the extra ones.
-    pub network: Vec<(&'static str, Text)>,
+    pub network: Vec<(Text, Text)>,
 }
 
 impl NodeTopology {
@@ -29,7 +29,7 @@ impl NodeTopology {
         }
         self.network
             .iter()
-            .find(|(key, _)| *key == level)
+            .find(|(key, _)| &**key == level)
             .map(|(_, domain)| &**domain)
     }
 
@@ -41,15 +41,15 @@ impl NodeTopology {
     }
 
     /// Every (level, domain), `nvlink` first.
-    pub fn places(&self) -> impl Iterator<Item = (&'static str, &str)> {
+    pub fn places(&self) -> impl Iterator<Item = (&str, &str)> {
         let nvlink = self.nvlink.iter().map(|(_, domain)| (NVLINK, &**domain));
-        nvlink.chain(self.network.iter().map(|(key, domain)| (*key, &**domain)))
+        nvlink.chain(self.network.iter().map(|(key, domain)| (&**key, &**domain)))
     }
 
     /// Every (level, domain), `nvlink` first, the domain as the interned value the node's label holds.
-    pub fn interned_places(&self) -> impl Iterator<Item = (&'static str, &Text)> {
+    pub fn interned_places(&self) -> impl Iterator<Item = (&str, &Text)> {
         let nvlink = self.nvlink.iter().map(|(_, domain)| (NVLINK, domain));
-        nvlink.chain(self.network.iter().map(|(key, domain)| (*key, domain)))
+        nvlink.chain(self.network.iter().map(|(key, domain)| (&**key, domain)))
     }
 
     /// Whether the node has no known place.
@@ -126,7 +126,7 @@ pub struct TopologySummary {
     /// The product, as `products[]` names it.
     pub product: String,
     /// `nvlink` or a node label key.
-    pub level: &'static str,
+    pub level: Text,
     /// The pods' size the counts assume: the product's most common GPUs per node.
     pub gpus_per_pod: u64,
     /// Domains with nodes of the product.

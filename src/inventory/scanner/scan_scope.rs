@@ -11,7 +11,7 @@ use crate::inventory::vendors::vendor_table::VendorTables;
 
 /// What the scan of one node needs to know about the others in scope.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScanScope {
+pub struct ScanScope<'t> {
     /// Some node in scope carries a GPU Feature Discovery label, so GFD is installed: a GPU node it has not
     /// labelled (and no other source names) is `GpuLabelsMissing`. Without GFD anywhere, nobody is.
     pub(crate) gfd_installed: bool,
@@ -19,14 +19,14 @@ pub struct ScanScope {
     /// that vendor's labels, so its labeller runs. One vendor's labeller says nothing of another's nodes.
     pub(crate) vendor_labels: [bool; Vendor::SLOTS],
     /// Which node conditions are GPU health, and who sets them.
-    pub(crate) health: &'static HealthTable,
+    pub(crate) health: &'t HealthTable,
     /// The vendor tables that read the nodes.
     pub(crate) vendors: VendorTables,
     /// The topology levels a node's place is read at.
-    pub(crate) topology: &'static TopologyLevels,
+    pub(crate) topology: &'t TopologyLevels,
 }
 
-impl ScanScope {
+impl<'t> ScanScope<'t> {
     /// Whether some node in scope carries `vendor`'s labels.
     pub(crate) fn labelled(&self, vendor: Vendor) -> bool {
         match vendor {
@@ -36,19 +36,19 @@ impl ScanScope {
     }
 }
 
-impl ScanScope {
+impl<'t> ScanScope<'t> {
     /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
     /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
     /// The built-in health and vendor tables read them.
-    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope {
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope<'t> {
         ScanScope::of_nodes(nodes, ScanScope::default())
     }
 
     /// The scope of these nodes, read with the tables of `tables` (its health and vendor tables).
     pub(crate) fn of_nodes<'a>(
         nodes: impl IntoIterator<Item = &'a ClusterNode>,
-        tables: ScanScope,
-    ) -> ScanScope {
+        tables: ScanScope<'t>,
+    ) -> ScanScope<'t> {
         let empty = ScanScope {
             health: tables.health,
             vendors: tables.vendors,
@@ -101,7 +101,7 @@ impl ScanScope {
     }
 
     /// The scope with these [`ScanScope::signals`] added.
-    fn with_signals(mut self, signals: u64) -> ScanScope {
+    fn with_signals(mut self, signals: u64) -> ScanScope<'t> {
         self.gfd_installed |= signals & 1 != 0;
         for (i, labelled) in self.vendor_labels.iter_mut().enumerate() {
             *labelled |= signals & (1 << (i + 1)) != 0;
@@ -110,19 +110,19 @@ impl ScanScope {
     }
 
     /// Everything a node's entry depends on besides the node itself, as a value to compare: the label
-    /// signals, which health table, which vendor tables and which topology levels (by address: tables and
-    /// level sets are `'static` and never freed).
+    /// signals, which health table and which topology levels (by their fingerprints: what they hold beyond
+    /// the built-in tables) and which vendor tables (by address: they are `'static` program data).
     pub(crate) fn key(&self) -> ScopeKey {
         (
             self.signals(),
-            std::ptr::from_ref(self.health) as usize,
+            self.health.fingerprint(),
             self.vendors.address(),
-            std::ptr::from_ref(self.topology) as usize,
+            self.topology.fingerprint(),
         )
     }
 
     /// The scope, reading health conditions with `table` (the defaults otherwise).
-    pub fn with_health(mut self, table: &'static HealthTable) -> ScanScope {
+    pub fn with_health(mut self, table: &'t HealthTable) -> ScanScope<'t> {
         self.health = table;
         self
     }

@@ -52,8 +52,8 @@ pub fn domain_of<'n>(node: &'n NodeInventory, level: &str) -> Option<&'n str> {
 
 /// The levels at which some of `nodes` have a place, in the order `fit` tries them: `nvlink`, then the
 /// network levels from the narrowest (most domains) to the widest, the table's order on a tie.
-pub fn levels_of(nodes: &[&NodeInventory]) -> Vec<&'static str> {
-    let mut seen: Vec<(&'static str, std::collections::BTreeSet<&str>)> = Vec::new();
+pub fn levels_of<'n>(nodes: &[&'n NodeInventory]) -> Vec<&'n str> {
+    let mut seen: Vec<(&'n str, std::collections::BTreeSet<&'n str>)> = Vec::new();
     for node in nodes {
         for (level, domain) in node.topology.places() {
             match seen.iter_mut().find(|(l, _)| *l == level) {
@@ -71,7 +71,7 @@ pub fn levels_of(nodes: &[&NodeInventory]) -> Vec<&'static str> {
             .map_or(0, |(_, d)| d.len());
         (level != NVLINK, std::cmp::Reverse(domains))
     };
-    let mut levels: Vec<&'static str> = seen.iter().map(|(level, _)| *level).collect();
+    let mut levels: Vec<&'n str> = seen.iter().map(|(level, _)| *level).collect();
     // A stable sort: levels with as many domains keep the order nodes list them (the table's).
     levels.sort_by_key(|level| order(level));
     levels
@@ -81,7 +81,7 @@ pub fn levels_of(nodes: &[&NodeInventory]) -> Vec<&'static str> {
 #[derive(Debug)]
 pub struct LevelTally<'n> {
     /// `nvlink` or the label key.
-    pub level: &'static str,
+    pub level: &'n str,
     /// The domains, in no order.
     pub domains: Vec<DomainTally<'n>>,
 }

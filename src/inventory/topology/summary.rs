@@ -101,7 +101,7 @@ fn level_summary(product: &str, level: LevelTally<'_>, k: u64) -> TopologySummar
     };
     TopologySummary {
         product: product.to_owned(),
-        level: level.level,
+        level: level.level.into(),
         gpus_per_pod: k,
         domains: count(level.domains.len()),
         largest_free_gpus: offered.last().copied().unwrap_or(0),

@@ -105,7 +105,7 @@ fn the_summary_counts_domains_and_what_they_offer_per_level() {
     assert_eq!(block.largest_free_gpus, 72 + 56);
     assert_eq!(fitting(block, 128), Some(1));
     // fit's order: nvlink, then the narrowest network level first.
-    let levels: Vec<&str> = inventory.topology.iter().map(|s| s.level).collect();
+    let levels: Vec<&str> = inventory.topology.iter().map(|s| &*s.level).collect();
     assert_eq!(levels[0], NVLINK);
     let pos = |l: &str| levels.iter().position(|x| *x == l).unwrap();
     assert!(pos(SUBBLOCK) < pos(BLOCK) && pos(BLOCK) < pos("topology.kubernetes.io/zone"));

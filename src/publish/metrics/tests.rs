@@ -150,7 +150,7 @@ fn with_topology(largest: &[(&str, u64)], degraded: u32, subblocks: bool) -> Arc
     let mut inventory = Arc::unwrap_or_clone(status(&[("a", true, None)]));
     let summary = |level: &'static str, domains: &[(&str, u64)], degraded: u32| TopologySummary {
         product: "NVIDIA-GB200".into(),
-        level,
+        level: level.into(),
         gpus_per_pod: 4,
         domains: domains.len() as u32,
         largest_free_gpus: domains.iter().map(|d| d.1).max().unwrap_or(0),

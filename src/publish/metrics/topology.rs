@@ -12,7 +12,7 @@ fn summary_labels(inventory: &str, summary: &TopologySummary) -> TopologyLabels 
     TopologyLabels {
         inventory: inventory.to_owned(),
         product: summary.product.clone(),
-        level: summary.level.to_owned(),
+        level: summary.level.to_string(),
     }
 }
 
@@ -20,7 +20,7 @@ fn domain_labels(inventory: &str, summary: &TopologySummary, domain: &DomainFree
     DomainLabels {
         inventory: inventory.to_owned(),
         product: summary.product.clone(),
-        level: summary.level.to_owned(),
+        level: summary.level.to_string(),
         domain: domain.name.clone(),
     }
 }

@@ -8,6 +8,8 @@
 //! the source is absent (one info line), and discovery looks again (`sources::optional_api`): installing
 //! Kueue later starts the watch without a restart.
 
+use std::sync::Arc;
+
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 use tracing::warn;
@@ -64,7 +66,7 @@ pub fn strip_topology(object: &DynamicObject) -> Option<KueueTopology> {
 pub fn levels_of(
     topologies: &[impl AsRef<KueueTopology>],
     flags: &[String],
-) -> &'static TopologyLevels {
+) -> Arc<TopologyLevels> {
     let mut sorted: Vec<&KueueTopology> = topologies.iter().map(AsRef::as_ref).collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let keys = sorted

@@ -144,11 +144,9 @@ fn a_cluster_own_condition_counts_only_when_the_flag_names_it() {
         scan(&gpu).unwrap().issues.is_empty(),
         "unknown types are never guessed at"
     );
-    let table = HealthTable::with_conditions(&["Acme*Failed".into()])
-        .unwrap()
-        .leak();
-    let gpu = ClusterNode::from_node(&gpu, table);
-    let entry = scan_node_in(&gpu, ScanScope::of([&gpu]).with_health(table), None).unwrap();
+    let table = HealthTable::with_conditions(&["Acme*Failed".into()]).unwrap();
+    let gpu = ClusterNode::from_node(&gpu, &table);
+    let entry = scan_node_in(&gpu, ScanScope::of([&gpu]).with_health(&table), None).unwrap();
     assert_eq!(reasons(&entry), ["GpuHealthCheckFailed"]);
     assert!(entry.issues[0].message.contains("--health-condition"));
 }
@@ -200,9 +198,7 @@ fn a_health_controller_cordon_is_quarantine_and_an_administrator_cordon_is_unsch
 fn a_remembered_no_gpu_verdict_holds_only_where_it_was_found() {
     use crate::inventory::dra::DraNode;
     use crate::inventory::scanner::scan_node_remembered;
-    let table = HealthTable::with_conditions(&["Acme*Failed".into()])
-        .unwrap()
-        .leak();
+    let table = &HealthTable::with_conditions(&["Acme*Failed".into()]).unwrap();
     // Known as a GPU node only by a condition the cluster's own table names.
     let plain = with_condition(node("c", &[], "True"), "AcmeGpuFanFailed", "True");
     let node = ClusterNode::from_node(&plain, table);

@@ -182,7 +182,10 @@ fn full_status() -> GpuInventoryStatus {
     entry.product = Some("NVIDIA-H100-80GB-HBM3".into());
     entry.topology = crate::inventory::model::NodeTopology {
         nvlink: Some((crate::inventory::model::GPU_CLIQUE, "7c7f4a1e.32766".into())),
-        network: vec![("cloud.google.com/gce-topology-block", "block-a".into())],
+        network: vec![(
+            "cloud.google.com/gce-topology-block".into(),
+            "block-a".into(),
+        )],
     };
     entry.ready = true;
     entry.unschedulable = false;

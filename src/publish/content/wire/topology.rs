@@ -8,7 +8,6 @@ use crate::inventory::model::{
     DomainFit, DomainFree, DomainProblem, DomainProblemReason, NVLINK, NodeTopology,
     TopologySummary,
 };
-use crate::inventory::topology::levels::static_level;
 
 /// A node's places, level -> domain.
 pub fn places(topology: &NodeTopology) -> BTreeMap<String, String> {
@@ -22,10 +21,12 @@ pub fn places(topology: &NodeTopology) -> BTreeMap<String, String> {
 pub fn read_places(places: &BTreeMap<String, String>) -> NodeTopology {
     let mut topology = NodeTopology::default();
     for (level, domain) in places {
-        match static_level(level) {
-            Some(NVLINK) => topology.nvlink = Some((NVLINK, domain.as_str().into())),
-            Some(level) => topology.network.push((level, domain.as_str().into())),
-            None => {}
+        if level == NVLINK {
+            topology.nvlink = Some((NVLINK, domain.as_str().into()));
+        } else {
+            topology
+                .network
+                .push((level.as_str().into(), domain.as_str().into()));
         }
     }
     topology
@@ -35,7 +36,7 @@ pub fn read_places(places: &BTreeMap<String, String>) -> NodeTopology {
 pub fn summary(summary: &TopologySummary) -> TopologyLevelSummary {
     TopologyLevelSummary {
         product: summary.product.clone(),
-        level: summary.level.to_owned(),
+        level: summary.level.to_string(),
         gpus_per_pod: summary.gpus_per_pod,
         domains: summary.domains,
         largest_free_gpus: summary.largest_free_gpus,
@@ -75,7 +76,7 @@ pub fn summary(summary: &TopologySummary) -> TopologyLevelSummary {
 pub fn read_summary(wire: &TopologyLevelSummary) -> Option<TopologySummary> {
     Some(TopologySummary {
         product: wire.product.clone(),
-        level: static_level(&wire.level)?,
+        level: wire.level.as_str().into(),
         gpus_per_pod: wire.gpus_per_pod,
         domains: wire.domains,
         largest_free_gpus: wire.largest_free_gpus,
