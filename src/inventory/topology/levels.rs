@@ -104,7 +104,7 @@ impl TopologyLevels {
             .enumerate()
             .map(|(at, key)| (key, Slot::Network(at)));
         levels.index = nvlink.chain(network).collect();
-        levels.index.sort_by(|a, b| (*a.0).cmp(&*b.0));
+        levels.index.sort_by_cached_key(|(key, _)| key.to_string());
         levels
     }
 
