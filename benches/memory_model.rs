@@ -10,7 +10,7 @@
 //!   does; GPU and other nodes apart;
 //! - a pod in the pod cache: decoded, reduced to a `GpuPod` (`None` for a pod asking for no GPU) in the
 //!   stripped store, as `sources/pods.rs` does;
-//! - a GPU node's entry in the model: what a scan holds once its interner shares it, per GPU node, and the
+//! - a GPU node's entry in the model: what a scan holds once its memory shares it, per GPU node, and the
 //!   scan's transient peak;
 //! - the operator's pass under churn (`churn_pass`, MEMORY_MODEL_CHURN_NODES nodes, default 20,000): the scan of
 //!   the caches' own `Arc`s after 50 pod changes, the last scan held: its peak above what was held, and what
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
-use gpu_inventory_operator::inventory::interner::NodeInterner;
+use gpu_inventory_operator::inventory::memory::ScanMemory;
 use gpu_inventory_operator::inventory::{ScanInput, scan};
 use gpu_inventory_operator::sources::stripped::stripped_store;
 use kube::runtime::watcher;
@@ -181,13 +181,13 @@ fn main() {
     let (gpu_pod, gpu_pods) = pods_in_cache(true, &gpu_nodes);
 
     // One scan of the GPU nodes with their pods, held as the publishers hold it (entries interned).
-    let interner = NodeInterner::default();
+    let mut memory = ScanMemory::default();
     let before = heap();
     peak_from_now();
     let inventory = scan(
         ScanInput::nodes(gpu_nodes.iter().map(|n| n.as_ref()))
             .pods(gpu_pods.iter().map(|p| p.as_ref()))
-            .interner(&interner),
+            .memory(&mut memory),
     );
     let held = heap();
     // The scan's own peak (dhat's `max_bytes` is the process's, which an earlier phase may have set).
@@ -265,7 +265,7 @@ fn malloc_bytes((bytes, blocks, _glibc): (f64, f64, f64)) -> f64 {
 }
 
 /// The operator's pass after pod changes, at the scale fleet's shape: the scan of the caches' own `Arc`s with
-/// an interner and topology, the previous scan held (as a publisher holds its last one), 50 GPU pods replaced
+/// a scan memory and topology, the previous scan held (as a publisher holds its last one), 50 GPU pods replaced
 /// by new `Arc`s before each pass. Prints dhat's peak above what is held before the pass, and what the new
 /// scan holds beyond the old one's entries, per GPU node.
 fn churn_pass(nodes: usize) {
@@ -293,8 +293,8 @@ fn churn_pass(nodes: usize) {
             GpuPod::from_pod(&decoded_pod(&bytes)).map(Arc::new)
         })
         .collect();
-    let interner = NodeInterner::default();
-    let pass = |pods: &[Arc<GpuPod>]| scan(ScanInput::shared(&fleet, pods).interner(&interner));
+    let mut memory = ScanMemory::default();
+    let mut pass = |pods: &[Arc<GpuPod>]| scan(ScanInput::shared(&fleet, pods).memory(&mut memory));
     let mut held = pass(&pods);
     let mut next = 0;
     let mut peaks = Vec::new();

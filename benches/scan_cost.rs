@@ -1,6 +1,6 @@
 //! `make scan-cost` (`cargo bench --bench scan-cost`): the CPU of one scan of a whole fleet, in process, the
 //! pass every change costs the operator (sources/mod.rs `Snapshot::scan`: the scope, every node, the pods'
-//! holdings, the totals; entries shared through the interner as the operator shares them).
+//! holdings, the totals; entries shared through the scan memory as the operator shares them).
 //!
 //! The fleet is the bench's (testkit::cluster::make_node from tests/fixtures: 1 node in 5 a GPU node) with
 //! 1.54 pods a node of which one in five asks for GPUs, bound round-robin to the GPU nodes, as in `make bench`'s
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::inventory::allocation::GpuPod;
 use gpu_inventory_operator::inventory::cluster_node::ClusterNode;
-use gpu_inventory_operator::inventory::interner::NodeInterner;
+use gpu_inventory_operator::inventory::memory::ScanMemory;
 use gpu_inventory_operator::inventory::quotas::KueueInput;
 use gpu_inventory_operator::inventory::quotas::kueue::{
     Flavor, FlavorQuotas, LocalQueue, PendingWorkload, PodSet, QuotaHolder, ResourceGroup,
@@ -236,7 +236,7 @@ fn main() {
         let (nodes, pods) = fleet(n, topology);
         let kueue = with_kueue.then(|| Kueue::of_fleet(n));
         let mut pods = pods;
-        let interner = NodeInterner::default();
+        let mut memory = ScanMemory::default();
         let mut held = None;
         let built = timed(runs, || {
             // The previous scan is held while the next is made, as a publisher holds its last one.
@@ -244,11 +244,11 @@ fn main() {
                 ScanInput::nodes(nodes.iter().map(|n| n.as_ref()))
                     .pods(pods.iter().map(|p| p.as_ref()))
                     .topology(levels)
-                    .interner(&interner),
+                    .memory(&mut memory),
                 kueue.as_ref(),
             )));
         });
-        let interner = NodeInterner::default();
+        let mut memory = ScanMemory::default();
         let mut next = 0;
         let changed = timed(runs, || {
             for _ in 0..50.min(pods.len()) {
@@ -258,7 +258,7 @@ fn main() {
             held = Some(scan(add_kueue(
                 ScanInput::shared(&nodes, &pods)
                     .topology(levels)
-                    .interner(&interner),
+                    .memory(&mut memory),
                 kueue.as_ref(),
             )));
         });
@@ -334,12 +334,10 @@ fn time_quotas(
         })
         .collect();
     let input = kueue.input();
-    let memo = QuotaMemo::default();
-    for (what, memo) in [
-        ("nothing kept", None),
-        ("members, verdicts kept", Some(&memo)),
-    ] {
+    let mut memo = QuotaMemo::default();
+    for (what, keep) in [("nothing kept", false), ("members, verdicts kept", true)] {
         let (median, min, max) = timed(runs, || {
+            let memo = keep.then_some(&mut memo);
             std::hint::black_box(assess(&views, &input, &QuotaScope::Cluster, memo));
         });
         println!(

@@ -212,7 +212,7 @@ fn main() {
             // A scan after one pod change, under the same round's activity, as the operator's scans run
             // (the join kept between scans: only the changed node is joined again).
             let activity = Arc::new(activity);
-            let memo = IdleMemo::default();
+            let mut memo = IdleMemo::default();
             memo.put_idle(&nodes, &activity);
             let mut changed = nodes.clone();
             let at = changes.len() % changed.len();

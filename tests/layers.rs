@@ -814,6 +814,63 @@ fn no_function_is_longer_than_80_lines() {
     );
 }
 
+/// What keeps state behind a shared reference or for the process's life: the core's rules are pure functions
+/// of what they are handed (the scan memory is plain data lent to a scan, `inventory::memory`), so none of
+/// these appear in `src/inventory/` product code. Constant tables built once (`LazyLock`) are program data.
+const STATEFUL: [&str; 8] = [
+    "Mutex",
+    "RwLock",
+    "OnceLock",
+    "OnceCell",
+    "RefCell",
+    "Box::leak",
+    "thread_local",
+    "static mut",
+];
+
+/// Each use of a [`STATEFUL`] name in the product code under `root`, as `file:line: name`.
+fn stateful_uses(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in rust_files(root) {
+        if is_test_file(root, &file) {
+            continue;
+        }
+        let code: String = non_test_code(&std::fs::read_to_string(&file).expect("a source file"))
+            .into_iter()
+            .collect();
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (at, line) in code.lines().enumerate() {
+            for name in STATEFUL {
+                let whole = line.match_indices(name).any(|(i, _)| {
+                    let before = line[..i].chars().next_back();
+                    let after = line[i + name.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                if whole {
+                    found.push(format!("{shown}:{}: {name}", at + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_core_keeps_no_state() {
+    let found = stateful_uses(&manifest_dir().join("src").join("inventory"));
+    assert!(
+        found.is_empty(),
+        "state in the core (a rule's memory belongs in inventory::memory::ScanMemory, lent to the scan; a \
+         table in a value handed in):\n{}",
+        found.join("\n")
+    );
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The checks can fail: a small tree with one violation of each kind.
 
@@ -939,5 +996,24 @@ fn the_length_check_counts_each_function_from_fn_to_its_brace_and_skips_tests() 
     assert_eq!(
         found,
         [("src/a.rs", 4, "long", 12), ("src/main.rs", 1, "main", 6)]
+    );
+}
+
+#[test]
+fn the_state_check_finds_a_lock_a_leak_and_a_global_and_skips_tests_comments_and_longer_names() {
+    let code = "use std::sync::Mutex;\n// a Mutex in a comment\nstruct MutexGuardian;\nfn f() -> &'static str {\n    Box::leak(String::new().into_boxed_str())\n}\nstatic S: std::sync::OnceLock<u8> = std::sync::OnceLock::new();\nconst T: &str = \"RefCell\";\n#[cfg(test)]\nmod t {\n    use std::sync::RwLock;\n}\n";
+    let root = synthetic_tree(
+        "state",
+        &[
+            ("lib.rs", "pub mod a;\n#[cfg(test)]\nmod tests;\n"),
+            ("a.rs", code),
+            ("tests.rs", "use std::cell::RefCell;\n"),
+        ],
+    );
+    let found = stateful_uses(&root);
+    let _ = std::fs::remove_dir_all(root.parent().expect("the tree"));
+    assert_eq!(
+        found,
+        ["a.rs:1: Mutex", "a.rs:5: Box::leak", "a.rs:7: OnceLock"]
     );
 }

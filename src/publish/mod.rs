@@ -21,6 +21,7 @@ pub(crate) mod driver;
 pub(crate) mod events;
 pub(crate) mod gpunodes;
 pub mod metrics;
+pub(crate) mod scan_cache;
 pub(crate) mod scan_service;
 pub mod status;
 pub(crate) mod status_apply;

@@ -1,8 +1,8 @@
 //! The scan service: what every publisher asks for a scan. It owns the three things running one scan takes,
 //! which used to be spread over the publishers' context, the core and the sources: the sources' snapshot
-//! (`Snapshot::scan`), the memo that makes it one scan per change and selector (`inventory::shared_scan`),
-//! and the grace that holds young issues back (`inventory::grace`). The memo and the grace are pure and stay
-//! in the core; the service gives them the sources and the clock.
+//! (`Snapshot::scan`), the cache that makes it one scan per change and selector and holds the core's memory
+//! between scans (`publish::scan_cache`), and the grace that holds young issues back (`inventory::grace`).
+//! The grace is pure and stays in the core; the service gives the cache the sources and the grace the clock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use crate::inventory::selector::LabelSelector;
 
+use super::scan_cache::SharedScans;
 use crate::inventory::Inventory;
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::grace::Grace;
-use crate::inventory::shared_scan::SharedScans;
 use crate::sources::{Changes, Sources};
 
 /// Scans for the publishers, shared between them.
@@ -67,12 +67,12 @@ impl ScanService {
             grace.epoch
         };
         self.scans
-            .inventory((version, epoch), selector, |selector, interner| {
+            .inventory((version, epoch), selector, |selector, memory| {
                 // Read now, under the memo's lock: the changes that came while this publisher waited for it
                 // are in this scan, and the publishers that asked meanwhile take it.
                 let snapshot = self.sources.snapshot();
                 let at = (snapshot.version, epoch);
-                let scanned = snapshot.scan(selector, universe, Some(interner));
+                let scanned = snapshot.scan(selector, universe, Some(memory));
                 let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
                 let period = grace.period;
                 let (inventory, due) = grace

@@ -35,7 +35,7 @@ use crate::inventory::allocation::GpuPod;
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::{DraClaim, DraClass, DraInput, DraSlice, DraTaintRule};
 use crate::inventory::health::HealthTable;
-use crate::inventory::interner::NodeInterner;
+use crate::inventory::memory::ScanMemory;
 use crate::inventory::topology::TopologyLevels;
 use crate::inventory::utilization::Activity;
 use crate::inventory::utilization::shared_nodes::shared_nodes;
@@ -115,13 +115,12 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// The inventory of what `selector` picks among these objects (nodes that are `universe`).
-    /// Entries equal to earlier scans' are shared through `interner`, if given (a one-shot scan has no
-    /// earlier scan to share with).
+    /// What earlier scans kept is reused through `memory`, if given (a one-shot scan has no earlier scan).
     pub fn scan(
         &self,
         selector: &LabelSelector,
         universe: NodeUniverse,
-        interner: Option<&NodeInterner>,
+        memory: Option<&mut ScanMemory>,
     ) -> Inventory {
         let dra = DraInput {
             drivers: &self.drivers,
@@ -145,8 +144,8 @@ impl Snapshot {
         if let Some(activity) = &self.activity {
             input = input.activity(activity);
         }
-        scan(match interner {
-            Some(interner) => input.interner(interner),
+        scan(match memory {
+            Some(memory) => input.memory(memory),
             None => input,
         })
     }

@@ -187,7 +187,7 @@ impl<K: ResourceExt, T: PartialEq> StrippedWriter<K, T> {
 
 /// Caches `stripped` under `key` as seen by list `list`; says whether the view changed. An object whose view
 /// did not change keeps its `Arc` (a heartbeat, a relist), and with it what the scan derived from it
-/// (inventory::cluster_node::Derived).
+/// (`inventory::memory`).
 fn put<T: PartialEq>(
     objects: &mut HashMap<ObjectKey, Slot<T>>,
     key: ObjectKey,

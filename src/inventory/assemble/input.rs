@@ -6,7 +6,7 @@ use crate::inventory::allocation::GpuPod;
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra::DraInput;
 use crate::inventory::health::HealthTable;
-use crate::inventory::interner::NodeInterner;
+use crate::inventory::memory::ScanMemory;
 use crate::inventory::quotas::KueueInput;
 use crate::inventory::selector::LabelSelector;
 use crate::inventory::topology::TopologyLevels;
@@ -25,7 +25,7 @@ pub enum NodeUniverse {
 }
 
 /// What a scan reads: nodes, and optionally pods, DRA objects, a selector and what the nodes are.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct ScanInput<'a> {
     pub(super) nodes: Vec<&'a ClusterNode>,
     pub(super) pods: Vec<&'a GpuPod>,
@@ -34,7 +34,7 @@ pub struct ScanInput<'a> {
     pub(super) dra: DraInput<'a>,
     pub(super) selector: Option<&'a LabelSelector>,
     pub(super) universe: NodeUniverse,
-    pub(super) interner: Option<&'a NodeInterner>,
+    pub(super) memory: Option<&'a mut ScanMemory>,
     pub(super) health: &'a HealthTable,
     /// The vendor tables the scan reads with (the built-in ones), handed to the scanner in its scope.
     pub(super) vendors: VendorTables,
@@ -58,8 +58,8 @@ impl<'a> ScanInput<'a> {
         }
     }
 
-    /// These nodes and pods as the caches hold them. Their identity lets a scan with an interner reuse a
-    /// node's entry made from the very same node and pods (see [`crate::inventory::interner`]); the result
+    /// These nodes and pods as the caches hold them. Their identity lets a scan with a memory reuse a
+    /// node's entry made from the very same node and pods (see [`crate::inventory::memory`]); the result
     /// is the same as [`ScanInput::nodes`] with [`ScanInput::pods`].
     pub fn shared(nodes: &'a [Arc<ClusterNode>], pods: &'a [Arc<GpuPod>]) -> ScanInput<'a> {
         ScanInput {
@@ -90,10 +90,10 @@ impl<'a> ScanInput<'a> {
         self
     }
 
-    /// Shares entries equal to earlier scans' through `interner` (see [`crate::inventory::interner`]); the
-    /// result is the same without it.
-    pub fn interner(mut self, interner: &'a NodeInterner) -> ScanInput<'a> {
-        self.interner = Some(interner);
+    /// Reuses what earlier scans kept in `memory`, and keeps this scan's there (see
+    /// [`crate::inventory::memory`]); the result is the same without it.
+    pub fn memory(mut self, memory: &'a mut ScanMemory) -> ScanInput<'a> {
+        self.memory = Some(memory);
         self
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra;
-use crate::inventory::interner::{MadeFrom, NodeInterner};
+use crate::inventory::memory::{MadeFrom, ScanMemory};
 use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
 use crate::inventory::quotas::{self, KueueInput, NodeView, QuotaMemo, QuotaScope};
 use crate::inventory::scanner::{self, ScanScope};
@@ -19,10 +19,11 @@ use crate::inventory::utilization::{self, Activity};
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
 /// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
-/// holdings put on it at once. Then the totals and the demand are summed. With an interner and the caches'
+/// holdings put on it at once. Then the totals and the demand are summed. With a memory and the caches'
 /// `Arc`s ([`ScanInput::shared`]), a GPU node whose entry was made from the very same node, pods and scope is
-/// not scanned again: the interner hands out that entry.
-pub fn scan(input: ScanInput<'_>) -> Inventory {
+/// not scanned again: the memory hands out that entry.
+pub fn scan(mut input: ScanInput<'_>) -> Inventory {
+    let mut memory = input.memory.take();
     let mut dra = dra::resolve(&input.dra);
     let selected = select(&input);
     let tables = ScanScope {
@@ -31,9 +32,9 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         topology: input.topology,
         ..ScanScope::default()
     };
-    let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
+    let scope = scope_of(&selected, tables, memory.as_deref_mut());
     let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
-    let mut scanned = scan_selected(&input, &selected, scope, &mut dra, &holders);
+    let mut scanned = scan_selected(&selected, scope, &mut dra, &holders, memory.as_deref_mut());
     // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
     let facts_of: HashMap<&str, NodeFacts<'_>> = scanned
         .iter()
@@ -47,21 +48,23 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         .collect();
     let facts = |name: &str| facts_of.get(name).copied().unwrap_or_default();
     scanned.sort_by(|a, b| a.name().cmp(b.name()));
-    let placing = Placing {
-        scope,
-        dra: &dra,
-        interner: input.interner,
-    };
-    let (nodes, made_from_nodes) = place_all(scanned, &placing, &mut holders, &facts);
+    let placing = Placing { scope, dra: &dra };
+    let (nodes, made_from_nodes) = place_all(
+        scanned,
+        &placing,
+        &mut holders,
+        &facts,
+        memory.as_deref_mut(),
+    );
     let demand = DemandScope {
         all_nodes: input.universe == NodeUniverse::Cluster
             && input.selector.is_none_or(|s| s.selects_all()),
     };
-    let marks = input.interner.map(|i| &i.clique_marks);
+    let marks = memory.as_deref_mut().map(|m| &mut m.clique_marks);
     let mut inventory = sum_up(nodes, &input.pods, demand, &dra, facts, marks);
     if let Some(kueue) = &input.kueue {
         let scope = quota_scope(&input);
-        let memo = input.interner.map(|i| &i.quotas);
+        let memo = memory.as_deref_mut().map(|m| &mut m.quotas);
         inventory.quotas = Some(quota_report(
             &inventory,
             &made_from_nodes,
@@ -71,12 +74,32 @@ pub fn scan(input: ScanInput<'_>) -> Inventory {
         ));
     }
     if let Some(activity) = input.activity {
-        put_idle(&mut inventory, activity, input.interner);
+        put_idle(&mut inventory, activity, memory.as_deref_mut());
     }
-    if let Some(interner) = input.interner {
-        interner.forget_unused();
+    if let Some(memory) = memory {
+        memory.forget_unused();
     }
     inventory
+}
+
+/// The scope of the selected nodes, read with `tables`: each node version's signals read once when the
+/// scan has a memory and the caches' `Arc`s.
+fn scope_of<'t>(
+    selected: &[Selected<'_>],
+    tables: ScanScope<'t>,
+    mut memory: Option<&mut ScanMemory>,
+) -> ScanScope<'t> {
+    let empty = tables.tables_only();
+    let read_with = tables.vendors.address();
+    let signals = selected.iter().fold(0, |bits, at| {
+        bits | match (memory.as_deref_mut(), at.arc) {
+            (Some(memory), Some(arc)) => {
+                memory.scope_signals(arc, read_with, || empty.signals_of(at.node))
+            }
+            _ => empty.signals_of(at.node),
+        }
+    });
+    empty.with_signals(signals)
 }
 
 /// The nodes the selector picks, each with its cache's `Arc` when the scan has them.
@@ -95,21 +118,24 @@ fn select<'a>(input: &ScanInput<'a>) -> Vec<Selected<'a>> {
 }
 
 /// Each selected node in input order (the first of a repeated name gets the node's DRA devices): the GPU
-/// nodes' entries, an earlier scan's where the interner kept one made from the very same node, pods and
-/// scope, else built now.
+/// nodes' entries, an earlier scan's where the memory kept one made from the very same node, pods and
+/// scope, else built now; a node the memory knows to be no GPU node in this scope is not read again.
 fn scan_selected<'a>(
-    input: &ScanInput<'a>,
     selected: &[Selected<'a>],
     scope: ScanScope<'a>,
     dra: &mut dra::DraView,
     holders: &Holders<'a>,
+    mut memory: Option<&mut ScanMemory>,
 ) -> Vec<Scanned<'a>> {
     let key = scope.key();
     let mut scanned: Vec<Scanned<'_>> = Vec::new();
     for at in selected {
         let name = name_of(at.node);
         let devices = dra.nodes.remove(name);
-        if devices.is_none() && scanner::known_no_gpu(at.node, scope) {
+        let without_dra = devices.is_none();
+        if without_dra
+            && (memory.as_deref_mut().zip(at.arc)).is_some_and(|(m, arc)| m.known_no_gpu(arc, key))
+        {
             continue;
         }
         // Only an entry that nothing but its node and its pods shaped can be reused.
@@ -117,16 +143,20 @@ fn scan_selected<'a>(
             .is_none()
             .then(|| holders.identity(name, dra))
             .flatten();
-        let kept = input
-            .interner
-            .zip(at.arc)
-            .zip(holding.as_deref())
-            .and_then(|((interner, arc), holding)| interner.made_from(name, arc, key, holding));
+        let kept = (memory.as_deref_mut().zip(at.arc).zip(holding.as_deref()))
+            .and_then(|((m, arc), holding)| m.made_from(name, arc, key, holding));
         let entry = match kept {
             Some(kept) => Entry::Kept(kept),
-            None => match scanner::scan_node_remembered(at.node, scope, devices) {
+            None => match scanner::scan_node_in(at.node, scope, devices) {
                 Some(fresh) => Entry::Fresh(Box::new(fresh)),
-                None => continue,
+                None => {
+                    if let Some((m, arc)) =
+                        memory.as_deref_mut().zip(at.arc).filter(|_| without_dra)
+                    {
+                        m.remember_no_gpu(arc, key);
+                    }
+                    continue;
+                }
             },
         };
         scanned.push(Scanned {
@@ -142,7 +172,6 @@ fn scan_selected<'a>(
 struct Placing<'a> {
     scope: ScanScope<'a>,
     dra: &'a dra::DraView,
-    interner: Option<&'a NodeInterner>,
 }
 
 /// The complete entries, sorted by name, one per name, and the node each was made from (the quota rules
@@ -152,6 +181,7 @@ fn place_all<'a, 'n>(
     placing: &Placing<'_>,
     holders: &mut Holders<'a>,
     facts: &impl Fn(&str) -> NodeFacts<'n>,
+    mut memory: Option<&mut ScanMemory>,
 ) -> (Vec<Arc<NodeInventory>>, Vec<Selected<'a>>) {
     let mut nodes = Vec::with_capacity(scanned.len());
     let mut made_from_nodes: Vec<Selected<'_>> = Vec::with_capacity(scanned.len());
@@ -176,7 +206,7 @@ fn place_all<'a, 'n>(
                     holders: pods.into_iter().cloned().collect(),
                     scope: placing.scope.key(),
                 });
-                holders.place(*entry, facts, placing.dra, placing.interner, made_from)
+                holders.place(*entry, facts, placing.dra, memory.as_deref_mut(), made_from)
             }
         });
     }
@@ -184,11 +214,11 @@ fn place_all<'a, 'n>(
 }
 
 /// Joins the held GPUs with their activity: the report, and beside the entries each node's idle holdings.
-/// With an interner, only the nodes that changed since its last scan under this activity are joined, and an
+/// With a memory, only the nodes that changed since its last scan under this activity are joined, and an
 /// unchanged node keeps the very list it had (see [`utilization::IdleMemo`]).
-fn put_idle(inventory: &mut Inventory, activity: &Arc<Activity>, interner: Option<&NodeInterner>) {
-    let assessment = match interner {
-        Some(interner) => interner.idle.put_idle(&inventory.nodes, activity),
+fn put_idle(inventory: &mut Inventory, activity: &Arc<Activity>, memory: Option<&mut ScanMemory>) {
+    let assessment = match memory {
+        Some(memory) => memory.idle.put_idle(&inventory.nodes, activity),
         None => utilization::assess(&inventory.nodes, activity),
     };
     inventory.utilization = Some(assessment.report);
@@ -202,7 +232,7 @@ fn quota_report(
     made_from: &[Selected<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
-    memo: Option<&QuotaMemo>,
+    memo: Option<&mut QuotaMemo>,
 ) -> QuotaReport {
     let views: Vec<NodeView<'_>> = inventory
         .nodes
@@ -285,7 +315,7 @@ impl Scanned<'_> {
         if matches!(self.entry, Entry::Fresh(_)) {
             return self;
         }
-        match scanner::scan_node_remembered(self.at.node, scope, None) {
+        match scanner::scan_node_in(self.at.node, scope, None) {
             Some(entry) => Scanned {
                 entry: Entry::Fresh(Box::new(entry)),
                 ..self
@@ -354,37 +384,37 @@ impl<'p> Holders<'p> {
             .collect()
     }
 
-    /// Puts the holdings of `node`'s pods on it; the entry is interned as soon as it is complete (when an
-    /// interner is given, with what it was made from when known), so the fresh copy of an unchanged node is
-    /// dropped before the next one is made.
+    /// Puts the holdings of `node`'s pods on it; the entry is shared through the memory as soon as it is
+    /// complete (when a memory is given, with what it was made from when known), so the fresh copy of an
+    /// unchanged node is dropped before the next one is made.
     fn place<'n>(
         &mut self,
         mut node: NodeInventory,
         facts: &impl Fn(&str) -> NodeFacts<'n>,
         dra: &dra::DraView,
-        interner: Option<&NodeInterner>,
+        memory: Option<&mut ScanMemory>,
         made_from: Option<MadeFrom>,
     ) -> Arc<NodeInventory> {
         let on_node = self.on_node.remove(node.name.as_str()).unwrap_or_default();
         let holders: Vec<&GpuPod> = on_node.iter().map(|&i| self.pods[i]).collect();
         let known = facts(&node.name).allocatable_known;
         allocation::allocate_node_with(&node, &holders, known, dra).apply(&mut node);
-        match interner {
-            Some(interner) => interner.intern_made_from(node, made_from),
+        match memory {
+            Some(memory) => memory.intern_made_from(node, made_from),
             None => Arc::new(node),
         }
     }
 }
 
-/// The inventory of complete entries: the totals and the demand summed. `marks`: the scanner's kept
-/// `NvlinkCliqueMissing` entries, when it has an interner.
+/// The inventory of complete entries: the totals and the demand summed. `marks`: the kept
+/// `NvlinkCliqueMissing` entries, when the scan has a memory.
 fn sum_up<'n>(
     mut nodes: Vec<Arc<NodeInventory>>,
     pods: &[&GpuPod],
     scope: DemandScope,
     dra: &dra::DraView,
     facts: impl Fn(&str) -> NodeFacts<'n>,
-    marks: Option<&topology::nvlink_health::CliqueMarks>,
+    marks: Option<&mut topology::nvlink_health::CliqueMarks>,
 ) -> Inventory {
     // A fleet without topology labels pays nothing for topology.
     let products = if nodes.iter().any(|n| !n.topology.is_empty()) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::interner::NodeInterner;
+use crate::inventory::memory::ScanMemory;
 use crate::inventory::model::Inventory;
 use crate::inventory::test_support::read;
 use crate::inventory::{ScanInput, scan};
@@ -32,21 +32,21 @@ fn fresh(nodes: &[Arc<ClusterNode>], pods: &[Arc<GpuPod>]) -> Inventory {
     scan(ScanInput::nodes(nodes.iter().map(AsRef::as_ref)).pods(pods.iter().map(AsRef::as_ref)))
 }
 
-fn reusing(nodes: &[Arc<ClusterNode>], pods: &[Arc<GpuPod>], interner: &NodeInterner) -> Inventory {
-    scan(ScanInput::shared(nodes, pods).interner(interner))
+fn reusing(nodes: &[Arc<ClusterNode>], pods: &[Arc<GpuPod>], memory: &mut ScanMemory) -> Inventory {
+    scan(ScanInput::shared(nodes, pods).memory(memory))
 }
 
 #[test]
 fn the_same_objects_again_reuse_every_entry_with_the_same_result() {
     let (nodes, pods) = fleet();
-    let interner = NodeInterner::default();
-    let first = reusing(&nodes, &pods, &interner);
+    let mut memory = ScanMemory::default();
+    let first = reusing(&nodes, &pods, &mut memory);
     assert_eq!(first.total_gpu_nodes, 3, "the fixture's GPU nodes");
-    assert_eq!(interner.reused(), 0, "nothing to reuse on the first scan");
+    assert_eq!(memory.reused(), 0, "nothing to reuse on the first scan");
     assert_eq!(first, fresh(&nodes, &pods));
 
-    let again = reusing(&nodes, &pods, &interner);
-    assert_eq!(interner.reused(), 3, "every GPU node's entry is handed out");
+    let again = reusing(&nodes, &pods, &mut memory);
+    assert_eq!(memory.reused(), 3, "every GPU node's entry is handed out");
     assert_eq!(again, first);
     assert!(
         first
@@ -60,8 +60,8 @@ fn the_same_objects_again_reuse_every_entry_with_the_same_result() {
 #[test]
 fn a_changed_node_pod_or_scope_scans_that_node_again() {
     let (mut nodes, mut pods) = fleet();
-    let interner = NodeInterner::default();
-    reusing(&nodes, &pods, &interner);
+    let mut memory = ScanMemory::default();
+    reusing(&nodes, &pods, &mut memory);
 
     // An equal pod in a new Arc is a new version as the cache would hand it out: its node is scanned again.
     let held = pods
@@ -69,17 +69,17 @@ fn a_changed_node_pod_or_scope_scans_that_node_again() {
         .position(|p| p.node.as_deref() == Some("h100-a"))
         .unwrap();
     pods[held] = Arc::new((*pods[held]).clone());
-    let before = interner.reused();
-    assert_eq!(reusing(&nodes, &pods, &interner), fresh(&nodes, &pods));
+    let before = memory.reused();
+    assert_eq!(reusing(&nodes, &pods, &mut memory), fresh(&nodes, &pods));
     assert_eq!(
-        interner.reused() - before,
+        memory.reused() - before,
         2,
         "h100-a scanned again, the others reused"
     );
 
     // The pod leaves: h100-a's free GPUs change, and the result is a fresh scan's.
     let gone = pods.remove(held);
-    let after = reusing(&nodes, &pods, &interner);
+    let after = reusing(&nodes, &pods, &mut memory);
     assert_eq!(after, fresh(&nodes, &pods));
     let h100 = |inv: &Inventory| {
         inv.nodes
@@ -101,7 +101,7 @@ fn a_changed_node_pod_or_scope_scans_that_node_again() {
     let mut changed = (*nodes[cordoned]).clone();
     changed.unschedulable = true;
     nodes[cordoned] = Arc::new(changed);
-    assert_eq!(reusing(&nodes, &pods, &interner), fresh(&nodes, &pods));
+    assert_eq!(reusing(&nodes, &pods, &mut memory), fresh(&nodes, &pods));
 
     // A node that AMD's labeller labelled changes every node's scope (AMD's labeller runs): none is reused.
     let amd: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
@@ -109,11 +109,11 @@ fn a_changed_node_pod_or_scope_scans_that_node_again() {
     }))
     .unwrap();
     nodes.push(Arc::new(read(&[amd]).remove(0)));
-    let before = interner.reused();
-    let with_amd = reusing(&nodes, &pods, &interner);
+    let before = memory.reused();
+    let with_amd = reusing(&nodes, &pods, &mut memory);
     assert_eq!(with_amd, fresh(&nodes, &pods));
     assert_eq!(
-        interner.reused(),
+        memory.reused(),
         before,
         "a new scope scans every node again"
     );
@@ -122,13 +122,13 @@ fn a_changed_node_pod_or_scope_scans_that_node_again() {
 #[test]
 fn a_scan_without_the_caches_arcs_reuses_nothing() {
     let (nodes, pods) = fleet();
-    let interner = NodeInterner::default();
-    reusing(&nodes, &pods, &interner);
+    let mut memory = ScanMemory::default();
+    reusing(&nodes, &pods, &mut memory);
     let plain = scan(
         ScanInput::nodes(nodes.iter().map(AsRef::as_ref))
             .pods(pods.iter().map(AsRef::as_ref))
-            .interner(&interner),
+            .memory(&mut memory),
     );
     assert_eq!(plain, fresh(&nodes, &pods));
-    assert_eq!(interner.reused(), 0, "no identity, no reuse");
+    assert_eq!(memory.reused(), 0, "no identity, no reuse");
 }

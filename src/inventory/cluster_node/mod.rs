@@ -6,10 +6,6 @@
 //! the cache holds about a fifth of what a stripped `Node` took (docs/scale.md has the bytes). Two reads of one node that the scan would
 //! report alike are equal: heartbeats, the text of conditions nobody reports and cpu or memory do not show.
 
-mod derived;
-
-pub use derived::Derived;
-
 use crate::inventory::text_map::{Text, TextMap};
 
 /// A node as the scan reads it.
@@ -34,11 +30,6 @@ pub struct ClusterNode {
     pub allocatable: Option<TextMap>,
     /// `Ready` and the GPU health conditions the table names; `None`: the object shows no conditions.
     pub conditions: Option<Box<[Condition]>>,
-    /// What the node's labels add to a scan's scope (the scanner's encoding), once read.
-    pub scope_signals: Derived<(usize, u64)>,
-    /// A scope (the scanner's encoding, and its health table) in which the node, without DRA devices, was
-    /// found to be no GPU node.
-    pub no_gpu_in: Derived<ScopeKey>,
     /// There was no Node object: only ResourceSlices name the node (a dump of slices alone).
     pub from_slices_only: bool,
 }

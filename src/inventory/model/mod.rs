@@ -60,7 +60,7 @@ pub struct Inventory {
     /// GPU requests per namespace, by name.
     pub namespaces: Vec<NamespaceTotals>,
     /// One entry per GPU node, sorted by name. Entries are shared: inventories scanned after different
-    /// changes hold one copy of a node that did not change (see [`crate::inventory::interner`]).
+    /// changes hold one copy of a node that did not change (see [`crate::inventory::memory`]).
     pub nodes: Vec<Arc<NodeInventory>>,
     /// Per product and topology level, what its domains offer and what is wrong with them.
     pub topology: Vec<TopologySummary>,

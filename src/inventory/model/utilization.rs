@@ -25,7 +25,7 @@ pub struct IdleHolding {
 
 /// Per node with any, its idle holdings, sorted. They sit beside the node entries (`Inventory::nodes`), not
 /// in them: a node holding an idle GPU keeps the very entry its scan made, which scans share while the node
-/// is unchanged (`inventory::interner`). A copy of the whole entry to carry the list cost 5.8 MB at 65,000
+/// is unchanged (`inventory::memory`). A copy of the whole entry to carry the list cost 5.8 MB at 65,000
 /// nodes (benches/RESULTS.md). A list is shared between scans while its node's join is unchanged
 /// (`inventory::utilization::IdleMemo`), so the GpuNode publisher can tell an unchanged one by its address.
 pub type IdleByNode = BTreeMap<String, Arc<[IdleHolding]>>;

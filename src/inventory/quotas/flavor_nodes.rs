@@ -10,7 +10,7 @@
 //! A domain's problem (`NvlinkDomainDegraded`) is not its healthy members' issue, and does not count.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::kueue::Flavor;
 use crate::inventory::cluster_node::ClusterNode;
@@ -47,14 +47,14 @@ pub fn matches(flavor: &Flavor, labels: &TextMap) -> bool {
         .all(|(key, value)| labels.get(key) == Some(value.as_str()))
 }
 
-/// Which nodes each flavor has, kept from one scan to the next (a scanner's interner holds one). Membership
+/// Which nodes each flavor has, kept from one scan to the next (in the scan memory, `ScanMemory::quotas`). Membership
 /// depends only on the nodes' labels and the flavors: when the scan's nodes are the very same `Arc`s in the
 /// same order (no node changed, none came or went) and the flavors are too, the last scan's members hold, and
 /// no node's labels are read. At 13,000 GPU nodes reading them was most of the rules' cost in a pass after a
 /// few pod changes (`make scan-cost`). The memo holds the nodes' `Arc`s, so an address it compares cannot be
 /// a new node's.
 #[derive(Debug, Default)]
-pub struct MembershipMemo(Mutex<Option<Membership>>);
+pub struct MembershipMemo(Option<Membership>);
 
 #[derive(Debug)]
 struct Membership {
@@ -65,13 +65,12 @@ struct Membership {
 
 impl MembershipMemo {
     /// Each flavor's member nodes (indices into `nodes`, in the flavors' order), from the memo when it holds.
-    fn members(&self, flavors: &[Arc<Flavor>], nodes: &[NodeView<'_>]) -> Vec<Vec<usize>> {
+    fn members(&mut self, flavors: &[Arc<Flavor>], nodes: &[NodeView<'_>]) -> Vec<Vec<usize>> {
         let arcs: Option<Vec<&Arc<ClusterNode>>> = nodes.iter().map(|n| n.node).collect();
         let Some(arcs) = arcs else {
             return members_of(flavors, nodes);
         };
-        let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = memo.as_ref()
+        if let Some(held) = self.0.as_ref()
             && held.flavors.len() == flavors.len()
             && held
                 .flavors
@@ -84,7 +83,7 @@ impl MembershipMemo {
             return held.members.clone();
         }
         let members = members_of(flavors, nodes);
-        *memo = Some(Membership {
+        self.0 = Some(Membership {
             nodes: arcs.into_iter().cloned().collect(),
             flavors: flavors.to_vec(),
             members: members.clone(),
@@ -145,7 +144,7 @@ fn members_of(flavors: &[Arc<Flavor>], nodes: &[NodeView<'_>]) -> Vec<Vec<usize>
 pub fn nodes_of_flavors<'f, 'n>(
     flavors: &'f [Arc<Flavor>],
     nodes: &[NodeView<'n>],
-    memo: Option<&MembershipMemo>,
+    memo: Option<&mut MembershipMemo>,
 ) -> HashMap<&'f str, Vec<FlavorNode<'n>>> {
     let members = match memo {
         Some(memo) => memo.members(flavors, nodes),

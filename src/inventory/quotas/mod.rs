@@ -21,7 +21,7 @@ pub use flavor_nodes::{MembershipMemo, NodeView};
 pub use kueue::KueueInput;
 pub use workload_memo::WorkloadMemo;
 
-/// What the quota rules keep from one scan to the next (a scanner's interner holds one): the flavors'
+/// What the quota rules keep from one scan to the next (in the scan memory, `ScanMemory::quotas`): the flavors'
 /// members, and the pending workloads' verdicts.
 #[derive(Debug, Default)]
 pub struct QuotaMemo {
@@ -72,10 +72,13 @@ pub fn assess(
     nodes: &[NodeView<'_>],
     kueue: &KueueInput<'_>,
     scope: &QuotaScope<'_>,
-    memo: Option<&QuotaMemo>,
+    mut memo: Option<&mut QuotaMemo>,
 ) -> QuotaReport {
-    let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> =
-        flavor_nodes::nodes_of_flavors(kueue.flavors, nodes, memo.map(|m| &m.members));
+    let nodes_of: HashMap<&str, Vec<flavor_nodes::FlavorNode<'_>>> = flavor_nodes::nodes_of_flavors(
+        kueue.flavors,
+        nodes,
+        memo.as_deref_mut().map(|m| &mut m.members),
+    );
     let labels_of: HashMap<&str, &BTreeMap<String, String>> = kueue
         .flavors
         .iter()

@@ -9,8 +9,7 @@
 //! units and health by value.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::flavor_nodes::FlavorNode;
 use super::kueue::{Flavor, KueueInput, LocalQueue, PendingWorkload, QuotaHolder};
@@ -20,8 +19,8 @@ use crate::inventory::model::{Amount, ResourceMap, WorkloadIssue};
 /// The last verdicts, and what they were read from.
 #[derive(Debug, Default)]
 pub struct WorkloadMemo {
-    held: Mutex<Option<Verdicts>>,
-    judged: AtomicU64,
+    held: Option<Verdicts>,
+    judged: u64,
 }
 
 #[derive(Debug)]
@@ -54,21 +53,20 @@ impl WorkloadMemo {
     /// changed, else from `judge` (kept for the next scan). Without the cache's nodes (a one-shot scan of a
     /// dump) the memo is not used.
     pub fn verdicts(
-        &self,
+        &mut self,
         kueue: &KueueInput<'_>,
         nodes_of: &HashMap<&str, Vec<FlavorNode<'_>>>,
         whole: &dyn Fn(&str) -> bool,
         judge: impl FnOnce() -> Vec<WorkloadIssue>,
     ) -> Vec<WorkloadIssue> {
-        let mut memo = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = memo.as_ref()
+        if let Some(held) = self.held.as_ref()
             && held.read.same_as(kueue, nodes_of, whole)
         {
             return held.issues.clone();
         }
         let issues = judge();
-        self.judged.fetch_add(1, Ordering::Relaxed);
-        *memo = RuleInputs::of(kueue, nodes_of, whole).map(|read| Verdicts {
+        self.judged += 1;
+        self.held = RuleInputs::of(kueue, nodes_of, whole).map(|read| Verdicts {
             read,
             issues: issues.clone(),
         });
@@ -77,7 +75,7 @@ impl WorkloadMemo {
 
     /// How many times the rules ran (not taken from the memo).
     pub fn judged(&self) -> u64 {
-        self.judged.load(Ordering::Relaxed)
+        self.judged
     }
 }
 

@@ -12,7 +12,6 @@ mod read_node;
 mod scan_scope;
 
 use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::dra::DraNode;
 use crate::inventory::model::NodeInventory;
 pub(crate) use dra_devices::PRODUCT_FROM_DRA;
 pub use read_node::scan_node_in;
@@ -23,31 +22,6 @@ pub use scan_scope::{ScanScope, ScopeKey};
 /// nodes.
 pub fn scan_node(node: &ClusterNode) -> Option<NodeInventory> {
     scan_node_in(node, ScanScope::of([node]), None)
-}
-
-/// [`scan_node_in`], remembering on the node (for as long as this version of it lives) that it is no GPU
-/// node in this scope when it has no DRA devices: the next scan of an unchanged CPU node costs a lookup. The
-/// result is the same.
-pub fn scan_node_remembered(
-    node: &ClusterNode,
-    scope: ScanScope,
-    dra: Option<DraNode>,
-) -> Option<NodeInventory> {
-    if dra.is_none() && known_no_gpu(node, scope) {
-        return None;
-    }
-    let key = scope.key();
-    let without_dra = dra.is_none();
-    let entry = scan_node_in(node, scope, dra);
-    if entry.is_none() && without_dra {
-        node.no_gpu_in.set(key);
-    }
-    entry
-}
-
-/// Whether an earlier scan found `node` (this version of it, without DRA devices) no GPU node in `scope`.
-pub fn known_no_gpu(node: &ClusterNode, scope: ScanScope) -> bool {
-    node.no_gpu_in.get() == Some(scope.key())
 }
 
 #[cfg(test)]

@@ -158,8 +158,8 @@ proptest! {
         prop_assert_eq!(inventory.total_gpus, inventory.nodes.iter().map(|n| n.count).fold(0u64, u64::saturating_add));
         nodes.reverse();
         prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes))));
-        let interner = crate::inventory::interner::NodeInterner::default();
-        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes)).interner(&interner)), "interning changes no result");
+        let mut memory = crate::inventory::memory::ScanMemory::default();
+        prop_assert_eq!(&inventory, &scan(ScanInput::nodes(&read(&nodes)).memory(&mut memory)), "interning changes no result");
         for entry in &inventory.nodes {
             prop_assert!(serde_json::to_string(&wire::node_entry(entry, &[], Detail::Devices)).is_ok());
             prop_assert!(entry.sources.windows(2).all(|w| w[0] < w[1]), "sources sorted: {:?}", entry.sources);

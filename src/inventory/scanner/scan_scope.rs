@@ -37,9 +37,8 @@ impl<'t> ScanScope<'t> {
 }
 
 impl<'t> ScanScope<'t> {
-    /// The scope of these nodes: the first of the scan's two passes. What each node adds is read from its
-    /// labels once per node version (kept on the node, see [`crate::inventory::cluster_node::Derived`]).
-    /// The built-in health and vendor tables read them.
+    /// The scope of these nodes: the first of the scan's two passes (a scan with a memory reads each node
+    /// version's labels for it once: `inventory::memory`). The built-in health and vendor tables read them.
     pub fn of<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> ScanScope<'t> {
         ScanScope::of_nodes(nodes, ScanScope::default())
     }
@@ -49,27 +48,26 @@ impl<'t> ScanScope<'t> {
         nodes: impl IntoIterator<Item = &'a ClusterNode>,
         tables: ScanScope<'t>,
     ) -> ScanScope<'t> {
-        let empty = ScanScope {
-            health: tables.health,
-            vendors: tables.vendors,
-            topology: tables.topology,
-            ..ScanScope::default()
-        };
+        let empty = tables.tables_only();
         let signals = nodes
             .into_iter()
             .fold(0, |signals, node| signals | empty.signals_of(node));
         empty.with_signals(signals)
     }
 
+    /// The scope's tables, and no node's signals yet.
+    pub(crate) fn tables_only(self) -> ScanScope<'t> {
+        ScanScope {
+            health: self.health,
+            vendors: self.vendors,
+            topology: self.topology,
+            ..ScanScope::default()
+        }
+    }
+
     /// What `node`'s labels add to a scope read with these vendor tables, as [`ScanScope::signals`] encodes
     /// it.
-    fn signals_of(&self, node: &ClusterNode) -> u64 {
-        let tables = self.vendors.address();
-        if let Some((read_with, signals)) = node.scope_signals.get()
-            && read_with == tables
-        {
-            return signals;
-        }
+    pub(crate) fn signals_of(&self, node: &ClusterNode) -> u64 {
         let reader = LabelReader::new(Some(&node.labels));
         let mut own = ScanScope::default();
         for table in self.vendors.iter() {
@@ -83,9 +81,7 @@ impl<'t> ScanScope<'t> {
                 }
             }
         }
-        let signals = own.signals();
-        node.scope_signals.set((tables, signals));
-        signals
+        own.signals()
     }
 
     /// The scope's label signals as bits: GPU Feature Discovery, then each vendor in `Vendor::ALL` order.
@@ -101,7 +97,7 @@ impl<'t> ScanScope<'t> {
     }
 
     /// The scope with these [`ScanScope::signals`] added.
-    fn with_signals(mut self, signals: u64) -> ScanScope<'t> {
+    pub(crate) fn with_signals(mut self, signals: u64) -> ScanScope<'t> {
         self.gfd_installed |= signals & 1 != 0;
         for (i, labelled) in self.vendor_labels.iter_mut().enumerate() {
             *labelled |= signals & (1 << (i + 1)) != 0;

@@ -4,7 +4,7 @@
 //! is unhealthy only for its own faults.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::domains::DomainTally;
 use crate::inventory::model::{
@@ -96,7 +96,7 @@ fn problem(domain: &DomainTally<'_>, k: u64) -> DomainProblem {
 pub fn mark_clique_missing(
     nodes: &mut [Arc<NodeInventory>],
     products: &[(String, Vec<usize>)],
-    marks: Option<&CliqueMarks>,
+    mut marks: Option<&mut CliqueMarks>,
 ) {
     let mut missing: Vec<(usize, usize)> = Vec::new();
     for (_, at) in products {
@@ -113,7 +113,7 @@ pub fn mark_clique_missing(
                 .map(|i| (*i, with_clique)),
         );
     }
-    let mut kept = marks.map(CliqueMarks::take);
+    let mut kept = marks.as_deref_mut().map(CliqueMarks::take);
     // This scan's marks, recorded only when they are kept.
     let mut made = HashMap::with_capacity(if marks.is_some() { missing.len() } else { 0 });
     for (at, with_clique) in missing {
@@ -160,14 +160,14 @@ fn marked(node: &NodeInventory, with_clique: usize) -> NodeInventory {
     node
 }
 
-/// The entries [`mark_clique_missing`] made in the last scan, kept for the next (held by the scanner's
-/// interner). Without them every scan copied each unlabelled node's entry afresh: a new `Arc` per scan, held
+/// The entries [`mark_clique_missing`] made in the last scan, kept for the next (in the scan memory,
+/// `ScanMemory::clique_marks`). Without them every scan copied each unlabelled node's entry afresh: a new `Arc` per scan, held
 /// apart by every publisher's inventory, and new to every memo keyed by identity after it (the idle join,
 /// the GpuNode publisher's skip). A kept entry is handed out only for the very same base entry (by `Arc`,
 /// which the record holds) and the same count of labelled nodes, the two things the mark is made from.
 #[derive(Debug, Default)]
 pub struct CliqueMarks {
-    kept: Mutex<HashMap<String, Marked>>,
+    kept: HashMap<String, Marked>,
 }
 
 #[derive(Debug)]
@@ -178,13 +178,13 @@ struct Marked {
 }
 
 impl CliqueMarks {
-    fn take(&self) -> HashMap<String, Marked> {
-        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|e| e.into_inner()))
+    fn take(&mut self) -> HashMap<String, Marked> {
+        std::mem::take(&mut self.kept)
     }
 
     /// Keeps this scan's marks only: a node no longer marked is forgotten.
-    fn keep(&self, made: HashMap<String, Marked>) {
-        *self.kept.lock().unwrap_or_else(|e| e.into_inner()) = made;
+    fn keep(&mut self, made: HashMap<String, Marked>) {
+        self.kept = made;
     }
 }
 

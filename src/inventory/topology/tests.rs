@@ -275,15 +275,15 @@ fn a_bad_request_is_an_error_and_an_unknown_product_names_the_known_ones() {
 }
 
 #[test]
-fn a_scan_with_an_interner_keeps_the_marked_entry_until_what_marked_it_changes() {
-    use crate::inventory::interner::NodeInterner;
+fn a_scan_with_a_memory_keeps_the_marked_entry_until_what_marked_it_changes() {
+    use crate::inventory::memory::ScanMemory;
     use std::sync::Arc;
     let path = format!(
         "{}/tests/fixtures/topology/gb200-fleet.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
     let mut dump = parse_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-    let interner = NodeInterner::default();
+    let mut memory = ScanMemory::default();
     let marked = |inventory: &Inventory| {
         inventory
             .nodes
@@ -292,8 +292,8 @@ fn a_scan_with_an_interner_keeps_the_marked_entry_until_what_marked_it_changes()
             .unwrap()
             .clone()
     };
-    let first = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
-    let again = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
+    let first = scan(ScanInput::nodes(&read(&dump.nodes)).memory(&mut memory));
+    let again = scan(ScanInput::nodes(&read(&dump.nodes)).memory(&mut memory));
     assert!(
         marked(&first)
             .issue(IssueReason::NvlinkCliqueMissing)
@@ -306,7 +306,7 @@ fn a_scan_with_an_interner_keeps_the_marked_entry_until_what_marked_it_changes()
     assert_eq!(
         again,
         scan(ScanInput::nodes(&read(&dump.nodes))),
-        "the same result as without an interner"
+        "the same result as without a memory"
     );
 
     // One labelled node of the product leaves: the count in the message changes, so the mark is made again.
@@ -316,7 +316,7 @@ fn a_scan_with_an_interner_keeps_the_marked_entry_until_what_marked_it_changes()
         .position(|n| n.metadata.name.as_deref() == Some("gb200-r1-n01"))
         .unwrap();
     dump.nodes.remove(gone);
-    let after = scan(ScanInput::nodes(&read(&dump.nodes)).interner(&interner));
+    let after = scan(ScanInput::nodes(&read(&dump.nodes)).memory(&mut memory));
     assert!(!Arc::ptr_eq(&marked(&again), &marked(&after)));
     let entry = marked(&after);
     let message = &entry

@@ -4,7 +4,7 @@
 //! scan). The report is kept too (its message without the busy shared GPUs' sentence, which is added to each
 //! answer), adjusted by what the changed nodes take back and add.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::activity::{Activity, Reading};
 use super::index::SeriesIndex;
@@ -15,7 +15,7 @@ use crate::inventory::model::{IdleByNode, IdleHolding, NodeInventory, Utilizatio
 /// The last scan's join; see the module.
 #[derive(Debug, Default)]
 pub struct IdleMemo {
-    kept: Mutex<Option<Kept>>,
+    kept: Option<Kept>,
 }
 
 #[derive(Debug)]
@@ -42,16 +42,19 @@ impl IdleMemo {
     /// Each node's idle holdings and the report, joining only what changed since the last call under this
     /// very `activity`. `nodes` are in name order, as `Inventory::nodes` keeps them (any order is joined
     /// right; out of order, more is joined again).
-    pub fn put_idle(&self, nodes: &[Arc<NodeInventory>], activity: &Arc<Activity>) -> Assessment {
-        let mut guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+    pub fn put_idle(
+        &mut self,
+        nodes: &[Arc<NodeInventory>],
+        activity: &Arc<Activity>,
+    ) -> Assessment {
         let Reading::Current(idle) = &activity.reading else {
-            *guard = None;
+            self.kept = None;
             return Assessment {
                 report: report_of(activity),
                 by_node: IdleByNode::new(),
             };
         };
-        let mut kept = match guard.take() {
+        let mut kept = match self.kept.take() {
             Some(kept) if Arc::ptr_eq(&kept.activity, activity) => kept,
             _ => Kept {
                 activity: activity.clone(),
@@ -95,7 +98,7 @@ impl IdleMemo {
         }
         kept.nodes = joined;
         let report = finished(kept.report.clone());
-        *guard = Some(kept);
+        self.kept = Some(kept);
         Assessment { report, by_node }
     }
 }

@@ -267,7 +267,7 @@ fn the_kept_join_keeps_the_busy_count_and_the_equivalents() {
         busy(series(&[("Hostname", "hami"), ("UUID", "GPU-b")], 1)),
         series(&[("Hostname", "sliced"), ("UUID", "GPU-t4")], 1),
     ]));
-    let memo = IdleMemo::default();
+    let mut memo = IdleMemo::default();
     let first = memo.put_idle(&nodes, &activity);
     assert_eq!(first, assess(&nodes, &activity));
     assert_eq!(first.report.busy_shared, 1);

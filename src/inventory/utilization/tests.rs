@@ -322,7 +322,7 @@ fn the_kept_join_equals_the_whole_join_and_joins_only_what_changed() {
         series_of("n2", "idle-n2"),
         series_of("n3", "idle-n3"),
     ]));
-    let memo = IdleMemo::default();
+    let mut memo = IdleMemo::default();
     let same_list = |a: &Assessment, b: &Assessment, node: &str| {
         Arc::ptr_eq(&a.by_node[node], &b.by_node[node])
     };

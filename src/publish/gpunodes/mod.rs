@@ -157,7 +157,7 @@ impl GpuNodes {
         // Each node is planned when the stream reaches it, not all before the first write: at start-up a
         // pass writes thousands of GpuNodes, and planning them first would hold every one's content at once.
         // Holding the scan through the pass costs little, its entries being shared with the other
-        // publishers' scans (crate::inventory::interner).
+        // publishers' scans (crate::inventory::memory).
         let mut plans = Plans {
             nodes: inventory.nodes.iter(),
             idle: &inventory.idle,

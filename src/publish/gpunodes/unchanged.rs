@@ -4,7 +4,7 @@
 //! At 65,000 nodes that was 13,000 contents built per pass while a change touches a few nodes: most of a
 //! pass's CPU and garbage (benches/RESULTS.md, the 65,000-node scale runs). A plan reads four things, each
 //! an `Arc` its cache hands out unchanged until it changes: the node's entry (interned, see
-//! `inventory::interner`), its idle holdings (`inventory::utilization::IdleMemo`), the cached node (its UID
+//! `inventory::memory`), its idle holdings (`inventory::utilization::IdleMemo`), the cached node (its UID
 //! and labels) and the cached GpuNode (version and digest).
 //! When all four are the very `Arc`s of a pass that found nothing to write, the plan would find nothing
 //! again: the writer's own record of a write (`publish::writer`) only changes with a write or with the

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::inventory::cluster_node::{ClusterNode, Condition, Derived, NodeTaint};
+use crate::inventory::cluster_node::{ClusterNode, Condition, NodeTaint};
 use crate::inventory::health::HealthTable;
 use crate::inventory::text_map::{Text, TextMap};
 use crate::inventory::vendors::{is_read_annotation, is_read_resource};
@@ -81,8 +81,6 @@ impl ClusterNode {
                     .map(|c| read_condition(c, table))
                     .collect()
             }),
-            scope_signals: Derived::default(),
-            no_gpu_in: Derived::default(),
             from_slices_only: false,
         }
     }

@@ -269,7 +269,7 @@ fn the_flavors_members_are_kept_while_the_nodes_are_the_same_and_read_again_when
     );
     let fleet = fleet();
     let mut arcs = cached(&fleet);
-    let memo = QuotaMemo::default();
+    let memo = std::cell::RefCell::new(QuotaMemo::default());
     let report = |arcs: &[Arc<ClusterNode>]| assess_cached(&fleet, arcs, &kueue, &memo);
     assert_eq!(report(&arcs).quotas[0].nodes, 6);
     assert_eq!(report(&arcs).quotas[0].nodes, 6, "kept");

@@ -205,7 +205,7 @@ pub(super) fn assess_cached(
     nodes: &[(NodeInventory, TextMap)],
     arcs: &[Arc<ClusterNode>],
     kueue: &Kueue,
-    memo: &QuotaMemo,
+    memo: &std::cell::RefCell<QuotaMemo>,
 ) -> QuotaReport {
     let views: Vec<NodeView<'_>> = nodes
         .iter()
@@ -216,7 +216,12 @@ pub(super) fn assess_cached(
             node: Some(node),
         })
         .collect();
-    assess(&views, &kueue.input(), &QuotaScope::Cluster, Some(memo))
+    assess(
+        &views,
+        &kueue.input(),
+        &QuotaScope::Cluster,
+        Some(&mut memo.borrow_mut()),
+    )
 }
 
 /// Two racks of GB200-like nodes in pool `gb200`: r1 has 4 nodes of 4, r2 has 2 nodes of 4, one of each

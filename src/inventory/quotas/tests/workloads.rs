@@ -119,7 +119,7 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
     let mut kueue = racks_of(&[16, 20]);
     let mut nodes = fleet();
     let arcs = cached(&nodes);
-    let memo = QuotaMemo::default();
+    let memo = std::cell::RefCell::new(QuotaMemo::default());
     let flagged = |nodes: &[(NodeInventory, TextMap)], kueue: &Kueue| -> Vec<String> {
         assess_cached(nodes, &arcs, kueue, &memo)
             .workload_issues
@@ -128,7 +128,7 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
             .collect()
     };
     assert_eq!(flagged(&nodes, &kueue), ["team/rack-of-20"]);
-    assert_eq!(memo.workloads.judged(), 1);
+    assert_eq!(memo.borrow().workloads.judged(), 1);
     assert_eq!(flagged(&nodes, &kueue), ["team/rack-of-20"]);
     for (entry, _) in &mut nodes {
         entry.free.insert(GPU.to_owned(), 0);
@@ -139,7 +139,11 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
         ["team/rack-of-20"],
         "every GPU busy: still fits once others finish"
     );
-    assert_eq!(memo.workloads.judged(), 1, "kept through the pod changes");
+    assert_eq!(
+        memo.borrow().workloads.judged(),
+        1,
+        "kept through the pod changes"
+    );
 
     nodes[0].0.ready = false;
     assert_eq!(
@@ -147,7 +151,11 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
         ["team/rack-of-16", "team/rack-of-20"],
         "r1 lost a node: 12 units in one rack"
     );
-    assert_eq!(memo.workloads.judged(), 2, "a node's health changed");
+    assert_eq!(
+        memo.borrow().workloads.judged(),
+        2,
+        "a node's health changed"
+    );
     nodes[0].0.ready = true;
     nodes[1]
         .0
@@ -157,11 +165,15 @@ fn the_verdicts_are_kept_through_pod_changes_and_judged_again_when_health_or_wor
         flagged(&nodes, &kueue),
         ["team/rack-of-16", "team/rack-of-20"]
     );
-    assert_eq!(memo.workloads.judged(), 3, "a node's allocatable changed");
+    assert_eq!(
+        memo.borrow().workloads.judged(),
+        3,
+        "a node's allocatable changed"
+    );
 
     kueue.workloads.push(workload("one", 1, &[(GPU, 4)], None));
     flagged(&nodes, &kueue);
-    assert_eq!(memo.workloads.judged(), 4, "a workload came");
+    assert_eq!(memo.borrow().workloads.judged(), 4, "a workload came");
 }
 
 /// One gb200 flavor with quota 100, and a workload of 4-GPU pods required in one rack per size in `gpus`

@@ -192,30 +192,33 @@ fn a_health_controller_cordon_is_quarantine_and_an_administrator_cordon_is_unsch
     assert_eq!(reasons(&scan(&admin).unwrap()), ["Unschedulable"]);
 }
 
-/// The scan remembers on a node that it is no GPU node; that holds only in the same scope and health table,
-/// and without DRA devices: anything else scans the node again.
+/// The scan memory remembers that a node version is no GPU node; that holds only in the same scope and
+/// health table, and without DRA devices: anything else scans the node again.
 #[test]
 fn a_remembered_no_gpu_verdict_holds_only_where_it_was_found() {
-    use crate::inventory::dra::DraNode;
-    use crate::inventory::scanner::scan_node_remembered;
+    use crate::inventory::memory::ScanMemory;
+    use std::sync::Arc;
     let table = &HealthTable::with_conditions(&["Acme*Failed".into()]).unwrap();
     // Known as a GPU node only by a condition the cluster's own table names.
     let plain = with_condition(node("c", &[], "True"), "AcmeGpuFanFailed", "True");
-    let node = ClusterNode::from_node(&plain, table);
-    let defaults = ScanScope::of([&node]);
-    assert!(scan_node_remembered(&node, defaults, None).is_none());
-    assert!(node.no_gpu_in.get().is_some(), "the verdict is remembered");
-    assert!(scan_node_remembered(&node, defaults, None).is_none());
+    let node = Arc::new(ClusterNode::from_node(&plain, table));
+    let mut memory = ScanMemory::default();
+    let defaults = ScanScope::of([&*node]);
+    assert!(!memory.known_no_gpu(&node, defaults.key()));
+    assert!(scan_node_in(&node, defaults, None).is_none());
+    memory.remember_no_gpu(&node, defaults.key());
+    assert!(
+        memory.known_no_gpu(&node, defaults.key()),
+        "the verdict is remembered"
+    );
     let named = defaults.with_health(table);
-    let entry =
-        scan_node_remembered(&node, named, None).expect("a GPU node with the cluster's table");
-    assert_eq!(Some(entry), scan_node_in(&node, named, None));
-    // Back in the first scope the verdict is found again, and DRA devices always scan the node.
-    assert!(scan_node_remembered(&node, defaults, None).is_none());
-    let dra = Some(DraNode::default());
-    assert_eq!(
-        scan_node_remembered(&node, defaults, dra.clone()),
-        scan_node_in(&node, defaults, dra)
+    assert!(
+        !memory.known_no_gpu(&node, named.key()),
+        "another health table is another scope"
+    );
+    assert!(
+        scan_node_in(&node, named, None).is_some(),
+        "a GPU node with the cluster's table"
     );
     // A scope with other label signals is another scope.
     let gfd = ClusterNode::of(&self::node(
@@ -223,11 +226,12 @@ fn a_remembered_no_gpu_verdict_holds_only_where_it_was_found() {
         &[("nvidia.com/gfd.timestamp", "1")],
         "True",
     ));
-    let with_gfd = ScanScope::of([&node, &gfd]);
+    let with_gfd = ScanScope::of([&*node, &gfd]);
     assert_ne!(with_gfd, defaults);
-    let before = node.no_gpu_in.get();
-    assert!(scan_node_remembered(&node, with_gfd, None).is_none());
-    assert_ne!(node.no_gpu_in.get(), before, "found again in the new scope");
+    assert!(!memory.known_no_gpu(&node, with_gfd.key()));
+    // Another version of the node (a new `Arc` from the cache) is another node.
+    let again = Arc::new(ClusterNode::from_node(&plain, table));
+    assert!(!memory.known_no_gpu(&again, defaults.key()));
     // What a node adds to the scope is read once and is the same read again.
     assert_eq!(ScanScope::of([&gfd]), ScanScope::of([&gfd]));
     assert!(ScanScope::of([&gfd]).gfd_installed);

@@ -1,4 +1,6 @@
-//! One scan per coalesced change and selector, shared by every publisher that asks for it.
+//! The scan cache: one scan per coalesced change and selector, shared by every publisher that asks for it,
+//! and the one memory the core's rules keep between scans (`inventory::memory::ScanMemory`), beside the scan
+//! service that drives both.
 //!
 //! The publishers (GpuNodes, the status of each GpuInventory, the ConfigMap, the ClusterProperty) used to scan
 //! the same nodes separately after every change. Scans are remembered by selector with the change version
@@ -8,15 +10,14 @@
 //! nodes with every reader the scans were two thirds of the CPU, 900 of them in ten minutes. Changes newer
 //! than the scan a publisher took wake it again. Only the newest scan is kept, so memory holds at most one
 //! inventory per distinct selector, and entries of nodes that did not change between scans are held once
-//! (the memo's [`NodeInterner`]).
+//! (the scan memory's).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::inventory::Inventory;
+use crate::inventory::memory::ScanMemory;
 use crate::inventory::selector::LabelSelector;
-
-use super::interner::NodeInterner;
-use super::model::Inventory;
 
 /// What a scan is as new as: the sources' change version, then the operator's grace epoch (bumped when an
 /// issue held back for a grace period falls due, so the next pass scans again with no change).
@@ -27,27 +28,36 @@ fn covers(at: ScanVersion, wanted: ScanVersion) -> bool {
     at.0 >= wanted.0 && at.1 >= wanted.1
 }
 
-/// The memo. Pure apart from its lock: no I/O, no clock.
+/// The cache. No I/O, no clock: the scan service brings both.
 #[derive(Debug, Default)]
 pub(crate) struct SharedScans {
-    scans: Mutex<HashMap<String, (ScanVersion, Arc<Inventory>)>>,
+    held: Mutex<Held>,
     computed: std::sync::atomic::AtomicU64,
-    interner: NodeInterner,
+    /// The memory's count of entries reused, as of the last scan (read without waiting for a scan).
+    reused: std::sync::atomic::AtomicU64,
+}
+
+/// What the cache holds, under one lock: a scan runs under it, with the memory lent to it.
+#[derive(Debug, Default)]
+struct Held {
+    scans: HashMap<String, (ScanVersion, Arc<Inventory>)>,
+    memory: ScanMemory,
 }
 
 impl SharedScans {
     /// The inventory of what `selector` picks, at least as new as `wanted`. `scan` is called only when no
     /// scan of that selector is as new yet; it returns the version it scanned at (read from the sources
-    /// before their objects, so it never claims a change it lacks; `wanted` or newer), sharing entries
-    /// through the interner it is given.
+    /// before their objects, so it never claims a change it lacks; `wanted` or newer), with the memory it is
+    /// lent.
     pub(crate) fn inventory(
         &self,
         wanted: ScanVersion,
         selector: &LabelSelector,
-        scan: impl FnOnce(&LabelSelector, &NodeInterner) -> (ScanVersion, Inventory),
+        scan: impl FnOnce(&LabelSelector, &mut ScanMemory) -> (ScanVersion, Inventory),
     ) -> Arc<Inventory> {
         let key = selector.to_string();
-        let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let Held { scans, memory } = &mut *held;
         if let Some((at, inventory)) = scans.get(&key)
             && covers(*at, wanted)
         {
@@ -55,7 +65,9 @@ impl SharedScans {
         }
         // Scanning under the lock: a publisher asking meanwhile waits for this scan, and takes it when it
         // is as new as what that publisher asked for, instead of scanning again.
-        let (version, inventory) = scan(selector, &self.interner);
+        let (version, inventory) = scan(selector, memory);
+        self.reused
+            .store(memory.reused(), std::sync::atomic::Ordering::Relaxed);
         let inventory = Arc::new(inventory);
         self.computed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -65,9 +77,9 @@ impl SharedScans {
     }
 
     /// How many GPU node entries scans took from earlier ones without building them (see
-    /// [`NodeInterner`]).
+    /// [`ScanMemory`]).
     pub(crate) fn entries_reused(&self) -> u64 {
-        self.interner.reused()
+        self.reused.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many scans were computed (not served from the memo) so far.
@@ -87,7 +99,7 @@ mod tests {
     use crate::inventory::{ScanInput, scan};
     use crate::sources::dump::parse_node_dump;
 
-    fn cluster(selector: &LabelSelector, interner: &NodeInterner) -> Inventory {
+    fn cluster(selector: &LabelSelector, memory: &mut ScanMemory) -> Inventory {
         let path = format!(
             "{}/tests/fixtures/homelab-nodes.yaml",
             env!("CARGO_MANIFEST_DIR")
@@ -96,18 +108,18 @@ mod tests {
         scan(
             ScanInput::nodes(&read(&nodes))
                 .selector(selector)
-                .interner(interner),
+                .memory(memory),
         )
     }
 
     /// A scan at `version`.
     fn at(
         version: ScanVersion,
-    ) -> impl FnOnce(&LabelSelector, &NodeInterner) -> (ScanVersion, Inventory) {
-        move |selector, interner| (version, cluster(selector, interner))
+    ) -> impl FnOnce(&LabelSelector, &mut ScanMemory) -> (ScanVersion, Inventory) {
+        move |selector, memory| (version, cluster(selector, memory))
     }
 
-    fn never(_: &LabelSelector, _: &NodeInterner) -> (ScanVersion, Inventory) {
+    fn never(_: &LabelSelector, _: &mut ScanMemory) -> (ScanVersion, Inventory) {
         panic!("scanned again")
     }
 
@@ -136,7 +148,7 @@ mod tests {
             "and the same entries, shared"
         );
         assert_eq!(
-            scans.scans.lock().unwrap().len(),
+            scans.held.lock().unwrap().scans.len(),
             1,
             "older versions are dropped"
         );

@@ -1,9 +1,11 @@
-//! Node entries shared between scans, and reused when made from the very same objects.
+//! What one scan keeps for the next: plain data, owned by whoever runs the scans (the operator's scan cache,
+//! `publish::scan_cache`, one per process) and lent to each scan (`ScanInput::memory`). The rules read and
+//! update it through `&mut`: no lock and no global in the core, and a scan given no memory builds everything.
 //!
 //! The operator keeps several inventories alive at once: the status publisher's current scan and the one it
 //! diffs events against, and the ConfigMap's and the GpuNode publisher's scans, each taken after a different
 //! change. A change touches a few nodes, so those inventories hold almost the same entries; built afresh,
-//! each would hold its own copy of every one (at 5,000 DRA nodes, ~33 MiB per inventory). The interner hands
+//! each would hold its own copy of every one (at 5,000 DRA nodes, ~33 MiB per inventory). The memory hands
 //! out the previous scan's `Arc` for an entry equal to the new one, so unchanged nodes are held once
 //! whichever inventories refer to them.
 //!
@@ -12,14 +14,15 @@
 //! hands it out without building it again when those are the very same `Arc`s. At 65,000 nodes that is
 //! 13,000 GPU entries a pass not built, allocated and compared. Identity is a sound test because the caches
 //! replace an object's `Arc` only when it changes, and the record holds the `Arc`s it compares with, so no
-//! freed object's address can come back as a false match.
+//! freed object's address can come back as a false match. The same holds for what the scan derives from a
+//! node alone: what its labels add to the scope, and that it is no GPU node (at 65,000 nodes, reading every
+//! node's labels again for those was over 100 ms a scan): the next scan of an unchanged node costs a lookup.
 //!
-//! It changes no result: an interned or reused entry is equal to the one a fresh scan would build. Entries no
-//! inventory refers to any more are forgotten after each scan.
+//! It changes no result: a kept or shared entry is equal to the one a fresh scan would build. What no
+//! inventory refers to any more is forgotten after each scan.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::allocation::GpuPod;
 use super::cluster_node::{ClusterNode, ScopeKey};
@@ -57,36 +60,48 @@ struct Held {
     made_from: Option<MadeFrom>,
 }
 
-/// The latest entry of every node that some live inventory still refers to, by node name.
+/// What the scan derived from one node version alone. Forgotten with the version: when the memory holds
+/// the last `Arc` of it.
+#[derive(Debug)]
+struct Derived {
+    node: Arc<ClusterNode>,
+    /// What its labels add to a scope, and the vendor tables that read them (their address).
+    scope_signals: Option<(usize, u64)>,
+    /// A scope in which it was found no GPU node (without DRA devices).
+    no_gpu_in: Option<ScopeKey>,
+}
+
+/// What scans keep for the next one; see the module.
 #[derive(Debug, Default)]
-pub struct NodeInterner {
-    entries: Mutex<HashMap<String, Held>>,
-    reused: AtomicU64,
-    /// The Kueue flavors' members and the workloads' verdicts, kept between this scanner's scans
-    /// (`inventory::quotas`).
+pub struct ScanMemory {
+    /// The latest entry of every node that some live inventory still refers to, by node name.
+    entries: HashMap<String, Held>,
+    reused: u64,
+    /// What the scan derived from each node version, by its address (held, so never another's).
+    derived: HashMap<usize, Derived>,
+    /// The Kueue flavors' members and the workloads' verdicts (`inventory::quotas`).
     pub(crate) quotas: crate::inventory::quotas::QuotaMemo,
-    /// The idle holdings' join, kept between scans (`inventory::utilization`).
+    /// The idle holdings' join (`inventory::utilization`).
     pub(crate) idle: crate::inventory::utilization::IdleMemo,
-    /// The entries marked `NvlinkCliqueMissing`, kept between scans (`inventory::topology::nvlink_health`).
+    /// The entries marked `NvlinkCliqueMissing` (`inventory::topology::nvlink_health`).
     pub(crate) clique_marks: crate::inventory::topology::nvlink_health::CliqueMarks,
 }
 
-impl NodeInterner {
+impl ScanMemory {
     /// The shared entry equal to `entry`: the one already held if equal, else `entry` itself, which is
     /// held from now on.
     #[cfg(test)]
-    pub(crate) fn intern(&self, entry: NodeInventory) -> Arc<NodeInventory> {
+    pub(crate) fn intern(&mut self, entry: NodeInventory) -> Arc<NodeInventory> {
         self.intern_made_from(entry, None)
     }
 
-    /// [`NodeInterner::intern`], recording what the entry was made from (or that it is not known).
+    /// [`ScanMemory::intern`], recording what the entry was made from (or that it is not known).
     pub(crate) fn intern_made_from(
-        &self,
+        &mut self,
         entry: NodeInventory,
         made_from: Option<MadeFrom>,
     ) -> Arc<NodeInventory> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = entries.get_mut(&entry.name)
+        if let Some(held) = self.entries.get_mut(&entry.name)
             && *held.entry == entry
         {
             held.made_from = made_from;
@@ -97,48 +112,90 @@ impl NodeInterner {
             entry: entry.clone(),
             made_from,
         };
-        entries.insert(entry.name.clone(), held);
+        self.entries.insert(entry.name.clone(), held);
         entry
     }
 
     /// The entry held for `name` when it was made from this very node version, these very holders (in this
     /// order) and this scope; `None` otherwise.
     pub(crate) fn made_from(
-        &self,
+        &mut self,
         name: &str,
         node: &Arc<ClusterNode>,
         scope: ScopeKey,
         holders: &[&Arc<GpuPod>],
     ) -> Option<Arc<NodeInventory>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let held = entries.get(name)?;
+        let held = self.entries.get(name)?;
         let reused = held
             .made_from
             .as_ref()
             .is_some_and(|made| made.is(node, scope, holders))
             .then(|| held.entry.clone());
         if reused.is_some() {
-            self.reused.fetch_add(1, Ordering::Relaxed);
+            self.reused += 1;
         }
         reused
     }
 
-    /// How many entries [`NodeInterner::made_from`] has handed out so far.
-    pub(crate) fn reused(&self) -> u64 {
-        self.reused.load(Ordering::Relaxed)
+    /// What this node version's labels add to a scope read with the vendor tables at `tables`: as an earlier
+    /// scan read them, else `read()`, kept.
+    pub(crate) fn scope_signals(
+        &mut self,
+        node: &Arc<ClusterNode>,
+        tables: usize,
+        read: impl FnOnce() -> u64,
+    ) -> u64 {
+        let derived = self.derived_of(node);
+        match derived.scope_signals {
+            Some((read_with, signals)) if read_with == tables => signals,
+            _ => {
+                let signals = read();
+                derived.scope_signals = Some((tables, signals));
+                signals
+            }
+        }
     }
 
-    /// Forgets the entries that only the interner still holds (their node changed, left the scan or is
-    /// held by no inventory any more).
-    pub(crate) fn forget_unused(&self) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|_, held| Arc::strong_count(&held.entry) > 1);
+    /// Whether an earlier scan found this very node version, without DRA devices, no GPU node in `scope`.
+    pub(crate) fn known_no_gpu(&self, node: &Arc<ClusterNode>, scope: ScopeKey) -> bool {
+        self.derived
+            .get(&address(node))
+            .is_some_and(|d| d.no_gpu_in == Some(scope))
+    }
+
+    /// Remembers that this node version, without DRA devices, is no GPU node in `scope`.
+    pub(crate) fn remember_no_gpu(&mut self, node: &Arc<ClusterNode>, scope: ScopeKey) {
+        self.derived_of(node).no_gpu_in = Some(scope);
+    }
+
+    fn derived_of(&mut self, node: &Arc<ClusterNode>) -> &mut Derived {
+        self.derived
+            .entry(address(node))
+            .or_insert_with(|| Derived {
+                node: node.clone(),
+                scope_signals: None,
+                no_gpu_in: None,
+            })
+    }
+
+    /// How many entries earlier scans' records handed out so far.
+    pub fn reused(&self) -> u64 {
+        self.reused
+    }
+
+    /// Forgets the entries that only the memory still holds (their node changed, left the scan or is held
+    /// by no inventory any more), and what was derived from node versions the caches no longer hold.
+    pub(crate) fn forget_unused(&mut self) {
+        self.entries
+            .retain(|_, held| Arc::strong_count(&held.entry) > 1);
+        self.derived
+            .retain(|_, derived| Arc::strong_count(&derived.node) > 1);
     }
 
     /// How many entries are held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.entries.len()
     }
 
     /// Whether no entry is held.
@@ -146,6 +203,11 @@ impl NodeInterner {
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// A node version's address: a key while the memory holds its `Arc`.
+fn address(node: &Arc<ClusterNode>) -> usize {
+    Arc::as_ptr(node) as usize
 }
 
 #[cfg(test)]
@@ -160,18 +222,18 @@ mod tests {
 
     #[test]
     fn an_equal_entry_is_shared_and_a_changed_one_replaces_it() {
-        let interner = NodeInterner::default();
-        let first = interner.intern(entry("a", true, 8, &[]));
-        let again = interner.intern(entry("a", true, 8, &[]));
+        let mut memory = ScanMemory::default();
+        let first = memory.intern(entry("a", true, 8, &[]));
+        let again = memory.intern(entry("a", true, 8, &[]));
         assert!(Arc::ptr_eq(&first, &again), "equal entries share one Arc");
 
-        let changed = interner.intern(entry("a", false, 8, &[]));
+        let changed = memory.intern(entry("a", false, 8, &[]));
         assert!(!Arc::ptr_eq(&first, &changed));
         assert!(
             !changed.ready,
             "the new entry is returned, not the held one"
         );
-        let after = interner.intern(entry("a", false, 8, &[]));
+        let after = memory.intern(entry("a", false, 8, &[]));
         assert!(
             Arc::ptr_eq(&changed, &after),
             "the changed entry is held now"
@@ -180,18 +242,18 @@ mod tests {
 
     #[test]
     fn entries_no_inventory_holds_are_forgotten() {
-        let interner = NodeInterner::default();
-        let kept = interner.intern(entry("kept", true, 8, &[]));
-        drop(interner.intern(entry("dropped", true, 8, &[])));
-        interner.forget_unused();
-        assert_eq!(interner.len(), 1);
+        let mut memory = ScanMemory::default();
+        let kept = memory.intern(entry("kept", true, 8, &[]));
+        drop(memory.intern(entry("dropped", true, 8, &[])));
+        memory.forget_unused();
+        assert_eq!(memory.len(), 1);
         assert!(Arc::ptr_eq(
             &kept,
-            &interner.intern(entry("kept", true, 8, &[]))
+            &memory.intern(entry("kept", true, 8, &[]))
         ));
         drop(kept);
-        interner.forget_unused();
-        assert!(interner.is_empty());
+        memory.forget_unused();
+        assert!(memory.is_empty());
     }
 
     #[test]
@@ -201,8 +263,8 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let mut nodes: Vec<Node> = parse_node_dump(&std::fs::read(&path).unwrap(), &path).unwrap();
-        let interner = NodeInterner::default();
-        let before = scan(ScanInput::nodes(&read(&nodes)).interner(&interner));
+        let mut memory = ScanMemory::default();
+        let before = scan(ScanInput::nodes(&read(&nodes)).memory(&mut memory));
         assert!(before.nodes.len() >= 2, "the fixture has several GPU nodes");
 
         let changed = before.nodes[0].name.clone();
@@ -211,12 +273,12 @@ mod tests {
             .find(|n| n.metadata.name.as_deref() == Some(changed.as_str()))
             .unwrap();
         node.spec.get_or_insert_default().unschedulable = Some(true);
-        let after = scan(ScanInput::nodes(&read(&nodes)).interner(&interner));
+        let after = scan(ScanInput::nodes(&read(&nodes)).memory(&mut memory));
 
         assert_eq!(
             after,
             scan(ScanInput::nodes(&read(&nodes))),
-            "interning changes no result"
+            "the memory changes no result"
         );
         for (old, new) in before.nodes.iter().zip(&after.nodes) {
             assert_eq!(
@@ -227,9 +289,9 @@ mod tests {
             );
         }
         drop(before);
-        interner.forget_unused();
+        memory.forget_unused();
         assert_eq!(
-            interner.len(),
+            memory.len(),
             after.nodes.len(),
             "the replaced entry is forgotten"
         );
