@@ -45,35 +45,13 @@ struct Held {
 }
 
 impl SharedScans {
-    /// The inventory of what `selector` picks, at least as new as `wanted`. `scan` is called only when no
-    /// scan of that selector is as new yet; it returns the version it scanned at (read from the sources
-    /// before their objects, so it never claims a change it lacks; `wanted` or newer), with the memory it is
-    /// lent.
-    pub(crate) fn inventory(
-        &self,
-        wanted: ScanVersion,
-        selector: &LabelSelector,
-        scan: impl FnOnce(&LabelSelector, &mut ScanMemory) -> (ScanVersion, Inventory),
-    ) -> Arc<Inventory> {
-        let key = selector.to_string();
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let Held { scans, memory } = &mut *held;
-        if let Some((at, inventory)) = scans.get(&key)
-            && covers(*at, wanted)
-        {
-            return inventory.clone();
+    /// The cache, locked. The publisher holding it scans when no scan is new enough, while the others wait,
+    /// and they take its scan when it is as new as what they asked for, instead of scanning again.
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            held: self.held.lock().unwrap_or_else(|e| e.into_inner()),
+            cache: self,
         }
-        // Scanning under the lock: a publisher asking meanwhile waits for this scan, and takes it when it
-        // is as new as what that publisher asked for, instead of scanning again.
-        let (version, inventory) = scan(selector, memory);
-        self.reused
-            .store(memory.reused(), std::sync::atomic::Ordering::Relaxed);
-        let inventory = Arc::new(inventory);
-        self.computed
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        scans.retain(|_, (at, _)| covers(*at, version));
-        scans.insert(key, (version, inventory.clone()));
-        inventory
     }
 
     /// How many GPU node entries scans took from earlier ones without building them (see
@@ -85,6 +63,47 @@ impl SharedScans {
     /// How many scans were computed (not served from the memo) so far.
     pub(crate) fn computed(&self) -> u64 {
         self.computed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The locked cache: ask it for a scan, else scan with its memory and keep the result.
+pub(crate) struct Locked<'c> {
+    held: std::sync::MutexGuard<'c, Held>,
+    cache: &'c SharedScans,
+}
+
+impl Locked<'_> {
+    /// The scan of what `selector` picks held at least as new as `wanted`, if any.
+    pub(crate) fn covering(
+        &self,
+        wanted: ScanVersion,
+        selector: &LabelSelector,
+    ) -> Option<Arc<Inventory>> {
+        let (at, inventory) = self.held.scans.get(&selector.to_string())?;
+        covers(*at, wanted).then(|| inventory.clone())
+    }
+
+    /// The memory to lend a scan.
+    pub(crate) fn memory(&mut self) -> &mut ScanMemory {
+        &mut self.held.memory
+    }
+
+    /// Keeps `inventory`, the scan of `selector` taken at `version` (read from the sources before their
+    /// objects, so it never claims a change it lacks), and drops the scans older than it.
+    pub(crate) fn keep(
+        mut self,
+        selector: &LabelSelector,
+        version: ScanVersion,
+        inventory: Inventory,
+    ) -> Arc<Inventory> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let inventory = Arc::new(inventory);
+        self.cache.computed.fetch_add(1, Relaxed);
+        self.cache.reused.store(self.held.memory.reused(), Relaxed);
+        let scans = &mut self.held.scans;
+        scans.retain(|_, (at, _)| covers(*at, version));
+        scans.insert(selector.to_string(), (version, inventory.clone()));
+        inventory
     }
 }
 
@@ -121,6 +140,32 @@ mod tests {
 
     fn never(_: &LabelSelector, _: &mut ScanMemory) -> (ScanVersion, Inventory) {
         panic!("scanned again")
+    }
+
+    /// What the scan service does with the cache: the held scan when new enough, else `scan`'s, kept.
+    trait Ask {
+        fn inventory(
+            &self,
+            wanted: ScanVersion,
+            selector: &LabelSelector,
+            scan: impl FnOnce(&LabelSelector, &mut ScanMemory) -> (ScanVersion, Inventory),
+        ) -> Arc<Inventory>;
+    }
+
+    impl Ask for SharedScans {
+        fn inventory(
+            &self,
+            wanted: ScanVersion,
+            selector: &LabelSelector,
+            scan: impl FnOnce(&LabelSelector, &mut ScanMemory) -> (ScanVersion, Inventory),
+        ) -> Arc<Inventory> {
+            let mut cache = self.lock();
+            if let Some(held) = cache.covering(wanted, selector) {
+                return held;
+            }
+            let (version, inventory) = scan(selector, cache.memory());
+            cache.keep(selector, version, inventory)
+        }
     }
 
     #[test]

@@ -56,35 +56,45 @@ impl ScanService {
     /// publishers: a scan another publisher started after this call is taken rather than repeated).
     /// Issues that need a grace period (`IssueReason::needs_grace`) appear once they have lasted it.
     pub(crate) fn inventory(&self, selector: &LabelSelector) -> Arc<Inventory> {
-        let version = self.sources.version();
+        let wanted = (self.sources.version(), self.grace_epoch());
+        let mut cache = self.scans.lock();
+        if let Some(held) = cache.covering(wanted, selector) {
+            return held;
+        }
+        // Read now, under the cache's lock: the changes that came while this publisher waited for it are in
+        // this scan, and the publishers that asked meanwhile take it.
+        let snapshot = self.sources.snapshot();
         let universe = self.sources.node_universe();
-        let epoch = {
-            let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
-            if grace.due.is_some_and(|due| due <= Instant::now()) {
-                grace.due = None;
-                grace.epoch += 1;
-            }
-            grace.epoch
-        };
-        self.scans
-            .inventory((version, epoch), selector, |selector, memory| {
-                // Read now, under the memo's lock: the changes that came while this publisher waited for it
-                // are in this scan, and the publishers that asked meanwhile take it.
-                let snapshot = self.sources.snapshot();
-                let at = (snapshot.version, epoch);
-                let scanned = snapshot.scan(selector, universe, Some(memory));
-                let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
-                let period = grace.period;
-                let (inventory, due) = grace
-                    .per_selector
-                    .entry(selector.to_string())
-                    .or_insert_with(|| Grace::new(period))
-                    .apply(scanned, Instant::now());
-                if let Some(due) = due {
-                    grace.due = Some(grace.due.map_or(due, |d| d.min(due)));
-                }
-                (at, inventory)
-            })
+        let scanned = snapshot.scan(selector, universe, Some(cache.memory()));
+        let inventory = self.graced(selector, scanned);
+        cache.keep(selector, (snapshot.version, wanted.1), inventory)
+    }
+
+    /// The grace epoch, moved on when the first held-back issue fell due (so the pass scheduled for it scans
+    /// again with no change).
+    fn grace_epoch(&self) -> u64 {
+        let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+        if grace.due.is_some_and(|due| due <= Instant::now()) {
+            grace.due = None;
+            grace.epoch += 1;
+        }
+        grace.epoch
+    }
+
+    /// `scanned` with the issues that have not lasted their grace held back, and the time the first of them
+    /// falls due noted.
+    fn graced(&self, selector: &LabelSelector, scanned: Inventory) -> Inventory {
+        let mut grace = self.grace.lock().unwrap_or_else(|e| e.into_inner());
+        let period = grace.period;
+        let (inventory, due) = grace
+            .per_selector
+            .entry(selector.to_string())
+            .or_insert_with(|| Grace::new(period))
+            .apply(scanned, Instant::now());
+        if let Some(due) = due {
+            grace.due = Some(grace.due.map_or(due, |d| d.min(due)));
+        }
+        inventory
     }
 
     /// How long until the next periodic pass: the requeue period, or sooner when an issue held back for its
