@@ -12,7 +12,6 @@ pub mod fleet_args;
 pub mod group_by;
 pub mod idle;
 pub mod idle_args;
-mod listing;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;

@@ -27,7 +27,7 @@ use crate::runtime::health::Health;
 use crate::runtime::leader::{LeaseConfig, default_identity, run_while_leader};
 use crate::runtime::metrics::{Metrics, TargetLabels};
 use crate::runtime::shutdown::Shutdown;
-use crate::sources::{Sources, SourcesConfig};
+use crate::sources::{Readers, Sources, SourcesConfig};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
@@ -65,7 +65,8 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         topology_labels: global.topology_labels.clone(),
         utilization: args.utilization.source()?,
     };
-    let (sources, feed) = Sources::start(client.clone(), &sources_config, health.clone());
+    let readers = Readers::of(&sources_config);
+    let (sources, feed) = Sources::start(client.clone(), readers, health.clone());
     let feed_task = tokio::spawn(feed);
     tokio::select! {
         _ = sources.wait_until_ready() => {}

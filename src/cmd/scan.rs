@@ -1,14 +1,13 @@
 //! `scan`: one read-only pass, from the cluster or from a dump of nodes, pods and DRA objects, printed for humans or
 //! scripts (the tables are in `cmd::render`).
 
+use std::io::Read;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use jiff::Timestamp;
 
 use super::cli::{GlobalArgs, OutputFormat, ScanArgs};
 use super::group_by::GroupBy;
-use super::listing::{dump_snapshot, list_cluster, read_dump};
 use super::render::{self, Table};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
@@ -19,8 +18,9 @@ use crate::inventory::{Inventory, NodeUniverse};
 use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::Detail;
-use crate::sources::Snapshot;
-use crate::sources::kueue::topology::{KueueTopology, levels_of, strip_topology};
+use crate::runtime::client::connect;
+use crate::sources::dump::{Dump, parse_dump};
+use crate::sources::{Cluster, OneShot, Readers, Snapshot, Sources, SourcesConfig};
 
 /// Exit code: every GPU node healthy.
 pub(crate) const EXIT_HEALTHY: u8 = 0;
@@ -118,50 +118,76 @@ pub(crate) async fn scan_inventory(
         }
         None => LabelSelector::default(),
     };
-    let drivers: Arc<[String]> = global.dra_drivers().into();
-    let (snapshot, topologies) = match args.from_file.as_deref() {
-        Some(path) => {
-            let dump = read_dump(path)?;
-            let topologies: Vec<Arc<KueueTopology>> = dump
-                .kueue
-                .iter()
-                .filter(|o| o.types.as_ref().is_some_and(|t| t.kind == "Topology"))
-                .filter_map(strip_topology)
-                .map(Arc::new)
-                .collect();
-            (
-                dump_snapshot(dump, drivers, global.health_table()),
-                topologies,
-            )
-        }
-        None => list_cluster(global, args, drivers).await?,
-    };
-    let flags: Vec<String> = global
-        .topology_labels
-        .iter()
-        .chain(extra_levels.iter().filter(|level| level.as_str() != NVLINK))
-        .cloned()
-        .collect();
-    let activity = match args.utilization.source()? {
-        Some((prometheus, config)) => Some(Arc::new(
-            crate::sources::utilization::read_once(
-                &prometheus,
-                &config,
-                &crate::inventory::utilization::shared_nodes::shared_nodes(&snapshot.nodes),
-            )
-            .await,
-        )),
-        None => None,
-    };
-    let snapshot = Snapshot {
+    let config = SourcesConfig {
+        node_label_selector: args.selector.clone(),
+        dra_drivers: global.dra_drivers(),
         health: global.health_table(),
-        topology: levels_of(&topologies, &flags),
-        activity,
-        ..snapshot
+        topology_labels: global
+            .topology_labels
+            .iter()
+            .chain(extra_levels.iter().filter(|level| level.as_str() != NVLINK))
+            .cloned()
+            .collect(),
+        utilization: args.utilization.source()?,
     };
+    let snapshot = read_once(global, args, &Readers::of(&config)).await?;
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
     Ok(snapshot.scan(&selector, NodeUniverse::Cluster, None))
+}
+
+/// What `readers` read once from the dump `args` name, or else from the cluster, listed page by page. What
+/// could not be read is said once the cluster answered, naming the context where several are read side by
+/// side.
+async fn read_once(global: &GlobalArgs, args: &ScanArgs, readers: &Readers) -> Result<Snapshot> {
+    if let Some(path) = args.from_file.as_deref() {
+        let dump = read_dump(path)?;
+        return Ok(Sources::list_once(readers, &OneShot::Dump(&dump))
+            .await?
+            .objects);
+    }
+    let connection = connect(&global.client_config()).await?;
+    let cluster = Cluster {
+        client: connection.client,
+        url: connection.cluster_url,
+        page: args.chunk_size,
+    };
+    let listed = Sources::list_once(readers, &OneShot::Cluster(cluster)).await?;
+    let context = match global.context.last() {
+        Some(context) => format!("context {context}: "),
+        None => String::new(),
+    };
+    for note in listed.notes {
+        eprintln!(
+            "warning: {}",
+            crate::runtime::terminal_text::visible(&format!("{context}{note}"))
+        );
+    }
+    Ok(listed.objects)
+}
+
+/// The dump at `path` (`-`: stdin); the objects skipped in it are said on stderr.
+fn read_dump(path: &str) -> Result<Dump> {
+    let (bytes, source) = if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::InvalidFlag(format!("reading stdin: {e}")))?;
+        (bytes, "<stdin>".to_owned())
+    } else {
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
+        (bytes, path.to_owned())
+    };
+    let dump = parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+    // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
+    for warning in &dump.warnings {
+        eprintln!(
+            "warning: {}",
+            crate::runtime::terminal_text::visible(warning)
+        );
+    }
+    Ok(dump)
 }
 
 /// The status the operator would write for `inventory`, with every node and each node's DRA devices (the

@@ -4,7 +4,7 @@
 pub mod backoff;
 pub(crate) mod client;
 pub(crate) mod credentials;
-pub(crate) mod health;
+pub mod health;
 pub(crate) mod http;
 pub(crate) mod leader;
 pub mod logging;

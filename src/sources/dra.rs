@@ -6,6 +6,7 @@
 //! [`DISCOVERY_REFRESH`] so they start when the API appears (an upgrade), like a CRD being installed.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -13,10 +14,14 @@ use kube::{Api, Client};
 use tracing::info;
 
 use super::changes::ChangeSignal;
+use super::config::SourcesConfig;
 pub use super::discovery::DISCOVERY_REFRESH;
 use super::discovery::{Discovered, wait_until_served};
+use super::dump::Dump;
+use super::reader::{Cluster, Listed, OneShot, Reader, Start, Store};
+use super::snapshot::Snapshot;
 use super::stripped::{StrippedStore, StrippedWriter, feed, stripped_store};
-use crate::error::describe_kube_error;
+use crate::error::{Error, Result, describe_kube_error};
 use crate::inventory::dra::{DraClaim, DraClass, DraSlice};
 use crate::runtime::backoff;
 use crate::runtime::health::Health;
@@ -42,6 +47,159 @@ impl DraStores {
         self.claims.wait_until_ready().await;
         self.classes.wait_until_ready().await;
     }
+}
+
+/// What the three DRA caches hold at one moment.
+#[derive(Debug, Default)]
+pub struct DraObjects {
+    /// ResourceSlices of the configured drivers.
+    pub slices: Vec<Arc<DraSlice>>,
+    /// Every ResourceClaim.
+    pub claims: Vec<Arc<DraClaim>>,
+    /// Every DeviceClass.
+    pub classes: Vec<Arc<DraClass>>,
+}
+
+impl Store for DraStores {
+    type Objects = DraObjects;
+
+    fn objects(&self) -> DraObjects {
+        DraObjects {
+            slices: self.slices.state(),
+            claims: self.claims.state(),
+            classes: self.classes.state(),
+        }
+    }
+
+    fn until_listed(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.wait_until_ready()
+    }
+}
+
+/// ResourceSlices of the GPU drivers, ResourceClaims and DeviceClasses; none without a driver
+/// (`--dra-driver=`).
+pub(crate) struct DraReader {
+    drivers: Arc<[String]>,
+}
+
+impl DraReader {
+    pub(crate) fn new(config: &SourcesConfig) -> DraReader {
+        DraReader {
+            drivers: config.dra_drivers.clone().into(),
+        }
+    }
+}
+
+impl Reader for DraReader {
+    type Objects = DraObjects;
+    type Store = DraStores;
+
+    fn name(&self) -> &'static str {
+        "dra"
+    }
+
+    fn watch(&self, start: &Start<'_>) -> (DraStores, impl Future<Output = ()> + Send + 'static) {
+        let (stores, feed) = watch_dra(
+            start.client.clone(),
+            self.drivers.to_vec(),
+            start.health.clone(),
+            start.signal.clone(),
+        );
+        let read = !self.drivers.is_empty();
+        let feed = async move {
+            if read {
+                feed.await;
+            }
+        };
+        (stores, feed)
+    }
+
+    async fn ready(&self, stores: &DraStores) {
+        if !self.drivers.is_empty() {
+            stores.wait_until_ready().await;
+        }
+    }
+
+    async fn list_once(&self, from: &OneShot<'_>, _: &Snapshot) -> Result<Listed<DraObjects>> {
+        match from {
+            OneShot::Dump(dump) => Ok(Listed::all(dump_objects(dump, &self.drivers))),
+            OneShot::Cluster(cluster) => {
+                if self.drivers.is_empty() || dra_api_served(&cluster.client).await == Some(false) {
+                    return Ok(Listed::all(DraObjects::default()));
+                }
+                list_objects(cluster, &self.drivers).await.map(Listed::all)
+            }
+        }
+    }
+
+    fn fill(&self, objects: DraObjects, snapshot: &mut Snapshot) {
+        snapshot.slices = objects.slices;
+        snapshot.claims = objects.claims;
+        snapshot.classes = objects.classes;
+    }
+}
+
+/// The DRA objects of a dump, stripped as the watches strip them.
+fn dump_objects(dump: &Dump, drivers: &[String]) -> DraObjects {
+    DraObjects {
+        slices: dump
+            .slices
+            .iter()
+            .filter_map(|s| DraSlice::from_slice(s, drivers))
+            .map(Arc::new)
+            .collect(),
+        claims: dump
+            .claims
+            .iter()
+            .map(|c| Arc::new(DraClaim::from_claim(c)))
+            .collect(),
+        classes: dump
+            .classes
+            .iter()
+            .map(|c| Arc::new(DraClass::from_class(c)))
+            .collect(),
+    }
+}
+
+/// The DRA objects of the drivers, listed page by page (the server serves `resource.k8s.io/v1`).
+async fn list_objects(cluster: &Cluster, drivers: &[String]) -> Result<DraObjects> {
+    let client = &cluster.client;
+    let slices = cluster
+        .list(
+            &Api::<ResourceSlice>::all(client.clone()),
+            cluster.params(),
+            |s| DraSlice::from_slice(&s, drivers).map(Arc::new),
+        )
+        .await
+        .map_err(list_error(&cluster.url, "resourceslices"))?;
+    let claims = cluster
+        .list(
+            &Api::<ResourceClaim>::all(client.clone()),
+            cluster.params(),
+            |c| Some(Arc::new(DraClaim::from_claim(&c))),
+        )
+        .await
+        .map_err(list_error(&cluster.url, "resourceclaims"))?;
+    let classes = cluster
+        .list(
+            &Api::<DeviceClass>::all(client.clone()),
+            cluster.params(),
+            |c| Some(Arc::new(DraClass::from_class(&c))),
+        )
+        .await
+        .map_err(list_error(&cluster.url, "deviceclasses"))?;
+    Ok(DraObjects {
+        slices,
+        claims,
+        classes,
+    })
+}
+
+/// The error of a one-shot list of the DRA kind `what` (its plural) that failed.
+pub(crate) fn list_error(url: &str, what: &str) -> impl FnOnce(kube::Error) -> Error {
+    Error::kube(format!(
+        "listing {what} on {url} (scan needs list on resource.k8s.io {what}; `--dra-driver=` skips DRA)"
+    ))
 }
 
 /// Whether the server serves the DRA resources.

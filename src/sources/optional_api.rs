@@ -3,7 +3,7 @@
 //! that serve it, newest first; [`OptionalApi::watch`] waits until one is served (the store empty and synced
 //! meanwhile, the absence said once, discovery asked again every [`DISCOVERY_REFRESH`]), then watches it as a
 //! [`DynamicObject`] decoded slim ([`SlimDynamic`]: identity, `spec` and `status`) and stripped on arrival, in
-//! pages of [`PAGE`]; [`OptionalApi::list`] is the one-shot `scan`'s read.
+//! pages of [`PAGE`]; [`OptionalApi::list`] is the one-shot read (a reader's `list_once`).
 
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};

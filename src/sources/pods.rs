@@ -8,6 +8,7 @@
 //! fails arrives as a deletion.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -15,8 +16,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 
 use super::changes::ChangeSignal;
+use super::reader::{Listed, OneShot, Reader, Start};
 use super::slim::{SlimPod, map_event};
+use super::snapshot::Snapshot;
 use super::stripped::{StrippedStore, feed, stripped_store};
+use crate::error::{Error, Result};
 use crate::inventory::allocation::GpuPod;
 use crate::runtime::backoff;
 use crate::runtime::health::Health;
@@ -48,6 +52,52 @@ pub fn watch_pods(
         feed("pods", events, &mut writer, &health, &changes).await;
     };
     (store, feed)
+}
+
+/// The GPU pods of every namespace.
+pub(crate) struct PodReader;
+
+impl Reader for PodReader {
+    type Objects = Vec<Arc<GpuPod>>;
+    type Store = PodStore;
+
+    fn name(&self) -> &'static str {
+        "pods"
+    }
+
+    fn watch(&self, start: &Start<'_>) -> (PodStore, impl Future<Output = ()> + Send + 'static) {
+        watch_pods(
+            start.client.clone(),
+            start.health.clone(),
+            start.signal.clone(),
+        )
+    }
+
+    async fn list_once(&self, from: &OneShot<'_>, _: &Snapshot) -> Result<Listed<Self::Objects>> {
+        let cluster = match from {
+            OneShot::Dump(dump) => {
+                let pods = dump.pods.iter().filter_map(GpuPod::from_pod).map(Arc::new);
+                return Ok(Listed::all(pods.collect()));
+            }
+            OneShot::Cluster(cluster) => cluster,
+        };
+        let api: Api<SlimPod> = Api::all(cluster.client.clone());
+        let params = cluster.params().fields(UNFINISHED_PODS);
+        let pods = cluster
+            .list(&api, params, |slim| {
+                GpuPod::from_pod(&Pod::from(slim)).map(Arc::new)
+            })
+            .await
+            .map_err(Error::kube(format!(
+                "listing pods on {} (scan needs list on pods in every namespace)",
+                cluster.url
+            )))?;
+        Ok(Listed::all(pods))
+    }
+
+    fn fill(&self, pods: Self::Objects, snapshot: &mut Snapshot) {
+        snapshot.pods = pods;
+    }
 }
 
 #[cfg(test)]

@@ -214,7 +214,7 @@ fn put<T: PartialEq>(
 
 /// Feeds a watch's events into `writer` until the stream ends, signalling `changes` for every visible change
 /// and telling `health` how the watch named `watch` fares.
-pub(crate) async fn feed<K: ResourceExt, T: PartialEq>(
+pub async fn feed<K: ResourceExt, T: PartialEq>(
     watch: &str,
     events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
     writer: &mut StrippedWriter<K, T>,

@@ -7,6 +7,8 @@
 //! said once (info), the store stays empty and synced, and discovery is asked again every
 //! 30 s (`sources::optional_api`): an upgrade or a `--runtime-config` change starts the watch without a restart.
 
+pub(crate) mod reader;
+
 use k8s_openapi::api::resource::v1::DeviceTaintRuleSpec;
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Client, ResourceExt};

@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,11 +16,13 @@ use crate::cmd::fleet_args::{FleetHubArgs, HubOutput};
 use crate::cmd::render::{ClusterRow, fleet};
 use crate::cmd::scan::{EXIT_ERROR, failed};
 use crate::crd::CLUSTER_PROFILE_API;
-use crate::error::{Error, Result, describe_kube_error};
+use crate::error::Result;
 use crate::inventory::fleet::add_up;
 use crate::inventory::model::ClusterSummary;
 use crate::publish::content::wire::read_summary_value;
 use crate::runtime::client::connect;
+use crate::sources::cluster_profiles::{ClusterProfileList, ClusterProfiles};
+use crate::sources::{Cluster, OneShot, Readers, Sources, SourcesConfig};
 
 /// One ClusterProfile as `fleet` reads it.
 struct Profile {
@@ -48,35 +50,26 @@ pub async fn run(global: &GlobalArgs, args: &FleetHubArgs) -> ExitCode {
     }
 }
 
+/// The hub's ClusterProfiles, read once through their reader, each with its summary, by name.
 async fn profiles(global: &GlobalArgs, args: &FleetHubArgs) -> Result<Vec<Profile>> {
     let connection = connect(&global.client_config()).await?;
-    let (group, version) = CLUSTER_PROFILE_API;
-    let resource = ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: format!("{group}/{version}"),
-        kind: "ClusterProfile".into(),
-        plural: "clusterprofiles".into(),
+    let mut readers = Readers::none(&SourcesConfig::default());
+    readers.register(ClusterProfiles::new(
+        CLUSTER_PROFILE_API,
+        args.namespace.clone(),
+    ));
+    let cluster = Cluster {
+        client: connection.client,
+        url: connection.cluster_url,
+        page: 0,
     };
-    let api: Api<DynamicObject> = match &args.namespace {
-        Some(namespace) => Api::namespaced_with(connection.client, namespace, &resource),
-        None => Api::all_with(connection.client, &resource),
-    };
-    let list = api.list(&ListParams::default()).await.map_err(|e| match &e {
-        kube::Error::Api(status) if status.code == 404 => Error::InvalidFlag(format!(
-            "{} serves no ClusterProfiles ({group}/{version}): is it a multi-cluster hub? A cluster manager \
-             (Open Cluster Management, or any KEP-4322 one) installs them (docs/fleet.md)",
-            connection.cluster_url
-        )),
-        _ => Error::InvalidFlag(format!(
-            "cannot list ClusterProfiles on {}: {} (grant list on clusterprofiles.{group})",
-            connection.cluster_url,
-            describe_kube_error(&e)
-        )),
-    })?;
-    let mut profiles: Vec<Profile> = list
-        .items
-        .iter()
+    let snapshot = Sources::list_once(&readers, &OneShot::Cluster(cluster))
+        .await?
+        .objects;
+    let listed = snapshot.slots.get::<ClusterProfileList>();
+    let mut profiles: Vec<Profile> = listed
+        .into_iter()
+        .flat_map(|list| &list.0)
         .map(|p| profile(p, &args.property))
         .collect();
     profiles.sort_by(|a, b| a.name.cmp(&b.name));

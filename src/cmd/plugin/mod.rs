@@ -29,7 +29,7 @@ use crate::inventory::selector::parse_selector;
 use crate::runtime::client::connect;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
-use crate::sources::{Sources, SourcesConfig};
+use crate::sources::{Readers, Sources, SourcesConfig};
 use colour::colourise;
 
 /// The executable name kubectl looks for to run `kubectl gpu-inventory`.
@@ -283,7 +283,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
             .collect(),
         utilization: args.utilization.source()?,
     };
-    let (sources, feed) = Sources::start(connection.client, &config, health.clone());
+    let (sources, feed) = Sources::start(connection.client, Readers::of(&config), health.clone());
     let feed = tokio::spawn(feed);
     let mut changes = sources.changes();
     if tokio::time::timeout(FIRST_LIST_TIMEOUT, sources.wait_until_ready())

@@ -4,6 +4,7 @@
 //! server serves (`v1beta2`, then `v1beta1`): absent with one info line while Kueue's CRDs are not served,
 //! watched once they are, without a restart. RBAC: list and watch only.
 
+pub(crate) mod reader;
 mod strip;
 pub mod topology;
 
@@ -194,24 +195,6 @@ impl KueueStores {
             workloads,
         };
         (stores, feed)
-    }
-
-    /// Stores holding nothing, synced: Kueue not served (the fast tier's sources).
-    #[cfg(test)]
-    pub(crate) fn absent() -> KueueStores {
-        fn absent<T: PartialEq>() -> StrippedStore<T> {
-            let (store, mut writer) =
-                super::stripped::stripped_store(|_: &k8s_openapi::api::core::v1::Node| None::<T>);
-            writer.mark_absent();
-            store
-        }
-        KueueStores {
-            flavors: absent(),
-            cluster_queues: absent(),
-            cohorts: absent(),
-            local_queues: absent(),
-            workloads: absent(),
-        }
     }
 
     /// Resolves once every watch has its first list (or knows its API absent).

@@ -8,6 +8,7 @@
 //! the source is absent (one info line), and discovery looks again (`sources::optional_api`): installing
 //! Kueue later starts the watch without a restart.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use kube::ResourceExt;
@@ -15,8 +16,12 @@ use kube::api::DynamicObject;
 use tracing::warn;
 
 use super::KUEUE_GROUP;
+use crate::error::Result;
 use crate::inventory::topology::TopologyLevels;
+use crate::sources::config::SourcesConfig;
 use crate::sources::optional_api::OptionalApi;
+use crate::sources::reader::{Listed, OneShot, Reader, Start};
+use crate::sources::snapshot::Snapshot;
 use crate::sources::stripped::StrippedStore;
 
 /// The versions of Kueue's API that serve Topologies, newest first.
@@ -88,6 +93,67 @@ pub const TOPOLOGIES: OptionalApi = OptionalApi {
     purpose: "their levels are topology levels",
     quiet_absence: false,
 };
+
+/// Kueue's Topologies, whose levels join the built-in table's and `--topology-label`'s.
+pub(crate) struct TopologyReader {
+    flags: Vec<String>,
+}
+
+impl TopologyReader {
+    pub(crate) fn new(config: &SourcesConfig) -> TopologyReader {
+        TopologyReader {
+            flags: config.topology_labels.clone(),
+        }
+    }
+}
+
+impl Reader for TopologyReader {
+    type Objects = Vec<Arc<KueueTopology>>;
+    type Store = TopologyStore;
+
+    fn name(&self) -> &'static str {
+        TOPOLOGIES.plural
+    }
+
+    fn watch(
+        &self,
+        start: &Start<'_>,
+    ) -> (TopologyStore, impl Future<Output = ()> + Send + 'static) {
+        TOPOLOGIES.watch(
+            start.client.clone(),
+            start.health.clone(),
+            start.signal.clone(),
+            strip_topology,
+        )
+    }
+
+    /// Not waited for: their levels enrich the scan, and a Topology watch that is forbidden (an older RBAC
+    /// without the rule) or slow must not hold back the inventory. Their levels arrive as a change, and the
+    /// next scan reads the nodes' places at them.
+    async fn ready(&self, _: &TopologyStore) {}
+
+    async fn list_once(&self, from: &OneShot<'_>, _: &Snapshot) -> Result<Listed<Self::Objects>> {
+        let (topologies, note) = match from {
+            OneShot::Dump(dump) => {
+                let topologies = dump
+                    .kueue
+                    .iter()
+                    .filter(|o| o.types.as_ref().is_some_and(|t| t.kind == TOPOLOGIES.kind))
+                    .filter_map(strip_topology);
+                (topologies.collect(), None)
+            }
+            OneShot::Cluster(cluster) => TOPOLOGIES.list(&cluster.client, strip_topology).await,
+        };
+        Ok(Listed {
+            objects: topologies.into_iter().map(Arc::new).collect(),
+            notes: note.into_iter().collect(),
+        })
+    }
+
+    fn fill(&self, topologies: Self::Objects, snapshot: &mut Snapshot) {
+        snapshot.topology = levels_of(&topologies, &self.flags);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@
 
 pub mod prometheus;
 pub mod promql;
+pub(crate) mod reader;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
