@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use gpu_inventory_operator::inventory::model::{Holder, Holding, NodeInventory, ResourceMap};
-use gpu_inventory_operator::inventory::utilization::{Activity, IdleMemo, Reading, assess};
+use gpu_inventory_operator::inventory::utilization::{IdleMemo, Reading, Round, assess};
 use gpu_inventory_operator::sources::utilization::IdleSince;
 use gpu_inventory_operator::sources::utilization::prometheus::read_answer;
 
@@ -121,7 +121,7 @@ fn round(body: &[u8], since: &mut IdleSince, nodes: &[Arc<NodeInventory>]) -> u6
     let now = jiff::Timestamp::now();
     let samples = read_answer(200, body).expect("the answer reads");
     let idle = since.mark(&samples, now, WINDOW);
-    let activity = Activity {
+    let activity = Round {
         source: "http://prometheus:9090".into(),
         window: "30m".into(),
         rule: String::new(),
@@ -202,9 +202,9 @@ fn main() {
             marks.push(start.elapsed());
             drop(marked);
             let idle = IdleSince::default().mark(&samples, jiff::Timestamp::now(), WINDOW);
-            let activity = Activity {
+            let activity = Round {
                 reading: Reading::Current(idle),
-                ..Activity::default()
+                ..Round::default()
             };
             let start = Instant::now();
             std::hint::black_box(assess(&nodes, &activity));

@@ -6,8 +6,9 @@
 #      the times of the last run, target/test-logs/times.txt), each with `--skip fault_` and the gates' skips;
 #      most of their time is waiting (quiet windows, watches, the controllers), not CPU. tests/soak.rs runs
 #      among them whole, one test at a time: its fault test stops API servers of its own, not the shared one;
-#   4. the fault tier: tests/faults.rs and tests/chaos.rs (every test named fault_*), which stop and start the
-#      shared API server or load it to its limits: alone, one test at a time;
+#   4. the fault tier: the tests named fault_* of tests/faults.rs and tests/chaos.rs, which stop and start the
+#      shared API server, delete its shared CRD or load it to its limits: alone, one test at a time (the other
+#      tests of those files ran in step 3);
 #   5. last, alone, one binary after another, what changes the shared cluster for everyone: tests/quiet_fleet.rs
 #      (4,000 NotReady nodes: for minutes after they are deleted the node lifecycle controller is still busy with
 #      them, past other tests' deadlines: seen taints not lifted in 16 s, NotReady not marked in 96 s) and
@@ -76,7 +77,7 @@ fi
 is_in() { local x="$1"; shift; [[ " $* " == *" ${x} "* ]]; }
 last_time() { printf '%s\n' "${previous_times}" | awk -v n="$1" '$1 == n { print $2; found = 1 } END { if (!found) print 20 }'; }
 mapfile -t order < <(for name in "${wanted[@]}"; do
-  is_in "${name}" "${FAULT_BINARIES[@]}" "${ALONE_BINARIES[@]}" && continue
+  is_in "${name}" "${ALONE_BINARIES[@]}" && continue
   echo "$(last_time "${name}") ${name}"
 done | sort -k1,1nr -k2 | awk '{ print $2 }')
 
@@ -116,12 +117,13 @@ fi
 wait
 phase concurrent
 
-# The fault tier: alone, one test at a time (every test of those binaries is named fault_*).
+# The fault tier: alone, one test at a time, the tests named fault_* of those binaries (their other tests ran
+# among the concurrent ones, with `--skip fault_`).
 for name in "${FAULT_BINARIES[@]}"; do
   [[ -n "${exe[${name}]:-}" ]] || continue
   (($# == 0)) || is_in "${name}" "$@" || continue
   # shellcheck disable=SC2086
-  run "${name}" "${LOGS}/${name}.log" --test-threads=1 ${skips}
+  run "${name}-fault-tier" "${LOGS}/${name}-fault-tier.log" --test-threads=1 ${skips} fault_
 done
 phase fault-tier
 

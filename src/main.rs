@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
-use gpu_inventory_operator::cmd::{fit, fleet, idle, plugin, quotas, run, scan};
+use gpu_inventory_operator::cmd::{fit, fleet, plugin, quotas, run, scan, utilization};
 use gpu_inventory_operator::publish::crd::crd_yaml;
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         Command::Scan(args) => once(scan::run(&cli.global, &args)),
         Command::Fit(args) => once(fit::run(&cli.global, &args)),
         Command::Quotas(args) => once(quotas::run(&cli.global, &args)),
-        Command::Idle(args) => once(idle::run(&cli.global, &args)),
+        Command::Utilization(args) => once(utilization::run(&cli.global, &args)),
         Command::Fleet(args) => once(fleet::hub::run(&cli.global, &args)),
         Command::Run(args) => {
             // The signal handlers are tasks: they are set up inside the runtime.

@@ -1,6 +1,8 @@
 //! Faults and bad input against the real local control plane: outages, RBAC gaps, deleted objects, foreign
-//! writers, oversize content, signals. These tests run one at a time, after the others (`make test`): some
-//! stop the API server or delete the shared CRD. Every test name starts with `fault_`.
+//! writers, oversize content, signals. The tests whose name starts with `fault_` change the shared cluster for
+//! everyone (they stop the API server, delete the shared CRD or load it with thousands of nodes): `make test`
+//! runs them one at a time, after the others (the fault tier). The rest keep to objects, users and operators
+//! of their own and run among the other binaries.
 
 mod common;
 
@@ -147,7 +149,7 @@ async fn fault_apiserver_outage_is_survived_and_caught_up() {
 }
 
 #[tokio::test]
-async fn fault_unreachable_apiserver_at_startup_gives_up_after_the_timeout() {
+async fn an_unreachable_apiserver_at_startup_is_given_up_after_the_timeout() {
     let mut config = kube::config::Kubeconfig::read_from(common::kubeconfig_path()).unwrap();
     for cluster in &mut config.clusters {
         if let Some(c) = cluster.cluster.as_mut() {
@@ -331,7 +333,7 @@ async fn missing_permission_is_reported_and_recovers(
 }
 
 #[tokio::test]
-async fn fault_without_list_nodes_the_operator_says_so_and_recovers() {
+async fn without_list_nodes_the_operator_says_so_and_recovers() {
     missing_permission_is_reported_and_recovers(
         "fault-rbac-nodes",
         ("nodes", "list"),
@@ -341,7 +343,7 @@ async fn fault_without_list_nodes_the_operator_says_so_and_recovers() {
 }
 
 #[tokio::test]
-async fn fault_without_list_pods_the_operator_says_so_and_recovers() {
+async fn without_list_pods_the_operator_says_so_and_recovers() {
     // An RBAC from before the pod watch: the operator names the missing rule and publishes nothing it
     // cannot know (no allocation from an empty pod list); it converges once the rule is granted.
     missing_permission_is_reported_and_recovers(
@@ -353,7 +355,7 @@ async fn fault_without_list_pods_the_operator_says_so_and_recovers() {
 }
 
 #[tokio::test]
-async fn fault_without_list_resourceclaims_the_operator_says_so_and_recovers() {
+async fn without_list_resourceclaims_the_operator_says_so_and_recovers() {
     // The same for DRA on a server that serves it: no allocation from an empty claim list.
     let client = common::client().await;
     common::dra::require_dra(&client, "fault-rbac-claims").await;
@@ -366,7 +368,7 @@ async fn fault_without_list_resourceclaims_the_operator_says_so_and_recovers() {
 }
 
 #[tokio::test]
-async fn fault_without_status_patch_the_operator_says_so_and_recovers() {
+async fn without_status_patch_the_operator_says_so_and_recovers() {
     missing_permission_is_reported_and_recovers(
         "fault-rbac-status",
         ("gpuinventories/status", "patch"),
@@ -481,7 +483,7 @@ async fn fault_a_deleted_crd_is_reinstalled_or_reported() {
 }
 
 #[tokio::test]
-async fn fault_a_foreign_status_writer_is_undone_without_a_write_war() {
+async fn a_foreign_status_writer_is_undone_without_a_write_war() {
     let env = TestEnv::new("fault-foreign").await;
     env.load_fixture("homelab-nodes.yaml").await;
     let operator = env.start_operator("2s");
@@ -663,7 +665,7 @@ async fn fault_5000_gpu_nodes_each_get_a_gpunode_and_the_aggregates_stay_within_
 }
 
 #[tokio::test]
-async fn fault_sigterm_mid_work_exits_0_within_5_s_leaving_valid_objects() {
+async fn sigterm_mid_work_exits_0_within_5_s_leaving_valid_objects() {
     let env = TestEnv::new("fault-sigterm").await;
     env.load_fixture("homelab-nodes.yaml").await;
     let mut operator = env.start_operator("2s");

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::allocation::node;
-use common::prometheus::idle_fleet::{
+use common::prometheus::utilization_fleet::{
     BACK, CONVERGE, GPU, HOLD, MIG, ROUND, bound_pod, gpunode_idle, gpunode_idle_entries,
     h100_node, held, history, idle_of, mig_node, operator_for, other_namespace, state,
     wait_gpunode_idle,

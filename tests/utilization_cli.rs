@@ -5,7 +5,7 @@
 mod common;
 
 use common::TestEnv;
-use common::prometheus::idle_fleet::{GPU, h100_node, held, history};
+use common::prometheus::utilization_fleet::{GPU, h100_node, held, history};
 use common::prometheus::{self, dcgm_labels};
 use jiff::ToSpan;
 

@@ -52,8 +52,9 @@ pub enum Command {
     Quotas(super::quotas_args::QuotasArgs),
     /// Which held GPUs sat idle through the window (dcgm-exporter's activity in Prometheus, joined with who
     /// holds each GPU): per namespace, then per pod or claim. Exit code: 0 none idle, 1 some, 2 error or
-    /// Prometheus's answer unknown.
-    Idle(super::idle_args::IdleArgs),
+    /// Prometheus's answer unknown. (`idle` is the same command.)
+    #[command(visible_alias = "idle")]
+    Utilization(super::utilization_args::UtilizationArgs),
     /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties
     /// (about.k8s.io), read from the hub's ClusterProfiles (multicluster.x-k8s.io), with no credentials to the
     /// members (docs/fleet.md). Exit code: 0 read, 2 error or a summary that cannot be read.
@@ -258,7 +259,7 @@ pub struct RunArgs {
     pub startup_timeout: Duration,
     /// Which held GPUs sit idle, from dcgm-exporter's series in Prometheus (docs/utilization.md).
     #[command(flatten)]
-    pub utilization: super::utilization_args::UtilizationArgs,
+    pub utilization: super::utilization_source_args::UtilizationSourceArgs,
 }
 
 /// Flags of `scan`.
@@ -305,7 +306,7 @@ pub struct ScanArgs {
     pub status_nodes_budget: Option<usize>,
     /// Which held GPUs sit idle (an IDLE column, `namespaces[].idle`), from Prometheus.
     #[command(flatten)]
-    pub utilization: super::utilization_args::UtilizationArgs,
+    pub utilization: super::utilization_source_args::UtilizationSourceArgs,
 }
 
 impl ScanArgs {

@@ -1,5 +1,5 @@
 //! How every duration flag reads, in a leaf file: the command line and the flag groups of their own
-//! (`utilization_args.rs`) name it, and the command line names those groups.
+//! (`utilization_source_args.rs`) name it, and the command line names those groups.
 
 use std::time::Duration;
 

@@ -10,17 +10,17 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-mod cluster_property;
+mod fleet;
 mod gpu_node_entry;
 mod gpunode;
-mod quota;
+mod quotas;
 mod topology;
 mod utilization;
 
-pub use cluster_property::*;
+pub use fleet::*;
 pub use gpu_node_entry::*;
 pub use gpunode::*;
-pub use quota::*;
+pub use quotas::*;
 pub use topology::*;
 pub use utilization::*;
 

@@ -11,7 +11,6 @@
 //! - [`metrics`]: the inventories' gauges on `/metrics`;
 //! - [`crd`], `crd_watch`, `default_inventory`: the CRD and the default inventory the others rely on.
 
-pub(crate) mod cluster_property;
 pub(crate) mod configmap;
 pub mod content;
 pub mod crd;
@@ -19,6 +18,7 @@ pub(crate) mod crd_watch;
 pub(crate) mod default_inventory;
 pub(crate) mod driver;
 pub(crate) mod events;
+pub(crate) mod fleet;
 pub(crate) mod gpunodes;
 pub mod metrics;
 pub(crate) mod scan_cache;

@@ -14,7 +14,7 @@ use crate::inventory::health::HealthTable;
 use crate::inventory::memory::ScanMemory;
 use crate::inventory::selector::LabelSelector;
 use crate::inventory::topology::TopologyLevels;
-use crate::inventory::utilization::Activity;
+use crate::inventory::utilization::Round;
 use crate::inventory::{Inventory, NodeUniverse, ScanInput, scan};
 
 /// What the sources held at one moment, tagged with the change version it is at least as new as.
@@ -45,7 +45,7 @@ pub struct Snapshot {
     /// The selector the node watch lists by (`--node-label-selector`), when it watches a subset.
     pub watched: Option<Arc<LabelSelector>>,
     /// The held GPUs' activity, where the utilization source is on.
-    pub activity: Option<Arc<Activity>>,
+    pub utilization: Option<Arc<Round>>,
     /// What readers without a field put here, one value per type (the hub's ClusterProfiles).
     pub slots: Slots,
 }
@@ -78,8 +78,8 @@ impl Snapshot {
         if let Some(watched) = &self.watched {
             input = input.watched_by(watched);
         }
-        if let Some(activity) = &self.activity {
-            input = input.activity(activity);
+        if let Some(round) = &self.utilization {
+            input = input.utilization(round);
         }
         scan(match memory {
             Some(memory) => input.memory(memory),

@@ -12,7 +12,7 @@ use crate::cmd::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use crate::cmd::group_by::GroupBy;
 use crate::cmd::render::{ClusterRow, fleet, fleet_nodes};
 use crate::cmd::scan::{EXIT_ERROR, EXIT_HEALTHY, EXIT_ISSUES, exit_code, scan_status};
-use crate::cmd::utilization_args::UtilizationArgs;
+use crate::cmd::utilization_source_args::UtilizationSourceArgs;
 use crate::crd::GpuInventoryStatus;
 use crate::inventory::fleet::{add_up, summarize};
 use crate::inventory::model::{ClusterSummary, FleetTotals};
@@ -28,7 +28,7 @@ pub(crate) struct AcrossArgs<'a> {
     /// `-l`.
     pub(crate) selector: Option<String>,
     /// `--prometheus-url` and the rest, the same for every cluster.
-    pub(crate) utilization: UtilizationArgs,
+    pub(crate) utilization: UtilizationSourceArgs,
 }
 
 /// One cluster read: its summary and its status as `scan` prints it.

@@ -75,7 +75,7 @@ pub struct PluginArgs {
     pub(crate) color: Color,
     /// With `--prometheus-url`, an IDLE column: the held units that sat idle (docs/utilization.md).
     #[command(flatten)]
-    pub utilization: super::utilization_args::UtilizationArgs,
+    pub utilization: super::utilization_source_args::UtilizationSourceArgs,
     /// kubectl's --kubeconfig, --context (and --log-format, for RUST_LOG diagnostics).
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -94,8 +94,10 @@ pub(crate) enum PluginCommand {
     /// can never be admitted (as `gpu-inventory-operator quotas`). Exit code: 0 none, 1 some issue, 2 error.
     Quotas(super::quotas_args::QuotasArgs),
     /// Which held GPUs sat idle through the window, per namespace and per pod or claim (as
-    /// `gpu-inventory-operator idle`; needs `--prometheus-url`). Exit code: 0 none, 1 some, 2 error.
-    Idle(super::idle_args::IdleArgs),
+    /// `gpu-inventory-operator utilization`; needs `--prometheus-url`). Exit code: 0 none, 1 some, 2 error.
+    /// (`idle` is the same command.)
+    #[command(visible_alias = "idle")]
+    Utilization(super::utilization_args::UtilizationArgs),
     /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties,
     /// read from the hub's ClusterProfiles (as `gpu-inventory-operator fleet`). Exit code: 0 read, 2 error.
     Fleet(FleetHubArgs),
@@ -158,13 +160,13 @@ pub async fn run(args: PluginArgs) -> ExitCode {
         }
         return super::quotas::run(&args.global, quotas).await;
     }
-    if let Some(PluginCommand::Idle(idle)) = &args.command {
+    if let Some(PluginCommand::Utilization(idle)) = &args.command {
         // `kubectl gpu-inventory --prometheus-url URL idle` as well as `... idle --prometheus-url URL`.
         let mut idle = idle.clone();
         if idle.utilization.prometheus_url.is_none() {
             idle.utilization = args.utilization.clone();
         }
-        return super::idle::run(&args.global, &idle).await;
+        return super::utilization::run(&args.global, &idle).await;
     }
     let color = match args.color {
         Color::Always => true,
@@ -192,12 +194,12 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
         Some(PluginCommand::Fit(fit)) => {
             super::fleet::fit_across::run(&args.global, &args.fleet, fit, contexts).await
         }
-        Some(PluginCommand::Quotas(_) | PluginCommand::Idle(_) | PluginCommand::Fleet(_)) => {
-            refuse(
-                "several contexts are read by the table and by `fit`; `quotas`, `idle` and `fleet` read one \
+        Some(
+            PluginCommand::Quotas(_) | PluginCommand::Utilization(_) | PluginCommand::Fleet(_),
+        ) => refuse(
+            "several contexts are read by the table and by `fit`; `quotas`, `idle` and `fleet` read one \
              cluster (give one --context)",
-            )
-        }
+        ),
         None if args.watch => refuse("-w/--watch follows one cluster; give one --context"),
         None if args.group_by != GroupBy::Node => refuse(
             "--group-by across clusters: the fleet's table has one row per cluster (-o wide: per node); \

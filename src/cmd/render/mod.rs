@@ -6,18 +6,18 @@
 mod columns;
 mod devices;
 mod fleet;
-mod idle;
 mod quotas;
 mod summaries;
 mod topology;
+mod utilization;
 
 use columns::columns;
 pub(crate) use columns::columns as fleet_columns;
 pub(crate) use fleet::{ClusterRow, fleet};
-pub(crate) use idle::idle;
 pub(crate) use quotas::quotas;
 use summaries::{namespace_table, product_table, vendor_table};
 use topology::PlaceColumns;
+pub(crate) use utilization::utilization;
 
 use std::collections::BTreeMap;
 

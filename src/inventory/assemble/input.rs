@@ -10,7 +10,7 @@ use crate::inventory::memory::ScanMemory;
 use crate::inventory::quotas::KueueInput;
 use crate::inventory::selector::LabelSelector;
 use crate::inventory::topology::TopologyLevels;
-use crate::inventory::utilization::Activity;
+use crate::inventory::utilization::Round;
 use crate::inventory::vendors::vendor_table::VendorTables;
 
 /// What the nodes handed to a scan are: the whole cluster, or a subset (the operator watches only
@@ -45,7 +45,7 @@ pub struct ScanInput<'a> {
     /// The selector that picked the nodes handed in, when they are a subset (`--node-label-selector`).
     pub(super) watched: Option<&'a LabelSelector>,
     /// The held GPUs' activity, when read: the scan then says which holdings sit idle.
-    pub(super) activity: Option<&'a Arc<Activity>>,
+    pub(super) utilization: Option<&'a Arc<Round>>,
 }
 
 impl<'a> ScanInput<'a> {
@@ -117,8 +117,8 @@ impl<'a> ScanInput<'a> {
 
     /// The held GPUs' activity ([`crate::inventory::utilization`]): the inventory gets a utilization report
     /// and the nodes their idle holdings.
-    pub fn activity(mut self, activity: &'a Arc<Activity>) -> ScanInput<'a> {
-        self.activity = Some(activity);
+    pub fn utilization(mut self, round: &'a Arc<Round>) -> ScanInput<'a> {
+        self.utilization = Some(round);
         self
     }
 

@@ -15,7 +15,7 @@ use crate::inventory::scanner::{self, ScanScope};
 use crate::inventory::selector::LabelMatcher;
 use crate::inventory::topology;
 use crate::inventory::totals;
-use crate::inventory::utilization::{self, Activity};
+use crate::inventory::utilization::{self, Round};
 
 /// Scans the nodes the selector picks, in two passes: whether GPU Feature Discovery runs anywhere among them,
 /// then each node with its DRA devices (nodes that are not GPU nodes are left out), its pods' and claims'
@@ -73,7 +73,7 @@ pub fn scan(mut input: ScanInput<'_>) -> Inventory {
             memo,
         ));
     }
-    if let Some(activity) = input.activity {
+    if let Some(activity) = input.utilization {
         put_idle(&mut inventory, activity, memory.as_deref_mut());
     }
     if let Some(memory) = memory {
@@ -216,7 +216,7 @@ fn place_all<'a, 'n>(
 /// Joins the held GPUs with their activity: the report, and beside the entries each node's idle holdings.
 /// With a memory, only the nodes that changed since its last scan under this activity are joined, and an
 /// unchanged node keeps the very list it had (see [`utilization::IdleMemo`]).
-fn put_idle(inventory: &mut Inventory, activity: &Arc<Activity>, memory: Option<&mut ScanMemory>) {
+fn put_idle(inventory: &mut Inventory, activity: &Arc<Round>, memory: Option<&mut ScanMemory>) {
     let assessment = match memory {
         Some(memory) => memory.idle.put_idle(&inventory.nodes, activity),
         None => utilization::assess(&inventory.nodes, activity),

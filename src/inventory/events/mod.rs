@@ -14,8 +14,8 @@ use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
 
 mod event;
-mod idle;
 mod quotas;
+mod utilization;
 
 use event::event;
 pub(crate) use event::{InventoryEvent, MAX_EVENTS_PER_KIND};
@@ -93,7 +93,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     issue_events(&mut events, &before, &after);
     domain_events(&mut events, old, new);
     quotas::quota_events(&mut events, old, new);
-    idle::idle_events(&mut events, old, new);
+    utilization::idle_events(&mut events, old, new);
     events.extend(demand_event(old, new));
     events
 }

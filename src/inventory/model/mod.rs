@@ -11,7 +11,7 @@ mod fleet;
 mod holding;
 mod issue;
 mod node_inventory;
-mod quota;
+mod quotas;
 mod resource_map;
 mod shared_gpu;
 mod topology;
@@ -27,7 +27,7 @@ pub use fleet::{ClusterSummary, FleetProduct, FleetTotals, ProductSummary};
 pub use holding::{Basis, Equivalent, Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
-pub use quota::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};
+pub use quotas::{FlavorQuota, QuotaIssue, QuotaIssueReason, QuotaReport, WorkloadIssue};
 pub use resource_map::ResourceMap;
 pub use shared_gpu::{GpuPart, Occupancy, SharedGpu};
 pub use topology::{

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use super::activity::{Activity, Reading};
 use super::found::Found;
 use super::index::SeriesIndex;
 use super::place::{Place, measures, pick, places_of};
 use super::report::{NodePart, add, finished, report_of};
+use super::round::{Reading, Round};
 use super::series::IdleSeries;
 use super::shared::{Busy, is_share, place_on_device};
 use crate::inventory::model::{IdleByNode, IdleHolding, NodeInventory, UtilizationReport};
@@ -31,7 +31,7 @@ pub struct NodeJoin {
 
 /// Joins the idle series with the nodes' holdings. An `Unknown` reading gives no figure at all: withheld,
 /// not zero.
-pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Activity) -> Assessment {
+pub fn assess(nodes: &[Arc<NodeInventory>], activity: &Round) -> Assessment {
     let mut report = report_of(activity);
     let Reading::Current(idle) = &activity.reading else {
         return Assessment {

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use super::activity::{Activity, Reading};
 use super::index::SeriesIndex;
 use super::join::{Assessment, node_idle};
 use super::report::{NodePart, add, finished, report_of};
+use super::round::{Reading, Round};
 use crate::inventory::model::{IdleByNode, IdleHolding, NodeInventory, UtilizationReport};
 
 /// The last scan's join; see the module.
@@ -20,7 +20,7 @@ pub struct IdleMemo {
 
 #[derive(Debug)]
 struct Kept {
-    activity: Arc<Activity>,
+    activity: Arc<Round>,
     index: SeriesIndex,
     report: UtilizationReport,
     /// Per node joined, in the scan's order (by name): the entry it was joined from and its idle holdings.
@@ -42,11 +42,7 @@ impl IdleMemo {
     /// Each node's idle holdings and the report, joining only what changed since the last call under this
     /// very `activity`. `nodes` are in name order, as `Inventory::nodes` keeps them (any order is joined
     /// right; out of order, more is joined again).
-    pub fn put_idle(
-        &mut self,
-        nodes: &[Arc<NodeInventory>],
-        activity: &Arc<Activity>,
-    ) -> Assessment {
+    pub fn put_idle(&mut self, nodes: &[Arc<NodeInventory>], activity: &Arc<Round>) -> Assessment {
         let Reading::Current(idle) = &activity.reading else {
             self.kept = None;
             return Assessment {

@@ -3,25 +3,25 @@
 //!
 //! The source (`sources::utilization`) asks Prometheus which GPU series stayed below the threshold through the
 //! whole window, reads each answer's labels into an [`IdleSeries`] ([`series`]), and hands the scan an
-//! [`Activity`]. Here, without I/O, each idle series is matched to a holding ([`join`]): by DRA claim, by pod
+//! [`Round`]. Here, without I/O, each idle series is matched to a holding ([`join`]): by DRA claim, by pod
 //! (either label spelling), or by the node's device or single holder where the pod labels are missing; a
 //! shared GPU's series on every holder of it, and a busy shared GPU on no one ([`shared`]). A GPU that no
 //! series names is unknown, never idle.
 
-pub mod activity;
 mod found;
 pub mod index;
 pub mod join;
 pub mod memo;
 mod place;
 mod report;
+pub mod round;
 pub mod series;
 mod shared;
 pub mod shared_nodes;
 
-pub use activity::{Activity, Reading};
 pub use join::{Assessment, NodeJoin, assess};
 pub use memo::IdleMemo;
+pub use round::{Reading, Round};
 pub use series::{IdleSeries, SeriesHolder};
 
 #[cfg(test)]

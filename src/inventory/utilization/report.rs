@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::activity::{Activity, Reading};
+use super::round::{Reading, Round};
 use crate::inventory::model::{IdleHolding, NodeInventory, UtilizationReport, UtilizationState};
 
 /// The report of `activity` before any node is joined: its state, and why, or the rule.
-pub(super) fn report_of(activity: &Activity) -> UtilizationReport {
+pub(super) fn report_of(activity: &Round) -> UtilizationReport {
     let (state, message) = match &activity.reading {
         Reading::Unknown(reason) => (UtilizationState::Unknown, reason.clone()),
         Reading::Current(_) => {

@@ -62,8 +62,8 @@ pub(super) fn series(labels: &[(&'static str, &'static str)], since: i64) -> Idl
     IdleSeries::of_labels(label, at(since))
 }
 
-pub(super) fn current(idle: Vec<IdleSeries>) -> Activity {
-    Activity {
+pub(super) fn current(idle: Vec<IdleSeries>) -> Round {
+    Round {
         source: "http://prometheus:9090".into(),
         window: "30m".into(),
         rule: "idle: below 1% through 30m".into(),
@@ -250,7 +250,7 @@ fn an_unknown_reading_withholds_every_figure() {
         1,
         vec![holding(pod("ml", "p"), "nvidia.com/gpu", 1, None)],
     )];
-    let activity = Activity {
+    let activity = Round {
         reading: Reading::Unknown("Prometheus unreachable: connection refused".into()),
         ..current(vec![])
     };
@@ -373,7 +373,7 @@ fn the_kept_join_equals_the_whole_join_and_joins_only_what_changed() {
     assert_eq!(found, assess(&nodes, &next));
     assert!(found.report.idle.is_empty() && found.report.namespaces.is_empty());
     assert!(found.by_node.is_empty());
-    let unknown = Arc::new(Activity {
+    let unknown = Arc::new(Round {
         reading: Reading::Unknown("Prometheus unreachable".into()),
         ..current(Vec::new())
     });

@@ -5,8 +5,8 @@
 //! with the busy series of the nodes that share their GPUs (`shared_nodes`, read from the node cache at each
 //! round), refuses an answer past `--utilization-max-series` without fetching it, then fetches the series and
 //! reads their labels ([`IdleSeries`]). Each keeps the `since` it was first found idle with ([`IdleSince`]),
-//! so that a round that finds the same [`Activity`] changes nothing and notifies no one. A failed round
-//! keeps the last answer for `--utilization-hold` (saying so: [`Activity::held`]), since one slow answer
+//! so that a round that finds the same [`Round`] changes nothing and notifies no one. A failed round
+//! keeps the last answer for `--utilization-hold` (saying so: [`Round::held`]), since one slow answer
 //! from a loaded Prometheus would otherwise withhold every idle figure and rewrite each GpuNode showing one
 //! twice (at 65,000 nodes that doubled the GpuNode writes under churn); past the hold, or with no answer
 //! yet, the reading is `Unknown` with the reason. The next try comes after a backoff (5 s doubling to the
@@ -21,7 +21,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::inventory::utilization::{Activity, IdleSeries, Reading};
+use crate::inventory::utilization::{IdleSeries, Reading, Round};
 use crate::runtime::backoff::Policy;
 use crate::sources::changes::ChangeSignal;
 use prometheus::{Answer, Prometheus, QueryError, Sample};
@@ -49,10 +49,10 @@ const RETRY: Policy = Policy {
     ignore_resets_within: Duration::ZERO,
 };
 
-/// The latest [`Activity`], shared by the round task and the scans, and whether a round has ended yet.
+/// The latest [`Round`], shared by the round task and the scans, and whether a round has ended yet.
 #[derive(Clone, Debug, Default)]
 pub struct UtilizationStore {
-    activity: Arc<Mutex<Option<Arc<Activity>>>>,
+    activity: Arc<Mutex<Option<Arc<Round>>>>,
     asked: Arc<tokio::sync::watch::Sender<bool>>,
     /// How long a round may take: two queries, each within the timeout.
     round_limit: Duration,
@@ -72,7 +72,7 @@ impl UtilizationStore {
     }
 
     /// The latest activity; `None` where the source is off.
-    pub fn state(&self) -> Option<Arc<Activity>> {
+    pub fn state(&self) -> Option<Arc<Round>> {
         self.activity
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -80,7 +80,7 @@ impl UtilizationStore {
     }
 
     /// Replaces the activity; whether it changed.
-    fn set(&self, activity: Activity) -> bool {
+    fn set(&self, activity: Round) -> bool {
         let mut held = self.activity.lock().unwrap_or_else(|e| e.into_inner());
         if held.as_deref() == Some(&activity) {
             return false;
@@ -124,7 +124,7 @@ pub fn watch_utilization(
             }
             let previous = feed_store.state();
             let (reading, held) = last.after(result, now, config.hold, previous.as_deref());
-            if feed_store.set(Activity {
+            if feed_store.set(Round {
                 reading,
                 held,
                 ..base.clone()
@@ -149,21 +149,21 @@ pub async fn read_once(
     client: &Prometheus,
     config: &UtilizationConfig,
     shared: &[String],
-) -> Activity {
+) -> Round {
     let now = jiff::Timestamp::now();
     let reading = match idle_series(client, config, shared, &mut IdleSince::default(), now).await {
         Ok(idle) => Reading::Current(idle),
         Err(e) => Reading::Unknown(e.to_string()),
     };
-    Activity {
+    Round {
         reading,
         ..unasked(client, config)
     }
 }
 
 /// The activity before any round.
-fn unasked(client: &Prometheus, config: &UtilizationConfig) -> Activity {
-    Activity {
+fn unasked(client: &Prometheus, config: &UtilizationConfig) -> Round {
+    Round {
         source: client.source(),
         window: promql::duration(config.query.window),
         rule: rule(&config.query),
@@ -186,7 +186,7 @@ impl LastAnswer {
         result: Result<Vec<IdleSeries>, QueryError>,
         now: jiff::Timestamp,
         hold: Duration,
-        previous: Option<&Activity>,
+        previous: Option<&Round>,
     ) -> (Reading, Option<String>) {
         let error = match result {
             Ok(idle) => {
@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn the_store_says_whether_the_activity_changed() {
         let store = UtilizationStore::default();
-        let activity = Activity::default();
+        let activity = Round::default();
         assert!(store.set(activity.clone()));
         assert!(!store.set(activity), "the same activity changes nothing");
         assert!(store.state().is_some());
@@ -351,10 +351,10 @@ mod tests {
             |name| (name == "pod").then_some("a"),
             at(1_000),
         )];
-        let published = |reading: Reading, held: Option<String>| Activity {
+        let published = |reading: Reading, held: Option<String>| Round {
             reading,
             held,
-            ..Activity::default()
+            ..Round::default()
         };
         let mut last = LastAnswer::default();
 

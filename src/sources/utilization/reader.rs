@@ -8,7 +8,7 @@ use super::prometheus::Prometheus;
 use super::{UtilizationConfig, UtilizationStore, read_once, watch_utilization};
 use crate::error::Result;
 use crate::inventory::cluster_node::ClusterNode;
-use crate::inventory::utilization::Activity;
+use crate::inventory::utilization::Round;
 use crate::inventory::utilization::shared_nodes::shared_nodes;
 use crate::sources::reader::{Listed, OneShot, Reader, Start, Store};
 use crate::sources::snapshot::Snapshot;
@@ -30,9 +30,9 @@ impl UtilizationReader {
 }
 
 impl Store for UtilizationStore {
-    type Objects = Option<Arc<Activity>>;
+    type Objects = Option<Arc<Round>>;
 
-    fn objects(&self) -> Option<Arc<Activity>> {
+    fn objects(&self) -> Option<Arc<Round>> {
         self.state()
     }
 
@@ -42,7 +42,7 @@ impl Store for UtilizationStore {
 }
 
 impl Reader for UtilizationReader {
-    type Objects = Option<Arc<Activity>>;
+    type Objects = Option<Arc<Round>>;
     type Store = UtilizationStore;
 
     fn name(&self) -> &'static str {
@@ -102,6 +102,6 @@ impl Reader for UtilizationReader {
     }
 
     fn fill(&self, activity: Self::Objects, snapshot: &mut Snapshot) {
-        snapshot.activity = activity;
+        snapshot.utilization = activity;
     }
 }

@@ -4,7 +4,7 @@
 //! history and the process are the test kit's (`testkit::prometheus`); this starts one per test, under
 //! `target/test-logs/<id>-prometheus`.
 
-pub mod idle_fleet;
+pub mod utilization_fleet;
 
 use std::path::{Path, PathBuf};
 

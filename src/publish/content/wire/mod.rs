@@ -10,17 +10,17 @@
 //! - `utilization`: the idle holdings and the utilization report, both ways.
 
 mod aggregate;
-mod cluster_summary;
+mod fleet;
 mod node_entry;
-mod quota;
+mod quotas;
 mod read_back;
 mod topology;
 mod utilization;
 
 pub use aggregate::{conditions, free_by_vendor, namespace, problem_node, product, resource};
-pub use cluster_summary::{read_summary_value, summary_value};
+pub use fleet::{read_summary_value, summary_value};
 pub use node_entry::{Detail, device, issue, node_entry};
-pub use quota::{WORKLOAD_ISSUES_LIMIT, quota_entry, read_quotas, workload_issues};
+pub use quotas::{WORKLOAD_ISSUES_LIMIT, quota_entry, read_quotas, workload_issues};
 pub use read_back::published_inventory;
 pub use topology::{places, read_places, read_summary, summary as topology_summary};
 pub use utilization::{idle_entry, read_idle_entry, read_utilization, utilization_status};

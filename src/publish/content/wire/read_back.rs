@@ -50,7 +50,7 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .iter()
             .filter_map(super::topology::read_summary)
             .collect(),
-        quotas: super::quota::read_quotas(status),
+        quotas: super::quotas::read_quotas(status),
         utilization: status
             .utilization
             .as_ref()

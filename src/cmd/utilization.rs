@@ -5,15 +5,17 @@
 use std::process::ExitCode;
 
 use super::cli::{GlobalArgs, ScanArgs};
-use super::idle_args::{IdleArgs, IdleJson, IdleOutput, NamespaceIdle, NodeIdle};
 use super::render;
 use super::scan::{EXIT_ERROR, failed, scan_inventory};
+use super::utilization_args::{
+    NamespaceIdle, NodeIdle, UtilizationArgs, UtilizationJson, UtilizationOutput,
+};
 use crate::error::{Error, Result};
 use crate::inventory::model::UtilizationState;
 use crate::publish::content::wire;
 
 /// Prints the idle GPUs; the exit code says whether any sat idle.
-pub async fn run(global: &GlobalArgs, args: &IdleArgs) -> ExitCode {
+pub async fn run(global: &GlobalArgs, args: &UtilizationArgs) -> ExitCode {
     match report(global, args).await {
         Ok((text, code)) => {
             print!("{text}");
@@ -24,7 +26,7 @@ pub async fn run(global: &GlobalArgs, args: &IdleArgs) -> ExitCode {
 }
 
 /// The text to print and the exit code.
-async fn report(global: &GlobalArgs, args: &IdleArgs) -> Result<(String, u8)> {
+async fn report(global: &GlobalArgs, args: &UtilizationArgs) -> Result<(String, u8)> {
     if args.utilization.prometheus_url.is_none() {
         return Err(Error::InvalidFlag(
             "--prometheus-url is required: the Prometheus holding dcgm-exporter's series (or set \
@@ -40,7 +42,7 @@ async fn report(global: &GlobalArgs, args: &IdleArgs) -> Result<(String, u8)> {
     let Some(report) = &inventory.utilization else {
         return Err(Error::InvalidFlag("the activity was not read".into()));
     };
-    let json = IdleJson {
+    let json = UtilizationJson {
         utilization: wire::utilization_status(report),
         namespaces: report
             .namespaces
@@ -64,14 +66,14 @@ async fn report(global: &GlobalArgs, args: &IdleArgs) -> Result<(String, u8)> {
         UtilizationState::Current => u8::from(!json.nodes.is_empty()),
     };
     let text = match args.output {
-        IdleOutput::Json => {
+        UtilizationOutput::Json => {
             serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
                 + "\n"
         }
-        IdleOutput::Yaml => {
+        UtilizationOutput::Yaml => {
             serde_saphyr::to_string(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
         }
-        IdleOutput::Table => render::idle(&json),
+        UtilizationOutput::Table => render::utilization(&json),
     };
     Ok((text, code))
 }

@@ -1,11 +1,11 @@
 //! `idle`'s tables: the state, the idle units per namespace, then each idle holding with its node.
 
 use super::columns::columns;
-use crate::cmd::idle_args::IdleJson;
+use crate::cmd::utilization_args::UtilizationJson;
 use crate::runtime::terminal_text::visible;
 
 /// The state line, then the two tables (or a line saying none is idle).
-pub(crate) fn idle(report: &IdleJson) -> String {
+pub(crate) fn utilization(report: &UtilizationJson) -> String {
     let u = &report.utilization;
     let mut text = format!(
         "Utilization: {} (source {}, window {})\n  {}\n",

@@ -4,7 +4,7 @@ use super::series::IdleSeries;
 
 /// What the utilization source last read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Activity {
+pub struct Round {
     /// Where it is read (the Prometheus URL, without credentials).
     pub source: String,
     /// The window a GPU must stay idle through, as written (`30m`).
