@@ -41,13 +41,13 @@ unit-test: ## Unit tests (no cluster): the operator's and the test kit's
 
 # Integration tests: against GPUINV_TEST_KUBECONFIG when set, else against the local control plane, by
 # hack/integration-tests.sh (its header says what runs when): the test binaries TEST_JOBS at a time (1: one after
-# another; 4 runs them concurrently, not yet green: see CONTRIBUTING.md), each one's output in
+# another; 4, the default, four at a time: see CONTRIBUTING.md), each one's output in
 # target/test-logs/<binary>.log; then the fault tier (the tests named fault_* in tests/faults.rs and tests/chaos.rs:
 # they stop and start the API server) alone, one test at a time; last, alone, tests/quiet_fleet.rs and
 # tests/quotas_crds.rs (they change the shared cluster for everyone). tests/soak.rs (the soak's 1-minute form on
 # an etcd + kube-apiserver of its own) runs among the others. `make test-compat` runs only the version-sensitive
 # subset (tests/compat-tests.txt). TESTS="quotas faults" runs only those binaries.
-TEST_JOBS ?= 1
+TEST_JOBS ?= 4
 TESTS ?=
 integration-test: ## Integration tests against the running cluster, test binaries concurrently (TEST_JOBS at a time; logs in target/test-logs/), then the fault tests alone; tests that do not apply to the server's version (tests/version-gates.txt) are not run and are listed by name; every step runs, failures are summarised
 	CARGO="$(CARGO)" TEST_JOBS="$(TEST_JOBS)" hack/integration-tests.sh $(TESTS)

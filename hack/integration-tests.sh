@@ -2,7 +2,7 @@
 # The integration tests (tests/*.rs) against the running cluster, as `make integration-test` runs them:
 #   1. the version gates (hack/test-gates.sh: tests that do not apply to the server are not run, listed by name);
 #   2. examples/ and every test binary built (`cargo test --no-run`);
-#   3. the test binaries concurrently, TEST_JOBS at a time (default 1: one after another), the slowest first (by
+#   3. the test binaries concurrently, TEST_JOBS at a time (default 4; 1: one after another), the slowest first (by
 #      the times of the last run, target/test-logs/times.txt), each with `--skip fault_` and the gates' skips;
 #      most of their time is waiting (quiet windows, watches, the controllers), not CPU. tests/soak.rs runs
 #      among them whole, one test at a time: its fault test stops API servers of its own, not the shared one;
@@ -23,7 +23,7 @@ set -euo pipefail
 ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT_DIR}"
 CARGO="${CARGO:-cargo}"
-JOBS="${TEST_JOBS:-1}"
+JOBS="${TEST_JOBS:-4}"
 LOGS="target/test-logs"
 # The binaries whose tests named fault_* stop and start the shared API server: the fault tier.
 FAULT_BINARIES=(faults chaos)
