@@ -1,7 +1,7 @@
 //! One reader shape (issue 55): a reader is its module and one registration. A toy reader defined only here,
 //! ConfigMaps with the test's label counted by name, is registered beside the operator's own readers with one
 //! line, and both paths deliver its objects from the real API server: the watch that `run` and the plugin's
-//! `--watch` start ([`Sources::start`]), and the one-shot read of `scan`, `fit`, `quotas`, `idle` and the
+//! `--watch` start ([`Sources::start`]), and the one-shot read of `scan`, `fit`, `quotas`, `utilization` and the
 //! fleet commands ([`Sources::list_once`]).
 
 mod common;
