@@ -83,9 +83,10 @@ done | sort -k1,1nr -k2 | awk '{ print $2 }')
 
 # RUN NAME LOG ARGS...: one test binary, from the repository root as cargo runs it; its line in results.txt.
 run() {
+  # NAME is the binary's, or BINARY@PART for a part of it run on its own (its line says which).
   local name="$1" log="$2" start=${SECONDS} rc=0 counts
   shift 2
-  CARGO_MANIFEST_DIR="${ROOT_DIR}" "${exe[${name}]}" "$@" >"${log}" 2>&1 || rc=$?
+  CARGO_MANIFEST_DIR="${ROOT_DIR}" "${exe[${name%%@*}]}" "$@" >"${log}" 2>&1 || rc=$?
   counts="$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "${log}")"
   [[ -n "${counts}" ]] || counts="0 0 0"
   echo "${name} ${rc} $((SECONDS - start)) ${counts} ${log}" >>"${LOGS}/results.txt"
@@ -123,7 +124,7 @@ for name in "${FAULT_BINARIES[@]}"; do
   [[ -n "${exe[${name}]:-}" ]] || continue
   (($# == 0)) || is_in "${name}" "$@" || continue
   # shellcheck disable=SC2086
-  run "${name}-fault-tier" "${LOGS}/${name}-fault-tier.log" --test-threads=1 ${skips} fault_
+  run "${name}@fault-tier" "${LOGS}/${name}-fault-tier.log" --test-threads=1 ${skips} fault_
 done
 phase fault-tier
 
