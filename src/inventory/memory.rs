@@ -15,13 +15,15 @@
 //! 13,000 GPU entries a pass not built, allocated and compared. Identity is a sound test because the caches
 //! replace an object's `Arc` only when it changes, and the record holds the `Arc`s it compares with, so no
 //! freed object's address can come back as a false match. The same holds for what the scan derives from a
-//! node alone: what its labels add to the scope, and that it is no GPU node (at 65,000 nodes, reading every
-//! node's labels again for those was over 100 ms a scan): the next scan of an unchanged node costs a lookup.
+//! node alone in a scope, that it is no GPU node (at 65,000 nodes, reading every CPU node again for it was
+//! most of a scan): the next scan of an unchanged node costs a lookup. What its labels add to the scope is a
+//! function of the labels alone, read once when the node is made (`ClusterNode::scope_signals`).
 //!
 //! It changes no result: a kept or shared entry is equal to the one a fresh scan would build. What no
 //! inventory refers to any more is forgotten after each scan.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use super::allocation::GpuPod;
@@ -60,15 +62,12 @@ struct Held {
     made_from: Option<MadeFrom>,
 }
 
-/// What the scan derived from one node version alone. Forgotten with the version: when the memory holds
-/// the last `Arc` of it.
+/// A node version found to be no GPU node (without DRA devices) in a scope. Forgotten with the version:
+/// when the memory holds the last `Arc` of it.
 #[derive(Debug)]
-struct Derived {
+struct NoGpu {
     node: Arc<ClusterNode>,
-    /// What its labels add to a scope, and the vendor tables that read them (their address).
-    scope_signals: Option<(usize, u64)>,
-    /// A scope in which it was found no GPU node (without DRA devices).
-    no_gpu_in: Option<ScopeKey>,
+    scope: ScopeKey,
 }
 
 /// What scans keep for the next one; see the module.
@@ -77,8 +76,8 @@ pub struct ScanMemory {
     /// The latest entry of every node that some live inventory still refers to, by node name.
     entries: HashMap<String, Held>,
     reused: u64,
-    /// What the scan derived from each node version, by its address (held, so never another's).
-    derived: HashMap<usize, Derived>,
+    /// The node versions found to be no GPU node, by address (held, so never another's).
+    no_gpu: HashMap<usize, NoGpu, BuildHasherDefault<AddressHasher>>,
     /// The Kueue flavors' members and the workloads' verdicts (`inventory::quotas`).
     pub(crate) quotas: crate::inventory::quotas::QuotaMemo,
     /// The idle holdings' join (`inventory::utilization`).
@@ -137,45 +136,20 @@ impl ScanMemory {
         reused
     }
 
-    /// What this node version's labels add to a scope read with the vendor tables at `tables`: as an earlier
-    /// scan read them, else `read()`, kept.
-    pub(crate) fn scope_signals(
-        &mut self,
-        node: &Arc<ClusterNode>,
-        tables: usize,
-        read: impl FnOnce() -> u64,
-    ) -> u64 {
-        let derived = self.derived_of(node);
-        match derived.scope_signals {
-            Some((read_with, signals)) if read_with == tables => signals,
-            _ => {
-                let signals = read();
-                derived.scope_signals = Some((tables, signals));
-                signals
-            }
-        }
-    }
-
     /// Whether an earlier scan found this very node version, without DRA devices, no GPU node in `scope`.
     pub(crate) fn known_no_gpu(&self, node: &Arc<ClusterNode>, scope: ScopeKey) -> bool {
-        self.derived
+        self.no_gpu
             .get(&address(node))
-            .is_some_and(|d| d.no_gpu_in == Some(scope))
+            .is_some_and(|held| held.scope == scope)
     }
 
     /// Remembers that this node version, without DRA devices, is no GPU node in `scope`.
     pub(crate) fn remember_no_gpu(&mut self, node: &Arc<ClusterNode>, scope: ScopeKey) {
-        self.derived_of(node).no_gpu_in = Some(scope);
-    }
-
-    fn derived_of(&mut self, node: &Arc<ClusterNode>) -> &mut Derived {
-        self.derived
-            .entry(address(node))
-            .or_insert_with(|| Derived {
-                node: node.clone(),
-                scope_signals: None,
-                no_gpu_in: None,
-            })
+        let held = NoGpu {
+            node: node.clone(),
+            scope,
+        };
+        self.no_gpu.insert(address(node), held);
     }
 
     /// How many entries earlier scans' records handed out so far.
@@ -188,8 +162,8 @@ impl ScanMemory {
     pub(crate) fn forget_unused(&mut self) {
         self.entries
             .retain(|_, held| Arc::strong_count(&held.entry) > 1);
-        self.derived
-            .retain(|_, derived| Arc::strong_count(&derived.node) > 1);
+        self.no_gpu
+            .retain(|_, held| Arc::strong_count(&held.node) > 1);
     }
 
     /// How many entries are held.
@@ -208,6 +182,30 @@ impl ScanMemory {
 /// A node version's address: a key while the memory holds its `Arc`.
 fn address(node: &Arc<ClusterNode>) -> usize {
     Arc::as_ptr(node) as usize
+}
+
+/// Hashes an address by one multiplication (Fibonacci hashing): tens of thousands of lookups a scan, where
+/// the std hasher's SipHash cost more than the lookup. Addresses are not chosen by anyone who could attack it.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, address: usize) {
+        // The product's high bits mixed down: an aligned address's low bits are zero, and so would the
+        // product's be (the table picks buckets by the low bits).
+        let product = (address as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = product ^ (product >> 29);
+    }
 }
 
 #[cfg(test)]

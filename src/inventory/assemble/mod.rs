@@ -32,7 +32,7 @@ pub fn scan(mut input: ScanInput<'_>) -> Inventory {
         topology: input.topology,
         ..ScanScope::default()
     };
-    let scope = scope_of(&selected, tables, memory.as_deref_mut());
+    let scope = ScanScope::of_nodes(selected.iter().map(|s| s.node), tables);
     let mut holders = Holders::of(&input.pods, input.shared.map(|shared| shared.pods));
     let mut scanned = scan_selected(&selected, scope, &mut dra, &holders, memory.as_deref_mut());
     // What the entries do not tell, for the GPU nodes only (the others have no entry to ask for it).
@@ -80,26 +80,6 @@ pub fn scan(mut input: ScanInput<'_>) -> Inventory {
         memory.forget_unused();
     }
     inventory
-}
-
-/// The scope of the selected nodes, read with `tables`: each node version's signals read once when the
-/// scan has a memory and the caches' `Arc`s.
-fn scope_of<'t>(
-    selected: &[Selected<'_>],
-    tables: ScanScope<'t>,
-    mut memory: Option<&mut ScanMemory>,
-) -> ScanScope<'t> {
-    let empty = tables.tables_only();
-    let read_with = tables.vendors.address();
-    let signals = selected.iter().fold(0, |bits, at| {
-        bits | match (memory.as_deref_mut(), at.arc) {
-            (Some(memory), Some(arc)) => {
-                memory.scope_signals(arc, read_with, || empty.signals_of(at.node))
-            }
-            _ => empty.signals_of(at.node),
-        }
-    });
-    empty.with_signals(signals)
 }
 
 /// The nodes the selector picks, each with its cache's `Arc` when the scan has them.

@@ -32,6 +32,10 @@ pub struct ClusterNode {
     pub conditions: Option<Box<[Condition]>>,
     /// There was no Node object: only ResourceSlices name the node (a dump of slices alone).
     pub from_slices_only: bool,
+    /// What the node's labels add to a scan's scope, read by the built-in vendor tables when the node was
+    /// made (`scanner::read_scope_signals`): the tables' address and the signals. A function of the labels,
+    /// so two equal nodes hold the same; `None` where the maker did not read it (the scan reads it then).
+    pub scope_signals: Option<(usize, u64)>,
 }
 
 impl ClusterNode {

@@ -24,6 +24,13 @@ pub fn scan_node(node: &ClusterNode) -> Option<NodeInventory> {
     scan_node_in(node, ScanScope::of([node]), None)
 }
 
+/// What `node`'s labels add to a scan's scope, read with the built-in vendor tables, with those tables'
+/// address: what a node's maker keeps on it (`ClusterNode::scope_signals`).
+pub fn read_scope_signals(node: &ClusterNode) -> (usize, u64) {
+    let scope = ScanScope::default();
+    (scope.vendors.address(), scope.read_signals(node))
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -66,8 +66,16 @@ impl<'t> ScanScope<'t> {
     }
 
     /// What `node`'s labels add to a scope read with these vendor tables, as [`ScanScope::signals`] encodes
-    /// it.
+    /// it: as the node's maker read them when with the same tables, else read now.
     pub(crate) fn signals_of(&self, node: &ClusterNode) -> u64 {
+        match node.scope_signals {
+            Some((tables, signals)) if tables == self.vendors.address() => signals,
+            _ => self.read_signals(node),
+        }
+    }
+
+    /// What `node`'s labels add to a scope read with these vendor tables, read now.
+    pub(crate) fn read_signals(&self, node: &ClusterNode) -> u64 {
         let reader = LabelReader::new(Some(&node.labels));
         let mut own = ScanScope::default();
         for table in self.vendors.iter() {
