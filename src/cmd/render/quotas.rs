@@ -1,13 +1,14 @@
 //! `quotas`' tables: one row per Kueue flavor and resource (the quota against the healthy units of the
 //! flavor's nodes), then the pending workloads that can never be admitted, then every issue's message.
 
-use super::columns::columns;
+use super::columns::{aligned, columns};
 use crate::crd::GpuInventoryStatus;
 use crate::runtime::terminal_text::visible;
 
 /// The quota table, the workloads that cannot fit and the issues' messages; `None` when the status holds no
-/// quota (Kueue not installed, or no ResourceFlavor and ClusterQueue).
-pub(crate) fn quotas(status: &GpuInventoryStatus) -> Option<String> {
+/// quota (Kueue not installed, or no ResourceFlavor and ClusterQueue). Unless `headers`, only the quota
+/// table's rows (`--no-headers`).
+pub(crate) fn quotas(status: &GpuInventoryStatus, headers: bool) -> Option<String> {
     if status.quotas.is_empty() && status.workload_issues.is_empty() {
         return None;
     }
@@ -38,6 +39,9 @@ pub(crate) fn quotas(status: &GpuInventoryStatus) -> Option<String> {
         "FLAVOR", "RESOURCE", "QUOTA", "BORROW", "HEALTHY", "GPUS", "FREE", "NODES", "QUEUES",
         "ISSUES",
     ];
+    if !headers {
+        return Some(aligned(&header, &rows, false));
+    }
     let mut out = columns(&header, &rows);
     if !status.workload_issues.is_empty() {
         let rows: Vec<Vec<String>> = status
