@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
 use gpu_inventory_operator::cmd::{completion, fit, fleet, plugin, quotas, run, scan, utilization};
 use gpu_inventory_operator::runtime::logging;
@@ -27,7 +27,9 @@ fn main() -> ExitCode {
     }
     match cli.command.unwrap_or(Command::Run(Box::new(cli.run))) {
         Command::Crd(args) => completion::crd(&args),
-        Command::Completion(args) => completion::completion(&args, false),
+        Command::Completion(args) => {
+            completion::completion(&args, Cli::command(), "gpu-inventory-operator")
+        }
         Command::Scan(args) => once(scan::run(&cli.global, &args)),
         Command::Fit(args) => once(fit::run(&cli.global, &args)),
         Command::Quotas(args) => once(quotas::run(&cli.global, &args)),

@@ -3,38 +3,30 @@
 
 use std::process::ExitCode;
 
-use clap::CommandFactory;
 use serde::Serialize;
 
-use super::cli::Cli;
 use super::crd_args::{CompletionArgs, CrdArgs, Shell};
 use super::output::stdout::emit;
 use super::output::{OutputFormat, formatted, object_name};
-use super::plugin::{PLUGIN_NAME, PluginArgs};
 use super::render::aligned;
 use super::scan::failed;
 use crate::publish::crd::{crd_yaml, crds};
 
-/// Prints the completion script of the operator's command line (`plugin`: of the kubectl plugin, for the
-/// executable `kubectl-gpu_inventory`).
-pub fn completion(args: &CompletionArgs, plugin: bool) -> ExitCode {
-    emit(&script(args.shell, plugin), ExitCode::SUCCESS)
+/// Prints the completion script of `command` (the operator's command line, or the kubectl plugin's) for the
+/// executable `name`. The command is handed in: the command lines name this module, not the other way round.
+pub fn completion(args: &CompletionArgs, mut command: clap::Command, name: &str) -> ExitCode {
+    emit(&script(args.shell, &mut command, name), ExitCode::SUCCESS)
 }
 
 /// The script for `shell`.
-pub(crate) fn script(shell: Shell, plugin: bool) -> String {
-    let (mut command, name) = if plugin {
-        (PluginArgs::command(), PLUGIN_NAME)
-    } else {
-        (Cli::command(), "gpu-inventory-operator")
-    };
+pub(crate) fn script(shell: Shell, command: &mut clap::Command, name: &str) -> String {
     let mut out = Vec::new();
     let shell = match shell {
         Shell::Bash => clap_complete::Shell::Bash,
         Shell::Zsh => clap_complete::Shell::Zsh,
         Shell::Fish => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut command, name, &mut out);
+    clap_complete::generate(shell, command, name, &mut out);
     String::from_utf8_lossy(&out).into_owned()
 }
 

@@ -130,7 +130,8 @@ pub fn invoked_as_plugin(argv0: &str) -> bool {
 /// Runs the plugin.
 pub async fn run(args: PluginArgs) -> ExitCode {
     if let Some(PluginCommand::Completion(shell)) = &args.command {
-        return super::completion::completion(shell, true);
+        let command = <PluginArgs as clap::CommandFactory>::command();
+        return super::completion::completion(shell, command, PLUGIN_NAME);
     }
     let contexts = match fleet_contexts(&args.global, &args.fleet) {
         Ok(contexts) => contexts,

@@ -12,29 +12,7 @@ pub(crate) fn quotas(status: &GpuInventoryStatus, headers: bool) -> Option<Strin
     if status.quotas.is_empty() && status.workload_issues.is_empty() {
         return None;
     }
-    let rows: Vec<Vec<String>> = status
-        .quotas
-        .iter()
-        .map(|q| {
-            let issues: Vec<&str> = q.issues.iter().map(|i| i.reason.as_str()).collect();
-            vec![
-                q.flavor.clone(),
-                q.resource.clone(),
-                q.nominal_quota.to_string(),
-                q.borrowing_limit.map_or("-".to_owned(), |b| b.to_string()),
-                q.healthy_gpus.to_string(),
-                q.gpus.to_string(),
-                q.free_gpus.to_string(),
-                q.nodes.to_string(),
-                q.cluster_queues.join(","),
-                if issues.is_empty() {
-                    "-".to_owned()
-                } else {
-                    issues.join(",")
-                },
-            ]
-        })
-        .collect();
+    let rows = quota_rows(status);
     let header = [
         "FLAVOR", "RESOURCE", "QUOTA", "BORROW", "HEALTHY", "GPUS", "FREE", "NODES", "QUEUES",
         "ISSUES",
@@ -88,4 +66,31 @@ pub(crate) fn quotas(status: &GpuInventoryStatus, headers: bool) -> Option<Strin
         }
     }
     Some(out)
+}
+
+/// One row per flavor and resource: the quota against the healthy units of its nodes.
+fn quota_rows(status: &GpuInventoryStatus) -> Vec<Vec<String>> {
+    status
+        .quotas
+        .iter()
+        .map(|q| {
+            let issues: Vec<&str> = q.issues.iter().map(|i| i.reason.as_str()).collect();
+            vec![
+                q.flavor.clone(),
+                q.resource.clone(),
+                q.nominal_quota.to_string(),
+                q.borrowing_limit.map_or("-".to_owned(), |b| b.to_string()),
+                q.healthy_gpus.to_string(),
+                q.gpus.to_string(),
+                q.free_gpus.to_string(),
+                q.nodes.to_string(),
+                q.cluster_queues.join(","),
+                if issues.is_empty() {
+                    "-".to_owned()
+                } else {
+                    issues.join(",")
+                },
+            ]
+        })
+        .collect()
 }

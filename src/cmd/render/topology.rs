@@ -39,27 +39,7 @@ pub(super) fn domain_table(domains: &LevelDomains, headers: bool) -> String {
             )
         };
     }
-    let rows: Vec<Vec<String>> = domains
-        .rows
-        .iter()
-        .map(|row| {
-            let mut problems: Vec<&str> = row.problems.iter().map(|p| p.reason.as_str()).collect();
-            problems.extend(row.node_issues.iter().map(|r| r.as_str()));
-            problems.dedup();
-            vec![
-                row.name.clone(),
-                row.product.clone(),
-                row.nodes.to_string(),
-                row.gpus.to_string(),
-                row.free_gpus.to_string(),
-                if problems.is_empty() {
-                    "-".to_owned()
-                } else {
-                    problems.join(",")
-                },
-            ]
-        })
-        .collect();
+    let rows = domain_rows(domains);
     let header = ["DOMAIN", "PRODUCT", "NODES", "GPUS", "FREE", "PROBLEMS"];
     if !headers {
         return aligned(&header, &rows, false);
@@ -105,6 +85,31 @@ pub(super) fn domain_table(domains: &LevelDomains, headers: bool) -> String {
         out += &problems.concat();
     }
     out
+}
+
+/// One row per domain and product: its nodes, GPUs, what it offers and its problems.
+fn domain_rows(domains: &LevelDomains) -> Vec<Vec<String>> {
+    domains
+        .rows
+        .iter()
+        .map(|row| {
+            let mut problems: Vec<&str> = row.problems.iter().map(|p| p.reason.as_str()).collect();
+            problems.extend(row.node_issues.iter().map(|r| r.as_str()));
+            problems.dedup();
+            vec![
+                row.name.clone(),
+                row.product.clone(),
+                row.nodes.to_string(),
+                row.gpus.to_string(),
+                row.free_gpus.to_string(),
+                if problems.is_empty() {
+                    "-".to_owned()
+                } else {
+                    problems.join(",")
+                },
+            ]
+        })
+        .collect()
 }
 
 /// The node table's topology columns, when some GPU node has a place.
