@@ -2,10 +2,9 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use gpu_inventory_operator::cmd::cli::{Cli, Command};
-use gpu_inventory_operator::cmd::{fit, fleet, plugin, quotas, run, scan, utilization};
-use gpu_inventory_operator::publish::crd::crd_yaml;
+use gpu_inventory_operator::cmd::{completion, fit, fleet, plugin, quotas, run, scan, utilization};
 use gpu_inventory_operator::runtime::logging;
 use gpu_inventory_operator::runtime::shutdown::Shutdown;
 
@@ -27,9 +26,9 @@ fn main() -> ExitCode {
         return scan::failed(&e);
     }
     match cli.command.unwrap_or(Command::Run(Box::new(cli.run))) {
-        Command::Crd => {
-            print!("{}", crd_yaml());
-            ExitCode::SUCCESS
+        Command::Crd(args) => completion::crd(&args),
+        Command::Completion(args) => {
+            completion::completion(&args, Cli::command(), "gpu-inventory-operator")
         }
         Command::Scan(args) => once(scan::run(&cli.global, &args)),
         Command::Fit(args) => once(fit::run(&cli.global, &args)),

@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 pub use super::duration_arg::parse_duration;
 use super::group_by::{GroupBy, parse_group_by};
+pub use super::output::OutputFormat;
+use super::output::parse_output;
 use crate::publish::content::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
 use crate::runtime::client::ClientConfig;
 pub use crate::runtime::logging::LogFormat;
@@ -40,7 +42,9 @@ pub enum Command {
     /// Run the operator (the default).
     Run(Box<RunArgs>),
     /// Print the GpuInventory CRD as YAML (for `kubectl apply -f -` or GitOps).
-    Crd,
+    Crd(super::crd_args::CrdArgs),
+    /// Print a shell completion script: `source <(gpu-inventory-operator completion bash)`.
+    Completion(super::crd_args::CompletionArgs),
     /// Scan once and print the inventory; read-only. Exit code: 0 all GPU nodes healthy, 1 some issue, 2 error.
     Scan(ScanArgs),
     /// Can a job of G GPUs start now, and where: in one node, one NVLink partition or one network domain.
@@ -269,9 +273,15 @@ pub struct ScanArgs {
     /// `-` reads stdin. Without pods in the dump, nothing is allocated.
     #[arg(long, short = 'f', env = "GPUINV_SCAN_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
-    /// Output format: `table`, `wide` (adds sources and notes), or `json`/`yaml` (exactly the GpuInventory status).
-    #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_enum, default_value_t = OutputFormat::Table)]
+    /// Output format: `table`, `wide` (adds sources and notes), `json`/`yaml` (exactly the GpuInventory
+    /// status), `name` (`gpunode.homelab.youngju.dev/NAME` per GPU node) or `jsonpath=TEMPLATE` (kubectl's
+    /// template over the `-o json` document, e.g. `jsonpath='{.nodes[*].name}'`).
+    #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_name = "FORMAT",
+          value_parser = parse_output, default_value = "table")]
     pub output: OutputFormat,
+    /// Print only the table's rows: no header, totals, legend, notes or issue lines (for scripts).
+    #[arg(long, env = "GPUINV_SCAN_NO_HEADERS")]
+    pub no_headers: bool,
     /// Only scan nodes matching this label selector.
     #[arg(
         long,
@@ -316,6 +326,7 @@ impl ScanArgs {
         ScanArgs {
             from_file,
             output: OutputFormat::Json,
+            no_headers: false,
             selector,
             group_by: GroupBy::Node,
             chunk_size: DEFAULT_CHUNK_SIZE,
@@ -327,19 +338,6 @@ impl ScanArgs {
 
 /// `scan --chunk-size`'s default (the kubectl plugin's too).
 pub const DEFAULT_CHUNK_SIZE: u32 = 500;
-
-/// Output formats of `scan`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// The article's table, with issues.
-    Table,
-    /// The table plus SOURCES and MIG/SHARING columns, and the notes on how odd values were read.
-    Wide,
-    /// The status object as JSON.
-    Json,
-    /// The status object as YAML.
-    Yaml,
-}
 
 /// Parses a byte size: a number of bytes, or a number with `Ki` or `Mi` (`KiB`, `MiB` too).
 pub fn parse_bytes(text: &str) -> Result<usize, String> {

@@ -7,9 +7,15 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
-use super::fit_args::{FitArgs, FitOutput};
+use super::fit_args::FitArgs;
+use super::output::stdout::emit;
+use super::output::{OutputFormat, formatted, object_name};
+use super::render::aligned;
 use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
+use crate::inventory::model::NVLINK;
+use crate::inventory::topology::domains::levels_of;
+use crate::inventory::topology::label_table::HOSTNAME;
 use crate::inventory::topology::{FitAnswer, FitError, FitRequest, fit};
 
 /// Exit code: the job fits.
@@ -45,15 +51,17 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Ok(None) => {}
         Err(e) => return failed(&e),
     }
-    match answer(global, args).await {
-        Ok(answer) => {
-            print!("{}", format_answer(&answer, args.output));
-            ExitCode::from(if answer.fits {
-                EXIT_FITS
-            } else {
-                EXIT_DOES_NOT_FIT
-            })
-        }
+    let shown = answer(global, args).await.and_then(|answer| {
+        Ok((
+            format_answer(&answer, &args.output, !args.no_headers)?,
+            answer.fits,
+        ))
+    });
+    match shown {
+        Ok((text, fits)) => emit(
+            &text,
+            ExitCode::from(if fits { EXIT_FITS } else { EXIT_DOES_NOT_FIT }),
+        ),
         Err(e) => failed(&e),
     }
 }
@@ -62,7 +70,33 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
 pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
     let request = request(args)?;
     let inventory = read_inventory(global, args).await?;
+    if let Some(level) = &request.level {
+        known_level(&inventory, level)?;
+    }
     fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+}
+
+/// An error when `level` is a label no GPU node carries: a typo (`--level nvlnk`) would otherwise read as
+/// "does not fit" (exit 1), and a script would take it for an answer. `nvlink` and the hostname are levels
+/// everywhere.
+fn known_level(inventory: &crate::inventory::Inventory, level: &str) -> Result<()> {
+    if level == NVLINK || level == HOSTNAME {
+        return Ok(());
+    }
+    let nodes: Vec<&crate::inventory::model::NodeInventory> =
+        inventory.nodes.iter().map(AsRef::as_ref).collect();
+    let levels = levels_of(&nodes);
+    if levels.contains(&level) {
+        return Ok(());
+    }
+    let mut known = vec![HOSTNAME, NVLINK];
+    known.extend(levels.iter().filter(|l| **l != NVLINK));
+    Err(Error::InvalidFlag(format!(
+        "--level {}: no GPU node carries this label, so it is no topology level here (a typo?); the levels \
+         here: {}",
+        crate::runtime::terminal_text::visible(level),
+        crate::runtime::terminal_text::visible(&known.join(", "))
+    )))
 }
 
 /// The request `args` ask, checked before any cluster is read (a `--gpus 0` is refused once, not per cluster).
@@ -104,15 +138,25 @@ pub(crate) async fn read_inventory(
     scan_inventory(global, &scan_args, &extra).await
 }
 
-/// The answer as text (`table`) or JSON.
-pub(crate) fn format_answer(answer: &FitAnswer, output: FitOutput) -> String {
-    match output {
-        FitOutput::Json => format!(
-            "{}\n",
-            serde_json::to_string_pretty(&fit_json(answer)).unwrap_or_default()
-        ),
-        FitOutput::Table => table(answer),
-    }
+/// The answer as `-o` asks: the table (only the domains' rows unless `headers`), or the JSON document
+/// (json, yaml, jsonpath); `name` lists the nodes of the domains where it fits (`node/NAME`).
+pub(crate) fn format_answer(
+    answer: &FitAnswer,
+    output: &OutputFormat,
+    headers: bool,
+) -> Result<String> {
+    let names = || {
+        let mut nodes: Vec<String> = answer
+            .domains
+            .iter()
+            .flat_map(|d| d.nodes.iter().map(|n| object_name("node", "", n)))
+            .collect();
+        nodes.dedup();
+        nodes
+    };
+    formatted(output, &fit_json(answer), names, |_wide| {
+        table(answer, headers)
+    })
 }
 
 /// The answer as JSON prints it.
@@ -136,8 +180,23 @@ pub(crate) fn fit_json(answer: &FitAnswer) -> FitJson<'_> {
     }
 }
 
-fn table(answer: &FitAnswer) -> String {
+fn table(answer: &FitAnswer, headers: bool) -> String {
     use crate::runtime::terminal_text::visible;
+    let rows: Vec<Vec<String>> = answer
+        .domains
+        .iter()
+        .map(|d| {
+            vec![
+                d.name.clone(),
+                d.free_gpus.to_string(),
+                d.nodes.len().to_string(),
+            ]
+        })
+        .collect();
+    let header = ["DOMAIN", "FREE-GPUS", "NODES"];
+    if !headers {
+        return aligned(&header, &rows, false);
+    }
     let product = answer.product.as_deref().unwrap_or("any product");
     let pods = answer.gpus.div_ceil(answer.gpus_per_pod.max(1));
     let mut out = format!(
@@ -160,24 +219,7 @@ fn table(answer: &FitAnswer) -> String {
         answer.domains.len(),
         visible(level)
     ));
-    let width = answer
-        .domains
-        .iter()
-        .map(|d| visible(&d.name).chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("DOMAIN".len());
-    out.push_str(&format!(
-        "{:<width$}  {:>9}  NODES\n",
-        "DOMAIN", "FREE-GPUS"
-    ));
-    for domain in &answer.domains {
-        out.push_str(&format!(
-            "{:<width$}  {:>9}  {}\n",
-            visible(&domain.name),
-            domain.free_gpus,
-            domain.nodes.len()
-        ));
-    }
+    // Through the shared columns: a domain name of any length is cut with a mark, never a format width.
+    out.push_str(&aligned(&header, &rows, true));
     out
 }

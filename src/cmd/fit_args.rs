@@ -2,7 +2,9 @@
 //! the command lines name them, and `fit` names the command line's shared flags, so they cannot live in
 //! either without an import circle (tests/layers.rs).
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+
+use super::output::{OutputFormat, parse_output};
 
 use crate::inventory::topology::Toleration;
 
@@ -64,16 +66,12 @@ pub struct FitArgs {
         value_name = "SELECTOR"
     )]
     pub selector: Option<String>,
-    /// Output format: `table` or `json`.
-    #[arg(long, short = 'o', env = "GPUINV_FIT_OUTPUT", value_enum, default_value_t = FitOutput::Table)]
-    pub output: FitOutput,
-}
-
-/// Output formats of `fit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FitOutput {
-    /// The answer in words and a table of the domains.
-    Table,
-    /// The answer as one JSON object.
-    Json,
+    /// Output format: `table` (`wide` is the same), `json`/`yaml` (the answer as one object), `name`
+    /// (`node/NAME` for each node where it fits) or `jsonpath=TEMPLATE` (over the `-o json` object).
+    #[arg(long, short = 'o', env = "GPUINV_FIT_OUTPUT", value_name = "FORMAT",
+          value_parser = parse_output, default_value = "table")]
+    pub output: OutputFormat,
+    /// Print only the table's rows (the domains, or the places of a share): no header or answer lines.
+    #[arg(long, env = "GPUINV_FIT_NO_HEADERS")]
+    pub no_headers: bool,
 }

@@ -7,7 +7,10 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
-use super::fit_args::{FitArgs, FitOutput};
+use super::fit_args::FitArgs;
+use super::output::stdout::emit;
+use super::output::{OutputFormat, formatted, object_name};
+use super::render::aligned;
 use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
 use crate::inventory::allocation::share_fit::{Share, ShareAnswer, ShareRequest, fit_share};
@@ -86,8 +89,10 @@ pub(crate) async fn run(global: &GlobalArgs, args: &FitArgs, request: &ShareRequ
     match scan_inventory(global, &scan_args, &[]).await {
         Ok(inventory) => {
             let answer = fit_share(&inventory.nodes, request);
-            print!("{}", format_answer(request, &answer, args.output));
-            ExitCode::from(u8::from(!answer.fits))
+            match format_answer(request, &answer, &args.output, !args.no_headers) {
+                Ok(text) => emit(&text, ExitCode::from(u8::from(!answer.fits))),
+                Err(e) => failed(&e),
+            }
         }
         Err(e) => failed(&e),
     }
@@ -124,55 +129,77 @@ struct PlaceJson<'a> {
     free: &'a str,
 }
 
-/// The answer as text (`table`) or JSON.
+/// The answer as `-o` asks: the table (only the places' rows unless `headers`) or the JSON document (json,
+/// yaml, jsonpath); `name` lists the nodes that take it (`node/NAME`).
 pub(crate) fn format_answer(
     request: &ShareRequest,
     answer: &ShareAnswer,
-    output: FitOutput,
-) -> String {
-    match output {
-        FitOutput::Json => {
-            let json = ShareJson {
-                request: RequestJson {
-                    gpu_memory_mib: match request.share {
-                        Share::MemoryMib(mib) => Some(mib),
-                        _ => None,
-                    },
-                    fraction: match request.share {
-                        Share::Fraction(milli) => Some(Equivalent::decimal(milli)),
-                        _ => None,
-                    },
-                    mig_profile: match &request.share {
-                        Share::MigProfile(p) => Some(p),
-                        _ => None,
-                    },
-                },
-                product: request.product.as_deref(),
-                fits: answer.fits,
-                places: answer
-                    .places
-                    .iter()
-                    .map(|p| PlaceJson {
-                        node: &p.node,
-                        gpu: p.gpu.as_deref(),
-                        scheme: &p.scheme,
-                        count: p.count,
-                        free: &p.free,
-                    })
-                    .collect(),
-                why: answer.why.as_deref(),
-            };
-            format!(
-                "{}\n",
-                serde_json::to_string_pretty(&json).unwrap_or_default()
-            )
-        }
-        FitOutput::Table => table(request, answer),
-    }
+    output: &OutputFormat,
+    headers: bool,
+) -> Result<String> {
+    let json = ShareJson {
+        request: RequestJson {
+            gpu_memory_mib: match request.share {
+                Share::MemoryMib(mib) => Some(mib),
+                _ => None,
+            },
+            fraction: match request.share {
+                Share::Fraction(milli) => Some(Equivalent::decimal(milli)),
+                _ => None,
+            },
+            mig_profile: match &request.share {
+                Share::MigProfile(p) => Some(p),
+                _ => None,
+            },
+        },
+        product: request.product.as_deref(),
+        fits: answer.fits,
+        places: answer
+            .places
+            .iter()
+            .map(|p| PlaceJson {
+                node: &p.node,
+                gpu: p.gpu.as_deref(),
+                scheme: &p.scheme,
+                count: p.count,
+                free: &p.free,
+            })
+            .collect(),
+        why: answer.why.as_deref(),
+    };
+    let names = || {
+        let mut nodes: Vec<String> = answer
+            .places
+            .iter()
+            .map(|p| object_name("node", "", &p.node))
+            .collect();
+        nodes.dedup();
+        nodes
+    };
+    formatted(output, &json, names, |_wide| {
+        table(request, answer, headers)
+    })
 }
 
-fn table(request: &ShareRequest, answer: &ShareAnswer) -> String {
+fn table(request: &ShareRequest, answer: &ShareAnswer, headers: bool) -> String {
     use crate::runtime::terminal_text::visible;
+    let header = ["NODE", "GPU", "SCHEME", "COUNT", "FREE"];
+    let rows: Vec<Vec<String>> = answer
+        .places
+        .iter()
+        .map(|p| {
+            vec![
+                p.node.clone(),
+                p.gpu.clone().unwrap_or_else(|| "-".to_owned()),
+                p.scheme.clone(),
+                p.count.to_string(),
+                p.free.clone(),
+            ]
+        })
+        .collect();
+    if !headers {
+        return aligned(&header, &rows, false);
+    }
     let product = request.product.as_deref().unwrap_or("any product");
     let mut out = format!("POD     {} ({})\n", request.share, visible(product));
     if !answer.fits {
@@ -191,42 +218,7 @@ fn table(request: &ShareRequest, answer: &ShareAnswer) -> String {
     out.push_str(&format!(
         "FITS    yes, on {gpus} GPU(s) or device(s) of {nodes} node(s)\n\n"
     ));
-    let rows: Vec<[String; 5]> = answer
-        .places
-        .iter()
-        .map(|p| {
-            [
-                visible(&p.node).into_owned(),
-                visible(p.gpu.as_deref().unwrap_or("-")).into_owned(),
-                visible(&p.scheme).into_owned(),
-                p.count.to_string(),
-                visible(&p.free).into_owned(),
-            ]
-        })
-        .collect();
-    let header = ["NODE", "GPU", "SCHEME", "COUNT", "FREE"];
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r[i].chars().count())
-            .chain([header[i].len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let widths = [width(0), width(1), width(2), width(3)];
-    let line = |cells: [&str; 5]| {
-        let mut text = String::new();
-        for (i, w) in widths.iter().enumerate() {
-            text.push_str(cells[i]);
-            text.push_str(&" ".repeat(w.saturating_sub(cells[i].chars().count()) + 2));
-        }
-        text.push_str(cells[4]);
-        text.push('\n');
-        text
-    };
-    out.push_str(&line(header));
-    for row in &rows {
-        out.push_str(&line([&row[0], &row[1], &row[2], &row[3], &row[4]]));
-    }
+    out.push_str(&aligned(&header, &rows, true));
     out
 }
 

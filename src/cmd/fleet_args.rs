@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::duration_arg::parse_duration;
+use super::output::{OutputFormat, parse_output};
 use crate::crd::DEFAULT_CLUSTER_PROPERTY;
 
 /// The flags of a read across clusters.
@@ -32,16 +33,12 @@ pub struct FleetHubArgs {
     /// The property carrying the GPU summary: the members' `--cluster-property`.
     #[arg(long, default_value = DEFAULT_CLUSTER_PROPERTY)]
     pub property: String,
-    /// Output format: `table` or `json`.
-    #[arg(long, short = 'o', value_enum, default_value_t = HubOutput::Table)]
-    pub output: HubOutput,
-}
-
-/// How `fleet` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HubOutput {
-    /// The clusters, then the fleet's totals.
-    Table,
-    /// `{clusters: [{cluster, observed, summary}], errors: [{cluster, message}], withoutSummary, totals}`.
-    Json,
+    /// Output format: `table` (`wide` is the same), `json`/`yaml` (`{clusters: [{cluster, observed,
+    /// summary}], errors: [{cluster, message}], withoutSummary, totals}`), `name`
+    /// (`clusterprofile.multicluster.x-k8s.io/NAME` per profile) or `jsonpath=TEMPLATE`.
+    #[arg(long, short = 'o', value_name = "FORMAT", value_parser = parse_output, default_value = "table")]
+    pub output: OutputFormat,
+    /// Print only the clusters' rows: no header or totals.
+    #[arg(long)]
+    pub no_headers: bool,
 }

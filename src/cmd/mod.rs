@@ -3,6 +3,8 @@
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+pub mod completion;
+pub mod crd_args;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
@@ -10,6 +12,7 @@ mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
+pub mod output;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;

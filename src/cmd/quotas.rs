@@ -7,11 +7,13 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
-use super::quotas_args::{QuotasArgs, QuotasOutput};
+use super::output::stdout::emit;
+use super::output::{formatted, object_name};
+use super::quotas_args::QuotasArgs;
 use super::render;
 use super::scan::{failed, scan_inventory};
 use crate::crd::{QuotaEntry, WorkloadIssueEntry};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::publish::content::status::{NodeList, desired_status};
 
 /// What `-o json|yaml` prints.
@@ -26,10 +28,7 @@ struct QuotasJson {
 /// Prints the quotas; the exit code says whether any promise fails.
 pub async fn run(global: &GlobalArgs, args: &QuotasArgs) -> ExitCode {
     match report(global, args).await {
-        Ok((text, issues)) => {
-            print!("{text}");
-            ExitCode::from(u8::from(issues))
-        }
+        Ok((text, issues)) => emit(&text, ExitCode::from(u8::from(issues))),
         Err(e) => failed(&e),
     }
 }
@@ -46,16 +45,31 @@ async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool)
         workload_issues: status.workload_issues.clone(),
         workload_issue_count: status.workload_issue_count,
     };
-    let text = match args.output {
-        QuotasOutput::Json => {
-            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidFlag(e.to_string()))? + "\n"
-        }
-        QuotasOutput::Yaml => serde_saphyr::to_string(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?,
-        QuotasOutput::Table => render::quotas(&status).unwrap_or_else(|| {
+    // `-o name`: each flavor listed, then each workload that cannot fit (kubectl's `kind.group/name`; a
+    // Workload's namespace is in the JSON, as `kubectl get -A -o name` leaves it out).
+    let names = || {
+        let mut names: Vec<String> = json
+            .quotas
+            .iter()
+            .map(|q| object_name("resourceflavor", "kueue.x-k8s.io", &q.flavor))
+            .collect();
+        names.dedup();
+        names.extend(json.workload_issues.iter().map(|w| {
+            let name = w.workload.rsplit('/').next().unwrap_or(&w.workload);
+            object_name("workload", "kueue.x-k8s.io", name)
+        }));
+        names
+    };
+    let table = |_wide: bool| {
+        render::quotas(&status, !args.no_headers).unwrap_or_else(|| {
+            if args.no_headers {
+                return String::new();
+            }
             "no Kueue quotas: Kueue is not installed here, or has no ResourceFlavor or ClusterQueue \
              (nothing to check)\n"
                 .to_owned()
-        }),
+        })
     };
+    let text = formatted(&args.output, &json, names, table)?;
     Ok((text, issues))
 }

@@ -2,7 +2,9 @@
 //! their own: the command lines name them, and `quotas` names the command line's shared flags, so they cannot
 //! live in either without an import circle (tests/layers.rs), as `fit_args.rs`.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+
+use super::output::{OutputFormat, parse_output};
 
 /// Flags of `quotas`.
 #[derive(Debug, Args, Clone)]
@@ -20,19 +22,13 @@ pub struct QuotasArgs {
     /// other only counted where it has nodes here (docs/quotas.md).
     #[arg(long, short = 'l', value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Output format: `table`, or `json` / `yaml` (`{quotas, workloadIssues, workloadIssueCount}` as the
-    /// GpuInventory status holds them).
-    #[arg(long, short = 'o', env = "GPUINV_QUOTAS_OUTPUT", value_enum, default_value_t = QuotasOutput::Table)]
-    pub output: QuotasOutput,
-}
-
-/// Output formats of `quotas`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum QuotasOutput {
-    /// The quota table, the workloads that cannot fit and every issue's message.
-    Table,
-    /// One JSON object.
-    Json,
-    /// One YAML document.
-    Yaml,
+    /// Output format: `table` (`wide` is the same), `json` / `yaml` (`{quotas, workloadIssues,
+    /// workloadIssueCount}` as the GpuInventory status holds them), `name` (each flavor, then each workload
+    /// that cannot fit) or `jsonpath=TEMPLATE` (over the `-o json` object).
+    #[arg(long, short = 'o', env = "GPUINV_QUOTAS_OUTPUT", value_name = "FORMAT",
+          value_parser = parse_output, default_value = "table")]
+    pub output: OutputFormat,
+    /// Print only the quota table's rows: no header, workloads or messages.
+    #[arg(long, env = "GPUINV_QUOTAS_NO_HEADERS")]
+    pub no_headers: bool,
 }

@@ -8,6 +8,8 @@ use jiff::Timestamp;
 
 use super::cli::{GlobalArgs, OutputFormat, ScanArgs};
 use super::group_by::GroupBy;
+use super::output::stdout::emit;
+use super::output::{formatted, object_name};
 use super::render::{self, Table};
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
@@ -31,17 +33,17 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
 pub fn failed(e: &Error) -> ExitCode {
-    eprintln!(
+    super::output::stdout::say(&format!(
         "error: {}",
         crate::runtime::terminal_text::visible(&e.to_string())
-    );
+    ));
     ExitCode::from(EXIT_ERROR)
 }
 
 /// Runs the scan and prints it; the exit code says whether any issue was found (on every GPU node, listed
 /// or not).
 pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
-    let extra: Vec<String> = table_level(args.output, &args.group_by)
+    let extra: Vec<String> = table_level(&args.output, &args.group_by)
         .map(str::to_owned)
         .into_iter()
         .collect();
@@ -49,11 +51,15 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
         Ok(inventory) => {
             let status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
-            print!(
-                "{}",
-                format_scan(&inventory, &status, args.output, &args.group_by)
-            );
-            inventory_exit_code(&inventory)
+            let shown = ScanShown {
+                format: &args.output,
+                group_by: &args.group_by,
+                headers: !args.no_headers,
+            };
+            match format_scan(&inventory, &status, &shown) {
+                Ok(text) => emit(&text, inventory_exit_code(&inventory)),
+                Err(e) => failed(&e),
+            }
         }
         Err(e) => failed(&e),
     }
@@ -83,10 +89,8 @@ fn inventory_exit_code(inventory: &Inventory) -> ExitCode {
 /// The label a table grouped by a topology level must read as one: `--group-by <key>` with `-o table|wide`.
 /// JSON and YAML print the status whatever the grouping, so they read no extra level: `scan -o json` is
 /// the same with or without `--group-by`.
-pub(crate) fn table_level(output: OutputFormat, group_by: &GroupBy) -> Option<&str> {
-    matches!(output, OutputFormat::Table | OutputFormat::Wide)
-        .then(|| group_by.extra_level())
-        .flatten()
+pub(crate) fn table_level<'a>(output: &OutputFormat, group_by: &'a GroupBy) -> Option<&'a str> {
+    output.is_table().then(|| group_by.extra_level()).flatten()
 }
 
 /// The inventory a scan sees and its status; the level a `--group-by` table names is read too.
@@ -94,7 +98,7 @@ pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
 ) -> Result<(Inventory, GpuInventoryStatus)> {
-    let extra: Vec<String> = table_level(args.output, &args.group_by)
+    let extra: Vec<String> = table_level(&args.output, &args.group_by)
         .map(str::to_owned)
         .into_iter()
         .collect();
@@ -219,30 +223,44 @@ fn listed_status(
     )
 }
 
-/// The scan as `scan -o <format> --group-by <grouping>` prints it: JSON and YAML are `status` whole; a table
-/// groups its rows, a topology level's domains counted on `inventory`'s nodes (every GPU node, also those a
-/// status budget leaves out of `status`).
+/// How a scan is shown: `-o`, `--group-by` and `--no-headers`.
+pub(crate) struct ScanShown<'a> {
+    /// `-o`.
+    pub(crate) format: &'a OutputFormat,
+    /// `--group-by`: the table's rows.
+    pub(crate) group_by: &'a GroupBy,
+    /// Not `--no-headers`.
+    pub(crate) headers: bool,
+}
+
+/// The scan as `scan -o <format> --group-by <grouping>` prints it: JSON and YAML are `status` whole (and
+/// jsonpath reads it); `name` is each GPU node's GpuNode; a table groups its rows, a topology level's domains
+/// counted on `inventory`'s nodes (every GPU node, also those a status budget leaves out of `status`).
 pub(crate) fn format_scan(
     inventory: &Inventory,
     status: &GpuInventoryStatus,
-    format: OutputFormat,
-    group_by: &GroupBy,
-) -> String {
-    let wide = format == OutputFormat::Wide;
-    let table = |table: Table<'_>| render::render(status, table);
-    match (format, group_by) {
-        (OutputFormat::Json, _) => {
-            serde_json::to_string_pretty(status).expect("status serializes") + "\n"
+    shown: &ScanShown<'_>,
+) -> Result<String> {
+    let table = |wide: bool| {
+        let table = |table: Table<'_>| render::render(status, table, shown.headers);
+        match shown.group_by {
+            GroupBy::Node => table(Table::Nodes { wide }),
+            GroupBy::Product => table(Table::Products),
+            GroupBy::Namespace => table(Table::Namespaces),
+            GroupBy::Vendor => table(Table::Vendors),
+            GroupBy::Level(level) => table(Table::Domains(&level_domains(&inventory.nodes, level))),
         }
-        (OutputFormat::Yaml, _) => serde_saphyr::to_string(status).expect("status serializes"),
-        (_, GroupBy::Node) => table(Table::Nodes { wide }),
-        (_, GroupBy::Product) => table(Table::Products),
-        (_, GroupBy::Namespace) => table(Table::Namespaces),
-        (_, GroupBy::Vendor) => table(Table::Vendors),
-        (_, GroupBy::Level(level)) => {
-            table(Table::Domains(&level_domains(&inventory.nodes, level)))
-        }
-    }
+    };
+    formatted(shown.format, status, || gpunode_names(status), table)
+}
+
+/// `-o name` of a scan: each GPU node listed as its GpuNode, as `kubectl get gpunodes -o name` prints it.
+pub(crate) fn gpunode_names(status: &GpuInventoryStatus) -> Vec<String> {
+    status
+        .nodes
+        .iter()
+        .map(|n| object_name("gpunode", "homelab.youngju.dev", &n.name))
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@
 use std::process::ExitCode;
 
 use super::cli::{GlobalArgs, ScanArgs};
+use super::output::stdout::emit;
+use super::output::{formatted, object_name};
 use super::render;
 use super::scan::{EXIT_ERROR, failed, scan_inventory};
-use super::utilization_args::{
-    NamespaceIdle, NodeIdle, UtilizationArgs, UtilizationJson, UtilizationOutput,
-};
+use super::utilization_args::{NamespaceIdle, NodeIdle, UtilizationArgs, UtilizationJson};
 use crate::error::{Error, Result};
 use crate::inventory::model::UtilizationState;
 use crate::publish::content::wire;
@@ -17,10 +17,7 @@ use crate::publish::content::wire;
 /// Prints the idle GPUs; the exit code says whether any sat idle.
 pub async fn run(global: &GlobalArgs, args: &UtilizationArgs) -> ExitCode {
     match report(global, args).await {
-        Ok((text, code)) => {
-            print!("{text}");
-            ExitCode::from(code)
-        }
+        Ok((text, code)) => emit(&text, ExitCode::from(code)),
         Err(e) => failed(&e),
     }
 }
@@ -65,15 +62,13 @@ async fn report(global: &GlobalArgs, args: &UtilizationArgs) -> Result<(String, 
         UtilizationState::Unknown => EXIT_ERROR,
         UtilizationState::Current => u8::from(!json.nodes.is_empty()),
     };
-    let text = match args.output {
-        UtilizationOutput::Json => {
-            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
-                + "\n"
-        }
-        UtilizationOutput::Yaml => {
-            serde_saphyr::to_string(&json).map_err(|e| Error::InvalidFlag(e.to_string()))?
-        }
-        UtilizationOutput::Table => render::utilization(&json),
+    let names = || {
+        json.nodes
+            .iter()
+            .map(|n| object_name("node", "", &n.name))
+            .collect()
     };
+    let table = |_wide: bool| render::utilization(&json, !args.no_headers);
+    let text = formatted(&args.output, &json, names, table)?;
     Ok((text, code))
 }

@@ -1,11 +1,12 @@
 //! The flags of `idle` (`gpu-inventory-operator idle`, `kubectl gpu-inventory idle`), in a file of their own
 //! for the reason `quotas_args.rs` gives.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::Serialize;
 
 use crate::crd::{IdleEntry, UtilizationStatus};
 
+use super::output::{OutputFormat, parse_output};
 use super::utilization_source_args::UtilizationSourceArgs;
 
 /// Flags of `idle`.
@@ -14,24 +15,18 @@ pub struct UtilizationArgs {
     /// Only nodes matching this label selector.
     #[arg(long, short = 'l', value_name = "SELECTOR")]
     pub selector: Option<String>,
-    /// Output format: `table`, or `json` / `yaml` (`{utilization, namespaces, nodes}` as the GpuInventory and
-    /// the GpuNodes hold them).
-    #[arg(long, short = 'o', env = "GPUINV_IDLE_OUTPUT", value_enum, default_value_t = UtilizationOutput::Table)]
-    pub output: UtilizationOutput,
+    /// Output format: `table` (`wide` is the same), `json` / `yaml` (`{utilization, namespaces, nodes}` as the
+    /// GpuInventory and the GpuNodes hold them), `name` (`node/NAME` per node with idle holdings) or
+    /// `jsonpath=TEMPLATE` (over the `-o json` object).
+    #[arg(long, short = 'o', env = "GPUINV_IDLE_OUTPUT", value_name = "FORMAT",
+          value_parser = parse_output, default_value = "table")]
+    pub output: OutputFormat,
+    /// Print only the rows of the idle holdings: no state line, header or namespace table.
+    #[arg(long, env = "GPUINV_IDLE_NO_HEADERS")]
+    pub no_headers: bool,
     /// Where Prometheus is and what idle means (`--prometheus-url` is required here).
     #[command(flatten)]
     pub utilization: UtilizationSourceArgs,
-}
-
-/// Output formats of `idle`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum UtilizationOutput {
-    /// The state, the idle units per namespace, then the idle holdings node by node.
-    Table,
-    /// One JSON object.
-    Json,
-    /// One YAML document.
-    Yaml,
 }
 
 /// What `-o json|yaml` prints.

@@ -10,8 +10,12 @@ use serde::Serialize;
 use super::{ClusterRead, FleetArgs, read_each, report_errors};
 use crate::cmd::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
 use crate::cmd::group_by::GroupBy;
+use crate::cmd::output::formatted;
+use crate::cmd::output::stdout::{EXIT_CLOSED_PIPE, emit};
 use crate::cmd::render::{ClusterRow, fleet, fleet_nodes};
-use crate::cmd::scan::{EXIT_ERROR, EXIT_HEALTHY, EXIT_ISSUES, exit_code, scan_status};
+use crate::cmd::scan::{
+    EXIT_ERROR, EXIT_HEALTHY, EXIT_ISSUES, exit_code, failed, gpunode_names, scan_status,
+};
 use crate::cmd::utilization_source_args::UtilizationSourceArgs;
 use crate::crd::GpuInventoryStatus;
 use crate::inventory::fleet::{add_up, summarize};
@@ -25,6 +29,8 @@ pub(crate) struct AcrossArgs<'a> {
     pub(crate) fleet: &'a FleetArgs,
     /// `-o`.
     pub(crate) output: OutputFormat,
+    /// Not `--no-headers`.
+    pub(crate) headers: bool,
     /// `-l`.
     pub(crate) selector: Option<String>,
     /// `--prometheus-url` and the rest, the same for every cluster.
@@ -42,6 +48,7 @@ pub(crate) async fn run(args: &AcrossArgs<'_>, contexts: &[String]) -> ExitCode 
     let scan_args = ScanArgs {
         from_file: None,
         output: OutputFormat::Json,
+        no_headers: false,
         selector: args.selector.clone(),
         group_by: GroupBy::Node,
         chunk_size: DEFAULT_CHUNK_SIZE,
@@ -60,9 +67,15 @@ pub(crate) async fn run(args: &AcrossArgs<'_>, contexts: &[String]) -> ExitCode 
         }
     })
     .await;
-    print!("{}", shown(&reads, args.output));
-    report_errors(&reads);
-    fleet_exit_code(&reads)
+    let code = match shown(&reads, &args.output, args.headers) {
+        Ok(text) => emit(&text, fleet_exit_code(&reads)),
+        Err(e) => return failed(&e),
+    };
+    // A reader that closed the pipe wants no more, errors included.
+    if code != ExitCode::from(EXIT_CLOSED_PIPE) {
+        report_errors(&reads);
+    }
+    code
 }
 
 /// 2 when some cluster could not be read; else 1 when some listed GPU node has an issue; else 0.
@@ -77,7 +90,13 @@ fn fleet_exit_code(reads: &[ClusterRead<ClusterScan>]) -> ExitCode {
     ExitCode::from(if issues { EXIT_ISSUES } else { EXIT_HEALTHY })
 }
 
-fn shown(reads: &[ClusterRead<ClusterScan>], output: OutputFormat) -> String {
+/// The fleet as `-o` asks: the clusters' table (`wide`: every node first), or the JSON document (json, yaml,
+/// jsonpath); `name` lists each cluster's GPU nodes, in context order, as `scan -o name` does.
+fn shown(
+    reads: &[ClusterRead<ClusterScan>],
+    output: &OutputFormat,
+    headers: bool,
+) -> crate::error::Result<String> {
     let rows: Vec<ClusterRow<'_>> = reads
         .iter()
         .map(|r| ClusterRow {
@@ -89,22 +108,22 @@ fn shown(reads: &[ClusterRead<ClusterScan>], output: OutputFormat) -> String {
                 .map_err(String::as_str),
         })
         .collect();
-    match output {
-        OutputFormat::Table => fleet(&rows),
-        OutputFormat::Wide => {
-            let statuses: Vec<(&str, &GpuInventoryStatus)> = reads
-                .iter()
-                .filter_map(|r| Some((r.context.as_str(), &r.result.as_ref().ok()?.status)))
-                .collect();
-            fleet_nodes(&statuses) + "\n" + &fleet(&rows)
-        }
-        OutputFormat::Json => {
-            serde_json::to_string_pretty(&fleet_json(reads)).expect("the fleet serializes") + "\n"
-        }
-        OutputFormat::Yaml => {
-            serde_saphyr::to_string(&fleet_json(reads)).expect("the fleet serializes")
-        }
-    }
+    let statuses: Vec<(&str, &GpuInventoryStatus)> = reads
+        .iter()
+        .filter_map(|r| Some((r.context.as_str(), &r.result.as_ref().ok()?.status)))
+        .collect();
+    let table = |wide: bool| match (wide, headers) {
+        (false, _) => fleet(&rows, headers),
+        (true, true) => fleet_nodes(&statuses, true) + "\n" + &fleet(&rows, true),
+        (true, false) => fleet_nodes(&statuses, false),
+    };
+    let names = || {
+        statuses
+            .iter()
+            .flat_map(|(_, s)| gpunode_names(s))
+            .collect()
+    };
+    formatted(output, &fleet_json(reads), names, table)
 }
 
 /// `-o json|yaml` across clusters.

@@ -11,7 +11,9 @@ use super::across::{ErrorJson, errors};
 use super::{ClusterRead, FleetArgs, read_each, report_errors};
 use crate::cmd::cli::GlobalArgs;
 use crate::cmd::fit::{FitJson, fit_json, read_inventory, request};
-use crate::cmd::fit_args::{FitArgs, FitOutput};
+use crate::cmd::fit_args::FitArgs;
+use crate::cmd::output::stdout::{EXIT_CLOSED_PIPE, emit};
+use crate::cmd::output::{formatted, object_name};
 use crate::cmd::scan::{EXIT_ERROR, failed};
 use crate::inventory::topology::{FitAnswer, FitError, fit};
 
@@ -48,34 +50,45 @@ pub(crate) async fn run(
         }
     })
     .await;
-    let text = match args.output {
-        FitOutput::Table => table(args, &reads),
-        FitOutput::Json => {
-            let json = FleetFitJson {
-                clusters: reads
-                    .iter()
-                    .filter_map(|r| {
-                        Some(ClusterFitJson {
-                            context: &r.context,
-                            answer: fit_json(r.result.as_ref().ok()?),
-                        })
-                    })
-                    .collect(),
-                errors: errors(&reads),
-                fits_in: fits_in(&reads),
-            };
-            serde_json::to_string_pretty(&json).expect("the answers serialize") + "\n"
-        }
+    let json = FleetFitJson {
+        clusters: reads
+            .iter()
+            .filter_map(|r| {
+                Some(ClusterFitJson {
+                    context: &r.context,
+                    answer: fit_json(r.result.as_ref().ok()?),
+                })
+            })
+            .collect(),
+        errors: errors(&reads),
+        fits_in: fits_in(&reads),
     };
-    print!("{text}");
-    report_errors(&reads);
-    if reads.iter().any(|r| r.result.is_err()) {
+    // `-o name`: the nodes of the domains where it fits, cluster after cluster.
+    let names = || {
+        reads
+            .iter()
+            .filter_map(|r| r.result.as_ref().ok())
+            .flat_map(|a| a.domains.iter().flat_map(|d| d.nodes.iter()))
+            .map(|n| object_name("node", "", n))
+            .collect()
+    };
+    let code = if reads.iter().any(|r| r.result.is_err()) {
         ExitCode::from(EXIT_ERROR)
     } else if fits_in(&reads).is_empty() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    };
+    let code = match formatted(&args.output, &json, names, |_wide| {
+        table(args, &reads, !args.no_headers)
+    }) {
+        Ok(text) => emit(&text, code),
+        Err(e) => return failed(&e),
+    };
+    if code != ExitCode::from(EXIT_CLOSED_PIPE) {
+        report_errors(&reads);
     }
+    code
 }
 
 fn fits_in(reads: &[ClusterRead<FitAnswer>]) -> Vec<&str> {
@@ -100,7 +113,7 @@ struct ClusterFitJson<'a> {
     answer: FitJson<'a>,
 }
 
-fn table(args: &FitArgs, reads: &[ClusterRead<FitAnswer>]) -> String {
+fn table(args: &FitArgs, reads: &[ClusterRead<FitAnswer>], headers: bool) -> String {
     let product = args.product.as_deref().unwrap_or("any product");
     let mut out = format!(
         "JOB     {} GPUs ({})\n\n",
@@ -137,19 +150,20 @@ fn table(args: &FitArgs, reads: &[ClusterRead<FitAnswer>]) -> String {
             ],
         })
         .collect();
-    out += &crate::cmd::render::fleet_columns(
-        &[
-            "CLUSTER",
-            "FITS",
-            "PRODUCT",
-            "POD-GPUS",
-            "LEVEL",
-            "DOMAINS",
-            "MOST-FREE",
-            "WHY",
-        ],
-        &rows,
-    );
+    let header = [
+        "CLUSTER",
+        "FITS",
+        "PRODUCT",
+        "POD-GPUS",
+        "LEVEL",
+        "DOMAINS",
+        "MOST-FREE",
+        "WHY",
+    ];
+    if !headers {
+        return crate::cmd::render::aligned(&header, &rows, false);
+    }
+    out += &crate::cmd::render::fleet_columns(&header, &rows);
     let fits = fits_in(reads);
     out += &format!(
         "\nFITS IN: {}\n",

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::across::TotalsJson;
 use crate::cmd::cli::GlobalArgs;
-use crate::cmd::fleet_args::{FleetHubArgs, HubOutput};
+use crate::cmd::fleet_args::FleetHubArgs;
+use crate::cmd::output::stdout::emit;
+use crate::cmd::output::{formatted, object_name};
 use crate::cmd::render::{ClusterRow, fleet};
 use crate::cmd::scan::{EXIT_ERROR, failed};
 use crate::crd::CLUSTER_PROFILE_API;
@@ -38,12 +40,15 @@ struct Profile {
 pub async fn run(global: &GlobalArgs, args: &FleetHubArgs) -> ExitCode {
     match profiles(global, args).await {
         Ok(profiles) => {
-            print!("{}", shown(&profiles, args));
             let unreadable = profiles.iter().any(|p| matches!(p.summary, Some(Err(_))));
-            if unreadable {
+            let code = if unreadable {
                 ExitCode::from(EXIT_ERROR)
             } else {
                 ExitCode::SUCCESS
+            };
+            match shown(&profiles, args) {
+                Ok(text) => emit(&text, code),
+                Err(e) => failed(&e),
             }
         }
         Err(e) => failed(&e),
@@ -110,64 +115,76 @@ fn profile(object: &DynamicObject, property: &str) -> Profile {
     }
 }
 
-fn shown(profiles: &[Profile], args: &FleetHubArgs) -> String {
+/// The fleet as `-o` asks: the clusters' table and totals, or the JSON document (json, yaml, jsonpath);
+/// `name` lists the ClusterProfiles.
+fn shown(profiles: &[Profile], args: &FleetHubArgs) -> Result<String> {
     let missing = format!(
         "no {} property (no gpu-inventory-operator there, or the manager does not copy ClusterProperties)",
         args.property
     );
-    match args.output {
-        HubOutput::Table => {
-            if profiles.is_empty() {
-                return "no ClusterProfiles on this hub\n".to_owned();
-            }
-            let rows: Vec<ClusterRow<'_>> = profiles
-                .iter()
-                .map(|p| ClusterRow {
-                    name: &p.name,
-                    summary: match &p.summary {
-                        Some(Ok((summary, _))) => Ok(summary),
-                        Some(Err(why)) => Err(why.as_str()),
-                        None => Err(missing.as_str()),
-                    },
-                })
-                .collect();
-            fleet(&rows)
-        }
-        HubOutput::Json => {
-            let read: Vec<(&str, &ClusterSummary)> = profiles
-                .iter()
-                .filter_map(|p| Some((p.name.as_str(), &p.summary.as_ref()?.as_ref().ok()?.0)))
-                .collect();
-            let json = HubJson {
-                clusters: profiles
-                    .iter()
-                    .filter_map(|p| {
-                        Some(ClusterJson {
-                            cluster: &p.name,
-                            observed: p.observed.as_deref(),
-                            summary: &p.summary.as_ref()?.as_ref().ok()?.1,
-                        })
-                    })
-                    .collect(),
-                errors: profiles
-                    .iter()
-                    .filter_map(|p| {
-                        Some(ErrorJson {
-                            cluster: &p.name,
-                            message: p.summary.as_ref()?.as_ref().err()?,
-                        })
-                    })
-                    .collect(),
-                without_summary: profiles
-                    .iter()
-                    .filter(|p| p.summary.is_none())
-                    .map(|p| p.name.as_str())
-                    .collect(),
-                totals: add_up(read).into(),
+    let table = |_wide: bool| {
+        if profiles.is_empty() {
+            return if args.no_headers {
+                String::new()
+            } else {
+                "no ClusterProfiles on this hub\n".to_owned()
             };
-            serde_json::to_string_pretty(&json).expect("the fleet serializes") + "\n"
         }
-    }
+        let rows: Vec<ClusterRow<'_>> = profiles
+            .iter()
+            .map(|p| ClusterRow {
+                name: &p.name,
+                summary: match &p.summary {
+                    Some(Ok((summary, _))) => Ok(summary),
+                    Some(Err(why)) => Err(why.as_str()),
+                    None => Err(missing.as_str()),
+                },
+            })
+            .collect();
+        fleet(&rows, !args.no_headers)
+    };
+    let read: Vec<(&str, &ClusterSummary)> = profiles
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), &p.summary.as_ref()?.as_ref().ok()?.0)))
+        .collect();
+    let json = HubJson {
+        clusters: profiles
+            .iter()
+            .filter_map(|p| {
+                Some(ClusterJson {
+                    cluster: &p.name,
+                    observed: p.observed.as_deref(),
+                    summary: &p.summary.as_ref()?.as_ref().ok()?.1,
+                })
+            })
+            .collect(),
+        errors: profiles
+            .iter()
+            .filter_map(|p| {
+                Some(ErrorJson {
+                    cluster: &p.name,
+                    message: p.summary.as_ref()?.as_ref().err()?,
+                })
+            })
+            .collect(),
+        without_summary: profiles
+            .iter()
+            .filter(|p| p.summary.is_none())
+            .map(|p| p.name.as_str())
+            .collect(),
+        totals: add_up(read).into(),
+    };
+    // `namespace/name` in the table; kubectl's `-o name` leaves the namespace out.
+    let names = || {
+        profiles
+            .iter()
+            .map(|p| {
+                let name = p.name.rsplit('/').next().unwrap_or(&p.name);
+                object_name("clusterprofile", "multicluster.x-k8s.io", name)
+            })
+            .collect()
+    };
+    formatted(&args.output, &json, names, table)
 }
 
 #[derive(Serialize)]

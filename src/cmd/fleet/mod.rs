@@ -13,7 +13,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::cli::GlobalArgs;
-pub use super::fleet_args::{FleetArgs, FleetHubArgs, HubOutput};
+pub use super::fleet_args::{FleetArgs, FleetHubArgs};
 use crate::error::{Error, Result};
 use crate::runtime::client::kubeconfig_contexts;
 
@@ -90,11 +90,11 @@ where
 pub(crate) fn report_errors<T>(reads: &[ClusterRead<T>]) {
     for read in reads {
         if let Err(error) = &read.result {
-            eprintln!(
+            crate::cmd::output::stdout::say(&format!(
                 "error: context {}: {}",
                 crate::runtime::terminal_text::visible(&read.context),
                 crate::runtime::terminal_text::visible(error)
-            );
+            ));
         }
     }
 }

@@ -1,5 +1,66 @@
 //! The plugin's colours: a node table's READY green or red, a non-empty ISSUES cell red, the header bold,
-//! issue lines yellow. Only on a terminal (or `--color always`); the text itself is `scan`'s.
+//! issue lines yellow. Only on a terminal (or `--color always`); the text itself is `scan`'s. And the
+//! `--watch` screen: redrawn in place on a terminal, appended elsewhere. `NO_COLOR` (any value but "", as
+//! no-color.org says) and `TERM=dumb` turn both off, as they do kubectl's colour and a pager's redraws.
+
+use std::io::{IsTerminal, Write};
+
+use clap::ValueEnum;
+
+/// When to colour the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Color {
+    /// On a terminal, unless NO_COLOR is set to anything but "" or TERM is dumb.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// What the screen takes: colour, and escapes that clear and redraw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Screen {
+    /// Colour the tables.
+    pub(super) colour: bool,
+    /// `--watch` clears the screen and draws from the top (else appends each new table).
+    pub(super) redraw: bool,
+}
+
+impl Screen {
+    /// For stdout, `--color` and the environment.
+    pub(super) fn of(color: Color) -> Screen {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        Screen::decide(color, std::io::stdout().is_terminal(), no_color, dumb)
+    }
+
+    fn decide(color: Color, terminal: bool, no_color: bool, dumb: bool) -> Screen {
+        let plain_terminal = terminal && !no_color && !dumb;
+        Screen {
+            colour: match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => plain_terminal,
+            },
+            redraw: plain_terminal,
+        }
+    }
+}
+
+/// With `redraw`: clear the screen and draw from the top. Else (a pipe, a file, a dumb terminal): append,
+/// one block per change, separated by a blank line. An error when stdout cannot be written.
+pub(super) fn draw(text: &str, redraw: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC");
+    let header = format!("kubectl gpu-inventory --watch  {now}  (Ctrl-C to stop)\n");
+    if redraw {
+        write!(out, "\x1b[H\x1b[2J{header}{text}")?;
+    } else {
+        writeln!(out, "{header}{text}")?;
+    }
+    out.flush()
+}
 
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
@@ -139,5 +200,33 @@ mod tests {
             .replace(BOLD, "")
             .replace(RESET, "");
         assert_eq!(plain, TABLE);
+    }
+
+    #[test]
+    fn no_color_and_a_dumb_terminal_turn_colour_and_redraws_off() {
+        let on = Screen {
+            colour: true,
+            redraw: true,
+        };
+        assert_eq!(Screen::decide(Color::Auto, true, false, false), on);
+        for (no_color, dumb) in [(true, false), (false, true)] {
+            let screen = Screen::decide(Color::Auto, true, no_color, dumb);
+            assert_eq!(
+                screen,
+                Screen {
+                    colour: false,
+                    redraw: false
+                }
+            );
+            // `--color always` is asked for; the redraws still follow the terminal.
+            assert!(Screen::decide(Color::Always, true, no_color, dumb).colour);
+        }
+        assert_eq!(
+            Screen::decide(Color::Auto, false, false, false),
+            Screen {
+                colour: false,
+                redraw: false
+            }
+        );
     }
 }

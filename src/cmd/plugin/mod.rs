@@ -6,22 +6,24 @@
 
 mod colour;
 
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::inventory::Inventory;
 use crate::inventory::selector::LabelSelector;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use super::cli::{DEFAULT_CHUNK_SIZE, GlobalArgs, OutputFormat, ScanArgs};
+use super::crd_args::CompletionArgs;
 use super::fit_args::FitArgs;
 use super::fleet::across::AcrossArgs;
 use super::fleet::fleet_contexts;
 use super::fleet_args::{FleetArgs, FleetHubArgs};
 use super::group_by::{GroupBy, parse_group_by};
+use super::output::parse_output;
+use super::output::stdout::{emit, say, write_failed};
 use super::scan::{
-    EXIT_ERROR, exit_code, failed, format_scan, scan_status, status_of, table_level,
+    EXIT_ERROR, ScanShown, exit_code, failed, format_scan, scan_status, status_of, table_level,
 };
 use crate::crd::GpuInventoryStatus;
 use crate::error::{Error, Result};
@@ -30,7 +32,8 @@ use crate::runtime::client::connect;
 use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::{Readers, Sources, SourcesConfig};
-use colour::colourise;
+pub(crate) use colour::Color;
+use colour::{Screen, colourise, draw};
 
 /// The executable name kubectl looks for to run `kubectl gpu-inventory`.
 pub(crate) const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
@@ -55,9 +58,17 @@ pub struct PluginArgs {
     #[command(subcommand)]
     pub(crate) command: Option<PluginCommand>,
     /// Output format: `table`, `wide` (adds allocated, MIG/sharing, sources, each node's NVLink partition and
-    /// network domain, notes), `json` or `yaml` (the GpuInventory status object).
-    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Table)]
+    /// network domain, notes), `json` or `yaml` (the GpuInventory status object), `name`
+    /// (`gpunode.homelab.youngju.dev/NAME` per GPU node) or `jsonpath=TEMPLATE` (over the `-o json` object).
+    #[arg(long, short = 'o', value_name = "FORMAT", value_parser = parse_output, default_value = "table")]
     pub(crate) output: OutputFormat,
+    /// Print only the table's rows: no header, totals, legend, notes or issue lines (for scripts).
+    #[arg(long)]
+    pub(crate) no_headers: bool,
+    /// Read nodes, pods and DRA objects from a `kubectl get ... -o yaml|json` dump instead of the cluster
+    /// (`-` reads stdin), as `gpu-inventory-operator scan -f` does.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub(crate) from_file: Option<String>,
     /// Only nodes matching this label selector.
     #[arg(long, short = 'l', value_name = "SELECTOR")]
     pub(crate) selector: Option<String>,
@@ -70,7 +81,7 @@ pub struct PluginArgs {
     /// label, any key).
     #[arg(long, value_name = "GROUPING", default_value = "node", value_parser = parse_group_by)]
     pub(crate) group_by: GroupBy,
-    /// Colour: `auto` (only on a terminal, and not when NO_COLOR is set), `always` or `never`.
+    /// Colour: `auto` (only on a terminal, and not when NO_COLOR is set or TERM=dumb), `always` or `never`.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub(crate) color: Color,
     /// With `--prometheus-url`, an IDLE column: the held units that sat idle (docs/utilization.md).
@@ -101,17 +112,9 @@ pub(crate) enum PluginCommand {
     /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties,
     /// read from the hub's ClusterProfiles (as `gpu-inventory-operator fleet`). Exit code: 0 read, 2 error.
     Fleet(FleetHubArgs),
-}
-
-/// When to colour the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Color {
-    /// On a terminal, unless NO_COLOR is set to anything but "".
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
+    /// Print a shell completion script for `kubectl-gpu_inventory` (`source <(kubectl-gpu_inventory
+    /// completion bash)`).
+    Completion(CompletionArgs),
 }
 
 /// Whether the process was started as the kubectl plugin (its name, without directory, is
@@ -126,11 +129,21 @@ pub fn invoked_as_plugin(argv0: &str) -> bool {
 
 /// Runs the plugin.
 pub async fn run(args: PluginArgs) -> ExitCode {
+    if let Some(PluginCommand::Completion(shell)) = &args.command {
+        let command = <PluginArgs as clap::CommandFactory>::command();
+        return super::completion::completion(shell, command, PLUGIN_NAME);
+    }
     let contexts = match fleet_contexts(&args.global, &args.fleet) {
         Ok(contexts) => contexts,
         Err(e) => return failed(&e),
     };
     if let Some(contexts) = &contexts {
+        if args.from_file.is_some() {
+            return failed(&Error::InvalidFlag(
+                "-f/--from-file reads one dump: leave out --context (more than one) and --all-contexts"
+                    .to_owned(),
+            ));
+        }
         return across_clusters(&args, contexts).await;
     }
     if let Some(PluginCommand::Fleet(hub)) = &args.command {
@@ -139,11 +152,11 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     if let Some(PluginCommand::Fit(fit)) = &args.command {
         let table_flags = table_flags(&args);
         if !table_flags.is_empty() {
-            eprintln!(
-                "error: {} belong(s) to the table, not to `fit`; `fit` takes its own -l and -o after its \
-                 name (kubectl gpu-inventory fit --help)",
+            say(&format!(
+                "error: {} belong(s) to the table, not to `fit`; `fit` takes its own -f, -l and -o after \
+                 its name (kubectl gpu-inventory fit --help)",
                 table_flags.join(", ")
-            );
+            ));
             return ExitCode::from(EXIT_ERROR);
         }
         return super::fit::run(&args.global, fit).await;
@@ -151,11 +164,11 @@ pub async fn run(args: PluginArgs) -> ExitCode {
     if let Some(PluginCommand::Quotas(quotas)) = &args.command {
         let table_flags = table_flags(&args);
         if !table_flags.is_empty() {
-            eprintln!(
-                "error: {} belong(s) to the table, not to `quotas`; `quotas` takes its own -l and -o after \
-                 its name (kubectl gpu-inventory quotas --help)",
+            say(&format!(
+                "error: {} belong(s) to the table, not to `quotas`; `quotas` takes its own -f, -l and -o \
+                 after its name (kubectl gpu-inventory quotas --help)",
                 table_flags.join(", ")
-            );
+            ));
             return ExitCode::from(EXIT_ERROR);
         }
         return super::quotas::run(&args.global, quotas).await;
@@ -168,18 +181,17 @@ pub async fn run(args: PluginArgs) -> ExitCode {
         }
         return super::utilization::run(&args.global, &idle).await;
     }
-    let color = match args.color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => {
-            std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    };
+    let screen = Screen::of(args.color);
     let result = if args.watch {
-        watch(&args, color).await
+        if args.from_file.is_some() {
+            return failed(&Error::InvalidFlag(
+                "-w/--watch follows a cluster; a dump (-f) does not change: leave out one of them"
+                    .to_owned(),
+            ));
+        }
+        watch(&args, screen).await
     } else {
-        once(&args, color).await
+        once(&args, screen.colour).await
     };
     match result {
         Ok(code) => code,
@@ -195,7 +207,10 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
             super::fleet::fit_across::run(&args.global, &args.fleet, fit, contexts).await
         }
         Some(
-            PluginCommand::Quotas(_) | PluginCommand::Utilization(_) | PluginCommand::Fleet(_),
+            PluginCommand::Quotas(_)
+            | PluginCommand::Utilization(_)
+            | PluginCommand::Fleet(_)
+            | PluginCommand::Completion(_),
         ) => refuse(
             "several contexts are read by the table and by `fit`; `quotas`, `idle` and `fleet` read one \
              cluster (give one --context)",
@@ -209,7 +224,8 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
             let across = AcrossArgs {
                 global: &args.global,
                 fleet: &args.fleet,
-                output: args.output,
+                output: args.output.clone(),
+                headers: !args.no_headers,
                 selector: args.selector.clone(),
                 utilization: args.utilization.clone(),
             };
@@ -222,6 +238,8 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
 fn table_flags(args: &PluginArgs) -> Vec<&'static str> {
     [
         (args.output != OutputFormat::Table, "-o/--output"),
+        (args.no_headers, "--no-headers"),
+        (args.from_file.is_some(), "-f/--from-file"),
         (args.selector.is_some(), "-l/--selector"),
         (args.watch, "-w/--watch"),
         (args.group_by != GroupBy::Node, "--group-by"),
@@ -234,8 +252,9 @@ fn table_flags(args: &PluginArgs) -> Vec<&'static str> {
 
 async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     let scan_args = ScanArgs {
-        from_file: None,
-        output: args.output,
+        from_file: args.from_file.clone(),
+        output: args.output.clone(),
+        no_headers: args.no_headers,
         selector: args.selector.clone(),
         group_by: args.group_by.clone(),
         chunk_size: DEFAULT_CHUNK_SIZE,
@@ -243,8 +262,10 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         utilization: args.utilization.clone(),
     };
     let (inventory, status) = scan_status(&args.global, &scan_args).await?;
-    print!("{}", shown(&inventory, &status, args, color));
-    Ok(exit_code(&status))
+    Ok(emit(
+        &shown(&inventory, &status, args, color)?,
+        exit_code(&status),
+    ))
 }
 
 /// The text for `status` (of `inventory`), coloured when asked (tables only).
@@ -253,17 +274,21 @@ fn shown(
     status: &GpuInventoryStatus,
     args: &PluginArgs,
     color: bool,
-) -> String {
-    let text = format_scan(inventory, status, args.output, &args.group_by);
-    let table = matches!(args.output, OutputFormat::Table | OutputFormat::Wide);
-    if color && table {
+) -> Result<String> {
+    let shown = ScanShown {
+        format: &args.output,
+        group_by: &args.group_by,
+        headers: !args.no_headers,
+    };
+    let text = format_scan(inventory, status, &shown)?;
+    Ok(if color && args.output.is_table() {
         colourise(&text)
     } else {
         text
-    }
+    })
 }
 
-async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
+async fn watch(args: &PluginArgs, screen: Screen) -> Result<ExitCode> {
     let selector = match &args.selector {
         Some(text) => parse_selector(text).map_err(|e| Error::InvalidFlag(format!("-l: {e}")))?,
         None => LabelSelector::default(),
@@ -280,7 +305,7 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
             .topology_labels
             .iter()
             .map(String::as_str)
-            .chain(table_level(args.output, &args.group_by))
+            .chain(table_level(&args.output, &args.group_by))
             .map(str::to_owned)
             .collect(),
         utilization: args.utilization.source()?,
@@ -301,7 +326,6 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
             connection.cluster_url
         )));
     }
-    let terminal = std::io::stdout().is_terminal();
     let mut shown_status: Option<GpuInventoryStatus> = None;
     let mut last = ExitCode::SUCCESS;
     loop {
@@ -311,7 +335,14 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         // Planned against what is on screen, as the operator plans against the server: unchanged content
         // (heartbeats, a pod that changed nothing visible) draws nothing.
         if let Some(status) = status_of(&inventory, shown_status.as_ref()) {
-            draw(&shown(&inventory, &status, args, color), terminal);
+            if let Err(e) = draw(
+                &shown(&inventory, &status, args, screen.colour)?,
+                screen.redraw,
+            ) {
+                // The reader is gone (a closed pipe) or the disk is full: stop watching.
+                feed.abort();
+                return Ok(write_failed(&e));
+            }
             last = exit_code(&status);
             shown_status = Some(status);
         }
@@ -322,20 +353,6 @@ async fn watch(args: &PluginArgs, color: bool) -> Result<ExitCode> {
     }
     feed.abort();
     Ok(last)
-}
-
-/// On a terminal: clear the screen and draw from the top. Elsewhere (a pipe, a file): append, one block per
-/// change, separated by a blank line.
-fn draw(text: &str, terminal: bool) {
-    let mut out = std::io::stdout().lock();
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M:%S UTC");
-    let header = format!("kubectl gpu-inventory --watch  {now}  (Ctrl-C to stop)\n");
-    let _ = if terminal {
-        write!(out, "\x1b[H\x1b[2J{header}{text}")
-    } else {
-        writeln!(out, "{header}{text}")
-    };
-    let _ = out.flush();
 }
 
 #[cfg(test)]
@@ -405,7 +422,7 @@ mod tests {
         assert_eq!((fit.gpus, fit.gpus_per_pod), (Some(64), Some(4)));
         assert_eq!(fit.product.as_deref(), Some("NVIDIA-GB200"));
         assert_eq!(fit.level.as_deref(), Some("nvlink"));
-        assert_eq!(fit.output, super::super::fit_args::FitOutput::Json);
+        assert_eq!(fit.output, OutputFormat::Json);
         assert!(table_flags(&args).is_empty());
         // The table's own flags before `fit` are named, to be refused rather than ignored.
         let watch_fit = PluginArgs::try_parse_from([

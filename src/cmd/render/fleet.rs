@@ -2,7 +2,7 @@
 //! totals per vendor and product. The same for the plugin across contexts (summaries of live scans) and for
 //! the hub's `fleet` (summaries read from ClusterProfiles), so the two read alike.
 
-use super::columns::columns;
+use super::columns::{aligned, columns};
 use crate::inventory::fleet::add_up;
 use crate::inventory::model::{ClusterSummary, FleetProduct};
 
@@ -14,13 +14,14 @@ pub(crate) struct ClusterRow<'a> {
     pub(crate) summary: Result<&'a ClusterSummary, &'a str>,
 }
 
-/// The clusters' table, then the fleet's totals.
-pub(crate) fn fleet(rows: &[ClusterRow<'_>]) -> String {
+/// The clusters' table, then the fleet's totals; unless `headers`, only the clusters' rows.
+pub(crate) fn fleet(rows: &[ClusterRow<'_>], headers: bool) -> String {
     let clusters: Vec<Vec<String>> = rows.iter().map(cluster_row).collect();
-    let mut out = columns(
-        &["CLUSTER", "NODES", "GPUS", "FREE", "UNHEALTHY", "PRODUCTS"],
-        &clusters,
-    );
+    let header = ["CLUSTER", "NODES", "GPUS", "FREE", "UNHEALTHY", "PRODUCTS"];
+    if !headers {
+        return aligned(&header, &clusters, false);
+    }
+    let mut out = columns(&header, &clusters);
     let read: Vec<(&str, &ClusterSummary)> = rows
         .iter()
         .filter_map(|r| r.summary.ok().map(|s| (r.name, s)))
@@ -148,20 +149,23 @@ mod tests {
     fn clusters_then_the_fleet_and_an_unreadable_cluster_is_named_with_its_error() {
         let a = summary("NVIDIA-H100-80GB-HBM3", 16, 12, 8);
         let b = summary("NVIDIA-H100-80GB-HBM3", 8, 2, 2);
-        let text = fleet(&[
-            ClusterRow {
-                name: "lab-a",
-                summary: Ok(&a),
-            },
-            ClusterRow {
-                name: "lab-b",
-                summary: Ok(&b),
-            },
-            ClusterRow {
-                name: "gone",
-                summary: Err("connection refused\u{1b}[2J"),
-            },
-        ]);
+        let text = fleet(
+            &[
+                ClusterRow {
+                    name: "lab-a",
+                    summary: Ok(&a),
+                },
+                ClusterRow {
+                    name: "lab-b",
+                    summary: Ok(&b),
+                },
+                ClusterRow {
+                    name: "gone",
+                    summary: Err("connection refused\u{1b}[2J"),
+                },
+            ],
+            true,
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert!(
             lines[0].starts_with("CLUSTER  NODES  GPUS  FREE  UNHEALTHY  PRODUCTS"),

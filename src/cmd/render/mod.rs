@@ -12,7 +12,7 @@ mod topology;
 mod utilization;
 
 use columns::columns;
-pub(crate) use columns::columns as fleet_columns;
+pub(crate) use columns::{aligned, columns as fleet_columns};
 pub(crate) use fleet::{ClusterRow, fleet};
 pub(crate) use quotas::quotas;
 use summaries::{namespace_table, product_table, vendor_table};
@@ -49,8 +49,18 @@ pub(crate) enum Table<'a> {
     Domains(&'a LevelDomains),
 }
 
-/// The totals line and the table.
-pub(crate) fn render(status: &GpuInventoryStatus, table: Table<'_>) -> String {
+/// The totals line and the table; with `headers` false (`--no-headers`) only the table's rows, as kubectl
+/// prints them for scripts (no totals, header, legend, notes or issue lines).
+pub(crate) fn render(status: &GpuInventoryStatus, table: Table<'_>, headers: bool) -> String {
+    if !headers {
+        return match table {
+            Table::Nodes { wide } => node_table(status, wide, false),
+            Table::Products => product_table(status, false),
+            Table::Namespaces => namespace_table(status, false),
+            Table::Vendors => vendor_table(status, false),
+            Table::Domains(domains) => topology::domain_table(domains, false),
+        };
+    }
     let mut out = format!(
         "total_gpu_nodes: {}  ready_gpu_nodes: {}  total_gpus: {}  free_gpus: {}  pending_gpu_pods: {}\n",
         status.total_gpu_nodes,
@@ -60,11 +70,11 @@ pub(crate) fn render(status: &GpuInventoryStatus, table: Table<'_>) -> String {
         status.pending_gpu_pods
     );
     match table {
-        Table::Nodes { wide } => out += &node_table(status, wide),
-        Table::Products => out += &product_table(status),
-        Table::Namespaces => out += &namespace_table(status),
-        Table::Vendors => out += &vendor_table(status),
-        Table::Domains(domains) => out += &topology::domain_table(domains),
+        Table::Nodes { wide } => out += &node_table(status, wide, true),
+        Table::Products => out += &product_table(status, true),
+        Table::Namespaces => out += &namespace_table(status, true),
+        Table::Vendors => out += &vendor_table(status, true),
+        Table::Domains(domains) => out += &topology::domain_table(domains, true),
     }
     out
 }
@@ -72,13 +82,13 @@ pub(crate) fn render(status: &GpuInventoryStatus, table: Table<'_>) -> String {
 /// The article's table, plus FREE and ISSUES columns and one line per issue below it.
 #[cfg(test)]
 pub(crate) fn table(status: &GpuInventoryStatus) -> String {
-    render(status, Table::Nodes { wide: false })
+    render(status, Table::Nodes { wide: false }, true)
 }
 
 /// The node table with SOURCES, MIG/SHARING and ALLOCATED columns, each node's notes and DRA devices below it.
 #[cfg(test)]
 pub(crate) fn wide(status: &GpuInventoryStatus) -> String {
-    render(status, Table::Nodes { wide: true })
+    render(status, Table::Nodes { wide: true }, true)
 }
 
 /// Per resource the node offers or pods hold (leftover zero resources such as `nvidia.com/gpu: 0` on a MIG
@@ -216,8 +226,9 @@ fn node_row(
     row
 }
 
-/// One row per GPU node of every cluster read, the cluster first (`-o wide` across contexts).
-pub(crate) fn fleet_nodes(clusters: &[(&str, &GpuInventoryStatus)]) -> String {
+/// One row per GPU node of every cluster read, the cluster first (`-o wide` across contexts); the header
+/// unless `headers` is false.
+pub(crate) fn fleet_nodes(clusters: &[(&str, &GpuInventoryStatus)], headers: bool) -> String {
     let rows: Vec<Vec<String>> = clusters
         .iter()
         .flat_map(|(cluster, status)| {
@@ -228,16 +239,17 @@ pub(crate) fn fleet_nodes(clusters: &[(&str, &GpuInventoryStatus)]) -> String {
             })
         })
         .collect();
-    columns(
+    aligned(
         &[
             "CLUSTER", "NAME", "READY", "VENDOR", "PRODUCT", "GPUS", "FREE", "MEMORY", "WORKLOAD",
             "ISSUES",
         ],
         &rows,
+        headers,
     )
 }
 
-fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
+fn node_table(status: &GpuInventoryStatus, wide: bool, headers: bool) -> String {
     let vendor = shows_vendor(status, wide);
     let mut header = vec!["NAME", "READY"];
     if vendor {
@@ -262,6 +274,9 @@ fn node_table(status: &GpuInventoryStatus, wide: bool) -> String {
         .iter()
         .map(|n| node_row(n, wide, vendor, places.as_ref(), idle))
         .collect();
+    if !headers {
+        return aligned(&header, &rows, false);
+    }
     let mut out = columns(&header, &rows);
     out += &legend(status);
     if let Some(places) = &places {

@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use super::columns::columns;
+use super::columns::{aligned, columns};
 use crate::crd::GpuInventoryStatus;
 
 /// One row per vendor: its GPU nodes, devices and free whole devices (never summed across vendors).
-pub(super) fn vendor_table(status: &GpuInventoryStatus) -> String {
+/// Only the rows unless `headers`.
+pub(super) fn vendor_table(status: &GpuInventoryStatus, headers: bool) -> String {
     let mut per_vendor: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for n in &status.nodes {
         let row = per_vendor
@@ -33,13 +34,17 @@ pub(super) fn vendor_table(status: &GpuInventoryStatus) -> String {
             ]
         })
         .collect();
+    if !headers {
+        return aligned(&["VENDOR", "NODES", "GPUS", "FREE"], &rows, false);
+    }
     let mut out = columns(&["VENDOR", "NODES", "GPUS", "FREE"], &rows);
     out += "GPUS: devices (AWS: Neuron devices, not cores; Google: TPU chips); FREE: whole devices free on Ready, \
             schedulable nodes\n";
     out
 }
 
-pub(super) fn product_table(status: &GpuInventoryStatus) -> String {
+/// The products (and, under them, the resources); only the products' rows unless `headers`.
+pub(super) fn product_table(status: &GpuInventoryStatus, headers: bool) -> String {
     let rows: Vec<Vec<String>> = status
         .products
         .iter()
@@ -54,17 +59,18 @@ pub(super) fn product_table(status: &GpuInventoryStatus) -> String {
             ]
         })
         .collect();
-    let mut out = columns(
-        &[
-            "PRODUCT",
-            "NODES",
-            "GPUS",
-            "FREE",
-            "PARTLY-FREE",
-            "FULLY-HELD",
-        ],
-        &rows,
-    );
+    let header = [
+        "PRODUCT",
+        "NODES",
+        "GPUS",
+        "FREE",
+        "PARTLY-FREE",
+        "FULLY-HELD",
+    ];
+    if !headers {
+        return aligned(&header, &rows, false);
+    }
+    let mut out = columns(&header, &rows);
     out += "FREE: whole GPUs free on Ready, schedulable nodes; PARTLY-FREE: GPUs held in part with room for \
             shares (HAMi memory, KAI fractions, replicas, MIG slices); FULLY-HELD: nothing left (shared and MIG \
             resources: see RESOURCE rows)\n";
@@ -90,7 +96,8 @@ pub(super) fn product_table(status: &GpuInventoryStatus) -> String {
     out
 }
 
-pub(super) fn namespace_table(status: &GpuInventoryStatus) -> String {
+/// One row per namespace and resource; without the header unless `headers`.
+pub(super) fn namespace_table(status: &GpuInventoryStatus, headers: bool) -> String {
     let mut rows = Vec::new();
     for ns in &status.namespaces {
         let resources: std::collections::BTreeSet<&String> =
@@ -117,7 +124,7 @@ pub(super) fn namespace_table(status: &GpuInventoryStatus) -> String {
             ]);
         }
     }
-    columns(
+    aligned(
         &[
             "NAMESPACE",
             "RESOURCE",
@@ -127,5 +134,6 @@ pub(super) fn namespace_table(status: &GpuInventoryStatus) -> String {
             "GPU-EQUIV",
         ],
         &rows,
+        headers,
     )
 }

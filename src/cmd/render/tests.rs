@@ -118,7 +118,7 @@ fn the_node_table_shows_free_per_resource_without_leftover_zeros() {
 #[test]
 fn group_by_product_and_namespace() {
     let status = dump_status();
-    let products = render(&status, Table::Products);
+    let products = render(&status, Table::Products, true);
     assert_eq!(
         row(&products, "NVIDIA-H100-80GB-HBM3"),
         ["NVIDIA-H100-80GB-HBM3", "1", "8", "2", "0", "6"]
@@ -127,7 +127,7 @@ fn group_by_product_and_namespace() {
         row(&products, "nvidia.com/mig-1g.10gb"),
         ["nvidia.com/mig-1g.10gb", "7", "2", "5"]
     );
-    let namespaces = render(&status, Table::Namespaces);
+    let namespaces = render(&status, Table::Namespaces, true);
     assert_eq!(
         row(&namespaces, "ml"),
         ["ml", "nvidia.com/gpu", "4", "16", "1", "4"]
@@ -157,7 +157,7 @@ fn hostile_text_from_the_cluster_is_escaped_visibly() {
     for text in [
         table(&status),
         wide(&status),
-        render(&status, Table::Products),
+        render(&status, Table::Products, true),
     ] {
         assert!(
             !text.chars().any(|c| c.is_control() && c != '\n'),

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::columns::columns;
+use super::columns::{aligned, columns};
 use crate::crd::{GpuInventoryStatus, GpuNodeEntry};
 use crate::inventory::model::NVLINK;
 use crate::inventory::text::capped_list;
@@ -23,10 +23,11 @@ const SHORT_UUID: usize = 8;
 /// What marks a shortened clique.
 const ELLIPSIS: char = '…';
 
-/// The domain table: one row per domain and product, the domains' problems and the nodes in no domain below.
-pub(super) fn domain_table(domains: &LevelDomains) -> String {
+/// The domain table: one row per domain and product, the domains' problems and the nodes in no domain below;
+/// only the rows unless `headers`.
+pub(super) fn domain_table(domains: &LevelDomains, headers: bool) -> String {
     let level = visible(&domains.level);
-    if domains.rows.is_empty() {
+    if domains.rows.is_empty() && headers {
         return if domains.level == NVLINK {
             "no GPU node has a place at level nvlink: none carries an NVLink partition label \
              (nvidia.com/gpu.clique where Fabric Manager runs)\n"
@@ -38,32 +39,13 @@ pub(super) fn domain_table(domains: &LevelDomains) -> String {
             )
         };
     }
-    let rows: Vec<Vec<String>> = domains
-        .rows
-        .iter()
-        .map(|row| {
-            let mut problems: Vec<&str> = row.problems.iter().map(|p| p.reason.as_str()).collect();
-            problems.extend(row.node_issues.iter().map(|r| r.as_str()));
-            problems.dedup();
-            vec![
-                row.name.clone(),
-                row.product.clone(),
-                row.nodes.to_string(),
-                row.gpus.to_string(),
-                row.free_gpus.to_string(),
-                if problems.is_empty() {
-                    "-".to_owned()
-                } else {
-                    problems.join(",")
-                },
-            ]
-        })
-        .collect();
+    let rows = domain_rows(domains);
+    let header = ["DOMAIN", "PRODUCT", "NODES", "GPUS", "FREE", "PROBLEMS"];
+    if !headers {
+        return aligned(&header, &rows, false);
+    }
     let mut out = format!("level {level}\n");
-    out += &columns(
-        &["DOMAIN", "PRODUCT", "NODES", "GPUS", "FREE", "PROBLEMS"],
-        &rows,
-    );
+    out += &columns(&header, &rows);
     let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
     for row in &domains.rows {
         sizes.insert(&row.product, row.gpus_per_pod);
@@ -103,6 +85,31 @@ pub(super) fn domain_table(domains: &LevelDomains) -> String {
         out += &problems.concat();
     }
     out
+}
+
+/// One row per domain and product: its nodes, GPUs, what it offers and its problems.
+fn domain_rows(domains: &LevelDomains) -> Vec<Vec<String>> {
+    domains
+        .rows
+        .iter()
+        .map(|row| {
+            let mut problems: Vec<&str> = row.problems.iter().map(|p| p.reason.as_str()).collect();
+            problems.extend(row.node_issues.iter().map(|r| r.as_str()));
+            problems.dedup();
+            vec![
+                row.name.clone(),
+                row.product.clone(),
+                row.nodes.to_string(),
+                row.gpus.to_string(),
+                row.free_gpus.to_string(),
+                if problems.is_empty() {
+                    "-".to_owned()
+                } else {
+                    problems.join(",")
+                },
+            ]
+        })
+        .collect()
 }
 
 /// The node table's topology columns, when some GPU node has a place.
@@ -271,7 +278,7 @@ mod tests {
     fn the_nvlink_view_has_a_row_per_partition_its_problems_and_the_nodes_in_none() {
         let (inventory, status) = fleet_status();
         let domains = level_domains(&inventory.nodes, NVLINK);
-        let text = render(&status, Table::Domains(&domains));
+        let text = render(&status, Table::Domains(&domains), true);
         assert_eq!(
             cells(line(&text, "DOMAIN ")),
             ["DOMAIN", "PRODUCT", "NODES", "GPUS", "FREE", "PROBLEMS"]
@@ -309,7 +316,7 @@ mod tests {
         );
         let none = level_domains(&inventory.nodes, "example.com/rack");
         assert!(
-            render(&status, Table::Domains(&none))
+            render(&status, Table::Domains(&none), true)
                 .contains("none carries the label example.com/rack"),
         );
     }
@@ -317,7 +324,7 @@ mod tests {
     #[test]
     fn wide_shows_each_nodes_partition_shortened_and_its_subblock() {
         let (_, status) = fleet_status();
-        let text = render(&status, Table::Nodes { wide: true });
+        let text = render(&status, Table::Nodes { wide: true }, true);
         let header = cells(line(&text, "NAME "));
         let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
         assert_eq!(at("NETWORK"), at("NVLINK") + 1);
@@ -334,7 +341,7 @@ mod tests {
             text.contains("NETWORK: the node's domain at cloud.google.com/gce-topology-subblock"),
             "{text}"
         );
-        let narrow = render(&status, Table::Nodes { wide: false });
+        let narrow = render(&status, Table::Nodes { wide: false }, true);
         assert!(!narrow.contains("NVLINK"), "only -o wide:\n{narrow}");
     }
 

@@ -1,11 +1,15 @@
 //! `idle`'s tables: the state, the idle units per namespace, then each idle holding with its node.
 
-use super::columns::columns;
+use super::columns::{aligned, columns};
 use crate::cmd::utilization_args::UtilizationJson;
 use crate::runtime::terminal_text::visible;
 
-/// The state line, then the two tables (or a line saying none is idle).
-pub(crate) fn utilization(report: &UtilizationJson) -> String {
+/// The state line, then the two tables (or a line saying none is idle); unless `headers`, only the rows of
+/// the idle holdings (`--no-headers`).
+pub(crate) fn utilization(report: &UtilizationJson, headers: bool) -> String {
+    if !headers {
+        return aligned(&HOLDINGS, &holdings(report), false);
+    }
     let u = &report.utilization;
     let mut text = format!(
         "Utilization: {} (source {}, window {})\n  {}\n",
@@ -33,7 +37,17 @@ pub(crate) fn utilization(report: &UtilizationJson) -> String {
         .collect();
     text.push('\n');
     text.push_str(&columns(&["NAMESPACE", "RESOURCE", "IDLE"], &namespaces));
-    let holdings: Vec<Vec<String>> = report
+    text.push('\n');
+    text.push_str(&columns(&HOLDINGS, &holdings(report)));
+    text
+}
+
+/// The header of the idle holdings.
+const HOLDINGS: [&str; 5] = ["NODE", "HOLDER", "RESOURCE", "IDLE", "IDLE SINCE"];
+
+/// One row per idle holding: its node, pod or claim, resource, units and since when.
+fn holdings(report: &UtilizationJson) -> Vec<Vec<String>> {
+    report
         .nodes
         .iter()
         .flat_map(|n| {
@@ -52,11 +66,5 @@ pub(crate) fn utilization(report: &UtilizationJson) -> String {
                 ]
             })
         })
-        .collect();
-    text.push('\n');
-    text.push_str(&columns(
-        &["NODE", "HOLDER", "RESOURCE", "IDLE", "IDLE SINCE"],
-        &holdings,
-    ));
-    text
+        .collect()
 }
