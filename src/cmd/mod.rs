@@ -3,6 +3,7 @@
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+pub mod connection_args;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;

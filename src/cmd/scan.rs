@@ -31,10 +31,15 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
 pub fn failed(e: &Error) -> ExitCode {
-    eprintln!(
-        "error: {}",
-        crate::runtime::terminal_text::visible(&e.to_string())
-    );
+    use crate::runtime::terminal_text::visible;
+    let text = e.to_string();
+    // A kubeconfig's YAML error is the parser's lines (a snippet, a caret under the column): each line is
+    // escaped on its own, the line breaks kept. Everything else is one line.
+    let shown = match e {
+        Error::Kubeconfig(_) => text.lines().map(visible).collect::<Vec<_>>().join("\n"),
+        _ => visible(&text).into_owned(),
+    };
+    eprintln!("error: {shown}");
     ExitCode::from(EXIT_ERROR)
 }
 
