@@ -90,7 +90,8 @@ pub(crate) async fn build(target: &ClientConfig, deadline: Option<Instant>) -> R
     if let Some(exec) = config.auth_info.exec.clone() {
         // kube runs the plugin on a blocking thread it cannot stop: it runs here first, under the deadline,
         // killed (its whole process group) when the deadline passes or the command ends before it.
-        let credential = exec_plugin::run(&exec, deadline, target.progress).await?;
+        let credential =
+            exec_plugin::run(&exec, deadline, target.request_timeout, target.progress).await?;
         if let (false, Some(token)) = (target.watches, credential.token) {
             config.auth_info.token = Some(token.into());
             config.auth_info.exec = None;

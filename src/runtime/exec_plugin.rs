@@ -40,6 +40,7 @@ struct ExecStatus {
 pub(crate) async fn run(
     exec: &ExecConfig,
     deadline: Option<Instant>,
+    timeout: Option<std::time::Duration>,
     progress: bool,
 ) -> Result<Credential> {
     let line = command_line(exec);
@@ -72,7 +73,7 @@ pub(crate) async fn run(
         (status, out, err)
     };
     let what = format!("the credential plugin `{line}`");
-    let Some((status, out, err)) = bounded(&what, deadline, progress, ran).await else {
+    let Some((status, out, err)) = bounded(&what, deadline, timeout, progress, ran).await else {
         group.kill();
         // Reaped now, not left a zombie for the rest of the command.
         let _ = child.wait().await;
@@ -199,13 +200,13 @@ mod tests {
         let script = r#"test "$GREETING" = hi || exit 3
 echo "$KUBERNETES_EXEC_INFO" | grep -q '"interactive":false' || exit 4
 echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"abc"}}'"#;
-        let credential = run(&exec(script), None, false).await.unwrap();
+        let credential = run(&exec(script), None, None, false).await.unwrap();
         assert_eq!(credential.token.as_deref(), Some("abc"));
     }
 
     #[tokio::test]
     async fn a_failing_plugin_is_said_with_its_stderr() {
-        let message = run(&exec("echo 'token expired' >&2; exit 1"), None, false)
+        let message = run(&exec("echo 'token expired' >&2; exit 1"), None, None, false)
             .await
             .unwrap_err()
             .to_string();
@@ -217,13 +218,16 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","s
 
     #[tokio::test]
     async fn a_plugin_past_its_deadline_is_killed_with_its_children() {
-        let dir = std::env::temp_dir().join(format!("gpuinv-exec-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "target/test-logs/exec-plugin-unit-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let pids = dir.join("pids");
         let script = format!("sleep 60 & echo $$ $! > {}; wait", pids.display());
         let started = Instant::now();
         let deadline = Some(started + std::time::Duration::from_millis(700));
-        let message = run(&exec(&script), deadline, false)
+        let message = run(&exec(&script), deadline, None, false)
             .await
             .unwrap_err()
             .to_string();

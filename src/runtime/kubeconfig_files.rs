@@ -61,7 +61,10 @@ mod tests {
 
     #[test]
     fn missing_files_are_skipped_and_the_rest_merged_in_order() {
-        let dir = std::env::temp_dir().join(format!("gpuinv-kubeconfig-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "target/test-logs/kubeconfig-files-{}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
         std::fs::write(&a, kubeconfig("alpha")).unwrap();

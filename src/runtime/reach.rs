@@ -21,6 +21,7 @@ pub(crate) async fn answered(
     let asked = bounded(
         &what,
         deadline,
+        target.request_timeout,
         target.progress,
         connection.client.apiserver_version(),
     )

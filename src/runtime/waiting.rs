@@ -12,14 +12,21 @@ pub(crate) const FIRST_SAID: Duration = Duration::from_secs(3);
 pub(crate) const SAID_EVERY: Duration = Duration::from_secs(5);
 
 /// `work` until it ends or `deadline` passes (`None`: no deadline): `None` past the deadline (`work` is
-/// dropped). With `progress`, a wait past [`FIRST_SAID`] is said on stderr as `waiting for {what} (...)`.
+/// dropped). With `progress`, a wait past [`FIRST_SAID`] is said on stderr as `waiting for {what} (...)`,
+/// counted from the start of the `timeout` that ends at `deadline` (a credential plugin's run and the
+/// server's answer share one).
 pub(crate) async fn bounded<F: Future>(
     what: &str,
     deadline: Option<Instant>,
+    timeout: Option<Duration>,
     progress: bool,
     work: F,
 ) -> Option<F::Output> {
-    let started = Instant::now();
+    let now = Instant::now();
+    let started = match (deadline, timeout) {
+        (Some(deadline), Some(timeout)) => deadline.checked_sub(timeout).unwrap_or(now).min(now),
+        _ => now,
+    };
     let total = deadline.map(|d| d.saturating_duration_since(started));
     let say = async {
         if !progress {
@@ -86,9 +93,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_wait_ends_at_its_deadline_and_work_that_ends_first_is_returned() {
         let deadline = Some(Instant::now() + Duration::from_secs(2));
-        let never = bounded("x", deadline, false, std::future::pending::<()>()).await;
+        let never = bounded("x", deadline, None, false, std::future::pending::<()>()).await;
         assert_eq!(never, None);
-        let quick = bounded("x", None, false, async { 7 }).await;
+        let quick = bounded("x", None, None, false, async { 7 }).await;
         assert_eq!(quick, Some(7));
     }
 }
