@@ -11,6 +11,7 @@ mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
+mod namespace_filter;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;

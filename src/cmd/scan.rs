@@ -52,8 +52,11 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
         .collect();
     match scan_inventory(global, args, &extra).await {
         Ok(inventory) => {
-            let status = listed_status(&inventory, args.status_nodes_budget, None)
+            let mut status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
+            if let Some(namespace) = global.listed_namespace() {
+                super::namespace_filter::limit_to_namespace(&mut status, namespace);
+            }
             print!(
                 "{}",
                 format_scan(&inventory, &status, args.output, &args.group_by)
@@ -104,8 +107,11 @@ pub(crate) async fn scan_status(
         .into_iter()
         .collect();
     let inventory = scan_inventory(global, args, &extra).await?;
-    let status = listed_status(&inventory, args.status_nodes_budget, None)
+    let mut status = listed_status(&inventory, args.status_nodes_budget, None)
         .expect("a first status is always written");
+    if let Some(namespace) = global.listed_namespace() {
+        super::namespace_filter::limit_to_namespace(&mut status, namespace);
+    }
     Ok((inventory, status))
 }
 

@@ -98,7 +98,12 @@ pub(crate) async fn build(target: &ClientConfig, deadline: Option<Instant>) -> R
         }
     }
     let namespace = config.default_namespace.clone();
-    let cluster_url = config.cluster_url.to_string();
+    // As kubectl writes it: `https://host:6443`, without the root path's slash.
+    let cluster_url = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
     // Building the client runs an exec credential plugin kube keeps (certificates, or a watch's refresh),
     // a blocking process: on the blocking pool, so that several clusters' plugins run side by side.
     let client = tokio::task::spawn_blocking(move || Client::try_from(config))

@@ -157,6 +157,16 @@ fn command(exec: &ExecConfig) -> std::result::Result<tokio::process::Command, St
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
+    // In its own group the plugin does not get the terminal's Ctrl-C, which kills the command at once: the
+    // kernel kills the plugin when the thread that started it dies.
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) only, between fork and exec, as pre_exec requires (async-signal-safe, no allocation).
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     Ok(command)
 }
 
