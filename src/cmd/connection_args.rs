@@ -113,6 +113,78 @@ mod tests {
     }
 
     #[test]
+    fn the_cli_and_the_plugin_take_kubectls_connection_flags() {
+        use crate::cmd::cli::{Cli, Command};
+        use crate::cmd::plugin::PluginArgs;
+        use clap::{CommandFactory, Parser};
+        PluginArgs::command().debug_assert();
+        let flags = [
+            "-n",
+            "team-a",
+            "--request-timeout",
+            "5",
+            "-s",
+            "https://10.0.0.1:6443",
+            "--token",
+            "t",
+            "--as",
+            "jane",
+            "--as-group",
+            "devs",
+            "--context",
+            "lab",
+            "--kubeconfig",
+            "/k",
+        ];
+        let plugin =
+            PluginArgs::try_parse_from(["kubectl gpu-inventory"].iter().chain(&flags)).unwrap();
+        let cli =
+            Cli::try_parse_from(["gpu-inventory-operator", "scan"].iter().chain(&flags)).unwrap();
+        assert!(matches!(cli.command, Some(Command::Scan(_))));
+        for global in [&plugin.global, &cli.global] {
+            assert_eq!(global.listed_namespace(), Some("team-a"));
+            let config = global.client_config();
+            assert_eq!(config.request_timeout, Some(Duration::from_secs(5)));
+            assert_eq!(config.context.as_deref(), Some("lab"));
+            assert_eq!(
+                config.overrides,
+                Overrides {
+                    server: Some("https://10.0.0.1:6443".into()),
+                    token: Some("t".into()),
+                    as_user: Some("jane".into()),
+                    as_groups: vec!["devs".into()],
+                }
+            );
+        }
+        // The plugin takes them after its subcommand as well; -A is the default and refuses -n.
+        let fit = PluginArgs::try_parse_from(["kubectl gpu-inventory", "fit", "--gpus", "1", "-A"])
+            .unwrap();
+        assert_eq!(fit.global.listed_namespace(), None);
+        assert_eq!(
+            fit.global.client_config().request_timeout,
+            Some(Duration::from_secs(30))
+        );
+        assert!(PluginArgs::try_parse_from(["kubectl gpu-inventory", "-n", "a", "-A"]).is_err());
+        assert!(PluginArgs::try_parse_from(["kubectl gpu-inventory", "--as-group", "g"]).is_err());
+        // `run`'s -n is the ConfigMap's namespace, as before.
+        let run = Cli::try_parse_from(["gpu-inventory-operator", "-n", "ops"]).unwrap();
+        assert_eq!(run.global.namespace.as_deref(), Some("ops"));
+        let bad = Cli::try_parse_from([
+            "gpu-inventory-operator",
+            "run",
+            "--metrics-addr",
+            "not-an-addr",
+        ]);
+        assert!(bad.unwrap_err().to_string().contains("HOST:PORT"));
+        for good in ["", "0.0.0.0:8080", "[::]:8080", "localhost:9090"] {
+            assert!(
+                Cli::try_parse_from(["gpu-inventory-operator", "run", "--metrics-addr", good])
+                    .is_ok()
+            );
+        }
+    }
+
+    #[test]
     fn servers_are_urls() {
         assert_eq!(
             parse_server("https://10.0.0.1:6443").as_deref(),

@@ -128,9 +128,14 @@ fn apply(overrides: &Overrides, config: &mut Config) -> Result<()> {
             .map_err(|e| Error::InvalidFlag(format!("--server {server:?}: {e}")))?;
     }
     if let Some(token) = &overrides.token {
-        // The token is who we are: the user's other ways to get one are not run.
+        // The token is who we are: the user's other identities (a client certificate would win over it at
+        // the server) and ways to get one are left out.
         let auth = &mut config.auth_info;
         auth.token = Some(token.clone().into());
+        auth.client_certificate = None;
+        auth.client_certificate_data = None;
+        auth.client_key = None;
+        auth.client_key_data = None;
         auth.token_file = None;
         auth.exec = None;
         auth.auth_provider = None;
