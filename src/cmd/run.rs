@@ -34,34 +34,8 @@ use prometheus_client::metrics::family::Family;
 /// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
 pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
     check_selectors(&args)?;
-    credentials::as_operator();
-    let client_config = ClientConfig {
-        watches: true,
-        progress: false,
-        ..global.client_config()
-    };
-    // --startup-timeout bounds the whole start-up from the first attempt: a credential plugin that hangs and
-    // a server that never answers end it alike.
-    let startup = async {
-        let connection = connect_retrying_credentials(&client_config, args.startup_timeout).await?;
-        wait_for_api_server(
-            &connection,
-            client_config.request_timeout,
-            args.startup_timeout,
-        )
-        .await?;
-        Ok::<_, Error>(connection)
-    };
-    let connection = tokio::select! {
-        connection = tokio::time::timeout(args.startup_timeout, startup) => match connection {
-            Ok(connection) => connection?,
-            Err(_) => return Err(Error::Timeout(format!(
-                "no answer from the API server within {}s (--startup-timeout); check that it is reachable \
-                 from here and that the kubeconfig's server is right",
-                args.startup_timeout.as_secs_f32()
-            ))),
-        },
-        _ = shutdown.clone().wait() => return Ok(()),
+    let Some(connection) = start_up(global, &args, &shutdown).await? else {
+        return Ok(());
     };
     let client = connection.client;
     let namespace = global.namespace.clone().unwrap_or(connection.namespace);
@@ -129,6 +103,43 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         "stopped"
     );
     result
+}
+
+/// Connects and waits for the API server's answer, all within `--startup-timeout` from the first attempt (a
+/// credential plugin that hangs and a server that never answers end it alike); `None` on shutdown.
+async fn start_up(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    shutdown: &Shutdown,
+) -> Result<Option<Connection>> {
+    credentials::as_operator();
+    let client_config = ClientConfig {
+        watches: true,
+        progress: false,
+        ..global.client_config()
+    };
+    let startup = async {
+        let connection = connect_retrying_credentials(&client_config, args.startup_timeout).await?;
+        wait_for_api_server(
+            &connection,
+            client_config.request_timeout,
+            args.startup_timeout,
+        )
+        .await?;
+        Ok::<_, Error>(connection)
+    };
+    let connection = tokio::select! {
+        connection = tokio::time::timeout(args.startup_timeout, startup) => match connection {
+            Ok(connection) => connection?,
+            Err(_) => return Err(Error::Timeout(format!(
+                "no answer from the API server within {}s (--startup-timeout); check that it is reachable \
+                 from here and that the kubeconfig's server is right",
+                args.startup_timeout.as_secs_f32()
+            ))),
+        },
+        _ = shutdown.clone().wait() => return Ok(None),
+    };
+    Ok(Some(connection))
 }
 
 /// What every publisher is made with.

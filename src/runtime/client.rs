@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use super::{credentials, exec_plugin, kubeconfig_files, reach};
+use super::kubeconfig_files::{self, read_error};
+use super::{credentials, exec_plugin, reach};
 use crate::error::{Error, Result};
 
 /// The user agent of every request the operator makes.
@@ -63,7 +64,12 @@ pub(crate) struct Connection {
 pub(crate) async fn connect(target: &ClientConfig) -> Result<Connection> {
     let deadline = target.request_timeout.map(|t| Instant::now() + t);
     let connection = build(target, deadline).await?;
-    reach::answered(&connection, target, deadline).await?;
+    let wait = reach::Wait {
+        deadline,
+        timeout: target.request_timeout,
+        progress: target.progress,
+    };
+    reach::answered(&connection.client, &connection.cluster_url, &wait).await?;
     Ok(connection)
 }
 
@@ -222,14 +228,6 @@ fn no_such_context(context: &str, kubeconfig: &Kubeconfig, from: &str) -> String
         "context {context:?} is not in the kubeconfig {from}; {have} (kubectl config get-contexts); \
          pass one of them to --context"
     )
-}
-
-/// A kubeconfig file that cannot be read or parsed; a YAML error keeps its own lines (a snippet with a caret
-/// under the column) rather than one flattened line.
-pub(crate) fn read_error(path: &str, error: &KubeconfigError) -> Error {
-    Error::Kubeconfig(format!(
-        "cannot read kubeconfig {path}: {error}\nfix the file, or point --kubeconfig or KUBECONFIG at another"
-    ))
 }
 
 fn default_kubeconfig_paths() -> String {

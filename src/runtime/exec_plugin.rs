@@ -45,7 +45,7 @@ pub(crate) async fn run(
 ) -> Result<Credential> {
     let line = command_line(exec);
     let fail = |what: String| Error::Credentials(credentials::plugin_failed(&line, &what));
-    let mut command = command(exec).map_err(|e| fail(e))?;
+    let mut command = command(exec).map_err(&fail)?;
     let mut child = command.spawn().map_err(|e| {
         let hint = exec
             .install_hint

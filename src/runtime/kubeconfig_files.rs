@@ -5,10 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::config::Kubeconfig;
+use kube::config::{Kubeconfig, KubeconfigError};
 
-use super::client::read_error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The merged kubeconfig of the files that exist (`None`: none does); a file that exists and does not read
 /// is an error naming it.
@@ -45,6 +44,14 @@ fn read_files(files: &[PathBuf]) -> Result<Option<Kubeconfig>> {
         });
     }
     Ok(merged)
+}
+
+/// A kubeconfig file that cannot be read or parsed; a YAML error keeps its own lines (a snippet with a caret
+/// under the column) rather than one flattened line.
+pub(crate) fn read_error(path: &str, error: &KubeconfigError) -> Error {
+    Error::Kubeconfig(format!(
+        "cannot read kubeconfig {path}: {error}\nfix the file, or point --kubeconfig or KUBECONFIG at another"
+    ))
 }
 
 #[cfg(test)]
