@@ -44,6 +44,9 @@ pub enum Error {
     /// Something did not happen in time.
     #[error("{0}")]
     Timeout(String),
+    /// The API server did not answer: refused, unresolvable, silent past `--request-timeout`, blackholed.
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 impl Error {
@@ -74,6 +77,7 @@ impl Error {
             Error::InvalidNodeSelector { .. } => "invalid_selector",
             Error::InvalidFlag(_) => "invalid_flag",
             Error::Timeout(_) => "timeout",
+            Error::Unreachable(_) => "unreachable",
             Error::LeadershipLost(_) => "leadership_lost",
         }
     }
@@ -109,16 +113,77 @@ pub(crate) fn describe_kube_error(error: &kube::Error) -> String {
     }
     match error {
         kube::Error::Api(status) => describe_status(status),
-        other => {
-            let mut text = other.to_string();
-            let mut source = std::error::Error::source(other);
-            while let Some(cause) = source {
-                text.push_str(": ");
-                text.push_str(&cause.to_string());
-                source = cause.source();
+        other => match why_unreachable(other) {
+            Some(why) => format!("cannot reach the API server: {why} ({})", chain(other)),
+            None => format!("cannot reach the API server ({})", chain(other)),
+        },
+    }
+}
+
+/// The error and its causes, `: `-separated.
+fn chain(error: &kube::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Why no answer came, in words, when the causes say it: a refused connection, a timeout, a name that does
+/// not resolve, a certificate.
+fn why_unreachable(error: &kube::Error) -> Option<&'static str> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Some("connection refused"),
+                std::io::ErrorKind::TimedOut => return Some("no answer in time"),
+                _ => {}
             }
-            format!("cannot reach the API server ({text})")
         }
+        source = cause.source();
+    }
+    let text = chain(error).to_ascii_lowercase();
+    if text.contains("dns error") || text.contains("failed to lookup address") {
+        Some("the host name does not resolve")
+    } else if text.contains("certificate") {
+        Some("its TLS certificate is not trusted")
+    } else {
+        None
+    }
+}
+
+/// A request to `url` that got no HTTP answer, said with what to do; `timeout` is `--request-timeout`.
+pub(crate) fn describe_unreachable(
+    url: &str,
+    error: &kube::Error,
+    timeout: Option<std::time::Duration>,
+) -> String {
+    let detail = chain(error);
+    match why_unreachable(error) {
+        Some("connection refused") => format!(
+            "connection refused at {url}: nothing listens there; check that the cluster is running and that \
+             the kubeconfig's server (or --server) is right ({detail})"
+        ),
+        Some("no answer in time") => {
+            let within = timeout
+                .map(|t| format!(" within {}s (--request-timeout)", t.as_secs_f32()))
+                .unwrap_or_default();
+            format!(
+                "the API server at {url} did not answer{within}: check that the address is right and \
+                 reachable from here (VPN, firewall, proxy), or give it longer with --request-timeout \
+                 ({detail})"
+            )
+        }
+        Some("the host name does not resolve") => format!(
+            "cannot resolve the API server's host in {url}: check the kubeconfig's server (or --server) and \
+             DNS ({detail})"
+        ),
+        Some(why) => format!("cannot reach the API server at {url}: {why} ({detail})"),
+        None => format!("cannot reach the API server at {url} ({detail})"),
     }
 }
 

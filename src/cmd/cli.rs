@@ -75,6 +75,24 @@ pub struct GlobalArgs {
     /// more than once, one cluster per context, read side by side (docs/fleet.md); other commands take one.
     #[arg(long, global = true, env = "GPUINV_CONTEXT", value_name = "CONTEXT")]
     pub context: Vec<String>,
+    /// The namespace, as kubectl's `-n`: for `run`, of the gpu-node-status ConfigMap and the
+    /// leader-election Lease (default: the kubeconfig context's, or the pod's in cluster); for the commands
+    /// that read, only this namespace's objects are listed (pods, claims, workloads, idle holdings,
+    /// ClusterProfiles; docs/flags.md), while the GPUs are still counted over the whole cluster.
+    #[arg(
+        long,
+        short = 'n',
+        global = true,
+        env = "GPUINV_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub namespace: Option<String>,
+    /// Every namespace's objects, as kubectl's `-A` (the default of the commands that read).
+    #[arg(long, short = 'A', global = true, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// kubectl's connection flags: `--request-timeout`, `--server`, `--token`, `--as`, `--as-group`.
+    #[command(flatten)]
+    pub connection: super::connection_args::ConnectionArgs,
     /// Log format; the filter comes from RUST_LOG (default: info).
     #[arg(long, global = true, env = "GPUINV_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -140,6 +158,30 @@ fn parse_cluster_property(text: &str) -> Result<String, String> {
     }
 }
 
+/// `--metrics-addr`: "" (no endpoint) or `HOST:PORT` (`0.0.0.0:8080`, `[::]:8080`, `localhost:9090`),
+/// checked before anything connects.
+fn parse_metrics_addr(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text.is_empty() || text.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(text.to_owned());
+    }
+    let bad = || {
+        format!(
+            "{text:?} is not an address to listen on: HOST:PORT such as 0.0.0.0:8080, 127.0.0.1:8080 or \
+             [::]:8080 (\"\" turns the endpoint off)"
+        )
+    };
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    match (host_ok, port.parse::<u16>()) {
+        (true, Ok(_)) => Ok(text.to_owned()),
+        _ => Err(bad()),
+    }
+}
+
 /// A `--health-condition`, checked as a condition type or pattern.
 fn parse_health_condition(text: &str) -> Result<String, String> {
     crate::inventory::health::TypePattern::parse(text).map(|_| text.trim().to_owned())
@@ -170,6 +212,11 @@ impl GlobalArgs {
         ClientConfig {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.last().cloned(),
+            overrides: self.connection.overrides(),
+            request_timeout: self.connection.request_timeout.0,
+            // Across contexts each cluster's wait is said with its error, not while it lasts.
+            progress: self.context.len() <= 1,
+            ..ClientConfig::default()
         }
     }
 
@@ -179,6 +226,11 @@ impl GlobalArgs {
             context: vec![context.to_owned()],
             ..self.clone()
         }
+    }
+
+    /// The namespace whose objects are listed (`-n`); `None`: every namespace (`-A`, the default).
+    pub fn listed_namespace(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|_| !self.all_namespaces)
     }
 
     /// An error when `--context` was given more than once to a command that reads one cluster.
@@ -197,10 +249,6 @@ impl GlobalArgs {
 /// Flags of `run`.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Namespace of the gpu-node-status ConfigMap (and, in cluster, of the leader-election Lease).
-    /// Default: the kubeconfig context's namespace, or the pod's namespace in cluster.
-    #[arg(long, short = 'n', env = "GPUINV_NAMESPACE")]
-    pub namespace: Option<String>,
     /// How often every GpuInventory is reconciled even when nothing changed (e.g. 30s, 2m).
     #[arg(long, env = "GPUINV_REQUEUE", default_value = "30s", value_parser = parse_duration)]
     pub requeue: Duration,
@@ -228,7 +276,8 @@ pub struct RunArgs {
     #[arg(long, env = "GPUINV_CONFIGMAP_NAME", default_value = "gpu-node-status")]
     pub configmap_name: String,
     /// Address of the HTTP endpoint serving /healthz, /readyz and /metrics; "" disables it.
-    #[arg(long, env = "GPUINV_METRICS_ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "GPUINV_METRICS_ADDR", default_value = "127.0.0.1:8080",
+          value_parser = parse_metrics_addr)]
     pub metrics_addr: String,
     /// /readyz turns 503 once the API server has been failing for this long.
     #[arg(long, env = "GPUINV_READINESS_GRACE", default_value = "15s", value_parser = parse_duration)]

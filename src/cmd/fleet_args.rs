@@ -26,10 +26,6 @@ pub struct FleetArgs {
 /// Flags of `fleet`.
 #[derive(Debug, Args, Clone)]
 pub struct FleetHubArgs {
-    /// Only the ClusterProfiles of this namespace (a cluster manager's, e.g. `open-cluster-management` or
-    /// `fleet-system`); default: every namespace.
-    #[arg(long, short = 'n')]
-    pub namespace: Option<String>,
     /// The property carrying the GPU summary: the members' `--cluster-property`.
     #[arg(long, default_value = DEFAULT_CLUSTER_PROPERTY)]
     pub property: String,

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod completion;
 pub mod crd_args;
+pub mod connection_args;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
@@ -13,6 +14,7 @@ pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
 pub mod output;
+mod namespace_filter;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;

@@ -21,7 +21,7 @@ use crate::publish::metrics::InventoryGauges;
 use crate::publish::scan_service::ScanService;
 use crate::publish::status::Statuses;
 use crate::runtime::backoff;
-use crate::runtime::client::{ClientConfig, Connection, connect};
+use crate::runtime::client::{ClientConfig, Connection, build};
 use crate::runtime::credentials;
 use crate::runtime::health::Health;
 use crate::runtime::leader::{LeaseConfig, default_identity, run_while_leader};
@@ -34,17 +34,11 @@ use prometheus_client::metrics::family::Family;
 /// Runs the operator until `shutdown` fires. Returns an error only for start-up failures.
 pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Result<()> {
     check_selectors(&args)?;
-    let client_config = global.client_config();
-    let connection = tokio::select! {
-        connection = connect_retrying_credentials(&client_config, args.startup_timeout) => connection?,
-        _ = shutdown.clone().wait() => return Ok(()),
+    let Some(connection) = start_up(global, &args, &shutdown).await? else {
+        return Ok(());
     };
     let client = connection.client;
-    let namespace = args.namespace.clone().unwrap_or(connection.namespace);
-    tokio::select! {
-        result = wait_for_api_server(&client, &connection.cluster_url, args.startup_timeout) => result?,
-        _ = shutdown.clone().wait() => return Ok(()),
-    }
+    let namespace = global.namespace.clone().unwrap_or(connection.namespace);
     let gauges = Arc::new(InventoryGauges::default());
     let metrics = Arc::new(Metrics::with_families(|registry| gauges.register(registry)));
     let health = Health::with_relists(
@@ -109,6 +103,43 @@ pub async fn run(global: &GlobalArgs, args: RunArgs, shutdown: Shutdown) -> Resu
         "stopped"
     );
     result
+}
+
+/// Connects and waits for the API server's answer, all within `--startup-timeout` from the first attempt (a
+/// credential plugin that hangs and a server that never answers end it alike); `None` on shutdown.
+async fn start_up(
+    global: &GlobalArgs,
+    args: &RunArgs,
+    shutdown: &Shutdown,
+) -> Result<Option<Connection>> {
+    credentials::as_operator();
+    let client_config = ClientConfig {
+        watches: true,
+        progress: false,
+        ..global.client_config()
+    };
+    let startup = async {
+        let connection = connect_retrying_credentials(&client_config, args.startup_timeout).await?;
+        wait_for_api_server(
+            &connection,
+            client_config.request_timeout,
+            args.startup_timeout,
+        )
+        .await?;
+        Ok::<_, Error>(connection)
+    };
+    let connection = tokio::select! {
+        connection = tokio::time::timeout(args.startup_timeout, startup) => match connection {
+            Ok(connection) => connection?,
+            Err(_) => return Err(Error::Timeout(format!(
+                "no answer from the API server within {}s (--startup-timeout); check that it is reachable \
+                 from here and that the kubeconfig's server is right",
+                args.startup_timeout.as_secs_f32()
+            ))),
+        },
+        _ = shutdown.clone().wait() => return Ok(None),
+    };
+    Ok(Some(connection))
 }
 
 /// What every publisher is made with.
@@ -303,7 +334,8 @@ async fn connect_retrying_credentials(
     let mut retry = backoff::API_SERVER_STARTUP.backoff();
     let mut reported = false;
     loop {
-        match connect(target).await {
+        let deadline = target.request_timeout.map(|t| Instant::now() + t);
+        match build(target, deadline).await {
             Err(Error::Credentials(message)) => {
                 let waited = started.elapsed();
                 if waited >= timeout {
@@ -332,12 +364,33 @@ async fn connect_retrying_credentials(
     }
 }
 
-/// Retries `/version` (policy [`backoff::API_SERVER_STARTUP`]) until the server answers or `timeout` passes.
-async fn wait_for_api_server(client: &Client, url: &str, timeout: Duration) -> Result<()> {
+/// Retries `/version` (policy [`backoff::API_SERVER_STARTUP`]) until the server answers or `timeout` passes;
+/// each try waits at most `request_timeout` (the operator's client has no read timeout: its watches are
+/// long).
+async fn wait_for_api_server(
+    connection: &Connection,
+    request_timeout: Option<Duration>,
+    timeout: Duration,
+) -> Result<()> {
+    let (client, url) = (&connection.client, connection.cluster_url.as_str());
     let started = Instant::now();
     let mut retry = backoff::API_SERVER_STARTUP.backoff();
     loop {
-        match client.apiserver_version().await {
+        let asked = match request_timeout {
+            Some(limit) => tokio::time::timeout(limit, client.apiserver_version())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(kube::Error::Service(
+                        format!(
+                            "no answer within {}s (--request-timeout)",
+                            limit.as_secs_f32()
+                        )
+                        .into(),
+                    ))
+                }),
+            None => client.apiserver_version().await,
+        };
+        match asked {
             Ok(version) => {
                 info!(server = url, version = %version.git_version, "connected to the API server");
                 return Ok(());

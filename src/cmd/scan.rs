@@ -33,10 +33,15 @@ pub(crate) const EXIT_ERROR: u8 = 2;
 
 /// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
 pub fn failed(e: &Error) -> ExitCode {
-    super::output::stdout::say(&format!(
-        "error: {}",
-        crate::runtime::terminal_text::visible(&e.to_string())
-    ));
+    use crate::runtime::terminal_text::visible;
+    let text = e.to_string();
+    // A kubeconfig's YAML error is the parser's lines (a snippet, a caret under the column): each line is
+    // escaped on its own, the line breaks kept. Everything else is one line.
+    let shown = match e {
+        Error::Kubeconfig(_) => text.lines().map(visible).collect::<Vec<_>>().join("\n"),
+        _ => visible(&text).into_owned(),
+    };
+    super::output::stdout::say(&format!("error: {shown}"));
     ExitCode::from(EXIT_ERROR)
 }
 
@@ -49,8 +54,11 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
         .collect();
     match scan_inventory(global, args, &extra).await {
         Ok(inventory) => {
-            let status = listed_status(&inventory, args.status_nodes_budget, None)
+            let mut status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
+            if let Some(namespace) = global.listed_namespace() {
+                super::namespace_filter::limit_to_namespace(&mut status, namespace);
+            }
             let shown = ScanShown {
                 format: &args.output,
                 group_by: &args.group_by,
@@ -103,8 +111,11 @@ pub(crate) async fn scan_status(
         .into_iter()
         .collect();
     let inventory = scan_inventory(global, args, &extra).await?;
-    let status = listed_status(&inventory, args.status_nodes_budget, None)
+    let mut status = listed_status(&inventory, args.status_nodes_budget, None)
         .expect("a first status is always written");
+    if let Some(namespace) = global.listed_namespace() {
+        super::namespace_filter::limit_to_namespace(&mut status, namespace);
+    }
     Ok((inventory, status))
 }
 

@@ -8,6 +8,7 @@
 //! until a fresh request succeeds again ([`succeeded`]: a complete list or a write; events of a watch opened
 //! earlier prove nothing), and again at error at most every [`REPEAT_EVERY`] while it lasts.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,54 @@ pub(crate) fn source_of(
         Some(line)
     });
     Some(CredentialSource { user, exec_plugin })
+}
+
+/// Whether this process is the operator, which retries failed credentials by itself; a command says to run
+/// it again instead.
+static OPERATOR: AtomicBool = AtomicBool::new(false);
+
+/// This process is the operator (`run`): its messages say that it retries.
+pub(crate) fn as_operator() {
+    OPERATOR.store(true, Ordering::Relaxed);
+}
+
+/// What the user does after fixing the credentials: wait for the operator's retry, or run the command again.
+fn afterwards() -> &'static str {
+    match OPERATOR.load(Ordering::Relaxed) {
+        true => "the operator retries with backoff and recovers by itself",
+        false => "then run the command again",
+    }
+}
+
+/// A failure of the exec plugin `line` (run by `runtime::exec_plugin`), said as [`describe`] says kube's.
+pub(crate) fn plugin_failed(line: &str, what: &str) -> String {
+    let user = match SOURCE.get() {
+        Some(s) => format!("kubeconfig user \"{}\"", s.user),
+        None => "the kubeconfig's user".to_owned(),
+    };
+    format!(
+        "{user}: the exec credential plugin `{line}` {what}; fix it or log in again (run it by hand to see \
+         why), {}",
+        afterwards()
+    )
+}
+
+/// A plugin's exit status and the tail of its stderr.
+pub(crate) fn exit_and_stderr(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    let tail: String = text
+        .chars()
+        .rev()
+        .take(500)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    match tail.is_empty() {
+        true => format!("failed: {status} and printed nothing on stderr"),
+        false => format!("failed: {status}: {tail}"),
+    }
 }
 
 /// Remembers the credentials for error messages (the first call wins).
@@ -120,11 +169,15 @@ pub(crate) fn describe(error: &kube::Error) -> Option<String> {
         (None, None) => "the API server rejected the credentials (401 Unauthorized)".to_owned(),
     };
     let todo = match plugin {
-        Some(_) => {
+        Some(_) => format!(
             "run the plugin by hand to see why, then fix it or log in again (e.g. `aws sso login`, \
-             `gcloud auth login`, `az login`); the operator retries with backoff and recovers by itself"
-        }
-        None => "give the kubeconfig valid credentials; the operator retries with backoff",
+             `gcloud auth login`, `az login`); {}",
+            afterwards()
+        ),
+        None => format!(
+            "give the kubeconfig valid credentials (or --token); {}",
+            afterwards()
+        ),
     };
     Some(format!("{user}: {what}; {todo}"))
 }

@@ -4,11 +4,15 @@
 pub mod backoff;
 pub(crate) mod client;
 pub(crate) mod credentials;
+pub(crate) mod exec_plugin;
 pub mod health;
 pub(crate) mod http;
+pub(crate) mod kubeconfig_files;
 pub(crate) mod leader;
 pub mod logging;
 pub(crate) mod memory;
 pub mod metrics;
+pub(crate) mod reach;
 pub mod shutdown;
 pub(crate) mod terminal_text;
+pub(crate) mod waiting;

@@ -32,6 +32,7 @@ pub mod prometheus;
 pub mod proxy;
 pub mod rbac;
 pub mod reading4;
+pub mod silent_server;
 pub mod test_env;
 pub mod tmux;
 pub mod waiting;

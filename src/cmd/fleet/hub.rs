@@ -61,7 +61,7 @@ async fn profiles(global: &GlobalArgs, args: &FleetHubArgs) -> Result<Vec<Profil
     let mut readers = Readers::none(&SourcesConfig::default());
     readers.register(ClusterProfiles::new(
         CLUSTER_PROFILE_API,
-        args.namespace.clone(),
+        global.listed_namespace().map(str::to_owned),
     ));
     let cluster = Cluster {
         client: connection.client,

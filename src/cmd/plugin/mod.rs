@@ -293,7 +293,13 @@ async fn watch(args: &PluginArgs, screen: Screen) -> Result<ExitCode> {
         Some(text) => parse_selector(text).map_err(|e| Error::InvalidFlag(format!("-l: {e}")))?,
         None => LabelSelector::default(),
     };
-    let connection = connect(&args.global.client_config()).await?;
+    // Long-lived watches: no read timeout on their connections (the server's first answer is still awaited
+    // within --request-timeout, and a refused or silent server said as such).
+    let target = crate::runtime::client::ClientConfig {
+        watches: true,
+        ..args.global.client_config()
+    };
+    let connection = connect(&target).await?;
     let health = Health::new(Metrics::new().watch_restarts.clone());
     let config = SourcesConfig {
         node_label_selector: args.selector.clone(),
