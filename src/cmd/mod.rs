@@ -4,8 +4,8 @@
 
 pub mod cli;
 pub mod completion;
-pub mod crd_args;
 pub mod connection_args;
+pub mod crd_args;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
@@ -13,8 +13,8 @@ mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
-pub mod output;
 mod namespace_filter;
+pub mod output;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;

@@ -86,8 +86,8 @@ pub(crate) fn plugin_failed(line: &str, what: &str) -> String {
         None => "the kubeconfig's user".to_owned(),
     };
     format!(
-        "{user}: the exec credential plugin `{line}` {what}; fix it or log in again (run it by hand to see \
-         why), {}",
+        "{user}: the exec credential plugin `{line}` {what}; run the plugin by hand to see why, then fix it \
+         or log in again, {}",
         afterwards()
     )
 }

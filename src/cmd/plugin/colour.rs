@@ -1,7 +1,8 @@
 //! The plugin's colours: a node table's READY green or red, a non-empty ISSUES cell red, the header bold,
 //! issue lines yellow. Only on a terminal (or `--color always`); the text itself is `scan`'s. And the
 //! `--watch` screen: redrawn in place on a terminal, appended elsewhere. `NO_COLOR` (any value but "", as
-//! no-color.org says) and `TERM=dumb` turn both off, as they do kubectl's colour and a pager's redraws.
+//! no-color.org says) turns colour off and nothing else; `TERM=dumb` (a terminal that cannot move its
+//! cursor) turns colour and the redraws off.
 
 use std::io::{IsTerminal, Write};
 
@@ -36,14 +37,14 @@ impl Screen {
     }
 
     fn decide(color: Color, terminal: bool, no_color: bool, dumb: bool) -> Screen {
-        let plain_terminal = terminal && !no_color && !dumb;
+        let capable = terminal && !dumb;
         Screen {
             colour: match color {
                 Color::Always => true,
                 Color::Never => false,
-                Color::Auto => plain_terminal,
+                Color::Auto => capable && !no_color,
             },
-            redraw: plain_terminal,
+            redraw: capable,
         }
     }
 }
@@ -203,21 +204,24 @@ mod tests {
     }
 
     #[test]
-    fn no_color_and_a_dumb_terminal_turn_colour_and_redraws_off() {
+    fn no_color_turns_colour_off_and_a_dumb_terminal_colour_and_redraws() {
         let on = Screen {
             colour: true,
             redraw: true,
         };
         assert_eq!(Screen::decide(Color::Auto, true, false, false), on);
+        assert_eq!(
+            Screen::decide(Color::Auto, true, true, false),
+            Screen {
+                colour: false,
+                redraw: true
+            },
+            "NO_COLOR is about colour only (no-color.org)"
+        );
         for (no_color, dumb) in [(true, false), (false, true)] {
             let screen = Screen::decide(Color::Auto, true, no_color, dumb);
-            assert_eq!(
-                screen,
-                Screen {
-                    colour: false,
-                    redraw: false
-                }
-            );
+            assert_eq!(screen.colour, false);
+            assert_eq!(screen.redraw, !dumb);
             // `--color always` is asked for; the redraws still follow the terminal.
             assert!(Screen::decide(Color::Always, true, no_color, dumb).colour);
         }
