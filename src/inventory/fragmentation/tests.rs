@@ -176,3 +176,36 @@ fn a_level_counts_what_gangs_of_whole_pods_can_use_per_domain() {
     );
     assert_eq!(level.sizes, [size(4, 12, false), size(8, 8, false)]);
 }
+
+#[test]
+fn one_event_when_pods_start_waiting_on_pieces_and_one_when_none_does() {
+    use crate::inventory::events::{EventBase, transitions_since};
+    let (nodes, pods) = fragmented();
+    let calm = accounted(nodes.clone(), &pods);
+    let mut waiting = pods.clone();
+    waiting.push(pending("eight", 8));
+    waiting.push(pending("eight-b", 8));
+    let blocked = accounted(nodes.clone(), &waiting);
+    let reasons = |old: &crate::inventory::model::Inventory, new| {
+        transitions_since(EventBase::Model(old), new)
+            .into_iter()
+            .filter(|e| e.reason.starts_with("Fragmented"))
+            .map(|e| (e.reason, e.note))
+            .collect::<Vec<_>>()
+    };
+    let appeared = reasons(&calm, &blocked);
+    assert_eq!(appeared.len(), 1, "{appeared:?}");
+    assert_eq!(appeared[0].0, "FragmentedCapacity");
+    assert!(
+        appeared[0].1.starts_with("2 pending GPU pods fit the free GPUs in total but on no node: wait/eight asks for 8 of the 16 free"),
+        "{}",
+        appeared[0].1
+    );
+    let mut more = waiting.clone();
+    more.push(pending("eight-c", 8));
+    let three = accounted(nodes.clone(), &more);
+    assert!(reasons(&blocked, &three).is_empty(), "no event per pod");
+    let cleared = reasons(&blocked, &calm);
+    assert_eq!(cleared.len(), 1);
+    assert_eq!(cleared[0].0, "FragmentedCapacityResolved");
+}

@@ -50,8 +50,7 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .iter()
             .filter_map(super::topology::read_summary)
             .collect(),
-        // Not published yet: the status carries it from the next step of #57.
-        fragmentation: Default::default(),
+        fragmentation: super::read_fragmentation(status.fragmentation.as_ref()),
         quotas: super::quotas::read_quotas(status),
         utilization: status
             .utilization
