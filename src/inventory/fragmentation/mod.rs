@@ -9,6 +9,9 @@
 //! free GPUs, that is the share a stream of such requests could take (1.0: no fragmentation for that size).
 
 mod blocked;
+pub mod plan;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;
 
