@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod fleet;
+mod fragmentation;
 mod gpu_node_entry;
 mod gpunode;
 mod quotas;
@@ -18,6 +19,7 @@ mod topology;
 mod utilization;
 
 pub use fleet::*;
+pub use fragmentation::*;
 pub use gpu_node_entry::*;
 pub use gpunode::*;
 pub use quotas::*;
@@ -115,6 +117,10 @@ pub struct GpuInventoryStatus {
     /// offer to a multi-node job of the product's pods, and what is wrong with them (docs/topology.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub topology: Vec<TopologyLevelSummary>,
+    /// Per product, how its free GPUs are spread (what a request of each size could use, on one node and at
+    /// each topology level), and the pending pods blocked only by that (docs/fragmentation.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<FragmentationStatus>,
     /// Per Kueue ResourceFlavor and accelerator resource: the nominal quota against the healthy units of the
     /// flavor's nodes (docs/quotas.md). Absent where Kueue is not installed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

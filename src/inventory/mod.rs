@@ -19,6 +19,7 @@ pub mod conditions;
 pub mod dra;
 pub(crate) mod events;
 pub mod fleet;
+pub mod fragmentation;
 pub(crate) mod grace;
 pub mod health;
 pub(crate) mod label_reader;

@@ -402,7 +402,7 @@ pub fn free_whole_gpus(node: &NodeInventory) -> u64 {
 /// strategy `single` the device plugin offers MIG devices as `nvidia.com/gpu` only where MIG is enabled, which
 /// GPU Feature Discovery shows by renaming the product to `<gpu>-MIG-<profile>`; a node labelled `single`
 /// whose GPUs have MIG disabled (`mig.config=all-disabled`, a plain product name) offers whole GPUs.
-fn gpu_resource_is_whole_gpus(node: &NodeInventory) -> bool {
+pub(crate) fn gpu_resource_is_whole_gpus(node: &NodeInventory) -> bool {
     let shared = node.sharing.as_ref().is_some_and(|s| !s.renamed_resource);
     let mig_enabled = node.product.as_deref().is_some_and(|p| p.contains("-MIG-"));
     let mig_as_gpu = node.mig.as_ref().is_some_and(|m| {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::inventory::allocation::{self, DemandScope, GpuPod, NodeFacts};
 use crate::inventory::cluster_node::ClusterNode;
 use crate::inventory::dra;
+use crate::inventory::fragmentation;
 use crate::inventory::memory::{MadeFrom, ScanMemory};
 use crate::inventory::model::{Inventory, NodeInventory, QuotaReport};
 use crate::inventory::quotas::{self, KueueInput, NodeView, QuotaMemo, QuotaScope};
@@ -396,16 +397,19 @@ fn sum_up<'n>(
     facts: impl Fn(&str) -> NodeFacts<'n>,
     marks: Option<&mut topology::nvlink_health::CliqueMarks>,
 ) -> Inventory {
+    let groups = topology::gang::product_groups(&nodes);
     // A fleet without topology labels pays nothing for topology.
-    let products = if nodes.iter().any(|n| !n.topology.is_empty()) {
-        topology::gang::product_groups(&nodes)
+    let products: &[(String, Vec<usize>)] = if nodes.iter().any(|n| !n.topology.is_empty()) {
+        &groups
     } else {
-        Vec::new()
+        &[]
     };
-    topology::nvlink_health::mark_clique_missing(&mut nodes, &products, marks);
-    let demand = allocation::demand(pods, &nodes, scope, dra, facts);
+    topology::nvlink_health::mark_clique_missing(&mut nodes, products, marks);
+    let blocked = fragmentation::blocked_pods(pods, &nodes, &groups, &facts);
+    let demand = allocation::demand(pods, &nodes, scope, dra, &facts);
     Inventory {
-        topology: topology::summary::summarize(&nodes, &products),
+        topology: topology::summary::summarize(&nodes, products),
+        fragmentation: fragmentation::measure(&nodes, &groups, blocked),
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),

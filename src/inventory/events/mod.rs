@@ -14,6 +14,7 @@ use crate::inventory::model::{Inventory, IssueReason, NodeInventory, Severity};
 use crate::inventory::text::capped_list;
 
 mod event;
+mod fragmentation;
 mod quotas;
 mod utilization;
 
@@ -61,6 +62,7 @@ pub(crate) fn transitions_since(base: EventBase<'_>, new: &Inventory) -> Vec<Inv
                 pending_gpu_pods: new.pending_gpu_pods,
                 // The domains' problems are the inventory's, not a node's: compared whole.
                 topology: new.topology.clone(),
+                fragmentation: new.fragmentation.clone(),
                 // Kueue's quotas are the inventory's too, and so are the namespaces' idle units.
                 quotas: new.quotas.clone(),
                 utilization: new.utilization.clone(),
@@ -93,6 +95,7 @@ fn transitions(old: Option<&Inventory>, new: &Inventory) -> Vec<InventoryEvent> 
     issue_events(&mut events, &before, &after);
     domain_events(&mut events, old, new);
     quotas::quota_events(&mut events, old, new);
+    fragmentation::fragmentation_events(&mut events, old, new);
     utilization::idle_events(&mut events, old, new);
     events.extend(demand_event(old, new));
     events

@@ -8,6 +8,7 @@
 mod amount;
 mod device;
 mod fleet;
+mod fragmentation;
 mod holding;
 mod issue;
 mod node_inventory;
@@ -24,6 +25,10 @@ use std::sync::Arc;
 pub use amount::{Amount, quantity_value};
 pub use device::{ClaimRef, Device, DeviceKind, DeviceTaint, SharedCapacity};
 pub use fleet::{ClusterSummary, FleetProduct, FleetTotals, ProductSummary};
+pub use fragmentation::{
+    BlockedPod, FRAGMENTED_CAPACITY, Fragmentation, LevelFragmentation, ProductFragmentation,
+    SizeUse,
+};
 pub use holding::{Basis, Equivalent, Holder, Holding};
 pub use issue::{Issue, IssueReason, Severity};
 pub use node_inventory::{Mig, MigProfile, NodeInventory, Sharing, Source};
@@ -64,6 +69,8 @@ pub struct Inventory {
     pub nodes: Vec<Arc<NodeInventory>>,
     /// Per product and topology level, what its domains offer and what is wrong with them.
     pub topology: Vec<TopologySummary>,
+    /// Per product, how its free GPUs are spread, and the pending pods blocked only by that.
+    pub fragmentation: Fragmentation,
     /// Kueue's quotas and pending workloads against the GPUs; `None` where Kueue's objects are not read.
     pub quotas: Option<QuotaReport>,
     /// The held GPUs' activity, from Prometheus; `None` where it is not read (`--prometheus-url` unset).

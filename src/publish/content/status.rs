@@ -68,6 +68,7 @@ pub fn desired_status(
             .iter()
             .map(wire::topology_summary)
             .collect(),
+        fragmentation: wire::fragmentation(&inventory.fragmentation),
         quotas: inventory
             .quotas
             .iter()

@@ -83,6 +83,7 @@ pub fn export_inventory(
     }
     export_allocation(metrics, inventory, status);
     export_topology(metrics, inventory, status);
+    super::fragmentation::export_fragmentation(metrics, inventory, status);
     export_quotas(metrics, inventory, status);
     export_idle(metrics, inventory, status);
     exported.insert(inventory.to_owned(), Arc::clone(status));

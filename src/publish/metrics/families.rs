@@ -129,6 +129,26 @@ pub(crate) struct TopologyLabels {
     pub(crate) level: String,
 }
 
+/// One product of an inventory.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ProductLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The GPU model, as `products[].name`.
+    pub(crate) product: String,
+}
+
+/// One request size of a product's fragmentation ladder.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SizeLabels {
+    /// The GpuInventory.
+    pub(crate) inventory: String,
+    /// The GPU model, as `products[].name`.
+    pub(crate) product: String,
+    /// The request's GPUs on one node (`status.fragmentation.products[].sizes[].gpus`).
+    pub(crate) gpus: String,
+}
+
 /// One domain of a topology level.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct DomainLabels {
@@ -192,6 +212,9 @@ pub struct InventoryGauges {
     pub(crate) topology_degraded_domains: Family<TopologyLabels, Gauge>,
     pub(crate) topology_largest_free_gpus: Family<TopologyLabels, Gauge>,
     pub(crate) topology_domain_free_gpus: Family<DomainLabels, Gauge>,
+    pub(crate) fragmentation_largest_piece: Family<ProductLabels, Gauge>,
+    pub(crate) fragmentation_usable_gpus: Family<SizeLabels, Gauge>,
+    pub(crate) fragmented_pending_pods: Family<InventoryLabels, Gauge>,
     pub(crate) quota: Family<QuotaLabels, Gauge>,
     pub(crate) quota_healthy: Family<QuotaLabels, Gauge>,
     pub(crate) quota_issues: Family<QuotaIssueLabels, Gauge>,

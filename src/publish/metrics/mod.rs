@@ -9,11 +9,13 @@
 //! - `label_sets`: the label sets both build the same way;
 //! - `node_diff`: which nodes' series an export touches (those whose entry changed);
 //! - `quotas`: the Kueue quota series (per flavor and resource), set and removed;
+//! - `fragmentation`: the largest free piece and the ladder's usable GPUs per product, the blocked pods;
 //! - `topology`: the topology series (per product and level, and the largest domains), set and removed;
 //! - `utilization`: the idle GPU series (per namespace and resource) and whether they are known.
 
 mod export;
 mod families;
+mod fragmentation;
 mod label_sets;
 mod node_diff;
 mod quotas;

@@ -5,13 +5,14 @@
 use prometheus_client::registry::Registry;
 
 use super::families::InventoryGauges;
-use super::{export, quotas, topology, utilization};
+use super::{export, fragmentation, quotas, topology, utilization};
 
 impl InventoryGauges {
     /// Registers every family (the same series as before: names, help and units are the dashboard's).
     pub fn register(&self, registry: &mut Registry) {
         export::register(self, registry);
         topology::register(self, registry);
+        fragmentation::register(self, registry);
         quotas::register(self, registry);
         utilization::register(self, registry);
     }

@@ -52,6 +52,7 @@ pub(crate) fn retain_inventories(
 /// Removes the series of `status` that are not any one node's (each node's are [`remove_node_series`]'s).
 pub(super) fn remove_series(metrics: &InventoryGauges, inventory: &str, status: &Inventory) {
     remove_topology(metrics, inventory, status);
+    super::fragmentation::remove_fragmentation(metrics, inventory, status);
     remove_quotas(metrics, inventory, status);
     remove_idle(metrics, inventory, status);
     for resource in &status.resources {

@@ -328,3 +328,61 @@ fn an_export_after_a_change_equals_one_from_scratch() {
     );
     assert_eq!(incremental, scratch);
 }
+
+#[test]
+fn fragmentation_series_follow_the_ladder_and_leave_no_ghosts() {
+    use crate::inventory::model::{BlockedPod, Fragmentation, ProductFragmentation, SizeUse};
+    let with = |asked: Option<u64>, blocked: u32| {
+        let mut sizes = vec![SizeUse {
+            gpus: 1,
+            usable_gpus: 16,
+            asked: false,
+        }];
+        sizes.extend(asked.map(|gpus| SizeUse {
+            gpus,
+            usable_gpus: 0,
+            asked: true,
+        }));
+        Arc::new(Inventory {
+            fragmentation: Fragmentation {
+                products: vec![ProductFragmentation {
+                    product: "NVIDIA-H100".into(),
+                    free_gpus: 16,
+                    largest_piece: 5,
+                    pieces: 4,
+                    sizes,
+                    levels: Vec::new(),
+                }],
+                blocked_pods: blocked,
+                blocked: vec![BlockedPod::default(); blocked as usize],
+            },
+            ..Default::default()
+        })
+    };
+    let g = InventoryGauges::default();
+    let m = Metrics::with_families(|r| g.register(r));
+    export_inventory(&m, &g, "cluster", &with(Some(8), 2));
+    let text = m.encode();
+    let product = "inventory=\"cluster\",product=\"NVIDIA-H100\"";
+    for line in [
+        format!("gpu_inventory_fragmentation_largest_piece_gpus{{{product}}} 5"),
+        format!("gpu_inventory_fragmentation_usable_gpus{{{product},gpus=\"1\"}} 16"),
+        format!("gpu_inventory_fragmentation_usable_gpus{{{product},gpus=\"8\"}} 0"),
+        "gpu_inventory_fragmented_pending_pods{inventory=\"cluster\"} 2".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line} missing in:\n{text}");
+    }
+    // The 8-GPU pods are gone: their size leaves the ladder and its series goes with it.
+    export_inventory(&m, &g, "cluster", &with(None, 0));
+    let text = m.encode();
+    assert!(
+        !text.contains("gpus=\"8\""),
+        "a size no longer asked for leaves:\n{text}"
+    );
+    assert!(text.contains("gpu_inventory_fragmented_pending_pods{inventory=\"cluster\"} 0"));
+    retain_inventories(&m, &g, |_| false);
+    assert!(
+        !m.encode().contains("gpu_inventory_fragmentation_"),
+        "an inventory gone takes its series"
+    );
+}

@@ -310,6 +310,38 @@ fn full_status() -> GpuInventoryStatus {
         namespace.idle_gpu_equivalents_by_product =
             BTreeMap::from([("NVIDIA-H100-80GB-HBM3".into(), "2".into())]);
     }
+    // Fragmentation with every part: a size asked for first (the walk reads each list's first item), a
+    // level, and a pod blocked.
+    let size = |gpus, usable_gpus, asked| crate::crd::SizeUseEntry {
+        gpus,
+        usable_gpus,
+        asked,
+    };
+    status.fragmentation = Some(crate::crd::FragmentationStatus {
+        products: vec![crate::crd::ProductFragmentationEntry {
+            product: "NVIDIA-H100-80GB-HBM3".into(),
+            free_gpus: 16,
+            largest_piece: 5,
+            pieces: 4,
+            sizes: vec![size(8, 0, true), size(1, 16, false)],
+            levels: vec![crate::crd::LevelFragmentationEntry {
+                level: "nvlink".into(),
+                gpus_per_pod: 8,
+                largest_piece: 8,
+                sizes: vec![size(8, 8, true)],
+            }],
+        }],
+        blocked_pods: 1,
+        blocked: vec![crate::crd::BlockedPodEntry {
+            reason: "FragmentedCapacity".into(),
+            namespace: "ml".into(),
+            pod: "trainer-0".into(),
+            gpus: 8,
+            product: "NVIDIA-H100-80GB-HBM3".into(),
+            free_gpus: 16,
+            largest_piece: 5,
+        }],
+    });
     assert!(!status.problem_nodes.is_empty() && status.problem_node_count > 0);
     written(plan_status(status, None, t(100)))
 }

@@ -1,0 +1,141 @@
+//! Fragmentation: per product, how much of the free GPUs a request of each size can use (on one node, and in
+//! one domain of each topology level), and which pending pods wait only because the free GPUs are in pieces
+//! (`FragmentedCapacity`). Bounded whatever the fleet: a ladder of a few sizes per product and level, and the
+//! first few blocked pods (all counted).
+//!
+//! The measure is the gang rule's (`topology::gang::offer`): a node offers `floor(free / k) * k` of its free
+//! whole GPUs to pods of `k`, nothing where it is not Ready, cordoned or tainted. A request of `g` GPUs on
+//! one node can use `floor(free / g) * g` of a node's free GPUs; summed over the nodes and divided by the
+//! free GPUs, that is the share a stream of such requests could take (1.0: no fragmentation for that size).
+
+mod blocked;
+pub mod plan;
+#[cfg(test)]
+mod plan_tests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use crate::inventory::model::{
+    Fragmentation, LevelFragmentation, NodeInventory, ProductFragmentation, SizeUse,
+};
+use crate::inventory::topology::domains::{domains_at, levels_of};
+use crate::inventory::topology::gang::{gpus_per_node, offer};
+use crate::inventory::topology::label_table::HOSTNAME;
+use crate::inventory::topology::summary::pod_counts_up_to;
+
+pub use blocked::{BLOCKED_LISTED, blocked_pods};
+
+/// The one-node sizes every product's ladder holds (those no larger than its largest node; 1 always).
+pub const LADDER: [u64; 4] = [1, 2, 4, 8];
+
+/// At most this many sizes asked for by pending pods join a ladder (the largest asked for first).
+pub const ASKED_SIZES: usize = 8;
+
+/// The fragmentation of every product (`products`: `gang::product_groups` of `nodes`), with the blocked
+/// pods (`blocked`: `blocked_pods`' answer, which also gives the sizes asked for per product).
+pub fn measure(
+    nodes: &[std::sync::Arc<NodeInventory>],
+    products: &[(String, Vec<usize>)],
+    blocked: blocked::Blocked,
+) -> Fragmentation {
+    let products = products
+        .iter()
+        .map(|(name, at)| {
+            let nodes: Vec<&NodeInventory> = at.iter().map(|i| nodes[*i].as_ref()).collect();
+            let asked = blocked.asked.get(name).cloned().unwrap_or_default();
+            product(name, &nodes, &asked)
+        })
+        .collect();
+    Fragmentation {
+        products,
+        blocked_pods: blocked.count,
+        blocked: blocked.listed,
+    }
+}
+
+/// One product's fragmentation; `asked`: the one-node sizes its pending pods ask for.
+pub fn product(
+    name: &str,
+    nodes: &[&NodeInventory],
+    asked: &BTreeSet<u64>,
+) -> ProductFragmentation {
+    let pieces: Vec<u64> = nodes
+        .iter()
+        .map(|n| offer(n, 1, &[]))
+        .filter(|f| *f > 0)
+        .collect();
+    let widest = nodes.iter().map(|n| n.count).max().unwrap_or(0);
+    let sizes = ladder(widest, asked)
+        .map(|(gpus, asked)| SizeUse {
+            gpus,
+            usable_gpus: usable(&pieces, gpus),
+            asked,
+        })
+        .collect();
+    ProductFragmentation {
+        product: name.to_owned(),
+        free_gpus: pieces.iter().fold(0, |s, p| s.saturating_add(*p)),
+        largest_piece: pieces.iter().copied().max().unwrap_or(0),
+        pieces: u32::try_from(pieces.len()).unwrap_or(u32::MAX),
+        sizes,
+        levels: levels(nodes),
+    }
+}
+
+/// The one-node sizes: the base ladder up to the widest node (1 always), and the sizes asked for (the
+/// largest [`ASKED_SIZES`]), ascending, each with whether it was asked for.
+fn ladder(widest: u64, asked: &BTreeSet<u64>) -> impl Iterator<Item = (u64, bool)> {
+    let mut sizes: BTreeSet<u64> = LADDER
+        .iter()
+        .copied()
+        .filter(|s| *s == 1 || *s <= widest)
+        .collect();
+    let asked: BTreeSet<u64> = asked.iter().rev().take(ASKED_SIZES).copied().collect();
+    sizes.extend(asked.iter().copied());
+    sizes.into_iter().map(move |s| (s, asked.contains(&s)))
+}
+
+/// What requests of `size` can take of `pieces`, all at once.
+fn usable(pieces: &[u64], size: u64) -> u64 {
+    pieces
+        .iter()
+        .map(|p| p.checked_div(size).map_or(0, |n| n * size))
+        .fold(0, u64::saturating_add)
+}
+
+/// Per topology level of the product's nodes (not the hostname level: that is the one-node ladder), what
+/// gangs of the product's pods could use: gang sizes are whole pods doubling, and 18 pods and doublings
+/// (an NVL72 rack), up to the largest domain, as `status.topology[].domainsFitting` counts them.
+fn levels(nodes: &[&NodeInventory]) -> Vec<LevelFragmentation> {
+    let Some(k) = gpus_per_node(nodes.iter().copied()) else {
+        return Vec::new();
+    };
+    levels_of(nodes)
+        .into_iter()
+        .filter(|level| *level != HOSTNAME)
+        .map(|level| {
+            let domains = domains_at(nodes, level, k, &[]);
+            let offers: Vec<u64> = domains.values().map(|d| d.offered).collect();
+            let widest = domains.values().map(|d| d.size).max().unwrap_or(0);
+            let sizes = pod_counts_up_to(widest / k)
+                .into_iter()
+                .map(|pods| {
+                    let gpus = pods * k;
+                    SizeUse {
+                        gpus,
+                        usable_gpus: usable(&offers, gpus),
+                        asked: false,
+                    }
+                })
+                .collect();
+            LevelFragmentation {
+                level: level.to_owned(),
+                gpus_per_pod: k,
+                largest_piece: offers.iter().copied().max().unwrap_or(0),
+                sizes,
+            }
+        })
+        .collect()
+}
