@@ -220,7 +220,7 @@ mod tests {
         );
         for (no_color, dumb) in [(true, false), (false, true)] {
             let screen = Screen::decide(Color::Auto, true, no_color, dumb);
-            assert_eq!(screen.colour, false);
+            assert!(!screen.colour);
             assert_eq!(screen.redraw, !dumb);
             // `--color always` is asked for; the redraws still follow the terminal.
             assert!(Screen::decide(Color::Always, true, no_color, dumb).colour);

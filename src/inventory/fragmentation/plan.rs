@@ -180,8 +180,15 @@ fn units<'n>(
     single
 }
 
+/// A set of units to move and where their pods go (index in the units' pods, node).
+struct Choice {
+    key: Key,
+    units: Vec<usize>,
+    places: Vec<(usize, usize)>,
+}
+
 /// The cheapest set of `candidates` (units with pods on `target`) freeing `lacks` GPUs there whose pods all
-/// fit elsewhere.
+/// fit elsewhere, as a plan.
 fn best_on(
     nodes: &[Arc<NodeInventory>],
     free: &[u64],
@@ -190,11 +197,6 @@ fn best_on(
     target: usize,
     lacks: u64,
 ) -> Option<(Key, Plan)> {
-    let mut movable: Vec<usize> = candidates
-        .iter()
-        .copied()
-        .filter(|u| units[*u].movable)
-        .collect();
     let on_target = |u: usize| -> u64 {
         units[u]
             .pods
@@ -203,22 +205,15 @@ fn best_on(
             .map(|p| p.gpus)
             .sum()
     };
+    let mut movable: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|u| units[*u].movable)
+        .collect();
     movable.sort_by_key(|u| (units[*u].priority, on_target(*u)));
-    let subsets: Box<dyn Iterator<Item = Vec<usize>>> = if movable.len() <= EXHAUSTIVE_UNITS {
-        Box::new((1u32..(1 << movable.len())).map(|mask| {
-            (0..movable.len())
-                .filter(|b| mask & (1 << b) != 0)
-                .map(|b| movable[b])
-                .collect()
-        }))
-    } else {
-        // Cheapest first, growing until enough is freed.
-        Box::new((1..=movable.len()).map(|n| movable[..n].to_vec()))
-    };
-    let mut best: Option<(Key, Vec<usize>, Vec<(usize, usize)>)> = None;
-    for subset in subsets {
-        let freed: u64 = subset.iter().map(|u| on_target(*u)).sum();
-        if freed < lacks {
+    let mut best: Option<Choice> = None;
+    for subset in subsets(&movable) {
+        if subset.iter().map(|u| on_target(*u)).sum::<u64>() < lacks {
             continue;
         }
         let pods: Vec<&Held<'_>> = subset.iter().flat_map(|u| &units[*u].pods).collect();
@@ -231,44 +226,63 @@ fn best_on(
                 .unwrap_or(i32::MIN),
             pods.len(),
         );
-        if best.as_ref().is_some_and(|(k, ..)| *k <= key) {
+        if best.as_ref().is_some_and(|b| b.key <= key) {
             continue;
         }
         if let Some(places) = place(free, &pods, target) {
-            best = Some((key, subset, places));
+            best = Some(Choice {
+                key,
+                units: subset,
+                places,
+            });
         }
     }
-    let (key, subset, places) = best?;
-    let pods: Vec<&Held<'_>> = subset.iter().flat_map(|u| &units[*u].pods).collect();
-    let gang_of = |pod: &Held<'_>| {
-        subset
-            .iter()
-            .find(|u| units[**u].pods.iter().any(|p| std::ptr::eq(p, pod)))
-            .and_then(|u| units[*u].gang.clone())
+    let choice = best?;
+    let plan = Plan {
+        node: nodes[target].name.clone(),
+        moves: moves(nodes, units, &choice),
+        displaced_gpus: choice.key.0,
+        highest_priority: choice.key.1,
     };
-    let moves = places
-        .into_iter()
+    Some((choice.key, plan))
+}
+
+/// Every combination of `movable` (few units), or its cheapest prefixes (many).
+fn subsets(movable: &[usize]) -> Box<dyn Iterator<Item = Vec<usize>> + '_> {
+    if movable.len() <= EXHAUSTIVE_UNITS {
+        Box::new((1u32..(1 << movable.len())).map(move |mask| {
+            (0..movable.len())
+                .filter(|b| mask & (1 << b) != 0)
+                .map(|b| movable[b])
+                .collect()
+        }))
+    } else {
+        Box::new((1..=movable.len()).map(move |n| movable[..n].to_vec()))
+    }
+}
+
+/// The moves of a choice, in its places' order.
+fn moves(nodes: &[Arc<NodeInventory>], units: &[Unit<'_>], choice: &Choice) -> Vec<Move> {
+    let pods: Vec<(&Held<'_>, &Option<String>)> = choice
+        .units
+        .iter()
+        .flat_map(|u| units[*u].pods.iter().map(move |p| (p, &units[*u].gang)))
+        .collect();
+    choice
+        .places
+        .iter()
         .map(|(pod, to)| {
-            let pod = pods[pod];
+            let (pod, gang) = pods[*pod];
             Move {
                 namespace: pod.namespace.to_owned(),
                 pod: pod.pod.to_owned(),
                 from: nodes[pod.node].name.clone(),
-                to: nodes[to].name.clone(),
+                to: nodes[*to].name.clone(),
                 gpus: pod.gpus,
-                gang: gang_of(pod),
+                gang: gang.clone(),
             }
         })
-        .collect();
-    Some((
-        key,
-        Plan {
-            node: nodes[target].name.clone(),
-            moves,
-            displaced_gpus: key.0,
-            highest_priority: key.1,
-        },
-    ))
+        .collect()
 }
 
 /// Where each of `pods` goes (index in `pods`, node), largest first, best fit, never `target`; `None` when

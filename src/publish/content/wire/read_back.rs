@@ -50,7 +50,7 @@ pub fn published_inventory(status: &GpuInventoryStatus) -> Inventory {
             .iter()
             .filter_map(super::topology::read_summary)
             .collect(),
-        fragmentation: super::read_fragmentation(status.fragmentation.as_ref()),
+        fragmentation: super::fragmentation::read_fragmentation(status.fragmentation.as_ref()),
         quotas: super::quotas::read_quotas(status),
         utilization: status
             .utilization
