@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
+use super::dump_gaps::DumpGaps;
 use super::fit_args::{FitArgs, FitOutput};
 use super::scan::{failed, scan_inventory};
 use crate::error::{Error, Result};
@@ -46,9 +47,9 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Err(e) => return failed(&e),
     }
     match answer(global, args).await {
-        Ok(answer) => {
+        Ok((answer, gaps)) => {
             print!("{}", format_answer(&answer, args.output));
-            ExitCode::from(if answer.fits {
+            gaps.exit_code(if answer.fits {
                 EXIT_FITS
             } else {
                 EXIT_DOES_NOT_FIT
@@ -58,11 +59,12 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
     }
 }
 
-/// The answer for `args`, over the inventory `scan` would see.
-pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
+/// The answer for `args`, over the inventory `scan` would see, and what of a dump was not read.
+pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<(FitAnswer, DumpGaps)> {
     let request = request(args)?;
-    let inventory = read_inventory(global, args).await?;
-    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+    let (inventory, gaps) = read_inventory(global, args).await?;
+    let answer = fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+    Ok((answer, gaps))
 }
 
 /// The request `args` ask, checked before any cluster is read (a `--gpus 0` is refused once, not per cluster).
@@ -94,12 +96,15 @@ pub(crate) fn request(args: &FitArgs) -> Result<FitRequest> {
     }
 }
 
-/// The inventory `scan` would see, with the level `--level` names read too.
+/// The inventory `scan` would see, with the level `--level` names read too, and what of a dump was not read.
 pub(crate) async fn read_inventory(
     global: &GlobalArgs,
     args: &FitArgs,
-) -> Result<crate::inventory::Inventory> {
-    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
+) -> Result<(crate::inventory::Inventory, DumpGaps)> {
+    let scan_args = ScanArgs {
+        input: args.input.clone(),
+        ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
+    };
     let extra: Vec<String> = args.level.iter().cloned().collect();
     scan_inventory(global, &scan_args, &extra).await
 }

@@ -3,6 +3,7 @@
 //! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
 
 pub mod cli;
+mod dump_gaps;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
@@ -10,6 +11,7 @@ mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
+pub mod input_args;
 pub mod plugin;
 pub mod quotas;
 pub mod quotas_args;
