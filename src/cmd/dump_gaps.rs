@@ -42,9 +42,10 @@ impl DumpGaps {
         }
     }
 
-    /// Whether a dump was read (then `-o json|yaml` carries `skippedObjects`, empty or not).
-    pub(crate) fn from_dump(&self) -> bool {
-        self.source.is_some()
+    /// Whether some object was not read, or read without a field: then `-o json|yaml` carries
+    /// `skippedObjects` (else it is exactly the status, as documented).
+    pub(crate) fn skipped_any(&self) -> bool {
+        !self.skipped.is_empty()
     }
 
     /// Whether the scan saw less than the dump holds, or the dump holds no Node.
@@ -65,11 +66,18 @@ impl DumpGaps {
             );
         }
         let (objects, fields) = self.counts();
-        if objects + fields > 0 {
+        let mut what = Vec::new();
+        if objects > 0 {
+            what.push(format!("{objects} object(s) not read"));
+        }
+        if fields > 0 {
+            what.push(format!("{fields} read without a field the scan reads"));
+        }
+        if !what.is_empty() {
             eprintln!(
-                "warning: {source}: {objects} object(s) not read and {fields} read without a field the scan \
-                 reads (each named above; `skippedObjects` in -o json|yaml): the result is incomplete (exit \
-                 code {EXIT_INCOMPLETE})"
+                "warning: {source}: {} (each named above; `skippedObjects` in -o json|yaml): the result is \
+                 incomplete (exit code {EXIT_INCOMPLETE})",
+                what.join(" and ")
             );
         }
     }

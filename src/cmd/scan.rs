@@ -53,7 +53,7 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
             let Some(status) = listed_status(&inventory, args.status_nodes_budget, None) else {
                 return failed(&Error::InvalidFlag("no status was planned".into()));
             };
-            let text = match (gaps.from_dump(), args.output) {
+            let text = match (gaps.skipped_any(), args.output) {
                 (true, OutputFormat::Json | OutputFormat::Yaml) => {
                     gaps.format_with(&status, args.output)
                 }

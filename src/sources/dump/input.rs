@@ -57,12 +57,7 @@ pub(crate) fn read_bounded(
         let start = bytes.len();
         bytes.extend_from_slice(&chunk[..read]);
         if let Some(nul) = chunk[..read].iter().position(|&b| b == 0) {
-            let (line, column) = line_and_column(&bytes, start + nul);
-            return Err(NodeDumpError::Binary {
-                source_name: source.to_owned(),
-                line,
-                column,
-            });
+            return Err(not_text(&bytes, start + nul, source));
         }
         if bytes.len() as u64 > limit {
             return Err(NodeDumpError::TooLarge {
@@ -72,6 +67,25 @@ pub(crate) fn read_bounded(
         }
     }
     Ok(bytes)
+}
+
+/// Why `bytes`, with a NUL byte at `nul`, are not a dump: the first invalid UTF-8 before it, else the NUL.
+pub(crate) fn not_text(bytes: &[u8], nul: usize, source: &str) -> NodeDumpError {
+    let source_name = source.to_owned();
+    if let Err(e) = std::str::from_utf8(&bytes[..nul.min(bytes.len())]) {
+        let (line, column) = line_and_column(bytes, e.valid_up_to());
+        return NodeDumpError::NotText {
+            source_name,
+            line,
+            column,
+        };
+    }
+    let (line, column) = line_and_column(bytes, nul);
+    NodeDumpError::Binary {
+        source_name,
+        line,
+        column,
+    }
 }
 
 /// Line and column (both from 1, the column in characters) of the byte at `offset`, as an editor shows them;
@@ -130,5 +144,13 @@ mod tests {
         ));
         let error = read_bounded(&b"a: 1\nb: \0"[..], 100, "f").expect_err("binary");
         assert!(error.to_string().contains("line 2, column 4"), "{error}");
+        // The first of the two: an invalid byte before the NUL is said as such.
+        let error = read_bounded(&[0xff, 0xfe, 0, b'A'][..], 100, "f").expect_err("not text");
+        assert!(
+            error
+                .to_string()
+                .contains("not UTF-8 text (an invalid byte at line 1, column 1)"),
+            "{error}"
+        );
     }
 }

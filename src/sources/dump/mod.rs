@@ -174,12 +174,7 @@ pub fn parse_dump_within(
         });
     }
     if let Some(nul) = bytes.iter().position(|&b| b == 0) {
-        let (line, column) = input::line_and_column(bytes, nul);
-        return Err(NodeDumpError::Binary {
-            source_name: source_name.to_owned(),
-            line,
-            column,
-        });
+        return Err(input::not_text(bytes, nul, source_name));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let (line, column) = input::line_and_column(bytes, e.valid_up_to());
