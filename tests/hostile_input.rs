@@ -16,6 +16,10 @@ struct Run {
 }
 
 /// The binary with `args`, offline, fed `stdin`; reaped with `wait4` for its own peak RSS.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which std's wait cannot do: it gives the child's rusage"
+)]
 fn run(args: &[&str], stdin: &[u8]) -> Run {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))

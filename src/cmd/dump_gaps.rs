@@ -8,9 +8,13 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::OutputFormat;
-use super::scan::EXIT_INCOMPLETE;
 use crate::crd::GpuInventoryStatus;
 use crate::sources::dump::{Dump, SkippedObject};
+
+/// Exit code: a dump was scanned, but some of its objects were not read (or it holds no Node): what was
+/// printed is incomplete (`skippedObjects` says what is missing). Takes precedence over the command's own
+/// 0 and 1 (`scan`: healthy / issues, `fit`: fits / does not, `quotas`: promises hold / not).
+pub(crate) const EXIT_INCOMPLETE: u8 = 3;
 
 /// What of a dump could not be read; nothing for a scan of a cluster.
 #[derive(Debug, Default)]

@@ -28,9 +28,6 @@ pub(crate) const EXIT_HEALTHY: u8 = 0;
 pub(crate) const EXIT_ISSUES: u8 = 1;
 /// Exit code: the scan itself failed (unreadable input, unreachable cluster, bad flag).
 pub(crate) const EXIT_ERROR: u8 = 2;
-/// Exit code: a dump was scanned, but some of its objects were not read (or it holds no Node): what was
-/// printed is incomplete (`skippedObjects` says what is missing). Takes precedence over 0 and 1.
-pub(crate) const EXIT_INCOMPLETE: u8 = 3;
 
 /// Says why a command failed, on stderr with hostile text escaped; [`EXIT_ERROR`].
 pub fn failed(e: &Error) -> ExitCode {

@@ -5,16 +5,9 @@
 //! such a file through; counting bytes does not. One cap (`--max-input-bytes`) bounds the text read and the
 //! bytes it expands to, so the memory a dump takes stays a small multiple of the cap whatever it holds.
 
-use std::mem::size_of;
-
-use super::tree::{At, Tree, Value};
-
 /// The default cap on a dump's text and on what it expands to: 256 MiB (a `kubectl get -o yaml` of about
 /// 5,000 nodes and 30,000 pods fits; a larger one takes `--max-input-bytes`).
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
-
-/// What one node of the tree costs beyond its text: the node itself (a map's entry holds two).
-pub(super) const NODE_BYTES: usize = size_of::<Tree>();
 
 /// What one object read from a dump costs beyond its tree: its decoded API type with nothing set is about
 /// this size (a `Pod` is the largest the scan reads). An item of `{}` is 3 bytes of text but a whole object,
@@ -34,19 +27,14 @@ impl Budget {
         Budget { limit, used: 0 }
     }
 
-    /// Spends `bytes` on something at `at`, or says that the dump expands past the cap.
-    pub(crate) fn spend(&mut self, bytes: usize, at: At) -> Result<(), String> {
+    /// Spends `bytes`, or says that the dump expands past the cap (the caller says where).
+    pub(crate) fn spend(&mut self, bytes: usize) -> Result<(), String> {
         self.used = self.used.saturating_add(bytes as u64);
         if self.used <= self.limit {
             return Ok(());
         }
-        let place = if at.line == 0 {
-            String::new()
-        } else {
-            format!("line {}, column {}: ", at.line, at.column)
-        };
         Err(format!(
-            "{place}the dump expands to more than {} bytes once read (--max-input-bytes; YAML aliases \
+            "the dump expands to more than {} bytes once read (--max-input-bytes; YAML aliases \
              count the bytes they copy, each object at least {OBJECT_BYTES}); if the file is a real \
              export, raise --max-input-bytes, else it is not a dump kubectl writes",
             self.limit
@@ -54,46 +42,17 @@ impl Budget {
     }
 }
 
-/// The bytes a tree takes, its text and its nodes (what an alias of it copies).
-pub(super) fn tree_bytes(tree: &Tree) -> usize {
-    // Iterative: a tree's depth is bounded by the parsers, but a walk needs no stack either way.
-    let mut stack = vec![tree];
-    let mut total = 0usize;
-    while let Some(node) = stack.pop() {
-        total = total.saturating_add(NODE_BYTES);
-        match &node.value {
-            Value::Text(text) | Value::Plain(text) => total = total.saturating_add(text.len()),
-            Value::Seq(items) => stack.extend(items),
-            Value::Map(entries) => stack.extend(entries.iter().flat_map(|(k, v)| [k, v])),
-            Value::Number(_) | Value::Bool(_) | Value::Null => {}
-        }
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn spending_past_the_cap_names_the_flag_and_the_place() {
+    fn spending_past_the_cap_names_the_flag() {
         let mut budget = Budget::new(100);
-        budget.spend(60, At::default()).unwrap();
-        let error = budget
-            .spend(41, At { line: 3, column: 7 })
-            .expect_err("past the cap");
-        assert!(error.starts_with("line 3, column 7: "), "{error}");
+        budget.spend(60).unwrap();
+        budget.spend(40).unwrap();
+        let error = budget.spend(1).expect_err("past the cap");
         assert!(error.contains("--max-input-bytes"), "{error}");
         assert!(error.contains("more than 100 bytes"), "{error}");
-    }
-
-    #[test]
-    fn a_tree_costs_its_text_and_its_nodes() {
-        let at = At::default();
-        let tree = Tree {
-            value: Value::Seq(vec![Tree::text("abcd", at), Tree::text("", at)]),
-            at,
-        };
-        assert_eq!(tree_bytes(&tree), 3 * NODE_BYTES + 4);
     }
 }

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::NodeDumpError;
+use super::error::NodeDumpError;
 
 /// How much is read at a time: a NUL byte is found within the first this many bytes of `/dev/zero`.
 const CHUNK: usize = 64 * 1024;

@@ -23,6 +23,7 @@
 mod budget;
 mod decode;
 mod decode_error;
+mod error;
 #[cfg(test)]
 mod fuzz;
 mod input;
@@ -38,116 +39,18 @@ mod tests_closed;
 mod tree;
 mod versions;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use kube::api::DynamicObject;
+use k8s_openapi::api::core::v1::Node;
 
 pub use budget::DEFAULT_MAX_INPUT_BYTES;
+pub use error::NodeDumpError;
 pub use input::read_dump_bytes;
+pub use reader::Dump;
 pub use skipped::{Skipped, SkippedObject};
 
 use budget::{Budget, OBJECT_BYTES};
 use object_kind::{Kind, Unread};
-use reader::Reader;
+use reader::{Reader, api_version, object_name, version_warning};
 use tree::{Tree, Value};
-
-/// Why a dump could not be read. Messages say where (line and column when the parser knows them, else the
-/// list item and the object's name).
-#[derive(Debug, thiserror::Error)]
-pub enum NodeDumpError {
-    /// The bytes are not UTF-8 text.
-    #[error(
-        "{source_name}: not UTF-8 text (an invalid byte at line {line}, column {column}); expected YAML \
-         or JSON in UTF-8, as kubectl writes it"
-    )]
-    NotText {
-        /// Where the bytes came from.
-        source_name: String,
-        /// Line of the first invalid byte (from 1).
-        line: usize,
-        /// Its column, in characters (from 1).
-        column: usize,
-    },
-    /// A NUL byte: binary data (or UTF-16 text), never YAML or JSON.
-    #[error(
-        "{source_name}: binary data (a NUL byte at line {line}, column {column}), not a dump; expected \
-         YAML or JSON in UTF-8, as `kubectl get nodes,pods -A -o yaml` writes it"
-    )]
-    Binary {
-        /// Where the bytes came from.
-        source_name: String,
-        /// Line of the NUL byte (from 1).
-        line: usize,
-        /// Its column, in characters (from 1).
-        column: usize,
-    },
-    /// More bytes than the cap.
-    #[error(
-        "{source_name}: more than {limit} bytes (--max-input-bytes); if it is a real export, raise \
-         --max-input-bytes, or export fewer objects (kubectl get nodes,pods -A -o yaml)"
-    )]
-    TooLarge {
-        /// Where the bytes came from.
-        source_name: String,
-        /// The cap.
-        limit: u64,
-    },
-    /// The file could not be opened or read.
-    #[error("{source_name}: {message}")]
-    Unreadable {
-        /// The path.
-        source_name: String,
-        /// Why, and what to do.
-        message: String,
-    },
-    /// YAML or JSON syntax error, or a field with the wrong type.
-    #[error("{source_name}: {message}")]
-    Syntax {
-        /// Where the text came from.
-        source_name: String,
-        /// The parser's message, with line and column (or the list item).
-        message: String,
-    },
-    /// Well-formed, but neither nodes nor pods.
-    #[error(
-        "{source_name}: expected Nodes, Pods, ResourceSlices, ResourceClaims, DeviceClasses or \
-         DeviceTaintRules: one object, or a List of them (as `kubectl get \
-         nodes,pods,resourceslices,resourceclaims,deviceclasses,devicetaintrules -A -o yaml` prints), found \
-         {found}"
-    )]
-    NotNodes {
-        /// Where the text came from.
-        source_name: String,
-        /// What was found instead.
-        found: String,
-    },
-}
-
-/// The objects of a dump the scan reads; other kinds in a `List` are skipped.
-#[derive(Clone, Debug, Default)]
-pub struct Dump {
-    /// The nodes (a `List` item without `kind` is read as a Node, as older dumps write them).
-    pub nodes: Vec<Node>,
-    /// The pods.
-    pub pods: Vec<Pod>,
-    /// The ResourceSlices, read as `resource.k8s.io/v1`.
-    pub(crate) slices: Vec<ResourceSlice>,
-    /// The ResourceClaims, read as `resource.k8s.io/v1`.
-    pub(crate) claims: Vec<ResourceClaim>,
-    /// The DeviceClasses, read as `resource.k8s.io/v1`.
-    pub(crate) classes: Vec<DeviceClass>,
-    /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds (their `spec` as `v1`'s).
-    pub(crate) taint_rules: Vec<DynamicObject>,
-    /// Kueue's objects (`kueue.x-k8s.io`, any version: the fields read are alike): Topologies, and the quota
-    /// objects (`sources::kueue`).
-    pub(crate) kueue: Vec<DynamicObject>,
-    /// One line per object skipped or field taken out, each starting with the source name: which object
-    /// (list index, kind, name), why (the field that did not decode, or the apiVersion not read) and what to
-    /// do.
-    pub warnings: Vec<String>,
-    /// The objects the scan could not read, or read without a field it reads: the scan is incomplete.
-    pub skipped: Vec<SkippedObject>,
-}
 
 /// Parses a dump and keeps its nodes only. `source_name` (a path, or `<stdin>`) is used in error messages.
 pub fn parse_node_dump(bytes: &[u8], source_name: &str) -> Result<Vec<Node>, NodeDumpError> {
@@ -167,23 +70,7 @@ pub fn parse_dump_within(
     source_name: &str,
     limit: u64,
 ) -> Result<Dump, NodeDumpError> {
-    if bytes.len() as u64 > limit {
-        return Err(NodeDumpError::TooLarge {
-            source_name: source_name.to_owned(),
-            limit,
-        });
-    }
-    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
-        return Err(input::not_text(bytes, nul, source_name));
-    }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let (line, column) = input::line_and_column(bytes, e.valid_up_to());
-        NodeDumpError::NotText {
-            source_name: source_name.to_owned(),
-            line,
-            column,
-        }
-    })?;
+    let text = text_of(bytes, source_name, limit)?;
     let mut budget = Budget::new(limit);
     let syntax = |message: String| NodeDumpError::Syntax {
         source_name: source_name.to_owned(),
@@ -193,21 +80,7 @@ pub fn parse_dump_within(
         source_name: source_name.to_owned(),
         found: found.to_owned(),
     };
-    let root = if text.trim_start().starts_with('{') {
-        // serde_json's message already ends with "at line L column C". JSON has no aliases: its tree is
-        // charged once built, a small multiple of its text (which the cap already bounds).
-        serde_json::from_str(text)
-            .map_err(|e| format!("invalid JSON: {e}"))
-            .map(tree::from_json)
-            .and_then(|tree| {
-                budget.spend(budget::tree_bytes(&tree), tree.at)?;
-                Ok(Some(tree))
-            })
-    } else {
-        tree::parse_yaml(text, &mut budget)
-    }
-    .map_err(syntax)?;
-    let root = match root {
+    let root = match root_of(text, &mut budget).map_err(syntax)? {
         None => return Err(not_nodes("an empty document")),
         Some(root) if root.is_null() => return Err(not_nodes("an empty document")),
         Some(
@@ -231,73 +104,60 @@ pub fn parse_dump_within(
     } else if let Some(of) = kind.strip_suffix("List").and_then(Kind::parse) {
         reader.read_list(root, Some(of)).map_err(syntax)?;
     } else if let Some(of) = Kind::parse(&kind) {
-        reader.budget.spend(OBJECT_BYTES, root.at).map_err(syntax)?;
-        let version = api_version(&root);
-        let name = object_name(&root);
-        let label = format!("{} {name}", of.name());
-        match reader.read(root, of, version.as_deref(), &label, &name) {
-            Ok(()) => {}
-            Err(Unread::Version(version)) => {
-                reader.skip(
-                    of.name(),
-                    &name,
-                    "apiVersion",
-                    &label,
-                    &version_warning(of, &version),
-                );
-            }
-            Err(Unread::Decode(error)) => return Err(syntax(format!("{label}: {error}"))),
-        }
+        read_one(&mut reader, root, of).map_err(syntax)?;
     } else {
         return Err(not_nodes(&format!("kind {kind:?}")));
     }
     Ok(reader.dump)
 }
 
-fn api_version(object: &Tree) -> Option<String> {
-    object
-        .get("apiVersion")
-        .and_then(Tree::as_str)
-        .map(str::to_owned)
-}
-
-/// `namespace/name`, `name`, or `<unnamed>`.
-fn object_name(object: &Tree) -> String {
-    let metadata = object.get("metadata");
-    let field = |key| metadata.and_then(|m| m.get(key)).and_then(Tree::as_str);
-    match (field("namespace"), field("name")) {
-        (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
-        (None, Some(name)) => name.to_owned(),
-        (_, None) => "<unnamed>".to_owned(),
+/// The bytes as text, unless they are more than `limit`, binary (a NUL byte) or not UTF-8.
+fn text_of<'a>(bytes: &'a [u8], source_name: &str, limit: u64) -> Result<&'a str, NodeDumpError> {
+    if bytes.len() as u64 > limit {
+        return Err(NodeDumpError::TooLarge {
+            source_name: source_name.to_owned(),
+            limit,
+        });
     }
+    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        return Err(input::not_text(bytes, nul, source_name));
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        let (line, column) = input::line_and_column(bytes, e.valid_up_to());
+        NodeDumpError::NotText {
+            source_name: source_name.to_owned(),
+            line,
+            column,
+        }
+    })
 }
 
-/// What the scan reads of `kind`, and how to export it so that it does.
-fn version_warning(kind: Kind, version: &str) -> String {
-    let (versions, plural, older) = match kind {
-        Kind::DeviceTaintRule => (
-            versions::TAINT_RULE_VERSIONS,
-            "devicetaintrules",
-            "v1beta2 on Kubernetes 1.36, v1alpha3 before",
-        ),
-        Kind::ResourceClaim => (
-            versions::DRA_VERSIONS,
-            "resourceclaims",
-            "v1beta1 before Kubernetes 1.34; add -A for every namespace",
-        ),
-        Kind::ResourceSlice => (
-            versions::DRA_VERSIONS,
-            "resourceslices",
-            "v1beta1 before Kubernetes 1.34",
-        ),
-        _ => (
-            versions::DRA_VERSIONS,
-            "deviceclasses",
-            "v1beta1 before Kubernetes 1.34",
-        ),
-    };
-    format!(
-        "apiVersion {version:?} is not one this scan reads ({versions}); skipped. Re-export it with a \
-         served version: kubectl get {plural}.v1.resource.k8s.io -o yaml ({older})"
-    )
+/// The text's tree (JSON when it starts with `{`, else YAML), charged to `budget`; `None` when empty.
+fn root_of(text: &str, budget: &mut Budget) -> Result<Option<Tree>, String> {
+    if !text.trim_start().starts_with('{') {
+        return tree::parse_yaml(text, budget);
+    }
+    // serde_json's message already ends with "at line L column C". JSON has no aliases: its tree is charged
+    // once built, a small multiple of its text (which the cap already bounds).
+    let tree =
+        tree::from_json(serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?);
+    tree::charge(budget, tree::tree_bytes(&tree), tree.at)?;
+    Ok(Some(tree))
+}
+
+/// Reads a file that is one object: an object not read is an error, as nothing else is in the file.
+fn read_one(reader: &mut Reader<'_>, root: Tree, of: Kind) -> Result<(), String> {
+    tree::charge(&mut reader.budget, OBJECT_BYTES, root.at)?;
+    let version = api_version(&root);
+    let name = object_name(&root);
+    let label = format!("{} {name}", of.name());
+    match reader.read(root, of, version.as_deref(), &label, &name) {
+        Ok(()) => {}
+        Err(Unread::Version(version)) => {
+            let warning = version_warning(of, &version);
+            reader.skip(of.name(), &name, "apiVersion", &label, &warning);
+        }
+        Err(Unread::Decode(error)) => return Err(format!("{label}: {error}")),
+    }
+    Ok(())
 }

@@ -1,6 +1,9 @@
 //! Reading a dump's objects into a [`Dump`]: each by its kind and version, leniently (`lenient.rs`), each
 //! charged to the dump's budget, and each one not read (or read without a field the scan reads) recorded.
 
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use kube::api::DynamicObject;
 use serde::de::DeserializeOwned;
 
 use super::budget::{Budget, OBJECT_BYTES};
@@ -8,8 +11,35 @@ use super::decode::decode;
 use super::decode_error::DecodeError;
 use super::lenient::decode_lenient;
 use super::object_kind::{Kind, Unread};
-use super::tree::{Tree, Value};
-use super::{Dump, Skipped, SkippedObject, api_version, object_name, version_warning, versions};
+use super::skipped::{Skipped, SkippedObject};
+use super::tree::{Tree, Value, charge};
+use super::versions;
+
+/// The objects of a dump the scan reads; other kinds in a `List` are skipped.
+#[derive(Clone, Debug, Default)]
+pub struct Dump {
+    /// The nodes (a `List` item without `kind` is read as a Node, as older dumps write them).
+    pub nodes: Vec<Node>,
+    /// The pods.
+    pub pods: Vec<Pod>,
+    /// The ResourceSlices, read as `resource.k8s.io/v1`.
+    pub(crate) slices: Vec<ResourceSlice>,
+    /// The ResourceClaims, read as `resource.k8s.io/v1`.
+    pub(crate) claims: Vec<ResourceClaim>,
+    /// The DeviceClasses, read as `resource.k8s.io/v1`.
+    pub(crate) classes: Vec<DeviceClass>,
+    /// The DeviceTaintRules, of whichever `resource.k8s.io` version the dump holds (their `spec` as `v1`'s).
+    pub(crate) taint_rules: Vec<DynamicObject>,
+    /// Kueue's objects (`kueue.x-k8s.io`, any version: the fields read are alike): Topologies, and the quota
+    /// objects (`sources::kueue`).
+    pub(crate) kueue: Vec<DynamicObject>,
+    /// One line per object skipped or field taken out, each starting with the source name: which object
+    /// (list index, kind, name), why (the field that did not decode, or the apiVersion not read) and what to
+    /// do.
+    pub warnings: Vec<String>,
+    /// The objects the scan could not read, or read without a field it reads: the scan is incomplete.
+    pub skipped: Vec<SkippedObject>,
+}
 
 /// The dump being read, its warnings, and what reading it may still spend.
 pub(super) struct Reader<'a> {
@@ -87,7 +117,7 @@ impl<'a> Reader<'a> {
                 },
             };
             // Every object read costs its decoded form, however little text it takes.
-            self.budget.spend(OBJECT_BYTES, item.at)?;
+            charge(&mut self.budget, OBJECT_BYTES, item.at)?;
             let version = api_version(&item).or_else(|| list_version.clone());
             let name = object_name(&item);
             let label = format!("{label} ({} {name})", kind.name());
@@ -199,4 +229,52 @@ impl<'a> Reader<'a> {
         }
         Ok(decoded)
     }
+}
+
+pub(super) fn api_version(object: &Tree) -> Option<String> {
+    object
+        .get("apiVersion")
+        .and_then(Tree::as_str)
+        .map(str::to_owned)
+}
+
+/// `namespace/name`, `name`, or `<unnamed>`.
+pub(super) fn object_name(object: &Tree) -> String {
+    let metadata = object.get("metadata");
+    let field = |key| metadata.and_then(|m| m.get(key)).and_then(Tree::as_str);
+    match (field("namespace"), field("name")) {
+        (Some(namespace), Some(name)) => format!("{namespace}/{name}"),
+        (None, Some(name)) => name.to_owned(),
+        (_, None) => "<unnamed>".to_owned(),
+    }
+}
+
+/// What the scan reads of `kind`, and how to export it so that it does.
+pub(super) fn version_warning(kind: Kind, version: &str) -> String {
+    let (versions, plural, older) = match kind {
+        Kind::DeviceTaintRule => (
+            versions::TAINT_RULE_VERSIONS,
+            "devicetaintrules",
+            "v1beta2 on Kubernetes 1.36, v1alpha3 before",
+        ),
+        Kind::ResourceClaim => (
+            versions::DRA_VERSIONS,
+            "resourceclaims",
+            "v1beta1 before Kubernetes 1.34; add -A for every namespace",
+        ),
+        Kind::ResourceSlice => (
+            versions::DRA_VERSIONS,
+            "resourceslices",
+            "v1beta1 before Kubernetes 1.34",
+        ),
+        _ => (
+            versions::DRA_VERSIONS,
+            "deviceclasses",
+            "v1beta1 before Kubernetes 1.34",
+        ),
+    };
+    format!(
+        "apiVersion {version:?} is not one this scan reads ({versions}); skipped. Re-export it with a \
+         served version: kubectl get {plural}.v1.resource.k8s.io -o yaml ({older})"
+    )
 }

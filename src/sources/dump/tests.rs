@@ -3,6 +3,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 
+use k8s_openapi::api::resource::v1::ResourceSlice;
+
 use super::*;
 
 fn fixture(file: &str) -> Dump {
@@ -294,29 +296,6 @@ fn a_bad_object_among_good_ones_is_named_and_the_others_are_read() {
             "bad-objects.yaml: items[3] (ResourceSlice bad-slice): spec.pool.generation: invalid type: \
              string \"1\", expected i64 (line 39, column 19); skipped, the file's other objects are read",
         ]
-    );
-}
-
-#[test]
-fn a_file_of_one_object_with_a_bad_field_is_read_without_it_and_says_so() {
-    let dump = yaml(
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"nvidia.com/gpu.count\": [8]\n",
-    )
-    .unwrap();
-    assert_eq!(dump.nodes.len(), 1);
-    assert_eq!(
-        dump.warnings,
-        [
-            "t.yaml: Node n: metadata.labels[\"nvidia.com/gpu.count\"]: invalid type: sequence, expected a \
-          string (line 6, column 29); field ignored (the scan reads it: the object is read without it)"
-        ]
-    );
-    assert_eq!(dump.skipped.len(), 1);
-    let error = yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n")
-        .unwrap_err();
-    assert_eq!(
-        error,
-        "t.yaml: Pod p: spec.containers: invalid type: `3`, expected a sequence (line 4, column 20)"
     );
 }
 

@@ -161,3 +161,42 @@ fn a_tree_deeper_than_the_limit_through_aliases_is_refused() {
     let error = yaml(&text).unwrap_err();
     assert!(error.contains("nested more than 300 levels"), "{error}");
 }
+
+#[test]
+fn a_file_of_one_object_with_a_bad_field_is_read_without_it_and_says_so() {
+    let dump = yaml(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"nvidia.com/gpu.count\": [8]\n",
+    )
+    .unwrap();
+    assert_eq!(dump.nodes.len(), 1);
+    assert_eq!(
+        dump.warnings,
+        [
+            "t.yaml: Node n: metadata.labels[\"nvidia.com/gpu.count\"]: invalid type: sequence, expected a \
+          string (line 6, column 29); field ignored (the scan reads it: the object is read without it)"
+        ]
+    );
+    assert_eq!(dump.skipped.len(), 1);
+    let error = yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n")
+        .unwrap_err();
+    assert_eq!(
+        error,
+        "t.yaml: Pod p: spec.containers: invalid type: `3`, expected a sequence (line 4, column 20)"
+    );
+}
+
+#[test]
+fn a_tree_costs_its_text_and_its_nodes() {
+    let at = tree::At::default();
+    let seq = Tree {
+        value: Value::Seq(vec![Tree::text("abcd", at), Tree::text("", at)]),
+        at,
+    };
+    assert_eq!(tree::tree_bytes(&seq), 3 * tree::NODE_BYTES + 4);
+    let mut budget = Budget::new(10);
+    let error = tree::charge(&mut budget, 11, tree::At { line: 3, column: 7 }).unwrap_err();
+    assert!(
+        error.starts_with("line 3, column 7: the dump expands"),
+        "{error}"
+    );
+}

@@ -8,7 +8,10 @@ use std::collections::HashMap;
 
 use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, Tag};
 
-use super::budget::{Budget, NODE_BYTES};
+use super::budget::Budget;
+
+/// What one node of the tree costs beyond its text: the node itself (a map's entry holds two).
+pub(super) const NODE_BYTES: usize = std::mem::size_of::<Tree>();
 
 /// A node of the dump, with where it starts in the text.
 #[derive(Clone, Debug)]
@@ -24,6 +27,31 @@ pub(crate) struct Tree {
 pub(crate) struct At {
     pub(crate) line: usize,
     pub(crate) column: usize,
+}
+
+/// Spends `bytes` of `budget` on the node at `at`; past the cap, the error says where.
+pub(super) fn charge(budget: &mut Budget, bytes: usize, at: At) -> Result<(), String> {
+    budget.spend(bytes).map_err(|e| match at.line {
+        0 => e,
+        line => format!("line {line}, column {}: {e}", at.column),
+    })
+}
+
+/// The bytes a tree takes, its text and its nodes (what an alias of it copies).
+pub(super) fn tree_bytes(tree: &Tree) -> usize {
+    // Iterative: a tree's depth is bounded by the parsers, but a walk needs no stack either way.
+    let mut stack = vec![tree];
+    let mut total = 0usize;
+    while let Some(node) = stack.pop() {
+        total = total.saturating_add(NODE_BYTES);
+        match &node.value {
+            Value::Text(text) | Value::Plain(text) => total = total.saturating_add(text.len()),
+            Value::Seq(items) => stack.extend(items),
+            Value::Map(entries) => stack.extend(entries.iter().flat_map(|(k, v)| [k, v])),
+            Value::Number(_) | Value::Bool(_) | Value::Null => {}
+        }
+    }
+    total
 }
 
 impl At {
@@ -193,23 +221,17 @@ pub(crate) fn parse_yaml(text: &str, budget: &mut Budget) -> Result<Option<Tree>
         let (node, bytes, height, anchor) = match event {
             Event::DocumentStart(..) => {
                 documents += 1;
-                if documents > 1 {
-                    return Err(format!(
-                        "line {}: a second YAML document; put the objects in one List, as `kubectl get \
-                         -o yaml` does",
-                        at.line
-                    ));
-                }
+                one_document(documents, at)?;
                 continue;
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let bytes = NODE_BYTES.saturating_add(text.len());
-                budget.spend(bytes, at)?;
+                charge(budget, bytes, at)?;
                 let value = scalar(text.into_owned(), style, tag.as_deref());
                 (Tree { value, at }, bytes, 1, anchor)
             }
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
-                budget.spend(NODE_BYTES, at)?;
+                charge(budget, NODE_BYTES, at)?;
                 open.push(Open {
                     map: matches!(event, Event::MappingStart(..)),
                     items: Vec::new(),
@@ -237,21 +259,15 @@ pub(crate) fn parse_yaml(text: &str, budget: &mut Budget) -> Result<Option<Tree>
                         at.line, at.column
                     ));
                 };
-                budget.spend(*bytes, at)?;
+                charge(budget, *bytes, at)?;
                 (node.clone(), *bytes, *height, 0)
             }
             _ => continue,
         };
-        if open.len().saturating_add(height) > MAX_DEPTH {
-            return Err(format!(
-                "line {}, column {}: nested more than {MAX_DEPTH} levels deep (aliases included); a \
-                 Kubernetes object is never this deep",
-                at.line, at.column
-            ));
-        }
+        within_depth(open.len().saturating_add(height), at)?;
         if anchor != 0 {
             // The copy kept for later aliases takes memory of its own.
-            budget.spend(bytes, at)?;
+            charge(budget, bytes, at)?;
             anchors.insert(anchor, (node.clone(), bytes, height));
         }
         match open.last_mut() {
@@ -260,6 +276,29 @@ pub(crate) fn parse_yaml(text: &str, budget: &mut Budget) -> Result<Option<Tree>
         }
     }
     Ok(root)
+}
+
+/// Refuses a second document.
+fn one_document(documents: usize, at: At) -> Result<(), String> {
+    if documents > 1 {
+        return Err(format!(
+            "line {}: a second YAML document; put the objects in one List, as `kubectl get -o yaml` does",
+            at.line
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a node `depth` levels deep, past [`MAX_DEPTH`].
+fn within_depth(depth: usize, at: At) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "line {}, column {}: nested more than {MAX_DEPTH} levels deep (aliases included); a Kubernetes \
+             object is never this deep",
+            at.line, at.column
+        ));
+    }
+    Ok(())
 }
 
 /// A scalar's value: plain (read by type later) unless quoted, a block, or tagged a string.
