@@ -141,6 +141,14 @@ fn millions_of_empty_objects_are_refused_before_they_take_gigabytes() {
     let out = scan(dump.as_bytes(), &["--max-input-bytes", "32Mi"]);
     expect(&out, 2, "each object at least 2048");
     assert!(out.peak_mib < 200, "peak RSS {} MiB", out.peak_mib);
+    // The same in JSON: charged as it is read, not after a whole `serde_json::Value` was built.
+    let json = format!(
+        "{{\"kind\": \"List\", \"items\": [{}{{}}]}}",
+        "{},".repeat(2_000_000)
+    );
+    let out = scan(json.as_bytes(), &["--max-input-bytes", "32Mi"]);
+    expect(&out, 2, "expands to more than 33554432 bytes once read");
+    assert!(out.peak_mib < 200, "peak RSS {} MiB", out.peak_mib);
     // A few hundred read, each a Node: no GPU node, and the dump's nodes were read.
     let dump = format!("kind: List\nitems:\n{}", "- {}\n".repeat(300));
     let out = scan(dump.as_bytes(), &["-o", "json"]);

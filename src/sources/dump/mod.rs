@@ -27,6 +27,7 @@ mod error;
 #[cfg(test)]
 mod fuzz;
 mod input;
+mod json;
 mod lenient;
 mod object_kind;
 mod reader;
@@ -137,12 +138,8 @@ fn root_of(text: &str, budget: &mut Budget) -> Result<Option<Tree>, String> {
     if !text.trim_start().starts_with('{') {
         return tree::parse_yaml(text, budget);
     }
-    // serde_json's message already ends with "at line L column C". JSON has no aliases: its tree is charged
-    // once built, a small multiple of its text (which the cap already bounds).
-    let tree =
-        tree::from_json(serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?);
-    tree::charge(budget, tree::tree_bytes(&tree), tree.at)?;
-    Ok(Some(tree))
+    // Built node by node, each charged as it is (`json.rs`); serde_json's errors say the line and column.
+    json::parse_json(text, budget).map(Some)
 }
 
 /// Reads a file that is one object: an object not read is an error, as nothing else is in the file.

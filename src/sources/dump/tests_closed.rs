@@ -186,13 +186,12 @@ fn a_file_of_one_object_with_a_bad_field_is_read_without_it_and_says_so() {
 }
 
 #[test]
-fn a_tree_costs_its_text_and_its_nodes() {
-    let at = tree::At::default();
-    let seq = Tree {
-        value: Value::Seq(vec![Tree::text("abcd", at), Tree::text("", at)]),
-        at,
-    };
-    assert_eq!(tree::tree_bytes(&seq), 3 * tree::NODE_BYTES + 4);
+fn a_tree_costs_its_text_and_its_nodes_exactly() {
+    // Two scalars of 4 and 0 bytes in a sequence: three nodes and four bytes of text.
+    let text = "[abcd, '']";
+    let exact = 3 * tree::NODE_BYTES + 4;
+    assert!(tree::parse_yaml(text, &mut Budget::new(exact as u64)).is_ok());
+    assert!(tree::parse_yaml(text, &mut Budget::new(exact as u64 - 1)).is_err());
     let mut budget = Budget::new(10);
     let error = tree::charge(&mut budget, 11, tree::At { line: 3, column: 7 }).unwrap_err();
     assert!(

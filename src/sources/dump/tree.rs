@@ -1,8 +1,8 @@
 //! A dump as a tree that keeps every scalar's text and how it was written, so that where the text is read
 //! decides its type (see [`super::decode`]), not the YAML parser's guess.
 //!
-//! YAML comes from the event parser under serde-saphyr ([`granit_parser`]); JSON from `serde_json`, whose
-//! strings, numbers, booleans and nulls are typed by the JSON itself.
+//! YAML comes from the event parser under serde-saphyr ([`granit_parser`]); JSON from `serde_json` (`json.rs`),
+//! whose strings, numbers, booleans and nulls are typed by the JSON itself.
 
 use std::collections::HashMap;
 
@@ -35,23 +35,6 @@ pub(super) fn charge(budget: &mut Budget, bytes: usize, at: At) -> Result<(), St
         0 => e,
         line => format!("line {line}, column {}: {e}", at.column),
     })
-}
-
-/// The bytes a tree takes, its text and its nodes (what an alias of it copies).
-pub(super) fn tree_bytes(tree: &Tree) -> usize {
-    // Iterative: a tree's depth is bounded by the parsers, but a walk needs no stack either way.
-    let mut stack = vec![tree];
-    let mut total = 0usize;
-    while let Some(node) = stack.pop() {
-        total = total.saturating_add(NODE_BYTES);
-        match &node.value {
-            Value::Text(text) | Value::Plain(text) => total = total.saturating_add(text.len()),
-            Value::Seq(items) => stack.extend(items),
-            Value::Map(entries) => stack.extend(entries.iter().flat_map(|(k, v)| [k, v])),
-            Value::Number(_) | Value::Bool(_) | Value::Null => {}
-        }
-    }
-    total
 }
 
 impl At {
@@ -152,27 +135,6 @@ impl Tree {
             }
         });
         removed
-    }
-}
-
-/// Reads the JSON value as a tree.
-pub(crate) fn from_json(value: serde_json::Value) -> Tree {
-    let value = match value {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(b),
-        serde_json::Value::Number(n) => Value::Number(n),
-        serde_json::Value::String(s) => Value::Text(s),
-        serde_json::Value::Array(items) => Value::Seq(items.into_iter().map(from_json).collect()),
-        serde_json::Value::Object(entries) => Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (Tree::text(&k, At::default()), from_json(v)))
-                .collect(),
-        ),
-    };
-    Tree {
-        value,
-        at: At::default(),
     }
 }
 
