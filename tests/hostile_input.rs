@@ -290,7 +290,7 @@ fn what_the_scan_could_not_read_makes_the_exit_code_3_and_is_named() {
         status["skippedObjects"],
         serde_json::json!([{"kind": "Node", "name": "gpu-2", "item": 1,
             "field": "status.capacity[\"nvidia.com/gpu\"]",
-            "reason": "invalid type: unit value, expected Quantity (line 14, column 32)",
+            "reason": "invalid type: null, expected Quantity (line 14, column 32)",
             "skipped": "field"}])
     );
     assert_eq!(

@@ -79,6 +79,16 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 impl de::Error for DecodeError {
+    /// As serde says it, but a YAML or JSON null is `null` (serde's "unit value" means nothing to a user).
+    fn invalid_type(unexpected: de::Unexpected<'_>, expected: &dyn de::Expected) -> Self {
+        match unexpected {
+            de::Unexpected::Unit => {
+                de::Error::custom(format_args!("invalid type: null, expected {expected}"))
+            }
+            other => de::Error::custom(format_args!("invalid type: {other}, expected {expected}")),
+        }
+    }
+
     fn custom<T: fmt::Display>(message: T) -> Self {
         DecodeError {
             message: message.to_string(),
