@@ -10,9 +10,9 @@ use crate::sources::dump::DEFAULT_MAX_INPUT_BYTES;
 pub struct InputArgs {
     /// The most a `-f` dump may take: its text, and the bytes it expands to once read (YAML aliases count
     /// the bytes they copy, each object at least 2 KiB). A larger dump is refused (exit 2) before it takes
-    /// memory. A size: `268435456`, `512Mi`, `2Gi`.
+    /// memory. A size: `536870912`, `512Mi`, `2Gi`.
     #[arg(long, env = "GPUINV_MAX_INPUT_BYTES", value_name = "SIZE",
-          default_value = "256Mi", value_parser = parse_size)]
+          default_value = "512Mi", value_parser = parse_size)]
     pub max_input_bytes: u64,
 }
 
@@ -69,6 +69,6 @@ mod tests {
         assert!(parse_size("1Ti").unwrap_err().contains("unknown unit"));
         assert!(parse_size("-5").is_err());
         assert!(parse_size("99999999999999999999Gi").is_err());
-        assert_eq!(InputArgs::default().max_input_bytes, 256 << 20);
+        assert_eq!(InputArgs::default().max_input_bytes, 512 << 20);
     }
 }

@@ -5,9 +5,10 @@
 //! such a file through; counting bytes does not. One cap (`--max-input-bytes`) bounds the text read and the
 //! bytes it expands to, so the memory a dump takes stays a small multiple of the cap whatever it holds.
 
-/// The default cap on a dump's text and on what it expands to: 256 MiB (a `kubectl get -o yaml` of about
-/// 5,000 nodes and 30,000 pods fits; a larger one takes `--max-input-bytes`).
-pub const DEFAULT_MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+/// The default cap on a dump's text and on what it expands to: 512 MiB. kubectl's YAML expands to about 3.6
+/// times its text once read (every key and short value is a node), so this fits about 140 MB of YAML: some
+/// 3,000 nodes and 20,000 pods; a larger export takes `--max-input-bytes`.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
 
 /// What one object read from a dump costs beyond its tree: its decoded API type with nothing set is about
 /// this size (a `Pod` is the largest the scan reads). An item of `{}` is 3 bytes of text but a whole object,

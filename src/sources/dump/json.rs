@@ -1,5 +1,5 @@
 //! Reading JSON text as a [`Tree`], each node charged to the dump's budget as it is built: JSON has no
-//! aliases, but 256 MiB of `{},` is 90 million objects, and building them all before counting them (as a
+//! aliases, but 512 MiB of `{},` is 180 million objects, and building them all before counting them (as a
 //! `serde_json::Value` first would) takes gigabytes before any cap is checked.
 
 use std::fmt;
