@@ -366,6 +366,9 @@ pub struct ScanArgs {
     /// Which held GPUs sit idle (an IDLE column, `namespaces[].idle`), from Prometheus.
     #[command(flatten)]
     pub utilization: super::utilization_source_args::UtilizationSourceArgs,
+    /// The cap on a `-f` dump.
+    #[command(flatten)]
+    pub input: super::input_args::InputArgs,
 }
 
 impl ScanArgs {
@@ -381,6 +384,7 @@ impl ScanArgs {
             chunk_size: DEFAULT_CHUNK_SIZE,
             status_nodes_budget: None,
             utilization: Default::default(),
+            input: Default::default(),
         }
     }
 }

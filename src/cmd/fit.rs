@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
+use super::dump_gaps::DumpGaps;
 use super::fit_args::FitArgs;
 use super::output::stdout::emit;
 use super::output::{OutputFormat, formatted, object_name};
@@ -51,29 +52,31 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Ok(None) => {}
         Err(e) => return failed(&e),
     }
-    let shown = answer(global, args).await.and_then(|answer| {
+    let shown = answer(global, args).await.and_then(|(answer, gaps)| {
         Ok((
             format_answer(&answer, &args.output, !args.no_headers)?,
             answer.fits,
+            gaps,
         ))
     });
     match shown {
-        Ok((text, fits)) => emit(
+        Ok((text, fits, gaps)) => emit(
             &text,
-            ExitCode::from(if fits { EXIT_FITS } else { EXIT_DOES_NOT_FIT }),
+            gaps.exit_code(if fits { EXIT_FITS } else { EXIT_DOES_NOT_FIT }),
         ),
         Err(e) => failed(&e),
     }
 }
 
-/// The answer for `args`, over the inventory `scan` would see.
-pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
+/// The answer for `args`, over the inventory `scan` would see, and what of a dump was not read.
+pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<(FitAnswer, DumpGaps)> {
     let request = request(args)?;
-    let inventory = read_inventory(global, args).await?;
+    let (inventory, gaps) = read_inventory(global, args).await?;
     if let Some(level) = &request.level {
         known_level(&inventory, level)?;
     }
-    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+    let answer = fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+    Ok((answer, gaps))
 }
 
 /// An error when `level` is a label no GPU node carries: a typo (`--level nvlnk`) would otherwise read as
@@ -128,12 +131,15 @@ pub(crate) fn request(args: &FitArgs) -> Result<FitRequest> {
     }
 }
 
-/// The inventory `scan` would see, with the level `--level` names read too.
+/// The inventory `scan` would see, with the level `--level` names read too, and what of a dump was not read.
 pub(crate) async fn read_inventory(
     global: &GlobalArgs,
     args: &FitArgs,
-) -> Result<crate::inventory::Inventory> {
-    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
+) -> Result<(crate::inventory::Inventory, DumpGaps)> {
+    let scan_args = ScanArgs {
+        input: args.input.clone(),
+        ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
+    };
     let extra: Vec<String> = args.level.iter().cloned().collect();
     scan_inventory(global, &scan_args, &extra).await
 }

@@ -58,6 +58,9 @@ pub struct FitArgs {
     /// instead of the cluster; `-` reads stdin.
     #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
+    /// The cap on a `-f` dump.
+    #[command(flatten)]
+    pub input: super::input_args::InputArgs,
     /// Only consider nodes matching this label selector.
     #[arg(
         long,

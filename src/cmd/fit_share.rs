@@ -85,12 +85,15 @@ fn mig_profile(text: &str) -> Result<String> {
 
 /// Answers and prints; the exit code says whether it fits.
 pub(crate) async fn run(global: &GlobalArgs, args: &FitArgs, request: &ShareRequest) -> ExitCode {
-    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
+    let scan_args = ScanArgs {
+        input: args.input.clone(),
+        ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
+    };
     match scan_inventory(global, &scan_args, &[]).await {
-        Ok(inventory) => {
+        Ok((inventory, gaps)) => {
             let answer = fit_share(&inventory.nodes, request);
             match format_answer(request, &answer, &args.output, !args.no_headers) {
-                Ok(text) => emit(&text, ExitCode::from(u8::from(!answer.fits))),
+                Ok(text) => emit(&text, gaps.exit_code(u8::from(!answer.fits))),
                 Err(e) => failed(&e),
             }
         }

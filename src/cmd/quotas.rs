@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::cli::{GlobalArgs, ScanArgs};
+use super::dump_gaps::DumpGaps;
 use super::output::stdout::emit;
 use super::output::{formatted, object_name};
 use super::quotas_args::QuotasArgs;
@@ -28,15 +29,18 @@ struct QuotasJson {
 /// Prints the quotas; the exit code says whether any promise fails.
 pub async fn run(global: &GlobalArgs, args: &QuotasArgs) -> ExitCode {
     match report(global, args).await {
-        Ok((text, issues)) => emit(&text, ExitCode::from(u8::from(issues))),
+        Ok((text, issues, gaps)) => emit(&text, gaps.exit_code(u8::from(issues))),
         Err(e) => failed(&e),
     }
 }
 
-/// The text to print and whether there is any issue.
-async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool)> {
-    let scan_args = ScanArgs::of_query(args.from_file.clone(), args.selector.clone());
-    let inventory = scan_inventory(global, &scan_args, &[]).await?;
+/// The text to print, whether there is any issue, and what of a dump was not read.
+async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool, DumpGaps)> {
+    let scan_args = ScanArgs {
+        input: args.input.clone(),
+        ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
+    };
+    let (inventory, gaps) = scan_inventory(global, &scan_args, &[]).await?;
     let status = desired_status(&inventory, None, NodeList::Within(0));
     let issues =
         status.quotas.iter().any(|q| !q.issues.is_empty()) || status.workload_issue_count > 0;
@@ -71,5 +75,5 @@ async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool)
         })
     };
     let text = formatted(&args.output, &json, names, table)?;
-    Ok((text, issues))
+    Ok((text, issues, gaps))
 }

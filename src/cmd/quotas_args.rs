@@ -18,6 +18,9 @@ pub struct QuotasArgs {
         value_name = "FILE"
     )]
     pub from_file: Option<String>,
+    /// The cap on a `-f` dump.
+    #[command(flatten)]
+    pub input: super::input_args::InputArgs,
     /// Only nodes matching this label selector: a flavor whose `nodeLabels` imply it is judged in full, any
     /// other only counted where it has nodes here (docs/quotas.md).
     #[arg(long, short = 'l', value_name = "SELECTOR")]

@@ -1,12 +1,12 @@
 //! `scan`: one read-only pass, from the cluster or from a dump of nodes, pods and DRA objects, printed for humans or
-//! scripts (the tables are in `cmd::render`).
+//! scripts (the tables are in `cmd::render`). What a dump's scan could not read is `dump_gaps.rs`'s.
 
-use std::io::Read;
 use std::process::ExitCode;
 
 use jiff::Timestamp;
 
 use super::cli::{GlobalArgs, OutputFormat, ScanArgs};
+use super::dump_gaps::DumpGaps;
 use super::group_by::GroupBy;
 use super::output::stdout::emit;
 use super::output::{formatted, object_name};
@@ -21,7 +21,7 @@ use crate::publish::content::plan::plan_status;
 use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::Detail;
 use crate::runtime::client::connect;
-use crate::sources::dump::{Dump, parse_dump};
+use crate::sources::dump::{Dump, parse_dump_within, read_dump_bytes};
 use crate::sources::{Cluster, OneShot, Readers, Snapshot, Sources, SourcesConfig};
 
 /// Exit code: every GPU node healthy.
@@ -53,7 +53,7 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
         .into_iter()
         .collect();
     match scan_inventory(global, args, &extra).await {
-        Ok(inventory) => {
+        Ok((inventory, gaps)) => {
             let mut status = listed_status(&inventory, args.status_nodes_budget, None)
                 .expect("a first status is always written");
             if let Some(namespace) = global.listed_namespace() {
@@ -64,8 +64,15 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
                 group_by: &args.group_by,
                 headers: !args.no_headers,
             };
-            match format_scan(&inventory, &status, &shown) {
-                Ok(text) => emit(&text, inventory_exit_code(&inventory)),
+            // Objects of a dump that were not read are named in the JSON and YAML documents.
+            let text = match &args.output {
+                OutputFormat::Json | OutputFormat::Yaml if gaps.skipped_any() => {
+                    Ok(gaps.format_with(&status, &args.output))
+                }
+                _ => format_scan(&inventory, &status, &shown),
+            };
+            match text {
+                Ok(text) => emit(&text, gaps.exit_code(inventory_exit_code(&inventory))),
                 Err(e) => failed(&e),
             }
         }
@@ -85,13 +92,13 @@ pub(crate) fn exit_code(status: &GpuInventoryStatus) -> ExitCode {
 }
 
 /// As [`exit_code`], over every GPU node of `inventory` (a status cut by a budget may not list them all).
-fn inventory_exit_code(inventory: &Inventory) -> ExitCode {
+fn inventory_exit_code(inventory: &Inventory) -> u8 {
     let degrading = inventory.problem_nodes().any(|n| {
         n.issues
             .iter()
             .any(|i| i.severity() != crate::inventory::model::Severity::Info)
     });
-    ExitCode::from(if degrading { EXIT_ISSUES } else { EXIT_HEALTHY })
+    if degrading { EXIT_ISSUES } else { EXIT_HEALTHY }
 }
 
 /// The label a table grouped by a topology level must read as one: `--group-by <key>` with `-o table|wide`.
@@ -110,7 +117,9 @@ pub(crate) async fn scan_status(
         .map(str::to_owned)
         .into_iter()
         .collect();
-    let inventory = scan_inventory(global, args, &extra).await?;
+    let (inventory, gaps) = scan_inventory(global, args, &extra).await?;
+    // The plugin and the fleet read no dump; should one, what was not read is said at least.
+    gaps.say();
     let mut status = listed_status(&inventory, args.status_nodes_budget, None)
         .expect("a first status is always written");
     if let Some(namespace) = global.listed_namespace() {
@@ -121,12 +130,13 @@ pub(crate) async fn scan_status(
 
 /// The inventory a scan sees; `extra_levels` are topology levels beside the table's, Kueue's and
 /// `--topology-label` (`fit --level` and `--group-by` add the one asked about; `nvlink` is no label and
-/// is left out).
+/// is left out). With it, what of a dump could not be read (nothing for a cluster): the caller's exit code
+/// must say so ([`DumpGaps::exit_code`]).
 pub(crate) async fn scan_inventory(
     global: &GlobalArgs,
     args: &ScanArgs,
     extra_levels: &[String],
-) -> Result<Inventory> {
+) -> Result<(Inventory, DumpGaps)> {
     let selector = match &args.selector {
         Some(text) => {
             parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
@@ -145,21 +155,25 @@ pub(crate) async fn scan_inventory(
             .collect(),
         utilization: args.utilization.source()?,
     };
-    let snapshot = read_once(global, args, &Readers::of(&config)).await?;
+    let (snapshot, gaps) = read_once(global, args, &Readers::of(&config)).await?;
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
-    Ok(snapshot.scan(&selector, NodeUniverse::Cluster, None))
+    Ok((snapshot.scan(&selector, NodeUniverse::Cluster, None), gaps))
 }
 
 /// What `readers` read once from the dump `args` name, or else from the cluster, listed page by page. What
 /// could not be read is said once the cluster answered, naming the context where several are read side by
 /// side.
-async fn read_once(global: &GlobalArgs, args: &ScanArgs, readers: &Readers) -> Result<Snapshot> {
+async fn read_once(
+    global: &GlobalArgs,
+    args: &ScanArgs,
+    readers: &Readers,
+) -> Result<(Snapshot, DumpGaps)> {
     if let Some(path) = args.from_file.as_deref() {
-        let dump = read_dump(path)?;
-        return Ok(Sources::list_once(readers, &OneShot::Dump(&dump))
-            .await?
-            .objects);
+        let (dump, source) = read_dump(path, args.input.max_input_bytes)?;
+        let gaps = DumpGaps::of(&dump, source);
+        let snapshot = Sources::list_once(readers, &OneShot::Dump(&dump)).await?;
+        return Ok((snapshot.objects, gaps));
     }
     let connection = connect(&global.client_config()).await?;
     let cluster = Cluster {
@@ -178,23 +192,17 @@ async fn read_once(global: &GlobalArgs, args: &ScanArgs, readers: &Readers) -> R
             crate::runtime::terminal_text::visible(&format!("{context}{note}"))
         );
     }
-    Ok(listed.objects)
+    Ok((listed.objects, DumpGaps::default()))
 }
 
-/// The dump at `path` (`-`: stdin); the objects skipped in it are said on stderr.
-fn read_dump(path: &str) -> Result<Dump> {
-    let (bytes, source) = if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::InvalidFlag(format!("reading stdin: {e}")))?;
-        (bytes, "<stdin>".to_owned())
-    } else {
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::InvalidFlag(format!("reading {path}: {e}")))?;
-        (bytes, path.to_owned())
-    };
-    let dump = parse_dump(&bytes, &source).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+/// The dump at `path` (`-`: stdin), read within `limit` bytes (`--max-input-bytes`), and its name; the objects
+/// skipped in it are said on stderr.
+fn read_dump(path: &str, limit: u64) -> Result<(Dump, String)> {
+    let dump_error = |e: crate::sources::dump::NodeDumpError| Error::InvalidFlag(e.to_string());
+    let (bytes, source) = read_dump_bytes(path, limit).map_err(dump_error)?;
+    let dump = parse_dump_within(&bytes, &source, limit).map_err(dump_error)?;
+    // The text is not needed once read: the scan's memory is the objects'.
+    drop(bytes);
     // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
     for warning in &dump.warnings {
         eprintln!(
@@ -202,7 +210,7 @@ fn read_dump(path: &str) -> Result<Dump> {
             crate::runtime::terminal_text::visible(warning)
         );
     }
-    Ok(dump)
+    Ok((dump, source))
 }
 
 /// The status the operator would write for `inventory`, with every node and each node's DRA devices (the
@@ -346,6 +354,6 @@ mod tests {
         ]);
         let listed = listed_status(&inventory, Some(0), None).expect("a first status");
         assert!(listed.nodes.is_empty(), "a budget of 0 lists nothing");
-        assert_eq!(inventory_exit_code(&inventory), ExitCode::from(EXIT_ISSUES));
+        assert_eq!(inventory_exit_code(&inventory), EXIT_ISSUES);
     }
 }

@@ -35,7 +35,8 @@ async fn report(global: &GlobalArgs, args: &UtilizationArgs) -> Result<(String, 
         utilization: args.utilization.clone(),
         ..ScanArgs::of_query(None, args.selector.clone())
     };
-    let inventory = scan_inventory(global, &scan_args, &[]).await?;
+    // `idle` reads no dump: nothing can be missing from it.
+    let (inventory, _no_dump) = scan_inventory(global, &scan_args, &[]).await?;
     let Some(report) = &inventory.utilization else {
         return Err(Error::InvalidFlag("the activity was not read".into()));
     };

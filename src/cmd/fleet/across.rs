@@ -54,6 +54,7 @@ pub(crate) async fn run(args: &AcrossArgs<'_>, contexts: &[String]) -> ExitCode 
         chunk_size: DEFAULT_CHUNK_SIZE,
         status_nodes_budget: None,
         utilization: args.utilization.clone(),
+        input: Default::default(),
     };
     let reads = read_each(contexts, args.fleet.cluster_timeout, |context| {
         let global = args.global.for_context(&context);

@@ -32,7 +32,8 @@ pub(crate) async fn run(
         let global = global.for_context(&context);
         let request = &request;
         async move {
-            let inventory = read_inventory(&global, args).await?;
+            // Contexts are clusters, never a dump: nothing can be missing from one.
+            let (inventory, _no_dump) = read_inventory(&global, args).await?;
             Ok(match fit(&inventory.nodes, request) {
                 Ok(answer) => answer,
                 // Not every cluster has every product: there, the job does not fit.

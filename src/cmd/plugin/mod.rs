@@ -260,6 +260,7 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         chunk_size: DEFAULT_CHUNK_SIZE,
         status_nodes_budget: None,
         utilization: args.utilization.clone(),
+        input: Default::default(),
     };
     let (inventory, status) = scan_status(&args.global, &scan_args).await?;
     Ok(emit(

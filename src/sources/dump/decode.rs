@@ -19,7 +19,7 @@
 use serde::de::value::{MapAccessDeserializer, StrDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, Unexpected, Visitor};
 
-use super::decode_error::{DecodeError, key_segment};
+use super::decode_error::{DecodeError, Step, key_segment};
 use super::scalars::{Integer, Untyped, core_bool, core_float, core_integer, untyped};
 use super::tree::{Tree, Value};
 
@@ -33,10 +33,17 @@ pub(crate) fn decode_field<'de, T: de::Deserialize<'de>>(
     tree: &'de Tree,
     key: &str,
 ) -> Result<Option<T>, DecodeError> {
-    match tree.get(key) {
+    let Value::Map(entries) = &tree.value else {
+        return Ok(None);
+    };
+    // The last entry of `key`, as `Tree::get` reads it.
+    match entries.iter().rposition(|(k, _)| k.as_str() == Some(key)) {
         None => Ok(None),
-        Some(value) => <Option<T> as de::Deserialize>::deserialize(value)
-            .map_err(|e| e.within(format!(".{key}"), value.at)),
+        Some(index) => {
+            let value = &entries[index].1;
+            <Option<T> as de::Deserialize>::deserialize(value)
+                .map_err(|e| e.within(format!(".{key}"), Step::Entry(index), value.at))
+        }
     }
 }
 
@@ -293,7 +300,7 @@ impl<'de> de::SeqAccess<'de> for Items<'de> {
             Some((index, item)) => seed
                 .deserialize(item)
                 .map(Some)
-                .map_err(|e| e.within(format!("[{index}]"), item.at)),
+                .map_err(|e| e.within(format!("[{index}]"), Step::Item(index), item.at)),
             None => Ok(None),
         }
     }
@@ -305,15 +312,15 @@ impl<'de> de::SeqAccess<'de> for Items<'de> {
 
 /// A mapping's entries, each error placed at its key.
 struct Entries<'de> {
-    entries: std::slice::Iter<'de, (Tree, Tree)>,
-    /// The entry whose key was read last.
-    current: Option<&'de (Tree, Tree)>,
+    entries: std::iter::Enumerate<std::slice::Iter<'de, (Tree, Tree)>>,
+    /// The entry whose key was read last, and its position.
+    current: Option<(usize, &'de (Tree, Tree))>,
 }
 
 impl<'de> Entries<'de> {
     fn new(entries: &'de [(Tree, Tree)]) -> Self {
         Entries {
-            entries: entries.iter(),
+            entries: entries.iter().enumerate(),
             current: None,
         }
     }
@@ -326,25 +333,25 @@ impl<'de> de::MapAccess<'de> for Entries<'de> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, DecodeError> {
-        let Some(entry) = self.entries.next() else {
+        let Some((index, entry)) = self.entries.next() else {
             return Ok(None);
         };
-        self.current = Some(entry);
+        self.current = Some((index, entry));
         let (key, _) = entry;
         seed.deserialize(key)
             .map(Some)
-            .map_err(|e| e.within(key_segment(key), key.at))
+            .map_err(|e| e.within(key_segment(key), Step::Entry(index), key.at))
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(
         &mut self,
         seed: V,
     ) -> Result<V::Value, DecodeError> {
-        let Some((key, value)) = self.current.take() else {
+        let Some((index, (key, value))) = self.current.take() else {
             return Err(de::Error::custom("a value was asked for before its key"));
         };
         seed.deserialize(value)
-            .map_err(|e| e.within(key_segment(key), value.at))
+            .map_err(|e| e.within(key_segment(key), Step::Entry(index), value.at))
     }
 
     fn size_hint(&self) -> Option<usize> {

@@ -3,6 +3,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 
+use k8s_openapi::api::resource::v1::ResourceSlice;
+
 use super::*;
 
 fn fixture(file: &str) -> Dump {
@@ -298,27 +300,15 @@ fn a_bad_object_among_good_ones_is_named_and_the_others_are_read() {
 }
 
 #[test]
-fn a_file_of_one_object_that_does_not_decode_is_an_error_naming_the_field() {
-    let error = yaml(
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels:\n    \"nvidia.com/gpu.count\": [8]\n",
-    )
-    .unwrap_err();
-    assert_eq!(
-        error,
-        "t.yaml: Node n: metadata.labels[\"nvidia.com/gpu.count\"]: invalid type: sequence, expected a \
-         string (line 6, column 29)"
-    );
-}
-
-#[test]
 fn untyped_positions_keep_numbers_that_would_not_print_back() {
     let tree = tree::parse_yaml(
         "{a: 08, b: 1.10, c: 8, d: 0.5, e: true, f: yes, g: ~, h: 1e3, i: -3, j: +5, k: .5, l: '8', \
          m: 0x1F, n: 12345678901234567890123}",
+        &mut budget::Budget::new(DEFAULT_MAX_INPUT_BYTES),
     )
     .unwrap()
     .unwrap();
-    let value: serde_json::Value = decode(&tree).unwrap();
+    let value: serde_json::Value = decode::decode(&tree).unwrap();
     assert_eq!(
         value,
         serde_json::json!({"a": "08", "b": "1.10", "c": 8, "d": 0.5, "e": true, "f": "yes", "g": null,
@@ -372,7 +362,7 @@ fn aliases_are_copied_and_an_alias_bomb_is_an_error() {
         ));
     }
     let error = yaml(&bomb).unwrap_err();
-    assert!(error.contains("aliases expand to more than"), "{error}");
+    assert!(error.contains("expands to more than"), "{error}");
 }
 
 #[test]

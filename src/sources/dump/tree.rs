@@ -1,12 +1,17 @@
 //! A dump as a tree that keeps every scalar's text and how it was written, so that where the text is read
 //! decides its type (see [`super::decode`]), not the YAML parser's guess.
 //!
-//! YAML comes from the event parser under serde-saphyr ([`granit_parser`]); JSON from `serde_json`, whose
-//! strings, numbers, booleans and nulls are typed by the JSON itself.
+//! YAML comes from the event parser under serde-saphyr ([`granit_parser`]); JSON from `serde_json` (`json.rs`),
+//! whose strings, numbers, booleans and nulls are typed by the JSON itself.
 
 use std::collections::HashMap;
 
 use serde_saphyr::granit_parser::{Event, Marker, Parser, ScalarStyle, Tag};
+
+use super::budget::Budget;
+
+/// What one node of the tree costs beyond its text: the node itself (a map's entry holds two).
+pub(super) const NODE_BYTES: usize = std::mem::size_of::<Tree>();
 
 /// A node of the dump, with where it starts in the text.
 #[derive(Clone, Debug)]
@@ -22,6 +27,14 @@ pub(crate) struct Tree {
 pub(crate) struct At {
     pub(crate) line: usize,
     pub(crate) column: usize,
+}
+
+/// Spends `bytes` of `budget` on the node at `at`; past the cap, the error says where.
+pub(super) fn charge(budget: &mut Budget, bytes: usize, at: At) -> Result<(), String> {
+    budget.spend(bytes).map_err(|e| match at.line {
+        0 => e,
+        line => format!("line {line}, column {}: {e}", at.column),
+    })
 }
 
 impl At {
@@ -125,48 +138,33 @@ impl Tree {
     }
 }
 
-/// Reads the JSON value as a tree.
-pub(crate) fn from_json(value: serde_json::Value) -> Tree {
-    let value = match value {
-        serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(b),
-        serde_json::Value::Number(n) => Value::Number(n),
-        serde_json::Value::String(s) => Value::Text(s),
-        serde_json::Value::Array(items) => Value::Seq(items.into_iter().map(from_json).collect()),
-        serde_json::Value::Object(entries) => Value::Map(
-            entries
-                .into_iter()
-                .map(|(k, v)| (Tree::text(&k, At::default()), from_json(v)))
-                .collect(),
-        ),
-    };
-    Tree {
-        value,
-        at: At::default(),
-    }
-}
-
 /// A collection being read: its entries so far, and its anchor.
 struct Open {
     map: bool,
     items: Vec<Tree>,
     anchor: usize,
     at: At,
-    /// Nodes in it, itself included (aliases copy them; see [`parse_yaml`]).
-    size: usize,
+    /// Bytes it takes, itself included (an alias copies them; see [`parse_yaml`]).
+    bytes: usize,
+    /// Levels of nodes in it, itself included.
+    height: usize,
 }
+
+/// The deepest a tree may be, aliases included: a little more than the parser's own nesting limit (255), so
+/// that an alias of a deep node inside another deep node (each within the parser's limit) cannot build a tree
+/// deep enough to exhaust the stack of whoever walks it.
+pub(crate) const MAX_DEPTH: usize = 300;
 
 /// Reads YAML text as a tree; `Ok(None)` when it holds no document.
 ///
-/// Aliases are expanded by copying their anchored node. The copies may hold at most four nodes per byte of
-/// text, so an alias bomb (anchors of anchors of anchors) is an error instead of exhausting memory. Merge
-/// keys (`<<`) are read as ordinary keys: neither kubectl nor PyYAML writes them. More than one document
-/// (`---`) is an error: a dump is one object or one List.
-pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
-    let budget = text.len().saturating_mul(4).saturating_add(1024);
-    let mut used = 0usize;
+/// Aliases are expanded by copying their anchored node, and every node is charged to `budget` by the bytes
+/// it takes (an alias by the bytes of what it copies, an anchor once more for the copy kept of it), so an
+/// alias bomb is an error instead of exhausting memory; so is a tree deeper than [`MAX_DEPTH`]. Merge keys
+/// (`<<`) are read as ordinary keys: neither kubectl nor PyYAML writes them. More than one document (`---`)
+/// is an error: a dump is one object or one List.
+pub(crate) fn parse_yaml(text: &str, budget: &mut Budget) -> Result<Option<Tree>, String> {
     let mut open: Vec<Open> = Vec::new();
-    let mut anchors: HashMap<usize, (Tree, usize)> = HashMap::new();
+    let mut anchors: HashMap<usize, (Tree, usize, usize)> = HashMap::new();
     let mut root = None;
     let mut documents = 0;
     let mut parser = Parser::new_from_str(text);
@@ -181,30 +179,28 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
             )
         })?;
         let at = At::of(&span.start);
-        // `size` counts the nodes in `node`; `cost` the new ones (an alias copies all of its node's).
-        let (node, size, anchor, cost) = match event {
+        // `bytes` is what `node` takes, `height` its levels; an alias copies all of its node's.
+        let (node, bytes, height, anchor) = match event {
             Event::DocumentStart(..) => {
                 documents += 1;
-                if documents > 1 {
-                    return Err(format!(
-                        "line {}: a second YAML document; put the objects in one List, as `kubectl get \
-                         -o yaml` does",
-                        at.line
-                    ));
-                }
+                one_document(documents, at)?;
                 continue;
             }
             Event::Scalar(text, style, anchor, tag) => {
+                let bytes = NODE_BYTES.saturating_add(text.len());
+                charge(budget, bytes, at)?;
                 let value = scalar(text.into_owned(), style, tag.as_deref());
-                (Tree { value, at }, 1, anchor, 1)
+                (Tree { value, at }, bytes, 1, anchor)
             }
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
+                charge(budget, NODE_BYTES, at)?;
                 open.push(Open {
                     map: matches!(event, Event::MappingStart(..)),
                     items: Vec::new(),
                     anchor,
                     at,
-                    size: 1,
+                    bytes: NODE_BYTES,
+                    height: 1,
                 });
                 continue;
             }
@@ -215,42 +211,56 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Tree>, String> {
                         at.line
                     ));
                 };
-                let (size, anchor) = (done.size, done.anchor);
-                (closed(done), size, anchor, 1)
+                let (bytes, height, anchor) = (done.bytes, done.height, done.anchor);
+                (closed(done), bytes, height, anchor)
             }
             Event::Alias(id) => {
-                let Some((node, size)) = anchors.get(&id) else {
+                let Some((node, bytes, height)) = anchors.get(&id) else {
                     return Err(format!(
                         "line {}, column {}: an alias to a node that contains it",
                         at.line, at.column
                     ));
                 };
-                (node.clone(), *size, 0, *size)
+                charge(budget, *bytes, at)?;
+                (node.clone(), *bytes, *height, 0)
             }
             _ => continue,
         };
-        used = spend(used, cost, budget, &at)?;
+        within_depth(open.len().saturating_add(height), at)?;
         if anchor != 0 {
-            anchors.insert(anchor, (node.clone(), size));
+            // The copy kept for later aliases takes memory of its own.
+            charge(budget, bytes, at)?;
+            anchors.insert(anchor, (node.clone(), bytes, height));
         }
         match open.last_mut() {
-            Some(parent) => parent.add(node, size),
+            Some(parent) => parent.add(node, bytes, height),
             None => root = Some(node),
         }
     }
     Ok(root)
 }
 
-/// The nodes made so far after `cost` more, unless that is past the budget.
-fn spend(used: usize, cost: usize, budget: usize, at: &At) -> Result<usize, String> {
-    let used = used.saturating_add(cost);
-    if used > budget {
+/// Refuses a second document.
+fn one_document(documents: usize, at: At) -> Result<(), String> {
+    if documents > 1 {
         return Err(format!(
-            "line {}, column {}: aliases expand to more than {budget} nodes (4 per byte of text)",
+            "line {}: a second YAML document; put the objects in one List, as `kubectl get -o yaml` does",
+            at.line
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a node `depth` levels deep, past [`MAX_DEPTH`].
+fn within_depth(depth: usize, at: At) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "line {}, column {}: nested more than {MAX_DEPTH} levels deep (aliases included); a Kubernetes \
+             object is never this deep",
             at.line, at.column
         ));
     }
-    Ok(used)
+    Ok(())
 }
 
 /// A scalar's value: plain (read by type later) unless quoted, a block, or tagged a string.
@@ -278,10 +288,11 @@ fn closed(done: Open) -> Tree {
 }
 
 impl Open {
-    /// Adds a node of `size` nodes to the collection.
-    fn add(&mut self, node: Tree, size: usize) {
+    /// Adds a node taking `bytes`, `height` levels deep, to the collection.
+    fn add(&mut self, node: Tree, bytes: usize, height: usize) {
         self.items.push(node);
-        self.size = self.size.saturating_add(size);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.height = self.height.max(height.saturating_add(1));
     }
 }
 
