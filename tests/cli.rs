@@ -89,6 +89,7 @@ fn scan_json_is_exactly_the_status_object() {
         keys,
         [
             "conditions",
+            "fragmentation",
             "freeByVendor",
             "freeGpus",
             "fullyHeldGpus",
