@@ -34,6 +34,9 @@ pub(crate) struct FitJson<'a> {
     level: Option<&'a str>,
     domains: Vec<DomainJson<'a>>,
     why: Option<&'a str>,
+    /// `fit --plan` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<&'a super::fit_plan::PlanJson>,
 }
 
 #[derive(Debug, Serialize)]
@@ -51,12 +54,18 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Ok(None) => {}
         Err(e) => return failed(&e),
     }
-    let shown = answer(global, args).await.and_then(|answer| {
-        Ok((
-            format_answer(&answer, &args.output, !args.no_headers)?,
-            answer.fits,
-        ))
-    });
+    let shown = answered(global, args)
+        .await
+        .and_then(|(answer, inventory)| {
+            let plan = args
+                .plan
+                .then(|| super::fit_plan::plan_for(&inventory, &answer))
+                .flatten();
+            Ok((
+                format_planned(&answer, plan.as_ref(), &args.output, !args.no_headers)?,
+                answer.fits,
+            ))
+        });
     match shown {
         Ok((text, fits)) => emit(
             &text,
@@ -66,14 +75,18 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
     }
 }
 
-/// The answer for `args`, over the inventory `scan` would see.
-pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<FitAnswer> {
+/// The answer for `args`, and the inventory it was found in.
+async fn answered(
+    global: &GlobalArgs,
+    args: &FitArgs,
+) -> Result<(FitAnswer, crate::inventory::Inventory)> {
     let request = request(args)?;
     let inventory = read_inventory(global, args).await?;
     if let Some(level) = &request.level {
         known_level(&inventory, level)?;
     }
-    fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))
+    let answer = fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))?;
+    Ok((answer, inventory))
 }
 
 /// An error when `level` is a label no GPU node carries: a typo (`--level nvlnk`) would otherwise read as
@@ -139,9 +152,11 @@ pub(crate) async fn read_inventory(
 }
 
 /// The answer as `-o` asks: the table (only the domains' rows unless `headers`), or the JSON document
-/// (json, yaml, jsonpath); `name` lists the nodes of the domains where it fits (`node/NAME`).
-pub(crate) fn format_answer(
+/// (json, yaml, jsonpath); `name` lists the nodes of the domains where it fits (`node/NAME`). `fit --plan`'s
+/// plan goes under it.
+fn format_planned(
     answer: &FitAnswer,
+    plan: Option<&super::fit_plan::PlanJson>,
     output: &OutputFormat,
     headers: bool,
 ) -> Result<String> {
@@ -154,8 +169,14 @@ pub(crate) fn format_answer(
         nodes.dedup();
         nodes
     };
-    formatted(output, &fit_json(answer), names, |_wide| {
-        table(answer, headers)
+    let mut json = fit_json(answer);
+    json.plan = plan;
+    formatted(output, &json, names, |_wide| {
+        let mut out = table(answer, headers);
+        if let Some(plan) = plan.filter(|_| headers) {
+            out.push_str(&super::fit_plan::table(plan));
+        }
+        out
     })
 }
 
@@ -177,6 +198,7 @@ pub(crate) fn fit_json(answer: &FitAnswer) -> FitJson<'_> {
             })
             .collect(),
         why: answer.why.as_deref(),
+        plan: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod crd_args;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
+mod fit_plan;
 mod fit_share;
 pub mod fleet;
 pub mod fleet_args;
