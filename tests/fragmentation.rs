@@ -134,3 +134,140 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
         .await;
     env.cleanup().await;
 }
+
+/// Runs `fit` against the local cluster (as `gpu-inventory-operator fit ...`) and returns its JSON answer.
+fn fit_json(args: &[&str]) -> serde_json::Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"))
+        .arg("fit")
+        .args(args)
+        .args(["-o", "json"])
+        .env("KUBECONFIG", common::cluster_access::kubeconfig_path())
+        .output()
+        .expect("run fit");
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "fit {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("fit -o json prints JSON")
+}
+
+/// A pod of `gpus` GPUs made as a controller makes it from its template: on this test's nodes, anywhere
+/// the scheduler picks (`at`: pinned by `spec.nodeName`, only to lay out the fleet before the plan).
+fn replica(name: &str, gpus: u32, id: &str, at: Option<&str>) -> Pod {
+    let mut pod = pod(name, gpus, json!({ TEST_LABEL: id }));
+    if let Some(node) = at {
+        pod.spec.as_mut().unwrap().node_name = Some(node.to_owned());
+    }
+    pod
+}
+
+#[tokio::test]
+async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod() {
+    let env = TestEnv::new("fit-plan").await;
+    let namespace = format!("{}-plan", env.id);
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let ns: Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let gfd = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": H100,
+                      "nvidia.com/gpu.count": "8" });
+    let mut nodes = Vec::new();
+    for name in ["p", "q", "r"] {
+        nodes.push(
+            env.create_node(node(name, gfd.clone(), &[("nvidia.com/gpu", "8")]))
+                .await,
+        );
+    }
+    // 3 + 2 on p, 5 on q, 4 on r: 3, 3 and 4 free (10), 4 at most on a node.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &namespace);
+    let layout = [("p-3", 3, 0), ("p-2", 2, 0), ("q-5", 5, 1), ("r-4", 4, 2)];
+    for (name, gpus, at) in layout {
+        let pod = replica(name, gpus, &env.id, Some(&nodes[at]));
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let big = pod("big", 8, json!({ TEST_LABEL: env.id }));
+    pods.create(&PostParams::default(), &big).await.unwrap();
+    let selector = format!("{TEST_LABEL}={}", env.id);
+    let answer = eventually(CONVERGE, "all four pods held and a plan", || async {
+        let answer = fit_json(&["--gpus", "8", "--plan", "-l", &selector]);
+        answer["plan"]["moves"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+            .then_some(answer)
+    })
+    .await;
+    assert_eq!(answer["fits"], json!(false), "{answer}");
+    // The cheapest: p's 3 and 2 (5 GPUs) to q's 3 and r's 4; emptying r (4) needs a place for 4: p and q
+    // have 3 each. Emptying q (5) needs 5 elsewhere: none.
+    let plan = &answer["plan"];
+    assert_eq!(plan["node"], json!(nodes[0]), "{answer}");
+    assert_eq!(plan["displacedGpus"], json!(5), "{answer}");
+    let moved: Vec<(String, String)> = plan["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["pod"].as_str().unwrap().to_owned(),
+                m["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            ("p-3".to_owned(), nodes[1].clone()),
+            ("p-2".to_owned(), nodes[2].clone())
+        ],
+        "{answer}"
+    );
+
+    // Carry it out as a user would: delete each named pod; its controller makes a new one from the
+    // template (not pinned), which the real scheduler places.
+    for (name, _) in &moved {
+        pods.delete(name, &DeleteParams::default().grace_period(0))
+            .await
+            .unwrap();
+    }
+    for (name, _) in &moved {
+        let gpus = layout.iter().find(|(n, ..)| n == name).unwrap().1;
+        let again = replica(&format!("{name}-new"), gpus, &env.id, None);
+        eventually(CONVERGE, &format!("recreating {name}"), || async {
+            pods.create(&PostParams::default(), &again).await.ok()
+        })
+        .await;
+    }
+    let bound = |name: String| {
+        let pods = pods.clone();
+        async move { pods.get(&name).await.ok()?.spec?.node_name }
+    };
+    let big_on = eventually(CONVERGE, "the scheduler binding big", || {
+        bound("big".into())
+    })
+    .await;
+    assert_eq!(
+        big_on, nodes[0],
+        "the scheduler put big where the plan freed room"
+    );
+    // The scheduler scores nodes its own way: a replacement may take the other free piece than the plan's
+    // best fit; the plan holds if every replacement is placed, and none on the freed node.
+    for (name, _) in &moved {
+        let on = eventually(CONVERGE, &format!("{name}-new bound"), || {
+            bound(format!("{name}-new"))
+        })
+        .await;
+        assert_ne!(
+            on, nodes[0],
+            "{name}'s replacement took the room the plan freed"
+        );
+    }
+
+    let _ = namespaces
+        .delete(&namespace, &DeleteParams::default())
+        .await;
+    env.cleanup().await;
+}

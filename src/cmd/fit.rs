@@ -35,6 +35,9 @@ pub(crate) struct FitJson<'a> {
     level: Option<&'a str>,
     domains: Vec<DomainJson<'a>>,
     why: Option<&'a str>,
+    /// `fit --plan` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<&'a super::fit_plan::PlanJson>,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,13 +55,19 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Ok(None) => {}
         Err(e) => return failed(&e),
     }
-    let shown = answer(global, args).await.and_then(|(answer, gaps)| {
-        Ok((
-            format_answer(&answer, &args.output, !args.no_headers)?,
-            answer.fits,
-            gaps,
-        ))
-    });
+    let shown = answered(global, args)
+        .await
+        .and_then(|(answer, inventory, gaps)| {
+            let plan = args
+                .plan
+                .then(|| super::fit_plan::plan_for(&inventory, &answer))
+                .flatten();
+            Ok((
+                format_planned(&answer, plan.as_ref(), &args.output, !args.no_headers)?,
+                answer.fits,
+                gaps,
+            ))
+        });
     match shown {
         Ok((text, fits, gaps)) => emit(
             &text,
@@ -68,15 +77,18 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
     }
 }
 
-/// The answer for `args`, over the inventory `scan` would see, and what of a dump was not read.
-pub(crate) async fn answer(global: &GlobalArgs, args: &FitArgs) -> Result<(FitAnswer, DumpGaps)> {
+/// The answer for `args`, the inventory it was found in, and what of a dump was not read.
+async fn answered(
+    global: &GlobalArgs,
+    args: &FitArgs,
+) -> Result<(FitAnswer, crate::inventory::Inventory, DumpGaps)> {
     let request = request(args)?;
     let (inventory, gaps) = read_inventory(global, args).await?;
     if let Some(level) = &request.level {
         known_level(&inventory, level)?;
     }
     let answer = fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))?;
-    Ok((answer, gaps))
+    Ok((answer, inventory, gaps))
 }
 
 /// An error when `level` is a label no GPU node carries: a typo (`--level nvlnk`) would otherwise read as
@@ -145,9 +157,11 @@ pub(crate) async fn read_inventory(
 }
 
 /// The answer as `-o` asks: the table (only the domains' rows unless `headers`), or the JSON document
-/// (json, yaml, jsonpath); `name` lists the nodes of the domains where it fits (`node/NAME`).
-pub(crate) fn format_answer(
+/// (json, yaml, jsonpath); `name` lists the nodes of the domains where it fits (`node/NAME`). `fit --plan`'s
+/// plan goes under it.
+fn format_planned(
     answer: &FitAnswer,
+    plan: Option<&super::fit_plan::PlanJson>,
     output: &OutputFormat,
     headers: bool,
 ) -> Result<String> {
@@ -160,8 +174,14 @@ pub(crate) fn format_answer(
         nodes.dedup();
         nodes
     };
-    formatted(output, &fit_json(answer), names, |_wide| {
-        table(answer, headers)
+    let mut json = fit_json(answer);
+    json.plan = plan;
+    formatted(output, &json, names, |_wide| {
+        let mut out = table(answer, headers);
+        if let Some(plan) = plan.filter(|_| headers) {
+            out.push_str(&super::fit_plan::table(plan));
+        }
+        out
     })
 }
 
@@ -183,6 +203,7 @@ pub(crate) fn fit_json(answer: &FitAnswer) -> FitJson<'_> {
             })
             .collect(),
         why: answer.why.as_deref(),
+        plan: None,
     }
 }
 

@@ -10,6 +10,7 @@ mod dump_gaps;
 mod duration_arg;
 pub mod fit;
 pub mod fit_args;
+mod fit_plan;
 mod fit_share;
 pub mod fleet;
 pub mod fleet_args;

@@ -1,7 +1,7 @@
 //! Several clusters at once (docs/fleet.md): the kubectl plugin's table and `fit` for each kubeconfig context,
 //! read side by side ([`across`], [`fit_across`]), and the hub's view from ClusterProfiles ([`hub`]).
 //!
-//! Each cluster is read with the same code as one (`scan_status`, `fit::answer`), with its own credentials
+//! Each cluster is read with the same code as one (`scan_status`, `fit::read_inventory`), with its own credentials
 //! (the context's user, exec plugins included) and its own deadline: one unreachable, slow or forbidden
 //! cluster is named with its error and never hides the others; the exit code is then 2.
 
