@@ -60,9 +60,10 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
         .create_node(node("b", gfd, &[("nvidia.com/gpu", "8")]))
         .await;
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), &namespace);
-    let on = |node: &str| json!({ "kubernetes.io/hostname": node });
+    // Laid out by `spec.nodeName`: bound before big is made, so the scheduler cannot give big a node first.
     for (name, gpus, at) in [("small-a", 3, &a), ("small-b", 4, &b)] {
-        let pod = pod(name, gpus, on(at));
+        let mut pod = pod(name, gpus, json!({ TEST_LABEL: env.id }));
+        pod.spec.as_mut().unwrap().node_name = Some(at.clone());
         eventually(CONVERGE, &format!("creating {name}"), || async {
             pods.create(&PostParams::default(), &pod).await.ok()
         })
