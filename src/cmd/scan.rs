@@ -187,10 +187,10 @@ async fn read_once(
         None => String::new(),
     };
     for note in listed.notes {
-        eprintln!(
+        super::output::stdout::say(&format!(
             "warning: {}",
             crate::runtime::terminal_text::visible(&format!("{context}{note}"))
-        );
+        ));
     }
     Ok((listed.objects, DumpGaps::default()))
 }
@@ -205,10 +205,10 @@ fn read_dump(path: &str, limit: u64) -> Result<(Dump, String)> {
     drop(bytes);
     // Objects skipped (an apiVersion not read, a field that does not decode) are said; the rest is scanned.
     for warning in &dump.warnings {
-        eprintln!(
+        super::output::stdout::say(&format!(
             "warning: {}",
             crate::runtime::terminal_text::visible(warning)
-        );
+        ));
     }
     Ok((dump, source))
 }

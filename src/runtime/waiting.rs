@@ -4,6 +4,7 @@
 //! a script's log then says what the command waited for; stdout stays the command's answer alone.
 
 use std::future::Future;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// A wait is said once it has lasted this long (a healthy API server answers in milliseconds).
@@ -35,7 +36,12 @@ pub(crate) async fn bounded<F: Future>(
         let mut next = FIRST_SAID;
         loop {
             tokio::time::sleep_until((started + next).into()).await;
-            eprintln!("{}", said(what, started.elapsed(), total));
+            // A stderr that cannot be written (closed, a full disk) is no reason to panic, as `eprintln!` would.
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}",
+                said(what, started.elapsed(), total)
+            );
             next += SAID_EVERY;
         }
     };
