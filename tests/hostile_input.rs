@@ -345,3 +345,36 @@ fn fit_and_quotas_fail_closed_on_the_same_dump() {
     );
     expect(&out, 2, "more than 1048576 bytes");
 }
+
+#[test]
+fn the_plugins_table_fails_closed_on_a_dump_as_scan_does() {
+    // The plugin is the same binary under kubectl's name.
+    let dir = std::env::temp_dir().join(format!("gpuinv-hostile-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let plugin = dir.join("kubectl-gpu_inventory");
+    let _ = std::fs::remove_file(&plugin);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gpu-inventory-operator"), &plugin)
+        .expect("the plugin's link");
+    let dump = b"kind: List\nitems:\n- kind: Node\n  metadata: {name: n}\n- kind: Pod\n  metadata: {name: p}\n  \
+                 spec: {containers: 3}\n";
+    let mut child = Command::new(&plugin)
+        .args(["-f", "-"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent-home")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the plugin starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(dump)
+        .expect("the dump written");
+    let out = child.wait_with_output().expect("the plugin ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("1 object(s) not read"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

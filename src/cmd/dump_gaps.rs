@@ -108,6 +108,16 @@ impl DumpGaps {
     }
 
     /// `status` as `-o json|yaml` prints it, with `skippedObjects`.
+    /// `code`, unless the dump was incomplete: then [`EXIT_INCOMPLETE`], said on stderr.
+    pub(crate) fn or(&self, code: ExitCode) -> ExitCode {
+        if self.incomplete() {
+            self.say();
+            ExitCode::from(EXIT_INCOMPLETE)
+        } else {
+            code
+        }
+    }
+
     pub(crate) fn format_with(&self, status: &GpuInventoryStatus, format: &OutputFormat) -> String {
         let scan = DumpScan {
             status,

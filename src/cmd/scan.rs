@@ -112,20 +112,19 @@ pub(crate) fn table_level<'a>(output: &OutputFormat, group_by: &'a GroupBy) -> O
 pub(crate) async fn scan_status(
     global: &GlobalArgs,
     args: &ScanArgs,
-) -> Result<(Inventory, GpuInventoryStatus)> {
+) -> Result<(Inventory, GpuInventoryStatus, DumpGaps)> {
     let extra: Vec<String> = table_level(&args.output, &args.group_by)
         .map(str::to_owned)
         .into_iter()
         .collect();
     let (inventory, gaps) = scan_inventory(global, args, &extra).await?;
-    // The plugin and the fleet read no dump; should one, what was not read is said at least.
-    gaps.say();
     let mut status = listed_status(&inventory, args.status_nodes_budget, None)
         .expect("a first status is always written");
     if let Some(namespace) = global.listed_namespace() {
         super::namespace_filter::limit_to_namespace(&mut status, namespace);
     }
-    Ok((inventory, status))
+    // What of a dump was not read goes back with the status: the caller's exit code must say so.
+    Ok((inventory, status, gaps))
 }
 
 /// The inventory a scan sees; `extra_levels` are topology levels beside the table's, Kueue's and

@@ -60,7 +60,9 @@ pub(crate) async fn run(args: &AcrossArgs<'_>, contexts: &[String]) -> ExitCode 
         let global = args.global.for_context(&context);
         let scan_args = &scan_args;
         async move {
-            let (inventory, status) = scan_status(&global, scan_args).await?;
+            let (inventory, status, gaps) = scan_status(&global, scan_args).await?;
+            // Clusters are read live, never from a dump: there is nothing to say, unless that changes.
+            gaps.say();
             Ok(ClusterScan {
                 summary: summarize(&inventory),
                 status,

@@ -262,10 +262,11 @@ async fn once(args: &PluginArgs, color: bool) -> Result<ExitCode> {
         utilization: args.utilization.clone(),
         input: Default::default(),
     };
-    let (inventory, status) = scan_status(&args.global, &scan_args).await?;
+    let (inventory, status, gaps) = scan_status(&args.global, &scan_args).await?;
+    // A dump (`-f`) with objects not read fails closed, as `scan -f` does (exit 3).
     Ok(emit(
         &shown(&inventory, &status, args, color)?,
-        exit_code(&status),
+        gaps.or(exit_code(&status)),
     ))
 }
 
