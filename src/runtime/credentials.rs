@@ -94,6 +94,11 @@ pub(crate) fn plugin_failed(line: &str, what: &str) -> String {
 
 /// A plugin's exit status and the tail of its stderr.
 pub(crate) fn exit_and_stderr(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
+    format!("failed: {}", status_and_stderr(status, stderr))
+}
+
+/// The exit status and the last 500 characters of stderr (trimmed), or that it printed nothing.
+fn status_and_stderr(status: &std::process::ExitStatus, stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let text = text.trim();
     let tail: String = text
@@ -105,8 +110,8 @@ pub(crate) fn exit_and_stderr(status: &std::process::ExitStatus, stderr: &[u8]) 
         .rev()
         .collect();
     match tail.is_empty() {
-        true => format!("failed: {status} and printed nothing on stderr"),
-        false => format!("failed: {status}: {tail}"),
+        true => format!("{status} and printed nothing on stderr"),
+        false => format!("{status}: {tail}"),
     }
 }
 
@@ -185,22 +190,7 @@ pub(crate) fn describe(error: &kube::Error) -> Option<String> {
 /// The plugin's own words: its exit status and stderr (trimmed), not the raw process output.
 fn plugin_failure(error: &AuthError) -> String {
     match error {
-        AuthError::AuthExecRun { out, .. } => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let stderr = stderr.trim();
-            let tail: String = stderr
-                .chars()
-                .rev()
-                .take(500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            match tail.is_empty() {
-                true => format!("{} and printed nothing on stderr", out.status),
-                false => format!("{}: {tail}", out.status),
-            }
-        }
+        AuthError::AuthExecRun { out, .. } => status_and_stderr(&out.status, &out.stderr),
         AuthError::AuthExecStart(e) => format!("cannot start it: {e}"),
         other => other.to_string(),
     }
