@@ -40,10 +40,23 @@ fn blocked<'s>(status: &'s GpuInventoryStatus, pod: &str) -> Option<&'s BlockedP
         .find(|b| b.pod == pod)
 }
 
-#[tokio::test]
-async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_frees_up() {
-    let env = TestEnv::new("fragmentation").await;
-    let namespace = format!("{}-frag", env.id);
+/// A pod of `gpus` GPUs made as a controller makes it from its template: on this test's nodes, anywhere
+/// the scheduler picks (`at`: pinned by `spec.nodeName`, only to lay out the fleet before the plan).
+fn replica(name: &str, gpus: u32, id: &str, at: Option<&str>) -> Pod {
+    let mut pod = pod(name, gpus, json!({ TEST_LABEL: id }));
+    if let Some(node) = at {
+        pod.spec.as_mut().unwrap().node_name = Some(node.to_owned());
+    }
+    pod
+}
+
+/// This test's namespace (`<id>-<suffix>`) and 8-GPU H100 KWOK nodes named `names`; the pods' API there.
+async fn h100_fleet(
+    env: &TestEnv,
+    suffix: &str,
+    names: &[&str],
+) -> (String, Vec<String>, Api<Pod>) {
+    let namespace = format!("{}-{suffix}", env.id);
     let namespaces: Api<Namespace> = Api::all(env.client.clone());
     let ns: Namespace =
         serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap();
@@ -53,22 +66,41 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
         .unwrap();
     let gfd = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": H100,
                       "nvidia.com/gpu.count": "8" });
-    let a = env
-        .create_node(node("a", gfd.clone(), &[("nvidia.com/gpu", "8")]))
-        .await;
-    let b = env
-        .create_node(node("b", gfd, &[("nvidia.com/gpu", "8")]))
-        .await;
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &namespace);
-    // Laid out by `spec.nodeName`: bound before big is made, so the scheduler cannot give big a node first.
-    for (name, gpus, at) in [("small-a", 3, &a), ("small-b", 4, &b)] {
-        let mut pod = pod(name, gpus, json!({ TEST_LABEL: env.id }));
-        pod.spec.as_mut().unwrap().node_name = Some(at.clone());
+    let mut nodes = Vec::new();
+    for name in names {
+        nodes.push(
+            env.create_node(node(name, gfd.clone(), &[("nvidia.com/gpu", "8")]))
+                .await,
+        );
+    }
+    let pods = Api::namespaced(env.client.clone(), &namespace);
+    (namespace, nodes, pods)
+}
+
+/// Pods `(name, gpus, node)` laid out by `spec.nodeName`: bound before anything else is made, so the
+/// scheduler cannot give a later pod their room first.
+async fn lay_out(pods: &Api<Pod>, id: &str, layout: &[(&str, u32, &str)]) {
+    for (name, gpus, at) in layout {
+        let pod = replica(name, *gpus, id, Some(at));
         eventually(CONVERGE, &format!("creating {name}"), || async {
             pods.create(&PostParams::default(), &pod).await.ok()
         })
         .await;
     }
+}
+
+/// Deletes the test's namespace (its pods with it).
+async fn delete_namespace(env: &TestEnv, namespace: &str) {
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let _ = namespaces.delete(namespace, &DeleteParams::default()).await;
+}
+
+#[tokio::test]
+async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_frees_up() {
+    let env = TestEnv::new("fragmentation").await;
+    let (namespace, nodes, pods) = h100_fleet(&env, "frag", &["a", "b"]).await;
+    let (a, b) = (&nodes[0], &nodes[1]);
+    lay_out(&pods, &env.id, &[("small-a", 3, a), ("small-b", 4, b)]).await;
     // Only this test's nodes may hold it: other tests' nodes never make it fit.
     let big = pod("big", 8, json!({ TEST_LABEL: env.id }));
     pods.create(&PostParams::default(), &big).await.unwrap();
@@ -116,7 +148,7 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
             blocked(s, "big").is_none()
                 && s.nodes
                     .iter()
-                    .any(|n| n.name == a && n.free.get("nvidia.com/gpu") == Some(&0))
+                    .any(|n| n.name == *a && n.free.get("nvidia.com/gpu") == Some(&0))
         })
         .await
         .status
@@ -130,9 +162,7 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
     let product = &status.fragmentation.as_ref().unwrap().products[0];
     assert_eq!((product.free_gpus, product.largest_piece), (4, 4));
 
-    let _ = namespaces
-        .delete(&namespace, &DeleteParams::default())
-        .await;
+    delete_namespace(&env, &namespace).await;
     env.cleanup().await;
 }
 
@@ -153,43 +183,17 @@ fn fit_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("fit -o json prints JSON")
 }
 
-/// A pod of `gpus` GPUs made as a controller makes it from its template: on this test's nodes, anywhere
-/// the scheduler picks (`at`: pinned by `spec.nodeName`, only to lay out the fleet before the plan).
-fn replica(name: &str, gpus: u32, id: &str, at: Option<&str>) -> Pod {
-    let mut pod = pod(name, gpus, json!({ TEST_LABEL: id }));
-    if let Some(node) = at {
-        pod.spec.as_mut().unwrap().node_name = Some(node.to_owned());
-    }
-    pod
-}
-
 #[tokio::test]
 async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod() {
     let env = TestEnv::new("fit-plan").await;
-    let namespace = format!("{}-plan", env.id);
-    let namespaces: Api<Namespace> = Api::all(env.client.clone());
-    let ns: Namespace =
-        serde_json::from_value(json!({ "metadata": { "name": namespace } })).unwrap();
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-    let gfd = json!({ "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": H100,
-                      "nvidia.com/gpu.count": "8" });
-    let mut nodes = Vec::new();
-    for name in ["p", "q", "r"] {
-        nodes.push(
-            env.create_node(node(name, gfd.clone(), &[("nvidia.com/gpu", "8")]))
-                .await,
-        );
-    }
+    let (namespace, nodes, pods) = h100_fleet(&env, "plan", &["p", "q", "r"]).await;
     // 3 + 2 on p, 5 on q, 4 on r: 3, 3 and 4 free (10), 4 at most on a node.
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), &namespace);
     let layout = [("p-3", 3, 0), ("p-2", 2, 0), ("q-5", 5, 1), ("r-4", 4, 2)];
-    for (name, gpus, at) in layout {
-        let pod = replica(name, gpus, &env.id, Some(&nodes[at]));
-        pods.create(&PostParams::default(), &pod).await.unwrap();
-    }
+    let placed: Vec<(&str, u32, &str)> = layout
+        .iter()
+        .map(|(name, gpus, at)| (*name, *gpus, nodes[*at].as_str()))
+        .collect();
+    lay_out(&pods, &env.id, &placed).await;
     let big = pod("big", 8, json!({ TEST_LABEL: env.id }));
     pods.create(&PostParams::default(), &big).await.unwrap();
     let selector = format!("{TEST_LABEL}={}", env.id);
@@ -267,8 +271,6 @@ async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod()
         );
     }
 
-    let _ = namespaces
-        .delete(&namespace, &DeleteParams::default())
-        .await;
+    delete_namespace(&env, &namespace).await;
     env.cleanup().await;
 }

@@ -407,9 +407,10 @@ fn sum_up<'n>(
     topology::nvlink_health::mark_clique_missing(&mut nodes, products, marks);
     let blocked = fragmentation::blocked_pods(pods, &nodes, &groups, &facts);
     let demand = allocation::demand(pods, &nodes, scope, dra, &facts);
+    let topology = topology::summary::summarize(&nodes, products);
     Inventory {
-        topology: topology::summary::summarize(&nodes, products),
-        fragmentation: fragmentation::measure(&nodes, &groups, blocked),
+        fragmentation: fragmentation::measure(&nodes, &groups, blocked, &topology),
+        topology,
         total_gpu_nodes: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         ready_gpu_nodes: u32::try_from(nodes.iter().filter(|n| n.ready).count())
             .unwrap_or(u32::MAX),

@@ -19,11 +19,9 @@ use std::collections::BTreeSet;
 
 use crate::inventory::model::{
     Fragmentation, LevelFragmentation, NodeInventory, ProductFragmentation, SizeUse,
+    TopologySummary,
 };
-use crate::inventory::topology::domains::{domains_at, levels_of};
-use crate::inventory::topology::gang::{gpus_per_node, offer};
-use crate::inventory::topology::label_table::HOSTNAME;
-use crate::inventory::topology::summary::pod_counts_up_to;
+use crate::inventory::topology::gang::offer;
 
 pub use blocked::{BLOCKED_LISTED, blocked_pods};
 
@@ -34,18 +32,20 @@ pub const LADDER: [u64; 4] = [1, 2, 4, 8];
 pub const ASKED_SIZES: usize = 8;
 
 /// The fragmentation of every product (`products`: `gang::product_groups` of `nodes`), with the blocked
-/// pods (`blocked`: `blocked_pods`' answer, which also gives the sizes asked for per product).
+/// pods (`blocked`: `blocked_pods`' answer, which also gives the sizes asked for per product) and the levels'
+/// ladders (`topology`: the scan's topology summaries).
 pub fn measure(
     nodes: &[std::sync::Arc<NodeInventory>],
     products: &[(String, Vec<usize>)],
     blocked: blocked::Blocked,
+    topology: &[TopologySummary],
 ) -> Fragmentation {
     let products = products
         .iter()
         .map(|(name, at)| {
             let nodes: Vec<&NodeInventory> = at.iter().map(|i| nodes[*i].as_ref()).collect();
             let asked = blocked.asked.get(name).cloned().unwrap_or_default();
-            product(name, &nodes, &asked)
+            product(name, &nodes, &asked, topology)
         })
         .collect();
     Fragmentation {
@@ -55,11 +55,13 @@ pub fn measure(
     }
 }
 
-/// One product's fragmentation; `asked`: the one-node sizes its pending pods ask for.
+/// One product's fragmentation; `asked`: the one-node sizes its pending pods ask for; `topology`: the scan's
+/// topology summaries, whose levels' ladders are the product's.
 pub fn product(
     name: &str,
     nodes: &[&NodeInventory],
     asked: &BTreeSet<u64>,
+    topology: &[TopologySummary],
 ) -> ProductFragmentation {
     let pieces: Vec<u64> = nodes
         .iter()
@@ -80,7 +82,7 @@ pub fn product(
         largest_piece: pieces.iter().copied().max().unwrap_or(0),
         pieces: u32::try_from(pieces.len()).unwrap_or(u32::MAX),
         sizes,
-        levels: levels(nodes),
+        levels: levels(name, topology),
     }
 }
 
@@ -106,36 +108,18 @@ fn usable(pieces: &[u64], size: u64) -> u64 {
 }
 
 /// Per topology level of the product's nodes (not the hostname level: that is the one-node ladder), what
-/// gangs of the product's pods could use: gang sizes are whole pods doubling, and 18 pods and doublings
-/// (an NVL72 rack), up to the largest domain, as `status.topology[].domainsFitting` counts them.
-fn levels(nodes: &[&NodeInventory]) -> Vec<LevelFragmentation> {
-    let Some(k) = gpus_per_node(nodes.iter().copied()) else {
-        return Vec::new();
-    };
-    levels_of(nodes)
-        .into_iter()
-        .filter(|level| *level != HOSTNAME)
-        .map(|level| {
-            let domains = domains_at(nodes, level, k, &[]);
-            let offers: Vec<u64> = domains.values().map(|d| d.offered).collect();
-            let widest = domains.values().map(|d| d.size).max().unwrap_or(0);
-            let sizes = pod_counts_up_to(widest / k)
-                .into_iter()
-                .map(|pods| {
-                    let gpus = pods * k;
-                    SizeUse {
-                        gpus,
-                        usable_gpus: usable(&offers, gpus),
-                        asked: false,
-                    }
-                })
-                .collect();
-            LevelFragmentation {
-                level: level.to_owned(),
-                gpus_per_pod: k,
-                largest_piece: offers.iter().copied().max().unwrap_or(0),
-                sizes,
-            }
+/// gangs of the product's pods could use: the topology summaries' ladders (`TopologySummary::usable`), whose
+/// gang sizes are whole pods doubling, and 18 pods and doublings (an NVL72 rack), up to the largest domain.
+/// Taken from the summaries, not counted again: they group the nodes by domain once per level.
+fn levels(product: &str, topology: &[TopologySummary]) -> Vec<LevelFragmentation> {
+    topology
+        .iter()
+        .filter(|s| s.product == product)
+        .map(|s| LevelFragmentation {
+            level: s.level.to_string(),
+            gpus_per_pod: s.gpus_per_pod,
+            largest_piece: s.largest_free_gpus,
+            sizes: s.usable.clone(),
         })
         .collect()
 }

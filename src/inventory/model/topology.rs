@@ -135,6 +135,9 @@ pub struct TopologySummary {
     pub largest_free_gpus: u64,
     /// For each job size that matters, how many domains could start it.
     pub domains_fitting: Vec<DomainFit>,
+    /// For the same job sizes, the free GPUs gangs of that size could take, all at once: the level's ladder
+    /// of `Fragmentation` (published there, not in `status.topology[]`).
+    pub usable: Vec<super::fragmentation::SizeUse>,
     /// The domains offering the most, most first (a few).
     pub largest_domains: Vec<DomainFree>,
     /// Domains with a problem.

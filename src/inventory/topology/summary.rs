@@ -7,7 +7,9 @@ use std::sync::Arc;
 use super::domains::{DomainTally, LevelTally, tally};
 use super::gang::{self, ProductNodes};
 use super::nvlink_health;
-use crate::inventory::model::{DomainFit, DomainFree, NVLINK, NodeInventory, TopologySummary};
+use crate::inventory::model::{
+    DomainFit, DomainFree, NVLINK, NodeInventory, SizeUse, TopologySummary,
+};
 
 /// How many of the largest domains a summary lists.
 pub const LARGEST_DOMAINS: usize = 5;
@@ -66,14 +68,27 @@ fn level_summary(product: &str, level: LevelTally<'_>, k: u64) -> TopologySummar
     let mut offered: Vec<u64> = level.domains.iter().map(|d| d.offered).collect();
     offered.sort_unstable();
     let largest_size = level.domains.iter().map(|d| d.size).max().unwrap_or(0);
-    let domains_fitting = pod_counts_up_to(largest_size / k)
+    let sizes: Vec<u64> = pod_counts_up_to(largest_size / k)
         .into_iter()
-        .map(|pods| {
-            let at_least = pods * k;
-            DomainFit {
-                at_least,
-                domains: count(offered.len() - offered.partition_point(|o| *o < at_least)),
-            }
+        .map(|pods| pods * k)
+        .collect();
+    let domains_fitting = sizes
+        .iter()
+        .map(|&at_least| DomainFit {
+            at_least,
+            domains: count(offered.len() - offered.partition_point(|o| *o < at_least)),
+        })
+        .collect();
+    // What gangs of each size could take of the domains' offers: fragmentation's ladder at this level.
+    let usable = sizes
+        .iter()
+        .map(|&gpus| SizeUse {
+            gpus,
+            usable_gpus: offered
+                .iter()
+                .map(|o| o / gpus * gpus)
+                .fold(0, u64::saturating_add),
+            asked: false,
         })
         .collect();
     // The few that offer the most: selected, then only they are sorted (a level of hosts has a domain a node).
@@ -106,6 +121,7 @@ fn level_summary(product: &str, level: LevelTally<'_>, k: u64) -> TopologySummar
         domains: count(level.domains.len()),
         largest_free_gpus: offered.last().copied().unwrap_or(0),
         domains_fitting,
+        usable,
         largest_domains: largest,
         degraded_domains,
         problems,

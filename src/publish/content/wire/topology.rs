@@ -88,6 +88,8 @@ pub fn read_summary(wire: &TopologyLevelSummary) -> Option<TopologySummary> {
                 domains: f.domains,
             })
             .collect(),
+        // The level's ladder is published in `status.fragmentation`, and read back from there.
+        usable: Vec::new(),
         largest_domains: wire
             .largest_domains
             .iter()
