@@ -75,7 +75,8 @@
 #                                for a few seconds cannot resume (410 Gone) and must relist
 #   LOCAL_CLUSTER_APF=1          API Priority and Fairness on (off by default: --enable-priority-and-fairness=false)
 #   The token file pki/tokens.csv (--token-auth-file, always on) holds one token of the user gpuinv-token-user
-#   (no permissions of its own) for tests of token credentials, e.g. an exec credential plugin.
+#   (no permissions of its own; tests of token credentials, e.g. an exec credential plugin, bind it the
+#   operator's RBAC) and one of gpuinv-token-nobody (which no test ever grants anything: a token's refusal).
 set -euo pipefail
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -495,11 +496,13 @@ rewrite_apiserver_opt_in_flags() {
   log "kube-apiserver opt-in flags now: $(printf '%s' "${flags}" | tr '\n' ' ')"
 }
 
-# pki/tokens.csv for --token-auth-file: one random token of gpuinv-token-user (token,user,uid).
+# pki/tokens.csv for --token-auth-file: one random token of each test user (token,user,uid).
 write_token_file() {
   (
     umask 077
-    printf '%s,gpuinv-token-user,gpuinv-token-user\n' "$(openssl rand -hex 24)" >"${PKI_DIR}/tokens.csv"
+    for user in gpuinv-token-user gpuinv-token-nobody; do
+      printf '%s,%s,%s\n' "$(openssl rand -hex 24)" "${user}" "${user}"
+    done >"${PKI_DIR}/tokens.csv"
   ) || die "writing ${PKI_DIR}/tokens.csv failed"
 }
 

@@ -7,7 +7,7 @@ mod common;
 use std::process::Output;
 
 use common::cluster_access::{kubeconfig_path, write_kubeconfig};
-use common::exec_plugin::{TOKEN_USER, local_token};
+use common::exec_plugin::{NOBODY_TOKEN_USER, local_token_of};
 use common::silent_server::refused_addr;
 use kube::config::Kubeconfig;
 
@@ -85,13 +85,14 @@ fn token_says_who_is_asking() {
     assert_eq!(bogus.status.code(), Some(2), "{err}");
     assert!(err.contains("401"), "a bogus --token was not sent: {err}");
     assert!(!err.contains("operator retries"), "{err}");
-    // The token file's user has no right to list nodes: the server names it.
-    let token = local_token();
+    // The token file's second user has no right to list nodes, and no test gives it one (the first is bound
+    // the operator's RBAC by tests/credentials.rs while it runs): the server names it.
+    let token = local_token_of(NOBODY_TOKEN_USER);
     let known = scan(&["--kubeconfig", &real, "--token", &token]);
     let err = stderr(&known);
     assert_eq!(known.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("User \"{TOKEN_USER}\"")) && err.contains("403"),
+        err.contains(&format!("User \"{NOBODY_TOKEN_USER}\"")) && err.contains("403"),
         "{err}"
     );
 }

@@ -15,6 +15,9 @@ use super::test_env::{TEST_LABEL, TestEnv};
 
 /// The user of the local cluster's token file.
 pub const TOKEN_USER: &str = "gpuinv-token-user";
+/// A second user of the token file that no test grants anything: its requests are always refused, whatever
+/// runs beside it (tests/credentials.rs binds [`TOKEN_USER`] the operator's RBAC while it runs).
+pub const NOBODY_TOKEN_USER: &str = "gpuinv-token-nobody";
 /// The kubeconfig's name for that user (what the operator's messages must name).
 pub const KUBECONFIG_USER: &str = "exec-plugin-user";
 
@@ -23,6 +26,11 @@ pub const TOKEN_USABLE_SECS: u32 = 3;
 
 /// The token the local API server accepts for [`TOKEN_USER`].
 pub fn local_token() -> String {
+    local_token_of(TOKEN_USER)
+}
+
+/// The token the local API server accepts for `user` (one of the token file's users).
+pub fn local_token_of(user: &str) -> String {
     assert!(
         is_local_cluster(),
         "the exec credential tests need the local cluster's token file (hack/local-cluster.sh); \
@@ -37,8 +45,13 @@ pub fn local_token() -> String {
     });
     let line = text
         .lines()
-        .find(|l| l.split(',').nth(1) == Some(TOKEN_USER))
-        .unwrap_or_else(|| panic!("no {TOKEN_USER} in {}", path.display()));
+        .find(|l| l.split(',').nth(1) == Some(user))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {user} in {} (a cluster from before that user: `hack/local-cluster.sh down` and `up`)",
+                path.display()
+            )
+        });
     line.split(',').next().unwrap().to_owned()
 }
 
