@@ -85,6 +85,19 @@ fn quotas_json_is_the_status_fields_and_the_plugin_prints_the_same() {
         serde_json::json!(["production", "research"])
     );
     assert_eq!(json["workloadIssues"][0]["reason"], "WorkloadCannotFit");
+    // -n: the namespace's Workloads listed; the flavors' quotas and the exit code stay the cluster's.
+    let listed = |namespace: &str| {
+        let out = operator(&["quotas", "-f", path, "-o", "json", "-n", namespace]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON")
+    };
+    let team_a = listed("team-a");
+    assert_eq!(team_a["workloadIssueCount"], 1, "{team_a}");
+    assert_eq!(team_a["quotas"], json["quotas"]);
+    let team_b = listed("team-b");
+    assert_eq!(team_b["workloadIssueCount"], 0, "{team_b}");
+    assert_eq!(team_b["workloadIssues"], serde_json::json!([]), "{team_b}");
+    assert_eq!(team_b["quotas"], json["quotas"]);
     let plugin = plugin("quotas-cli", &["quotas", "-f", path]);
     let table = operator(&["quotas", "-f", path]);
     assert_eq!(text(&plugin), text(&table));

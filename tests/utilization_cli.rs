@@ -80,6 +80,29 @@ async fn the_idle_command_the_plugin_and_scans_idle_column_read_prometheus_the_s
     assert_eq!(json["utilization"]["state"], "Current");
     assert_eq!(json["namespaces"][0]["idle"][GPU], 2);
     assert_eq!(json["nodes"][0]["idle"][0]["pod"], format!("{ns}/idle"));
+    // -n: the namespace's idle holdings (all of them here), or none of another's (exit 0).
+    let in_namespace = |namespace: &str| {
+        let args = [
+            "-l",
+            &selector,
+            "--prometheus-url",
+            &url,
+            "-o",
+            "json",
+            "-n",
+            namespace,
+        ];
+        let out = operator(&[&["idle"][..], &connection, &args].concat());
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), listed)
+    };
+    let (code, ours) = in_namespace(&ns);
+    assert_eq!((code, &ours["nodes"]), (Some(1), &json["nodes"]), "{ours}");
+    let (code, theirs) = in_namespace("kube-system");
+    assert_eq!(code, Some(0), "{theirs}");
+    assert_eq!(theirs["nodes"], serde_json::json!([]), "{theirs}");
+    assert_eq!(theirs["namespaces"], serde_json::json!([]), "{theirs}");
     // The plugin's table: an IDLE column with `--prometheus-url`, none without.
     let plugin_table = || {
         let args = ["-l", selector.as_str(), "--prometheus-url", url.as_str()];

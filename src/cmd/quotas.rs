@@ -41,9 +41,14 @@ async fn report(global: &GlobalArgs, args: &QuotasArgs) -> Result<(String, bool,
         ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
     };
     let (inventory, gaps) = scan_inventory(global, &scan_args, &[]).await?;
-    let status = desired_status(&inventory, None, NodeList::Within(0));
+    let mut status = desired_status(&inventory, None, NodeList::Within(0));
     let issues =
         status.quotas.iter().any(|q| !q.issues.is_empty()) || status.workload_issue_count > 0;
+    if let Some(namespace) = global.listed_namespace() {
+        // The flavors' quotas are the cluster's (ClusterQueues are cluster-scoped); the Workloads listed are
+        // the namespace's. The exit code stays the cluster's, as scan's.
+        super::namespace_filter::limit_to_namespace(&mut status, namespace);
+    }
     let json = QuotasJson {
         quotas: status.quotas.clone(),
         workload_issues: status.workload_issues.clone(),

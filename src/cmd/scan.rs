@@ -54,11 +54,13 @@ pub async fn run(global: &GlobalArgs, args: &ScanArgs) -> ExitCode {
         .collect();
     match scan_inventory(global, args, &extra).await {
         Ok((inventory, gaps)) => {
-            let mut status = listed_status(&inventory, args.status_nodes_budget, None)
-                .expect("a first status is always written");
-            if let Some(namespace) = global.listed_namespace() {
-                super::namespace_filter::limit_to_namespace(&mut status, namespace);
-            }
+            let status = listed_status(
+                &inventory,
+                args.status_nodes_budget,
+                None,
+                global.listed_namespace(),
+            )
+            .expect("a first status is always written");
             let shown = ScanShown {
                 format: &args.output,
                 group_by: &args.group_by,
@@ -118,11 +120,13 @@ pub(crate) async fn scan_status(
         .into_iter()
         .collect();
     let (inventory, gaps) = scan_inventory(global, args, &extra).await?;
-    let mut status = listed_status(&inventory, args.status_nodes_budget, None)
-        .expect("a first status is always written");
-    if let Some(namespace) = global.listed_namespace() {
-        super::namespace_filter::limit_to_namespace(&mut status, namespace);
-    }
+    let status = listed_status(
+        &inventory,
+        args.status_nodes_budget,
+        None,
+        global.listed_namespace(),
+    )
+    .expect("a first status is always written");
     // What of a dump was not read goes back with the status: the caller's exit code must say so.
     Ok((inventory, status, gaps))
 }
@@ -219,26 +223,29 @@ fn read_dump(path: &str, limit: u64) -> Result<(Dump, String)> {
 pub(crate) fn status_of(
     inventory: &Inventory,
     previous: Option<&GpuInventoryStatus>,
+    namespace: Option<&str>,
 ) -> Option<GpuInventoryStatus> {
-    listed_status(inventory, None, previous)
+    listed_status(inventory, None, previous, namespace)
 }
 
 /// As [`status_of`], listing with `status_nodes_budget` only the GPU nodes the operator's status lists with
-/// that budget (`NodeList::WithinShown`: the operator's own cut), each still with its devices.
+/// that budget (`NodeList::WithinShown`: the operator's own cut), each still with its devices; with
+/// `namespace` (`-n`), only that namespace's objects.
 fn listed_status(
     inventory: &Inventory,
     status_nodes_budget: Option<usize>,
     previous: Option<&GpuInventoryStatus>,
+    namespace: Option<&str>,
 ) -> Option<GpuInventoryStatus> {
     let list = match status_nodes_budget {
         Some(budget) => NodeList::WithinShown(budget, Detail::Devices),
         None => NodeList::All(Detail::Devices),
     };
-    plan_status(
-        desired_status(inventory, None, list),
-        previous,
-        Timestamp::now(),
-    )
+    let mut desired = desired_status(inventory, None, list);
+    if let Some(namespace) = namespace {
+        super::namespace_filter::limit_to_namespace(&mut desired, namespace);
+    }
+    plan_status(desired, previous, Timestamp::now())
 }
 
 /// How a scan is shown: `-o`, `--group-by` and `--no-headers`.
@@ -323,7 +330,7 @@ mod tests {
                 Detail::Counts,
             ));
         let operator = desired_status(&inventory, None, NodeList::Within(budget));
-        let scan = listed_status(&inventory, Some(budget), None).expect("a first status");
+        let scan = listed_status(&inventory, Some(budget), None, None).expect("a first status");
         assert!(
             operator.omitted_nodes.is_some_and(|n| n > 200),
             "the fleet is cut: {:?}",
@@ -340,7 +347,7 @@ mod tests {
     #[test]
     fn a_scan_without_a_budget_lists_every_node() {
         let inventory = fleet();
-        let scan = status_of(&inventory, None).expect("a first status");
+        let scan = status_of(&inventory, None, None).expect("a first status");
         assert_eq!(scan.nodes.len(), 300);
         assert_eq!((scan.omitted_nodes, scan.nodes_message), (None, None));
     }
@@ -351,7 +358,7 @@ mod tests {
             entry("gpu-a", true, 8, &[]),
             entry("gpu-b", false, 8, &[IssueReason::NotReady]),
         ]);
-        let listed = listed_status(&inventory, Some(0), None).expect("a first status");
+        let listed = listed_status(&inventory, Some(0), None, None).expect("a first status");
         assert!(listed.nodes.is_empty(), "a budget of 0 lists nothing");
         assert_eq!(inventory_exit_code(&inventory), EXIT_ISSUES);
     }

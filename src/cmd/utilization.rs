@@ -59,6 +59,10 @@ async fn report(global: &GlobalArgs, args: &UtilizationArgs) -> Result<(String, 
             })
             .collect(),
     };
+    let mut json = json;
+    if let Some(namespace) = global.listed_namespace() {
+        super::namespace_filter::limit_utilization(&mut json, namespace);
+    }
     let code = match report.state {
         UtilizationState::Unknown => EXIT_ERROR,
         UtilizationState::Current => u8::from(!json.nodes.is_empty()),

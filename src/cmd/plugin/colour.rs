@@ -63,6 +63,20 @@ pub(super) fn draw(text: &str, redraw: bool) -> std::io::Result<()> {
     out.flush()
 }
 
+/// A document of `-o json|yaml|name|jsonpath` per change, as `kubectl get -w -o json` streams them: no
+/// header, no clearing, nothing a reader of the format would have to skip; YAML documents each after `---`.
+pub(super) fn stream(text: &str, yaml: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if yaml {
+        writeln!(out, "---")?;
+    }
+    write!(out, "{text}")?;
+    if !text.ends_with('\n') {
+        writeln!(out)?;
+    }
+    out.flush()
+}
+
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
 const YELLOW: &str = "\x1b[33m";

@@ -33,7 +33,7 @@ use crate::runtime::health::Health;
 use crate::runtime::metrics::Metrics;
 use crate::sources::{Readers, Sources, SourcesConfig};
 pub(crate) use colour::Color;
-use colour::{Screen, colourise, draw};
+use colour::{Screen, colourise, draw, stream};
 
 /// The executable name kubectl looks for to run `kubectl gpu-inventory`.
 pub(crate) const PLUGIN_NAME: &str = "kubectl-gpu_inventory";
@@ -342,11 +342,19 @@ async fn watch(args: &PluginArgs, screen: Screen) -> Result<ExitCode> {
             .scan(&selector, sources.node_universe(), None);
         // Planned against what is on screen, as the operator plans against the server: unchanged content
         // (heartbeats, a pod that changed nothing visible) draws nothing.
-        if let Some(status) = status_of(&inventory, shown_status.as_ref()) {
-            if let Err(e) = draw(
-                &shown(&inventory, &status, args, screen.colour)?,
-                screen.redraw,
-            ) {
+        // -n lists one namespace's objects: what is planned against the screen is that listing.
+        let listed = status_of(
+            &inventory,
+            shown_status.as_ref(),
+            args.global.listed_namespace(),
+        );
+        if let Some(status) = listed {
+            let text = shown(&inventory, &status, args, screen.colour)?;
+            let written = match &args.output {
+                format if format.is_table() => draw(&text, screen.redraw),
+                format => stream(&text, matches!(format, OutputFormat::Yaml)),
+            };
+            if let Err(e) = written {
                 // The reader is gone (a closed pipe) or the disk is full: stop watching.
                 feed.abort();
                 return Ok(write_failed(&e));
