@@ -358,3 +358,44 @@ fn kubeconfig_mistakes_say_what_to_do() {
         "{err}"
     );
 }
+
+#[test]
+fn cluster_timeout_bounds_one_clusters_command_when_given() {
+    let dir = test_dir("cluster-timeout");
+    let hanging = Hanging::start();
+    let url = format!("https://{}", hanging.addr);
+    let config = kubeconfig(&dir, "one.yaml", &[("silent", &url)], None);
+    let config = config.to_str().unwrap();
+    // No request timeout: only --cluster-timeout ends the wait.
+    let bounded = [
+        "--kubeconfig",
+        config,
+        "--request-timeout",
+        "0",
+        "--cluster-timeout",
+        "1s",
+    ];
+    for args in [&[][..], &["fit", "--gpus", "1"][..]] {
+        let (output, took) = cli(&dir, true, &[args, &bounded[..]].concat());
+        let err = stderr(&output);
+        eprintln!(
+            "kubectl gpu-inventory {args:?} --cluster-timeout 1s: {:.2} s",
+            took.as_secs_f32()
+        );
+        assert!(
+            took < Duration::from_secs(1) + MARGIN,
+            "took {took:?}: {err}"
+        );
+        assert_eq!(output.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("no answer within 1 s (--cluster-timeout)"),
+            "{err}"
+        );
+    }
+    // A watch runs until stopped: the deadline is refused, at once.
+    let (output, took) = cli(&dir, true, &[&["--watch"][..], &bounded[..]].concat());
+    let err = stderr(&output);
+    assert!(took < MARGIN, "took {took:?}: {err}");
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--cluster-timeout bounds a read"), "{err}");
+}

@@ -16,11 +16,21 @@ pub struct FleetArgs {
     /// --context B ...`).
     #[arg(long, global = true, env = "GPUINV_ALL_CONTEXTS")]
     pub all_contexts: bool,
-    /// How long each cluster may take across contexts (connecting, listing, scanning); a cluster past it is
-    /// named with the error and the others are shown. Also bounds the whole command.
-    #[arg(long, global = true, env = "GPUINV_CLUSTER_TIMEOUT", default_value = "10s",
-          value_parser = parse_duration)]
-    pub cluster_timeout: Duration,
+    /// How long each cluster may take (connecting, listing, scanning). Across contexts (default 10s): a
+    /// cluster past it is named with the error and the others are shown. With one context, when given: the
+    /// whole command's deadline (exit 2 past it; refused with --watch, which runs until stopped).
+    #[arg(long, global = true, env = "GPUINV_CLUSTER_TIMEOUT", value_parser = parse_duration)]
+    pub cluster_timeout: Option<Duration>,
+}
+
+/// Each cluster's deadline across contexts when `--cluster-timeout` is not given.
+pub const DEFAULT_CLUSTER_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl FleetArgs {
+    /// Each cluster's deadline across contexts.
+    pub fn per_cluster(&self) -> Duration {
+        self.cluster_timeout.unwrap_or(DEFAULT_CLUSTER_TIMEOUT)
+    }
 }
 
 /// Flags of `fleet`.

@@ -56,7 +56,7 @@ pub(crate) async fn run(args: &AcrossArgs<'_>, contexts: &[String]) -> ExitCode 
         utilization: args.utilization.clone(),
         input: Default::default(),
     };
-    let reads = read_each(contexts, args.fleet.cluster_timeout, |context| {
+    let reads = read_each(contexts, args.fleet.per_cluster(), |context| {
         let global = args.global.for_context(&context);
         let scan_args = &scan_args;
         async move {

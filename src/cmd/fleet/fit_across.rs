@@ -28,7 +28,7 @@ pub(crate) async fn run(
         Ok(request) => request,
         Err(e) => return failed(&e),
     };
-    let reads = read_each(contexts, fleet.cluster_timeout, |context| {
+    let reads = read_each(contexts, fleet.per_cluster(), |context| {
         let global = global.for_context(&context);
         let request = &request;
         async move {

@@ -146,11 +146,32 @@ pub async fn run(args: PluginArgs) -> ExitCode {
         }
         return across_clusters(&args, contexts).await;
     }
+    // One cluster: --cluster-timeout, when given, is the whole command's deadline.
+    match args.fleet.cluster_timeout {
+        Some(_) if args.watch => failed(&Error::InvalidFlag(
+            "--cluster-timeout bounds a read; -w/--watch runs until stopped (its start is bounded by \
+             --request-timeout): leave out one of them"
+                .to_owned(),
+        )),
+        Some(deadline) => match tokio::time::timeout(deadline, one_cluster(&args)).await {
+            Ok(code) => code,
+            // Dropping the read stops it: a credential plugin still running is killed and reaped.
+            Err(_) => failed(&Error::InvalidFlag(format!(
+                "no answer within {} (--cluster-timeout)",
+                crate::runtime::waiting::seconds(deadline)
+            ))),
+        },
+        None => one_cluster(&args).await,
+    }
+}
+
+/// The plugin's command in one cluster (or on a dump).
+async fn one_cluster(args: &PluginArgs) -> ExitCode {
     if let Some(PluginCommand::Fleet(hub)) = &args.command {
         return super::fleet::hub::run(&args.global, hub).await;
     }
     if let Some(PluginCommand::Fit(fit)) = &args.command {
-        let table_flags = table_flags(&args);
+        let table_flags = table_flags(args);
         if !table_flags.is_empty() {
             say(&format!(
                 "error: {} belong(s) to the table, not to `fit`; `fit` takes its own -f, -l and -o after \
@@ -162,7 +183,7 @@ pub async fn run(args: PluginArgs) -> ExitCode {
         return super::fit::run(&args.global, fit).await;
     }
     if let Some(PluginCommand::Quotas(quotas)) = &args.command {
-        let table_flags = table_flags(&args);
+        let table_flags = table_flags(args);
         if !table_flags.is_empty() {
             say(&format!(
                 "error: {} belong(s) to the table, not to `quotas`; `quotas` takes its own -f, -l and -o \
@@ -189,9 +210,9 @@ pub async fn run(args: PluginArgs) -> ExitCode {
                     .to_owned(),
             ));
         }
-        watch(&args, screen).await
+        watch(args, screen).await
     } else {
-        once(&args, screen.colour).await
+        once(args, screen.colour).await
     };
     match result {
         Ok(code) => code,
