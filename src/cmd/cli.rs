@@ -1,15 +1,13 @@
 //! The command line. Every flag can also be set through the environment variable named in `--help`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 pub use super::duration_arg::parse_duration;
-use super::group_by::{GroupBy, parse_group_by};
 pub use super::output::OutputFormat;
-use super::output::parse_output;
-use crate::publish::content::size_budget::MAX_STATUS_NODES_BUDGET_BYTES;
+pub use super::run_args::RunArgs;
+pub use super::scan_args::{DEFAULT_CHUNK_SIZE, ScanArgs, parse_bytes};
 use crate::runtime::client::ClientConfig;
 pub use crate::runtime::logging::LogFormat;
 
@@ -137,51 +135,6 @@ pub struct GlobalArgs {
     pub topology_labels: Vec<String>,
 }
 
-/// A `--cluster-property` name: "" (none) or an object name (a DNS subdomain: lowercase letters, digits, `-`
-/// and `.`, at most 253 characters, starting and ending with a letter or digit).
-fn parse_cluster_property(text: &str) -> Result<String, String> {
-    let name = text.trim();
-    let fits = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
-    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty()
-        || (name.len() <= 253
-            && name.chars().all(fits)
-            && ends(name.chars().next())
-            && ends(name.chars().last()))
-    {
-        Ok(name.to_owned())
-    } else {
-        Err(format!(
-            "{name:?} is not an object name (lowercase letters, digits, '-' and '.', at most 253 characters, \
-             starting and ending with a letter or digit); \"\" keeps no ClusterProperty"
-        ))
-    }
-}
-
-/// `--metrics-addr`: "" (no endpoint) or `HOST:PORT` (`0.0.0.0:8080`, `[::]:8080`, `localhost:9090`),
-/// checked before anything connects.
-fn parse_metrics_addr(text: &str) -> Result<String, String> {
-    let text = text.trim();
-    if text.is_empty() || text.parse::<std::net::SocketAddr>().is_ok() {
-        return Ok(text.to_owned());
-    }
-    let bad = || {
-        format!(
-            "{text:?} is not an address to listen on: HOST:PORT such as 0.0.0.0:8080, 127.0.0.1:8080 or \
-             [::]:8080 (\"\" turns the endpoint off)"
-        )
-    };
-    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
-    let host_ok = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
-    match (host_ok, port.parse::<u16>()) {
-        (true, Ok(_)) => Ok(text.to_owned()),
-        _ => Err(bad()),
-    }
-}
-
 /// A `--health-condition`, checked as a condition type or pattern.
 fn parse_health_condition(text: &str) -> Result<String, String> {
     crate::inventory::health::TypePattern::parse(text).map(|_| text.trim().to_owned())
@@ -246,187 +199,13 @@ impl GlobalArgs {
     }
 }
 
-/// Flags of `run`.
-#[derive(Debug, Args, Clone)]
-pub struct RunArgs {
-    /// How often every GpuInventory is reconciled even when nothing changed (e.g. 30s, 2m).
-    #[arg(long, env = "GPUINV_REQUEUE", default_value = "30s", value_parser = parse_duration)]
-    pub requeue: Duration,
-    /// Name of the GpuInventory created at start-up when it does not exist; "" creates none.
-    #[arg(long, env = "GPUINV_DEFAULT_INVENTORY", default_value = "cluster")]
-    pub default_inventory: String,
-    /// Name of the ClusterProperty (about.k8s.io, KEP-2149) that carries this cluster's GPU summary to a
-    /// multi-cluster hub, kept where the API server serves ClusterProperties (docs/fleet.md); "" keeps none.
-    /// The chart's ClusterRole grants writes to this one name.
-    #[arg(long, env = "GPUINV_CLUSTER_PROPERTY", default_value = crate::crd::DEFAULT_CLUSTER_PROPERTY,
-          value_parser = parse_cluster_property)]
-    pub cluster_property: String,
-    /// Do not install or update the CRD; only check that it exists (for clusters where CRDs are managed
-    /// elsewhere; the operator then needs no write access to CRDs).
-    #[arg(long, env = "GPUINV_SKIP_CRD_INSTALL")]
-    pub skip_crd_install: bool,
-    /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`); default: all nodes.
-    #[arg(long, env = "GPUINV_NODE_LABEL_SELECTOR", value_name = "SELECTOR")]
-    pub node_label_selector: Option<String>,
-    /// Only reconcile GpuInventories matching this label selector (to shard inventories between operators).
-    /// Equality terms (`k=v`) are also set as labels on the default inventory so it is picked up.
-    #[arg(long, env = "GPUINV_INVENTORY_LABEL_SELECTOR", value_name = "SELECTOR")]
-    pub inventory_label_selector: Option<String>,
-    /// Name of the node-status ConfigMap.
-    #[arg(long, env = "GPUINV_CONFIGMAP_NAME", default_value = "gpu-node-status")]
-    pub configmap_name: String,
-    /// Address of the HTTP endpoint serving /healthz, /readyz and /metrics; "" disables it.
-    #[arg(long, env = "GPUINV_METRICS_ADDR", default_value = "127.0.0.1:8080",
-          value_parser = parse_metrics_addr)]
-    pub metrics_addr: String,
-    /// /readyz turns 503 once the API server has been failing for this long.
-    #[arg(long, env = "GPUINV_READINESS_GRACE", default_value = "15s", value_parser = parse_duration)]
-    pub readiness_grace: Duration,
-    /// Run the controllers only while holding a Lease (for several replicas in a cluster).
-    #[arg(long, env = "GPUINV_LEADER_ELECT")]
-    pub leader_elect: bool,
-    /// Name of the leader-election Lease (in --namespace).
-    #[arg(
-        long,
-        env = "GPUINV_LEASE_NAME",
-        default_value = "gpu-inventory-operator"
-    )]
-    pub lease_name: String,
-    /// How long the lease stays valid without renewal: a standby takes over at most this long after the
-    /// leader died.
-    #[arg(long, env = "GPUINV_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub lease_duration: Duration,
-    /// Room for the node entries (`status.nodes[]`) of a GpuInventory, in bytes of JSON (`65536`, `64Ki`,
-    /// `1Mi`; at most 1Mi). Past it, nodes with issues are listed first and `status.omittedNodes` counts the
-    /// rest; every GPU node's full entry is in its own GpuNode either way. A smaller status is faster to write.
-    #[arg(long, env = "GPUINV_STATUS_NODES_BUDGET", value_name = "BYTES", default_value = "64Ki",
-          value_parser = parse_status_budget)]
-    pub status_nodes_budget: usize,
-    /// How long a GPU node may advertise no GPU resource and no DRA device before it is a
-    /// `GpuResourcesMissing` issue (the driver and the device plugin take minutes to come up on a new node),
-    /// and a pod's allocated device may report `Unknown` health before it is `AllocatedDeviceHealthUnknown`.
-    #[arg(long, env = "GPUINV_RESOURCES_GRACE", default_value = "10m", value_parser = parse_duration)]
-    pub resources_grace: Duration,
-    /// How long to keep retrying an unreachable API server at start-up before exiting non-zero.
-    #[arg(long, env = "GPUINV_STARTUP_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
-    pub startup_timeout: Duration,
-    /// Which held GPUs sit idle, from dcgm-exporter's series in Prometheus (docs/utilization.md).
-    #[command(flatten)]
-    pub utilization: super::utilization_source_args::UtilizationSourceArgs,
-}
-
-/// Flags of `scan`.
-#[derive(Debug, Args, Clone)]
-pub struct ScanArgs {
-    /// Read nodes (and pods) from a `kubectl get nodes,pods -A -o yaml|json` dump instead of the cluster;
-    /// `-` reads stdin. Without pods in the dump, nothing is allocated.
-    #[arg(long, short = 'f', env = "GPUINV_SCAN_FROM_FILE", value_name = "FILE")]
-    pub from_file: Option<String>,
-    /// Output format: `table`, `wide` (adds sources and notes), `json`/`yaml` (exactly the GpuInventory
-    /// status), `name` (`gpunode.homelab.youngju.dev/NAME` per GPU node) or `jsonpath=TEMPLATE` (kubectl's
-    /// template over the `-o json` document, e.g. `jsonpath='{.nodes[*].name}'`).
-    #[arg(long, short = 'o', env = "GPUINV_SCAN_OUTPUT", value_name = "FORMAT",
-          value_parser = parse_output, default_value = "table")]
-    pub output: OutputFormat,
-    /// Print only the table's rows: no header, totals, legend, notes or issue lines (for scripts).
-    #[arg(long, env = "GPUINV_SCAN_NO_HEADERS")]
-    pub no_headers: bool,
-    /// Only scan nodes matching this label selector.
-    #[arg(
-        long,
-        short = 'l',
-        env = "GPUINV_SCAN_SELECTOR",
-        value_name = "SELECTOR"
-    )]
-    pub selector: Option<String>,
-    /// Rows of the table: `node` (one per GPU node), `product` (GPUs and free whole GPUs per GPU model),
-    /// `namespace` (what its pods hold and what its pending pods wait for), `vendor`, or a topology level:
-    /// `nvlink` or a node label key (`cloud.google.com/gce-topology-block`, a rack label, any key), one row
-    /// per domain and product with its nodes, GPUs, what it offers to pods of the product's GPUs per node and
-    /// its problems. `json`/`yaml` always print the whole status.
-    #[arg(long, env = "GPUINV_SCAN_GROUP_BY", value_name = "GROUPING", default_value = "node",
-          value_parser = parse_group_by)]
-    pub group_by: GroupBy,
-    /// Objects per LIST request of a live scan, as kubectl's `--chunk-size`: each page is decoded and
-    /// stripped before the next is asked for, so a larger one holds more at once and makes fewer requests.
-    /// 0 lists each kind in one request.
-    #[arg(
-        long,
-        env = "GPUINV_SCAN_CHUNK_SIZE",
-        value_name = "N",
-        default_value_t = DEFAULT_CHUNK_SIZE
-    )]
-    pub chunk_size: u32,
-    /// List in `nodes[]` only the GPU nodes an operator run with this `--status-nodes-budget` lists in its
-    /// status (the same cut: nodes with issues first; `omittedNodes` and `nodesMessage` as it writes them);
-    /// each entry keeps its DRA devices. Without it every GPU node is listed.
-    #[arg(long, env = "GPUINV_SCAN_STATUS_NODES_BUDGET", value_name = "BYTES",
-          value_parser = parse_status_budget)]
-    pub status_nodes_budget: Option<usize>,
-    /// Which held GPUs sit idle (an IDLE column, `namespaces[].idle`), from Prometheus.
-    #[command(flatten)]
-    pub utilization: super::utilization_source_args::UtilizationSourceArgs,
-    /// The cap on a `-f` dump.
-    #[command(flatten)]
-    pub input: super::input_args::InputArgs,
-}
-
-impl ScanArgs {
-    /// The scan behind a command that asks a question of the inventory (`fit`, `quotas`): the same dump or
-    /// cluster and selector, the whole status, default paging.
-    pub fn of_query(from_file: Option<String>, selector: Option<String>) -> ScanArgs {
-        ScanArgs {
-            from_file,
-            output: OutputFormat::Json,
-            no_headers: false,
-            selector,
-            group_by: GroupBy::Node,
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            status_nodes_budget: None,
-            utilization: Default::default(),
-            input: Default::default(),
-        }
-    }
-}
-
-/// `scan --chunk-size`'s default (the kubectl plugin's too).
-pub const DEFAULT_CHUNK_SIZE: u32 = 500;
-
-/// Parses a byte size: a number of bytes, or a number with `Ki` or `Mi` (`KiB`, `MiB` too).
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
-    let trimmed = text.trim();
-    let (digits, unit) = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((trimmed, ""), |at| trimmed.split_at(at));
-    let number: usize = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 65536, 64Ki or 1Mi"))?;
-    let factor = match unit.trim() {
-        "" => 1,
-        "Ki" | "KiB" => 1024,
-        "Mi" | "MiB" => 1024 * 1024,
-        other => return Err(format!("{text:?}: unknown unit {other:?} (use Ki or Mi)")),
-    };
-    number
-        .checked_mul(factor)
-        .ok_or_else(|| format!("{text:?} is too large"))
-}
-
-/// `--status-nodes-budget`: a byte size up to [`MAX_STATUS_NODES_BUDGET_BYTES`].
-fn parse_status_budget(text: &str) -> Result<usize, String> {
-    let bytes = parse_bytes(text)?;
-    if bytes > MAX_STATUS_NODES_BUDGET_BYTES {
-        return Err(format!(
-            "{text:?} is over 1Mi: the status must stay under the API server's object size limit"
-        ));
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::group_by::GroupBy;
+    use crate::cmd::scan_args::parse_status_budget;
     use clap::CommandFactory;
+    use std::time::Duration;
 
     #[test]
     fn cli_is_consistent() {
