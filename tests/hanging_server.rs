@@ -399,3 +399,52 @@ fn cluster_timeout_bounds_one_clusters_command_when_given() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("--cluster-timeout bounds a read"), "{err}");
 }
+
+#[test]
+fn ctrl_c_while_a_credential_plugin_runs_kills_it_with_its_children() {
+    let dir = test_dir("interrupted-plugin");
+    let hanging = Hanging::start();
+    let url = format!("https://{}", hanging.addr);
+    let pids = dir.join("pids");
+    let _ = std::fs::remove_file(&pids);
+    let script = format!("sleep 60 &\necho $$ $! >> {}\nwait\n", pids.display());
+    let config = kubeconfig(&dir, "plugin.yaml", &[("a", &url)], Some(&script));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpu-inventory-operator"));
+    command
+        .args(["scan", "--kubeconfig", config.to_str().unwrap()])
+        .args(["--request-timeout", "60s"])
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent-home")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&pids).is_ok_and(|t| t.split_whitespace().count() == 2) {
+        assert!(
+            Instant::now() < deadline,
+            "the credential plugin did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The terminal's Ctrl-C: SIGINT to the command (the plugin is in a group of its own).
+    let pid = i32::try_from(child.id()).unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    for pid in std::fs::read_to_string(&pids).unwrap().split_whitespace() {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while running(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !running(pid),
+            "process {pid} of the credential plugin outlived Ctrl-C"
+        );
+    }
+}

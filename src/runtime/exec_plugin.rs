@@ -56,6 +56,8 @@ pub(crate) async fn run(
     })?;
     // Killed, with its children, however this function ends before the plugin does.
     let mut group = Group(child.id());
+    // And killed with its children when Ctrl-C stops the command while it runs.
+    let _listed = child.id().map(super::plugin_groups::list);
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
     let ran = async {
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -158,7 +160,7 @@ fn command(exec: &ExecConfig) -> std::result::Result<tokio::process::Command, St
     #[cfg(unix)]
     command.process_group(0);
     // In its own group the plugin does not get the terminal's Ctrl-C, which kills the command at once: the
-    // kernel kills the plugin when the thread that started it dies.
+    // kernel kills the plugin when the thread that started it dies, and `plugin_groups` its children.
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(2) only, between fork and exec, as pre_exec requires (async-signal-safe, no allocation).
     unsafe {

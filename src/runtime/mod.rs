@@ -12,6 +12,7 @@ pub(crate) mod leader;
 pub mod logging;
 pub(crate) mod memory;
 pub mod metrics;
+mod plugin_groups;
 pub(crate) mod reach;
 pub mod shutdown;
 pub(crate) mod terminal_text;
