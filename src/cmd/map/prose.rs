@@ -31,14 +31,14 @@ pub(crate) fn title(map: &Map, shape: Shape, view: &View) -> String {
         Shape::Nodes => {}
         Shape::Collapsed => {
             text += &format!(
-                " (more than {MAX_BODY_LINES} lines one node a row: nodes of a group with identical cells share a \
-             row, ×N)"
+                " (summarised to {MAX_BODY_LINES} lines: nodes of a group with identical cells share one row, \
+                 ×N)"
             )
         }
         Shape::Groups => {
             text += &format!(
-                " (more than {MAX_BODY_LINES} lines even with identical nodes sharing rows: one line per group, \
-             its GPUs per state)"
+                " (summarised to {MAX_BODY_LINES} lines: one line per group, its GPUs per state; the job's \
+                 nodes keep their rows)"
             )
         }
     }
@@ -65,7 +65,7 @@ pub(crate) fn group_line(group: &Group, level: &str, view: &View) -> String {
     );
     let rest = nodes.chars().count() + counts_width;
     let title = cut_middle(&title, view.width.saturating_sub(rest).max(10));
-    format!("{title}{nodes}{counts}\n")
+    format!("{title}{nodes}{counts}").trim_end().to_owned() + "\n"
 }
 
 /// `.12 #20 !1`: each state's glyph and count, the states with none left out.
