@@ -4,6 +4,7 @@
 use super::cells::Cell;
 use super::draw::{MAX_BODY_LINES, Shape, View, cut_middle, paint};
 use super::picture::{Counts, Group, IdleShown, Map};
+use crate::cmd::fit_plan::MoveJson;
 use crate::runtime::terminal_text::visible;
 
 /// The most moves listed under the map (`-o json` lists them all).
@@ -45,15 +46,12 @@ pub(crate) fn title(map: &Map, shape: Shape, view: &View) -> String {
     wrap(&[(text.clone(), text.chars().count())], "", view.width)
 }
 
-/// A group's line: its domain and product, its nodes, its GPUs per state (`.12 #20 !1`).
+/// A group's line: its domain and product, its nodes, its GPUs per state (`[block-a] H100  4 nodes  #20
+/// .12`).
 pub(crate) fn group_line(group: &Group, level: &str, view: &View) -> String {
     let title = match &group.domain {
-        Some(domain) => format!(
-            "{}={} {}",
-            visible(level),
-            visible(domain),
-            visible(&group.product)
-        ),
+        // The title names the level once; each group names its domain in brackets, then its product.
+        Some(domain) => format!("[{}] {}", visible(domain), visible(&group.product)),
         None if level == "product" => visible(&group.product).into_owned(),
         None => format!("{} (no {})", visible(&group.product), visible(level)),
     };
@@ -94,12 +92,23 @@ pub(crate) fn legend(map: &Map, view: &View) -> String {
         .as_ref()
         .and_then(|j| j.plan.as_ref())
         .is_some_and(|p| !p.moves.is_empty());
+    // The fleet's states first, then the plan's: what a plain map shows reads the same with a plan.
+    let order = [
+        Cell::Held,
+        Cell::Idle,
+        Cell::Shared,
+        Cell::Free,
+        Cell::Unhealthy,
+        Cell::Unusable,
+        Cell::Leaving,
+        Cell::Arriving,
+    ];
     let shown = |state: &&Cell| match state {
         Cell::Idle => map.idle == IdleShown::Shown,
         Cell::Leaving | Cell::Arriving => planned,
         _ => true,
     };
-    let mut items: Vec<(String, usize)> = Cell::ALL
+    let mut items: Vec<(String, usize)> = order
         .iter()
         .filter(shown)
         .map(|s| {
@@ -168,23 +177,35 @@ pub(crate) fn job(map: &Map, view: &View) -> String {
         job.gpus,
         visible(node)
     ));
-    // Each name gets a third of what the line leaves: a long one is cut in its middle.
-    let share = view.width.saturating_sub(24) / 3;
     for step in plan.moves.iter().take(MOVES_LISTED) {
-        let pod = format!("{}/{}", visible(&step.namespace), visible(&step.pod));
-        out += &format!(
-            "  {} ({} GPUs): {} -> {}\n",
-            cut_middle(&pod, share),
-            step.gpus,
-            cut_middle(&visible(&step.from), share),
-            cut_middle(&visible(&step.to), share)
-        );
+        out += &move_line(step, view.width);
     }
     if plan.moves.len() > MOVES_LISTED {
         let more = plan.moves.len() - MOVES_LISTED;
         out += &format!("  ... {more} more moves (-o json lists them)\n");
     }
     out
+}
+
+/// `  ns/pod (G GPUs): from -> to`, each name cut to a third of what the width leaves when the whole line
+/// does not fit.
+fn move_line(step: &MoveJson, width: usize) -> String {
+    let pod = format!("{}/{}", visible(&step.namespace), visible(&step.pod));
+    let (from, to) = (visible(&step.from), visible(&step.to));
+    let gpus = format!(" ({} GPUs): ", step.gpus);
+    let whole =
+        2 + pod.chars().count() + gpus.len() + from.chars().count() + 4 + to.chars().count();
+    let share = if whole <= width {
+        usize::MAX
+    } else {
+        width.saturating_sub(2 + gpus.len() + 4) / 3
+    };
+    format!(
+        "  {}{gpus}{} -> {}\n",
+        cut_middle(&pod, share),
+        cut_middle(&from, share),
+        cut_middle(&to, share)
+    )
 }
 
 fn plural(n: usize) -> &'static str {

@@ -204,7 +204,7 @@ fn three_hundred_gpus_fit_eighty_columns_one_node_a_row() {
         rows[36].contains("…") && rows[36].contains("x-00036"),
         "{text}"
     );
-    assert!(text.contains("nvlink=rack-0000.1 H100  4 nodes"), "{text}");
+    assert!(text.contains("[rack-0000.1] H100  4 nodes"), "{text}");
 }
 
 #[test]
@@ -232,7 +232,7 @@ fn five_thousand_gpus_are_summarised_within_the_line_budget() {
     assert!(text.lines().count() <= MAX_BODY_LINES + 12, "{text}");
     assert!(text.contains("... 110 more groups"), "{text}");
     assert!(
-        text.contains("nvlink=rack-0000.1 H100  4 nodes  #20 .12"),
+        text.contains("[rack-0000.1] H100  4 nodes  #20 .12"),
         "{text}"
     );
 }
