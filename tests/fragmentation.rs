@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::allocation::node;
-use common::map_cli::{drawn_cells, plugin};
+use common::map_cli::{documented, drawn_cells, plugin};
 use common::test_env::TEST_LABEL;
 use common::{TestEnv, eventually};
 use gpu_inventory_operator::crd::{BlockedPodEntry, GpuInventoryStatus};
@@ -373,4 +373,28 @@ async fn the_map_draws_the_pods_placed_and_the_plan_over_them() {
 
     delete_namespace(&env, &namespace).await;
     env.cleanup().await;
+}
+
+/// The pictures README.md and docs/fragmentation.md paste are what the command prints for their fleet.
+#[test]
+fn the_maps_in_the_docs_are_what_the_command_draws() {
+    let fleet = common::fixture_path("fragmentation/map-fleet.yaml");
+    for (page, command) in [
+        ("README.md", "kubectl gpu-inventory map"),
+        ("docs/fragmentation.md", "kubectl gpu-inventory map"),
+        (
+            "docs/fragmentation.md",
+            "kubectl gpu-inventory map --gpus 8 --plan",
+        ),
+    ] {
+        let mut args: Vec<&str> = command.split(' ').skip(2).collect();
+        args.extend(["-f", &fleet]);
+        let out = plugin(&args);
+        let drawn = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            drawn.lines().collect::<Vec<_>>(),
+            documented(page, command),
+            "{page}: `{command}` draws\n{drawn}"
+        );
+    }
 }

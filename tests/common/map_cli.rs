@@ -40,3 +40,17 @@ pub fn drawn_cells(map: &serde_json::Value) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The lines a page shows under `$ <command>` in its code block (up to the block's end): a picture the docs
+/// paste, to compare with what the command prints.
+pub fn documented(page: &str, command: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(page))
+        .unwrap_or_else(|e| panic!("reading {page}: {e}"));
+    let prompt = format!("$ {command}");
+    let mut lines = text.lines().skip_while(|l| *l != prompt);
+    assert!(lines.next().is_some(), "{page} shows no `{prompt}`");
+    lines
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_owned)
+        .collect()
+}
