@@ -8,38 +8,14 @@ use std::collections::HashMap;
 use super::cells::Cell;
 use super::picture::{Group, Map, MapNode};
 use super::prose;
+use super::view::{MAX_BODY_LINES, Shape, View, cut_middle, paint};
 use crate::runtime::terminal_text::visible;
-
-/// The most lines of groups and rows drawn one node a row; past it the map is summarised.
-pub(crate) const MAX_BODY_LINES: usize = 48;
 
 /// Cells of a block: a node of 8 GPUs is one block, one of 16 two blocks a space apart.
 const BLOCK: usize = 8;
 
 /// A node name is never cut shorter than this to make room for cells (the cells wrap instead).
 const MIN_NAME: usize = 12;
-
-/// How the text is drawn.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct View {
-    /// Columns every line fits in.
-    pub(crate) width: usize,
-    /// ANSI colours beside the glyphs.
-    pub(crate) colour: bool,
-    /// The title, the groups' lines, the legend and the job's lines (`--no-headers`: the rows only).
-    pub(crate) headers: bool,
-}
-
-/// How much of the fleet is drawn one node a row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
-    /// Every node a row.
-    Nodes,
-    /// Nodes of a group with identical cells one row, `×N`.
-    Collapsed,
-    /// Every group one line of counts; only the nodes a job or plan touches keep a row.
-    Groups,
-}
 
 /// One row: a node, or the nodes of a group whose cells are identical (`times`).
 pub(crate) struct Row<'m> {
@@ -232,52 +208,7 @@ fn row_text(row: &Row<'_>, layout: &Layout, view: &View) -> String {
     text
 }
 
-/// Cells as glyphs, runs of one state in its colour when `colour`.
-pub(crate) fn paint(cells: &[Cell], colour: bool) -> String {
-    let mut out = String::new();
-    for run in cells.chunk_by(|a, b| a == b) {
-        let glyphs: String = run.iter().map(|c| c.glyph()).collect();
-        match colour.then(|| colour_of(run[0])).flatten() {
-            Some(code) => out += &format!("{code}{glyphs}\x1b[0m"),
-            None => out += &glyphs,
-        }
-    }
-    out
-}
-
-/// The colour of a state; held cells stay in the terminal's own colour.
-pub(crate) fn colour_of(cell: Cell) -> Option<&'static str> {
-    match cell {
-        Cell::Held => None,
-        Cell::Idle => Some("\x1b[33m"),
-        Cell::Leaving => Some("\x1b[35m"),
-        Cell::Shared => Some("\x1b[36m"),
-        Cell::Arriving => Some("\x1b[1;32m"),
-        Cell::Free => Some("\x1b[32m"),
-        Cell::Unhealthy => Some("\x1b[31m"),
-        Cell::Unusable => Some("\x1b[2m"),
-    }
-}
-
 /// `n` spaces at the end of `text`.
 fn pad(text: &mut String, n: usize) {
     text.extend(std::iter::repeat_n(' ', n));
-}
-
-/// `text` in at most `width` characters: both ends kept (node names differ at their ends: a pool's prefix, a
-/// suffix per node) and `…` between.
-pub(crate) fn cut_middle(text: &str, width: usize) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= width {
-        return text.to_owned();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let head = width / 2;
-    let tail = width - 1 - head;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
 }

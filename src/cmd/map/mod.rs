@@ -11,6 +11,7 @@ pub(crate) mod picture;
 mod prose;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::process::ExitCode;
 
@@ -24,8 +25,8 @@ use crate::error::{Error, Result};
 use crate::inventory::Inventory;
 use crate::inventory::topology::label_table::HOSTNAME;
 use crate::inventory::topology::{FitRequest, fit};
-use draw::View;
 use picture::{Grouping, Job, Map, picture};
+use view::View;
 
 /// Reads the fleet, draws it; `colour`: the plugin's decision for stdout (`--color`, NO_COLOR, TERM).
 pub(crate) async fn run(global: &GlobalArgs, args: &MapArgs, colour: bool) -> ExitCode {

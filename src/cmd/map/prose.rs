@@ -2,8 +2,8 @@
 //! wrapped or cut to the view's width, every name from the cluster through [`visible`].
 
 use super::cells::Cell;
-use super::draw::{MAX_BODY_LINES, Shape, View, cut_middle, paint};
 use super::picture::{Counts, Group, IdleShown, Map};
+use super::view::{MAX_BODY_LINES, Shape, View, cut_middle, paint};
 use crate::cmd::fit_plan::MoveJson;
 use crate::runtime::terminal_text::visible;
 

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use super::cells::{Cell, free_agrees};
-use super::draw::{MAX_BODY_LINES, Shape, View, draw, shape_of};
+use super::draw::{draw, shape_of};
 use super::picture::{Grouping, Map, picture};
+use super::view::{MAX_BODY_LINES, Shape, View};
 use crate::inventory::Inventory;
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::model::{
