@@ -1,12 +1,15 @@
 //! Fragmentation live (#57): two 8-GPU KWOK nodes holding 3 and 4 GPUs leave 9 free, 5 at most on one node.
 //! An 8-GPU pod the real kube-scheduler cannot place is `FragmentedCapacity` in the operator's GpuInventory
-//! (`status.fragmentation`); once a small pod goes, the scheduler binds it and the verdict clears.
+//! (`status.fragmentation`); once a small pod goes, the scheduler binds it and the verdict clears. `fit --plan`'s
+//! moves, carried out, let the real scheduler place the waiting pod; `kubectl gpu-inventory map` draws the pods
+//! placed, one cell per GPU, and the plan over them.
 
 mod common;
 
 use std::time::Duration;
 
 use common::allocation::node;
+use common::map_cli::{documented, drawn_cells, plugin};
 use common::test_env::TEST_LABEL;
 use common::{TestEnv, eventually};
 use gpu_inventory_operator::crd::{BlockedPodEntry, GpuInventoryStatus};
@@ -273,4 +276,125 @@ async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod()
 
     delete_namespace(&env, &namespace).await;
     env.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_map_draws_the_pods_placed_and_the_plan_over_them() {
+    let env = TestEnv::new("map").await;
+    let (namespace, nodes, pods) = h100_fleet(&env, "map", &["m", "n", "o", "p"]).await;
+    let (m, n, o, p) = (&nodes[0], &nodes[1], &nodes[2], &nodes[3]);
+    // 3 + 2 on m, 5 on n, 4 on o: 3, 3 and 4 free; p cordoned, holding 1.
+    let layout = [
+        ("m-3", 3, m),
+        ("m-2", 2, m),
+        ("n-5", 5, n),
+        ("o-4", 4, o),
+        ("p-1", 1, p),
+    ];
+    let placed: Vec<(&str, u32, &str)> = layout
+        .iter()
+        .map(|(a, g, at)| (*a, *g, at.as_str()))
+        .collect();
+    lay_out(&pods, &env.id, &placed).await;
+    env.cordon(p, true).await;
+    let selector = format!("{TEST_LABEL}={}", env.id);
+    let want = |cells: [&str; 4]| -> Vec<(String, String)> {
+        nodes
+            .iter()
+            .cloned()
+            .zip(cells.map(str::to_owned))
+            .collect()
+    };
+    let map = eventually(CONVERGE, "the map showing every pod placed", || async {
+        let out = plugin(&["map", "-l", &selector, "-o", "json"]);
+        let map: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (drawn_cells(&map) == want(["#####...", "#####...", "####....", "xxxxxxxx"])).then_some(map)
+    })
+    .await;
+    assert_eq!(
+        (map["groupedBy"].as_str(), map["gpus"].as_u64()),
+        (Some("product"), Some(32))
+    );
+    assert_eq!(map["groups"][0]["product"], json!(H100), "{map}");
+
+    // The picture: one row per node, its cells, the cordoned node said; exit 0 without a job.
+    let out = plugin(&["map", "-l", &selector]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for (name, cells) in want(["#####...", "#####...", "####....", "xxxxxxxx"]) {
+        assert!(
+            text.contains(&format!("  {name}  {cells}")),
+            "{name}:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("cordoned") && text.contains("legend: # held"),
+        "{text}"
+    );
+    let names = plugin(&["map", "-l", &selector, "-o", "name"]);
+    let listed: Vec<String> = nodes.iter().map(|n| format!("node/{n}")).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&names.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        listed
+    );
+
+    // An 8-GPU pod fits nowhere (exit 1); fit's plan empties m: its 3 go to n's 3, its 2 to o's 4.
+    let out = plugin(&[
+        "map", "-l", &selector, "--gpus", "8", "--plan", "-o", "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let planned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(planned["job"]["plan"]["node"], json!(m), "{planned}");
+    assert_eq!(
+        drawn_cells(&planned),
+        want(["-----...", "#####+++", "####++..", "xxxxxxxx"])
+    );
+    assert_eq!(
+        planned["groups"][0]["nodes"][0]["job"],
+        json!(true),
+        "{planned}"
+    );
+    let out = plugin(&[
+        "map", "-l", &selector, "--gpus", "8", "--plan", "--width", "200",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("> {m}  -----...")), "{text}");
+    assert!(
+        text.contains(&format!("{namespace}/m-3 (3 GPUs): {m} -> {n}")),
+        "{text}"
+    );
+
+    delete_namespace(&env, &namespace).await;
+    env.cleanup().await;
+}
+
+/// The pictures README.md and docs/fragmentation.md paste are what the command prints for their fleet.
+#[test]
+fn the_maps_in_the_docs_are_what_the_command_draws() {
+    let fleet = common::fixture_path("fragmentation/map-fleet.yaml");
+    for (page, command) in [
+        ("README.md", "kubectl gpu-inventory map"),
+        ("docs/fragmentation.md", "kubectl gpu-inventory map"),
+        (
+            "docs/fragmentation.md",
+            "kubectl gpu-inventory map --gpus 8 --plan",
+        ),
+    ] {
+        let mut args: Vec<&str> = command.split(' ').skip(2).collect();
+        args.extend(["-f", &fleet]);
+        let out = plugin(&args);
+        let drawn = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            drawn.lines().collect::<Vec<_>>(),
+            documented(page, command),
+            "{page}: `{command}` draws\n{drawn}"
+        );
+    }
 }

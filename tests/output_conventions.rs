@@ -115,6 +115,11 @@ fn offline_commands() -> Vec<(bool, Vec<String>)> {
         ),
         (true, list(&["fit", "-f", &gb200, "--gpus", "8"])),
         (true, list(&["quotas", "-f", &kueue])),
+        (true, list(&["map", "-f", &gb200])),
+        (
+            true,
+            list(&["map", "-f", &gb200, "--gpus", "8", "--plan", "-o", "yaml"]),
+        ),
         (true, list(&["completion", "bash"])),
     ]
 }
@@ -363,6 +368,7 @@ fn completion_scripts_name_the_subcommands() {
         (plugin_binary(), "bash", "kubectl-gpu_inventory"),
     ] {
         let output = run(&program, &["completion", shell], Sink::Captured, None);
+        let plugin = name == "kubectl-gpu_inventory";
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -372,6 +378,11 @@ fn completion_scripts_name_the_subcommands() {
         let script = stdout(&output);
         assert!(
             script.contains(name) && script.contains("fit"),
+            "{shell}: {script:.300}"
+        );
+        // The plugin's `map` and its own flags complete too.
+        assert!(
+            !plugin || (script.contains("map") && script.contains("--plan")),
             "{shell}: {script:.300}"
         );
     }

@@ -16,25 +16,26 @@ use crate::runtime::terminal_text::visible;
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PlanJson {
+    // Read by `map --plan`, which draws the moves over the fleet.
     #[serde(skip_serializing_if = "Option::is_none")]
-    node: Option<String>,
+    pub(crate) node: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    displaced_gpus: Option<u64>,
-    moves: Vec<MoveJson>,
+    pub(crate) displaced_gpus: Option<u64>,
+    pub(crate) moves: Vec<MoveJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    why: Option<String>,
+    pub(crate) why: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct MoveJson {
-    namespace: String,
-    pod: String,
-    from: String,
-    to: String,
-    gpus: u64,
+pub(crate) struct MoveJson {
+    pub(crate) namespace: String,
+    pub(crate) pod: String,
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) gpus: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    gang: Option<String>,
+    pub(crate) gang: Option<String>,
 }
 
 /// The plan for `answer` over `inventory`, or why there is none (`None`: it fits, no plan is needed).

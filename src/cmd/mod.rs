@@ -1,6 +1,7 @@
 //! The commands: `run` (the operator), `scan` (one read-only pass), `fit` (can a job of G GPUs start, and
 //! where), `quotas` (Kueue's quotas against the GPUs) and `crd` (print the CRD), the command
-//! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name).
+//! line that selects them, and the kubectl plugin (`kubectl gpu-inventory`, the same binary by another name),
+//! whose `map` draws the fleet one cell per GPU.
 
 pub mod cli;
 pub mod completion;
@@ -16,6 +17,8 @@ pub mod fleet;
 pub mod fleet_args;
 pub mod group_by;
 pub mod input_args;
+pub(crate) mod map;
+pub(crate) mod map_args;
 mod namespace_filter;
 pub mod output;
 pub mod plugin;

@@ -21,6 +21,7 @@ pub mod fleet;
 pub mod fresh_scan;
 pub mod helm;
 pub mod kueue;
+pub mod map_cli;
 pub mod node_changes;
 pub mod offline_cli;
 pub mod operator_process;

@@ -4,7 +4,8 @@
 //! `--watch` follows the operator's own sources (one node watch, one pod watch) and redraws on each change.
 //! `kubectl gpu-inventory fit` is `gpu-inventory-operator fit` ([`super::fit`]): the same flags and answer.
 
-mod colour;
+// `pub(super)`: `map`'s flags take the same `--color`.
+pub(super) mod colour;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -112,6 +113,10 @@ pub(crate) enum PluginCommand {
     /// The fleet as a multi-cluster hub sees it: the GPU summaries member clusters publish as ClusterProperties,
     /// read from the hub's ClusterProfiles (as `gpu-inventory-operator fleet`). Exit code: 0 read, 2 error.
     Fleet(FleetHubArgs),
+    /// The fleet as rows of cells, one per GPU (free, held, idle, shared, unhealthy, unusable), grouped by
+    /// NVLink domain or network block, else by product; `--gpus G --plan` draws `fit --plan`'s moves over it
+    /// (docs/fragmentation.md). Exit code: 0 drawn (with `--gpus`: 0 fits now, 1 not), 2 error.
+    Map(super::map_args::MapArgs),
     /// Print a shell completion script for `kubectl-gpu_inventory` (`source <(kubectl-gpu_inventory
     /// completion bash)`).
     Completion(CompletionArgs),
@@ -171,28 +176,28 @@ async fn one_cluster(args: &PluginArgs) -> ExitCode {
         return super::fleet::hub::run(&args.global, hub).await;
     }
     if let Some(PluginCommand::Fit(fit)) = &args.command {
-        let table_flags = table_flags(args);
-        if !table_flags.is_empty() {
-            say(&format!(
-                "error: {} belong(s) to the table, not to `fit`; `fit` takes its own -f, -l and -o after \
-                 its name (kubectl gpu-inventory fit --help)",
-                table_flags.join(", ")
-            ));
-            return ExitCode::from(EXIT_ERROR);
-        }
-        return super::fit::run(&args.global, fit).await;
+        return match refused_before(args, "fit") {
+            Some(code) => code,
+            None => super::fit::run(&args.global, fit).await,
+        };
     }
     if let Some(PluginCommand::Quotas(quotas)) = &args.command {
-        let table_flags = table_flags(args);
-        if !table_flags.is_empty() {
-            say(&format!(
-                "error: {} belong(s) to the table, not to `quotas`; `quotas` takes its own -f, -l and -o \
-                 after its name (kubectl gpu-inventory quotas --help)",
-                table_flags.join(", ")
-            ));
-            return ExitCode::from(EXIT_ERROR);
+        return match refused_before(args, "quotas") {
+            Some(code) => code,
+            None => super::quotas::run(&args.global, quotas).await,
+        };
+    }
+    if let Some(PluginCommand::Map(map)) = &args.command {
+        if let Some(code) = refused_before(args, "map") {
+            return code;
         }
-        return super::quotas::run(&args.global, quotas).await;
+        // `kubectl gpu-inventory --prometheus-url URL map` as well as `... map --prometheus-url URL`.
+        let mut map = map.clone();
+        if map.utilization.prometheus_url.is_none() {
+            map.utilization = args.utilization.clone();
+        }
+        let colour = Screen::of(map.color).colour;
+        return super::map::run(&args.global, &map, colour).await;
     }
     if let Some(PluginCommand::Utilization(idle)) = &args.command {
         // `kubectl gpu-inventory --prometheus-url URL idle` as well as `... idle --prometheus-url URL`.
@@ -229,12 +234,13 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
         }
         Some(
             PluginCommand::Quotas(_)
+            | PluginCommand::Map(_)
             | PluginCommand::Utilization(_)
             | PluginCommand::Fleet(_)
             | PluginCommand::Completion(_),
         ) => refuse(
-            "several contexts are read by the table and by `fit`; `quotas`, `idle` and `fleet` read one \
-             cluster (give one --context)",
+            "several contexts are read by the table and by `fit`; `quotas`, `map`, `idle` and `fleet` read \
+             one cluster (give one --context)",
         ),
         None if args.watch => refuse("-w/--watch follows one cluster; give one --context"),
         None if args.group_by != GroupBy::Node => refuse(
@@ -253,6 +259,21 @@ async fn across_clusters(args: &PluginArgs, contexts: &[String]) -> ExitCode {
             super::fleet::across::run(&across, contexts).await
         }
     }
+}
+
+/// An error exit, said on stderr, when the table's own flags come before `command` (they would be ignored:
+/// the subcommand takes its own after its name).
+fn refused_before(args: &PluginArgs, command: &str) -> Option<ExitCode> {
+    let table_flags = table_flags(args);
+    if table_flags.is_empty() {
+        return None;
+    }
+    say(&format!(
+        "error: {} belong(s) to the table, not to `{command}`; `{command}` takes its own -f, -l and -o after \
+         its name (kubectl gpu-inventory {command} --help)",
+        table_flags.join(", ")
+    ));
+    Some(ExitCode::from(EXIT_ERROR))
 }
 
 /// The table's flags given other than by default (with `fit` they would be ignored).
@@ -393,109 +414,4 @@ async fn watch(args: &PluginArgs, screen: Screen) -> Result<ExitCode> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_plugin_answers_to_its_kubectl_name_only() {
-        assert!(invoked_as_plugin(
-            "/home/u/.local/bin/kubectl-gpu_inventory"
-        ));
-        assert!(invoked_as_plugin("kubectl-gpu_inventory"));
-        assert!(!invoked_as_plugin("/usr/bin/gpu-inventory-operator"));
-        assert!(!invoked_as_plugin("kubectl-gpu_inventory-old"));
-    }
-
-    #[test]
-    fn flags_are_kubectls() {
-        let args = PluginArgs::try_parse_from([
-            "kubectl gpu-inventory",
-            "--context",
-            "lab",
-            "--kubeconfig",
-            "/k",
-            "-l",
-            "pool=a",
-            "-o",
-            "wide",
-            "-w",
-        ])
-        .unwrap();
-        assert_eq!(args.global.context, ["lab"]);
-        assert_eq!(args.selector.as_deref(), Some("pool=a"));
-        assert!(args.watch && args.output == OutputFormat::Wide);
-        assert!(args.command.is_none(), "no subcommand: the table");
-    }
-
-    #[test]
-    fn fit_is_a_subcommand_with_fits_flags_and_kubectls_connection_flags() {
-        let args = PluginArgs::try_parse_from([
-            "kubectl gpu-inventory",
-            "--context",
-            "lab",
-            "fit",
-            "--gpus",
-            "64",
-            "--product",
-            "NVIDIA-GB200",
-            "--gpus-per-pod",
-            "4",
-            "--level",
-            "nvlink",
-            "-o",
-            "json",
-            "--kubeconfig",
-            "/k",
-        ])
-        .unwrap();
-        assert_eq!(args.global.context, ["lab"]);
-        assert_eq!(
-            args.global.kubeconfig.as_deref(),
-            Some(std::path::Path::new("/k"))
-        );
-        let Some(PluginCommand::Fit(fit)) = &args.command else {
-            panic!("not fit: {:?}", args.command);
-        };
-        assert_eq!((fit.gpus, fit.gpus_per_pod), (Some(64), Some(4)));
-        assert_eq!(fit.product.as_deref(), Some("NVIDIA-GB200"));
-        assert_eq!(fit.level.as_deref(), Some("nvlink"));
-        assert_eq!(fit.output, OutputFormat::Json);
-        assert!(table_flags(&args).is_empty());
-        // The table's own flags before `fit` are named, to be refused rather than ignored.
-        let watch_fit = PluginArgs::try_parse_from([
-            "kubectl gpu-inventory",
-            "-w",
-            "-l",
-            "a=b",
-            "fit",
-            "--gpus",
-            "8",
-        ])
-        .unwrap();
-        assert_eq!(table_flags(&watch_fit), ["-l/--selector", "-w/--watch"]);
-        assert!(
-            PluginArgs::try_parse_from(["kubectl gpu-inventory", "fit"]).is_err(),
-            "--gpus is required"
-        );
-    }
-
-    #[test]
-    fn group_by_takes_the_fixed_groupings_and_any_level() {
-        let group_by = |value: &str| {
-            PluginArgs::try_parse_from(["kubectl gpu-inventory", "--group-by", value])
-                .map(|a| a.group_by)
-        };
-        assert_eq!(group_by("product").unwrap(), GroupBy::Product);
-        assert_eq!(
-            group_by("nvlink").unwrap(),
-            GroupBy::Level("nvlink".to_owned())
-        );
-        assert_eq!(
-            group_by("cloud.google.com/gce-topology-block").unwrap(),
-            GroupBy::Level("cloud.google.com/gce-topology-block".to_owned())
-        );
-        assert!(group_by("").is_err());
-        let plain = PluginArgs::try_parse_from(["kubectl gpu-inventory"]).unwrap();
-        assert_eq!(plain.group_by, GroupBy::Node);
-    }
-}
+mod tests;
