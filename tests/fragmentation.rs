@@ -16,6 +16,7 @@ use gpu_inventory_operator::crd::{BlockedPodEntry, GpuInventoryStatus};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
+use testkit::audit::{AuditTail, audit_offset, is_write};
 
 const CONVERGE: Duration = Duration::from_secs(60);
 const H100: &str = "NVIDIA-H100-80GB-HBM3";
@@ -92,6 +93,92 @@ async fn lay_out(pods: &Api<Pod>, id: &str, layout: &[(&str, u32, &str)]) {
     }
 }
 
+/// The operator's passes so far over every inventory (`gpu_inventory_reconciles_total{controller="inventory"}`).
+async fn inventory_passes(operator: &common::OperatorProcess) -> u64 {
+    let (status, text) = operator.http_get("/metrics").await;
+    assert_eq!(status, 200, "GET /metrics: {text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix("gpu_inventory_reconciles_total{controller=\"inventory\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no inventory reconciles in /metrics:\n{text}"))
+}
+
+/// The operator's writes about this test in the audit log past `tail`, received between `from` and `to`: to
+/// its GpuInventory, its nodes' GpuNodes, or an Event in `namespace`.
+fn writes_about(
+    tail: &mut AuditTail,
+    env: &TestEnv,
+    namespace: &str,
+    (from, to): (jiff::Timestamp, jiff::Timestamp),
+) -> Vec<String> {
+    let inventory = env.inventory_name();
+    let mut writes = Vec::new();
+    tail.read_new(&["gpuinventories", "gpunodes", "events"], |line| {
+        let object = &line["objectRef"];
+        let name = object["name"].as_str().unwrap_or_default();
+        let verb = line["verb"].as_str().unwrap_or_default();
+        let resource = object["resource"].as_str().unwrap_or_default();
+        let at: Option<jiff::Timestamp> = line["requestReceivedTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse().ok());
+        let ours = name == inventory
+            || name.starts_with(&env.id)
+            || object["namespace"].as_str() == Some(namespace);
+        if line["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("gpu-inventory-operator/"))
+            && line["stage"].as_str() == Some("ResponseComplete")
+            && is_write(&format!("{verb} {resource}"))
+            && ours
+            && at.is_some_and(|at| at >= from && at <= to)
+        {
+            writes.push(format!("{verb} {resource} {name}"));
+        }
+    });
+    writes
+}
+
+/// Through a quiet minute (requeue 2 s: some 30 passes), the operator makes no write about this test,
+/// counted from the local API server's audit log (every request is there, a write that changed nothing
+/// too). Returns the tail and the window's end, for the caller to see the next change written (the check
+/// sees writes); `None` off the local cluster.
+async fn quiet_minute_writes_nothing(
+    env: &TestEnv,
+    operator: &common::OperatorProcess,
+    namespace: &str,
+) -> Option<(AuditTail, jiff::Timestamp)> {
+    const QUIET: Duration = Duration::from_secs(60);
+    if !common::is_local_cluster() {
+        eprintln!(
+            "the quiet minute is counted from the local cluster's audit log: not counted here"
+        );
+        return None;
+    }
+    // Settle: the verdict's Event and status were just written.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let audit_log = common::cluster_access::local_cluster_dir().join("audit.log");
+    let mut tail = AuditTail::at(&audit_log, audit_offset(&audit_log));
+    let before = inventory_passes(operator).await;
+    let from = jiff::Timestamp::now();
+    tokio::time::sleep(QUIET).await;
+    let to = jiff::Timestamp::now();
+    let passes = inventory_passes(operator).await - before;
+    assert!(
+        passes >= 10,
+        "only {passes} passes in the quiet minute: it proves nothing"
+    );
+    // Requests received by `to` are in the audit log a moment later.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let writes = writes_about(&mut tail, env, namespace, (from, to));
+    assert!(
+        writes.is_empty(),
+        "{} writes in a quiet minute over {passes} passes: {writes:?}",
+        writes.len()
+    );
+    eprintln!("quiet minute with a pod blocked by fragmentation: {passes} passes, no write");
+    Some((tail, to))
+}
+
 /// Deletes the test's namespace (its pods with it).
 async fn delete_namespace(env: &TestEnv, namespace: &str) {
     let namespaces: Api<Namespace> = Api::all(env.client.clone());
@@ -142,6 +229,10 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
         .expect("8 on the ladder");
     assert!(eight.asked && eight.usable_gpus == 0, "{:?}", product.sizes);
 
+    // A quiet minute with the pod blocked: the operator passes again and again and writes nothing (no
+    // status, no GpuNode, no Event).
+    let quiet = quiet_minute_writes_nothing(&env, &_operator, &namespace).await;
+
     // A small pod goes: node a has 8 free, the scheduler binds big there, and the verdict clears.
     pods.delete("small-a", &DeleteParams::default().grace_period(0))
         .await
@@ -164,6 +255,16 @@ async fn an_eight_gpu_pod_waiting_on_pieces_is_fragmented_capacity_until_a_node_
     );
     let product = &status.fragmentation.as_ref().unwrap().products[0];
     assert_eq!((product.free_gpus, product.largest_piece), (4, 4));
+    // The change after the quiet minute is written, and seen by the same count: it could have failed.
+    if let Some((mut tail, quiet_end)) = quiet {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let window = (quiet_end, jiff::Timestamp::now());
+        let writes = writes_about(&mut tail, &env, &namespace, window);
+        assert!(
+            writes.iter().any(|w| w.contains("gpuinventories")),
+            "the verdict's clearing was not seen written: {writes:?}"
+        );
+    }
 
     delete_namespace(&env, &namespace).await;
     env.cleanup().await;
