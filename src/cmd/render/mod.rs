@@ -6,6 +6,7 @@
 mod columns;
 mod devices;
 mod fleet;
+mod fragmentation;
 mod quotas;
 mod summaries;
 mod topology;
@@ -312,6 +313,7 @@ fn node_table(status: &GpuInventoryStatus, wide: bool, headers: bool) -> String 
         out += "\nissues:\n";
         out += &issues.concat();
     }
+    out += &fragmentation::lines(status, wide);
     out
 }
 
