@@ -74,12 +74,16 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Err(e) => return failed(&e),
     };
     // Fail closed: the traits could not be read whole, so there is no plan, and that is an error.
-    if planned.as_ref().is_some_and(|p| p.refused) {
+    if let Some(why) = planned
+        .as_ref()
+        .filter(|p| p.refused)
+        .and_then(|p| p.json.why())
+    {
         let code = emit(&text, gaps.or(ExitCode::from(EXIT_ERROR)));
-        super::output::stdout::say(
-            "error: fit --plan: the pods' disruption budgets could not be read (the plan's why says which \
-             and what to grant); no plan is made",
-        );
+        super::output::stdout::say(&format!(
+            "error: fit --plan: {}",
+            crate::runtime::terminal_text::visible(why)
+        ));
         return code;
     }
     let code = if answer.fits {

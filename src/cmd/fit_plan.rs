@@ -30,6 +30,13 @@ pub(crate) struct PlanJson {
     why: Option<String>,
 }
 
+impl PlanJson {
+    /// Why there is no plan, if there is none.
+    pub(crate) fn why(&self) -> Option<&str> {
+        self.why.as_deref()
+    }
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct MoveJson {
