@@ -54,8 +54,9 @@ pub struct FitArgs {
     #[arg(long = "toleration", env = "GPUINV_FIT_TOLERATIONS", value_name = "KEY[=VALUE][:EFFECT]",
           value_delimiter = ',', value_parser = Toleration::parse)]
     pub tolerations: Vec<Toleration>,
-    /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
-    /// instead of the cluster; `-` reads stdin.
+    /// Read nodes and pods (and Kueue Topologies; for `--plan`, PodDisruptionBudgets) from a
+    /// `kubectl get nodes,pods,poddisruptionbudgets -A -o yaml|json` dump instead of the cluster; `-` reads
+    /// stdin.
     #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
     /// The cap on a `-f` dump.
