@@ -11,12 +11,13 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 
-use super::convert::k8s_pod_traits::{Budgets, pod_traits};
+use super::convert::k8s_pod_traits::{Budgets, gang_of, pod_traits};
 use super::dump::Dump;
 use super::pods::UNFINISHED_PODS;
 use super::reader::Cluster;
 use crate::error::{api_status, describe_kube_error};
-use crate::inventory::fragmentation::plan::PodTraits;
+use crate::inventory::allocation::GpuPod;
+use crate::inventory::fragmentation::plan::{Immovable, PodTraits};
 
 /// A pod: (namespace, name).
 pub type PodKey = (String, String);
@@ -67,12 +68,11 @@ async fn list_traits(
     let budgets = Budgets::new(&listed);
     drop(listed);
     let pods: Api<Pod> = scoped(cluster, namespace);
-    let traits = cluster
+    let mut gathered = Gathered::default();
+    cluster
         .list(&pods, cluster.params().fields(UNFINISHED_PODS), |pod| {
-            let key = key_of(&pod);
-            wanted
-                .contains(&key)
-                .then(|| (key, pod_traits(&pod, &budgets)))
+            gathered.take(&pod, wanted, &budgets);
+            None::<()>
         })
         .await
         .map_err(|e| {
@@ -82,10 +82,7 @@ async fn list_traits(
                 describe_kube_error(&e)
             )
         })?;
-    Ok(TraitsRead {
-        traits: traits.into_iter().collect(),
-        notes: Vec::new(),
-    })
+    Ok(gathered.done(Vec::new()))
 }
 
 /// The traits from a dump: its pods and its budgets. A budget the dump reader skipped fails closed; a dump
@@ -122,18 +119,56 @@ fn dump_traits(
                 .to_owned(),
         );
     }
-    let traits = dump
+    let mut gathered = Gathered::default();
+    for pod in dump
         .pods
         .iter()
         .filter(|p| ours(p.metadata.namespace.as_deref()))
-        .filter_map(|pod| {
-            let key = key_of(pod);
-            wanted
-                .contains(&key)
-                .then(|| (key, pod_traits(pod, &budgets)))
-        })
-        .collect();
-    Ok(TraitsRead { traits, notes })
+    {
+        gathered.take(pod, wanted, &budgets);
+    }
+    Ok(gathered.done(notes))
+}
+
+/// The traits of the wanted pods, and the gangs that have GPU pods beyond them.
+#[derive(Default)]
+struct Gathered {
+    traits: HashMap<PodKey, PodTraits>,
+    beyond: HashSet<String>,
+}
+
+impl Gathered {
+    /// Takes `pod`'s traits when it is wanted; else, when it is bound and holds or asks for GPUs, notes its
+    /// gang: a gang is moved whole, and the plan does not know where that pod could go.
+    fn take(&mut self, pod: &Pod, wanted: &HashSet<PodKey>, budgets: &Budgets) {
+        let key = key_of(pod);
+        if wanted.contains(&key) {
+            self.traits.insert(key, pod_traits(pod, budgets));
+            return;
+        }
+        let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+        if bound
+            && GpuPod::from_pod(pod).is_some()
+            && let Some(gang) = gang_of(pod)
+        {
+            self.beyond.insert(gang);
+        }
+    }
+
+    /// The traits, a gang with pods beyond them pinned.
+    fn done(mut self, notes: Vec<String>) -> TraitsRead {
+        for traits in self.traits.values_mut() {
+            if let Some(gang) = traits.gang.as_ref().filter(|g| self.beyond.contains(*g))
+                && traits.immovable.is_none()
+            {
+                traits.immovable = Some(Immovable::GangBeyond(gang.clone()));
+            }
+        }
+        TraitsRead {
+            traits: self.traits,
+            notes,
+        }
+    }
 }
 
 /// The API of a namespaced kind in `namespace`, or in every namespace.
@@ -184,7 +219,6 @@ fn budgets_unread(error: &kube::Error, url: &str, namespace: Option<&str>) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::fragmentation::plan::Immovable;
     use crate::sources::dump::parse_dump;
 
     /// A `kubectl get pods,poddisruptionbudgets -A -o yaml` dump: a Deployment's pod under a budget that
@@ -261,6 +295,34 @@ items:
         // `-n other`: neither the pods nor the budget of `ml` are read.
         let other = dump_traits(&dump(v1), Some("other"), &wanted()).unwrap();
         assert!(other.traits.is_empty());
+    }
+
+    #[test]
+    fn a_gang_with_a_gpu_pod_beyond_the_wanted_ones_stays_whole() {
+        // Another pod of Job ml/train holds GPUs on a node the plan does not weigh (say, left out by -l).
+        let beyond = "- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: train-def
+    namespace: ml
+    ownerReferences:
+    - {apiVersion: batch/v1, kind: Job, name: train, uid: u2, controller: true}
+  spec:
+    nodeName: gpu-9
+    containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: '2'}}}]
+  status: {phase: Running}
+";
+        let read = dump_traits(&dump(beyond), None, &wanted()).unwrap();
+        assert_eq!(
+            read.traits[&key("train-abc")].immovable,
+            Some(Immovable::GangBeyond("Job ml/train".into()))
+        );
+        assert_eq!(read.traits[&key("db-0")].immovable, None);
+        assert!(!read.traits.contains_key(&key("train-def")));
+        // A pod of the gang holding no GPU (a launcher) does not pin it.
+        let launcher = beyond.replace("{limits: {nvidia.com/gpu: '2'}}", "{}");
+        let read = dump_traits(&dump(&launcher), None, &wanted()).unwrap();
+        assert_eq!(read.traits[&key("train-abc")].immovable, None);
     }
 
     #[test]

@@ -236,3 +236,27 @@ fn the_why_counts_the_pods_that_cannot_move_by_rule() {
          pod that may move frees at most 4 GPUs on one node"
     );
 }
+
+#[test]
+fn a_gang_with_pods_beyond_the_plans_nodes_and_pods_of_other_namespaces_stay() {
+    let nodes = fleet(&[&[4], &[4]]);
+    let traits = |_: &str, pod: &str| PodTraits {
+        immovable: Some(match pod {
+            "n0-0" => Immovable::GangBeyond("JobSet ml/llama".into()),
+            _ => Immovable::OutsideNamespace("team-a".into()),
+        }),
+        gang: (pod == "n0-0").then(|| "JobSet ml/llama".to_owned()),
+        ..Default::default()
+    };
+    let Err(NoPlan::Stopped(stops)) = plan(&nodes, 8, traits) else {
+        panic!("nothing may move")
+    };
+    let why = stops.to_string();
+    assert!(
+        why.contains(
+            "2 pods on the candidate nodes cannot move: 1 outside namespace team-a (-n), 1 of gang JobSet \
+             ml/llama, which has GPU pods on nodes this plan does not weigh"
+        ),
+        "{why}"
+    );
+}

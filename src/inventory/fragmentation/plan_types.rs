@@ -29,6 +29,9 @@ pub enum Immovable {
     NoDisruption(String),
     /// It is outside the one namespace the plan may move pods of (`-n`, that namespace).
     OutsideNamespace(String),
+    /// Its gang (named) has GPU pods on nodes the plan does not weigh (another product's, or left out by
+    /// `-l`): moving the gang would move them too, with no room known for them.
+    GangBeyond(String),
 }
 
 /// One pod to move.

@@ -32,6 +32,7 @@ enum Pin {
     Static,
     NoDisruption(String),
     OutsideNamespace(String),
+    GangBeyond(String),
     /// The pod may move, but its gang has one that may not.
     Gang(String),
 }
@@ -53,6 +54,7 @@ impl Stops {
                     (Some(Immovable::Static), _) => Pin::Static,
                     (Some(Immovable::NoDisruption(budget)), _) => Pin::NoDisruption(budget.clone()),
                     (Some(Immovable::OutsideNamespace(ns)), _) => Pin::OutsideNamespace(ns.clone()),
+                    (Some(Immovable::GangBeyond(gang)), _) => Pin::GangBeyond(gang.clone()),
                     (None, Some(gang)) => Pin::Gang(gang.clone()),
                     (None, None) => continue, // a unit of one pod is pinned by that pod
                 };
@@ -103,6 +105,9 @@ impl fmt::Display for Stops {
                         "{n} under PodDisruptionBudget {budget}, which allows no disruption"
                     ),
                     Pin::OutsideNamespace(ns) => format!("{n} outside namespace {ns} (-n)"),
+                    Pin::GangBeyond(gang) => format!(
+                        "{n} of gang {gang}, which has GPU pods on nodes this plan does not weigh"
+                    ),
                     Pin::Gang(gang) => {
                         format!("{n} of gang {gang}, which has a pod that cannot move")
                     }

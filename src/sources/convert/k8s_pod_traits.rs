@@ -178,6 +178,12 @@ fn pinned(pod: &Pod, controller: Option<(&str, &str)>) -> Option<Immovable> {
     }
 }
 
+/// The gang `pod` moves with, if any (a pod whose other traits are not needed: one the plan does not
+/// weigh, whose gang must not be split all the same).
+pub fn gang_of(pod: &Pod) -> Option<String> {
+    pod_traits(pod, &Budgets::default()).gang
+}
+
 /// The gang a pod moves with: the first of [`GANG_LABELS`] it carries, else its controller's when that is
 /// one of [`GANG_OWNERS`].
 fn gang(
