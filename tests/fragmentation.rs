@@ -1,17 +1,21 @@
 //! Fragmentation live (#57): two 8-GPU KWOK nodes holding 3 and 4 GPUs leave 9 free, 5 at most on one node.
 //! An 8-GPU pod the real kube-scheduler cannot place is `FragmentedCapacity` in the operator's GpuInventory
-//! (`status.fragmentation`); once a small pod goes, the scheduler binds it and the verdict clears. `fit --plan`'s
-//! moves, carried out, let the real scheduler place the waiting pod; `kubectl gpu-inventory map` draws the pods
+//! (`status.fragmentation`); once a small pod goes, the scheduler binds it and the verdict clears.
+//! `fit --plan` names the pods whose move makes room, and the real scheduler carries the plan out: with
+//! pods of real controllers (Deployments, a DaemonSet), a PodDisruptionBudget and PriorityClasses, the plan
+//! leaves the pinned pods and moves the lower-priority one, and fails closed where budgets cannot be read. `kubectl gpu-inventory map` draws the pods
 //! placed, one cell per GPU, and the plan over them.
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::allocation::node;
+use common::fit_plan_cli::{fit_as, user_without_budgets};
 use common::map_cli::{documented, drawn_cells, plugin};
-use common::test_env::TEST_LABEL;
-use common::{TestEnv, eventually};
+use common::test_env::{DeleteOnDrop, TEST_LABEL};
+use common::workloads::Workloads;
+use common::{SCHEDULER_MAX_BACKOFF, TestEnv, eventually};
 use gpu_inventory_operator::crd::{BlockedPodEntry, GpuInventoryStatus};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
@@ -335,20 +339,14 @@ async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod()
         "{answer}"
     );
 
-    // Carry it out as a user would: delete each named pod; its controller makes a new one from the
-    // template (not pinned), which the real scheduler places.
+    // Carry it out: delete each named pod. The replacements a controller would make are made here once the
+    // scheduler has bound big (the test stands in for the controller, and so leaves out the race with the
+    // scheduler's back-off that the test with real Deployments below waits out); the real scheduler places
+    // them in what the plan said stays free.
     for (name, _) in &moved {
         pods.delete(name, &DeleteParams::default().grace_period(0))
             .await
             .unwrap();
-    }
-    for (name, _) in &moved {
-        let gpus = layout.iter().find(|(n, ..)| n == name).unwrap().1;
-        let again = replica(&format!("{name}-new"), gpus, &env.id, None);
-        eventually(CONVERGE, &format!("recreating {name}"), || async {
-            pods.create(&PostParams::default(), &again).await.ok()
-        })
-        .await;
     }
     let bound = |name: String| {
         let pods = pods.clone();
@@ -362,6 +360,14 @@ async fn fit_plan_moves_pods_so_that_the_real_scheduler_places_the_waiting_pod()
         big_on, nodes[0],
         "the scheduler put big where the plan freed room"
     );
+    for (name, _) in &moved {
+        let gpus = layout.iter().find(|(n, ..)| n == name).unwrap().1;
+        let again = replica(&format!("{name}-new"), gpus, &env.id, None);
+        eventually(CONVERGE, &format!("recreating {name}"), || async {
+            pods.create(&PostParams::default(), &again).await.ok()
+        })
+        .await;
+    }
     // The scheduler scores nodes its own way: a replacement may take the other free piece than the plan's
     // best fit; the plan holds if every replacement is placed, and none on the freed node.
     for (name, _) in &moved {
@@ -471,6 +477,109 @@ async fn the_map_draws_the_pods_placed_and_the_plan_over_them() {
         text.contains(&format!("{namespace}/m-3 (3 GPUs): {m} -> {n}")),
         "{text}"
     );
+
+    delete_namespace(&env, &namespace).await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn fit_plan_leaves_daemon_set_and_budgeted_pods_and_moves_the_lower_priority_one() {
+    let env = TestEnv::new("fit-rules").await;
+    let (namespace, nodes, pods) = h100_fleet(&env, "rules", &["a", "b", "c", "d"]).await;
+    // Also after a failed assertion: its Deployments would recreate pods for nodes long gone.
+    let _namespace = DeleteOnDrop(vec![format!("namespace/{namespace}")]);
+    let work = Workloads::new(&env.client, &env.id, &namespace, &nodes);
+    // `big` is placed first and preempts nobody: the plan, not preemption, makes its room.
+    let _classes = work
+        .priority_classes(&[("lo", 100, true), ("hi", 1000, true), ("big", 2000, false)])
+        .await;
+    let class = |suffix: &str| format!("{}-{suffix}", env.id);
+    // 4 of 8 GPUs held on each node: a DaemonSet's pod on d, db (a budget allows no disruption) on a, hi on
+    // b, lo on c. db's and the DaemonSet's pods are of priority 0: were the rules ignored, they would move.
+    work.daemon_set("agent", 4, &nodes[3]).await;
+    work.place(&work.deployment("db", 4, None), &nodes[0]).await;
+    work.place(&work.deployment("hi", 4, Some(&class("hi"))), &nodes[1])
+        .await;
+    let lo = work
+        .place(&work.deployment("lo", 4, Some(&class("lo"))), &nodes[2])
+        .await;
+    work.uncordon().await;
+    assert_eq!(work.budget("db", "db", 1).await, 0);
+    let mut big = pod("big", 8, json!({ TEST_LABEL: env.id }));
+    big.spec.as_mut().unwrap().priority_class_name = Some(class("big"));
+    pods.create(&PostParams::default(), &big).await.unwrap();
+    let big_created = Instant::now();
+
+    let selector = format!("{TEST_LABEL}={}", env.id);
+    let ask = ["--gpus", "8", "--plan", "-l", &selector];
+    let answer = eventually(CONVERGE, "four pods held and a plan", || async {
+        let answer = fit_json(&ask);
+        answer["plan"]["moves"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+            .then_some(answer)
+    })
+    .await;
+    let plan = &answer["plan"];
+    assert_eq!(plan["node"], json!(nodes[2]), "{answer}");
+    let moves = plan["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), 1, "{answer}");
+    let (to, owner) = (moves[0]["to"].as_str().unwrap(), &moves[0]["owner"]);
+    assert_eq!(
+        (
+            moves[0]["pod"].as_str(),
+            moves[0]["from"].as_str(),
+            &moves[0]["priority"]
+        ),
+        (Some(lo.as_str()), Some(nodes[2].as_str()), &json!(100)),
+        "{answer}"
+    );
+    assert!(
+        owner
+            .as_str()
+            .is_some_and(|o| o.starts_with("ReplicaSet/lo-")),
+        "{answer}"
+    );
+    assert_ne!(to, nodes[2]);
+
+    // Fail closed: a user who may not list PodDisruptionBudgets gets no plan, exit 2, and what to grant.
+    let (user, _rbac) = user_without_budgets(&env.client, &env.id).await;
+    let mut as_user = ask.to_vec();
+    as_user.push("--dra-driver=");
+    let refused = eventually(CONVERGE, "the budgets refused", || async {
+        let run = fit_as(&as_user, Some(&user));
+        run.stderr.contains("poddisruptionbudgets").then_some(run)
+    })
+    .await;
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    let why = refused.answer["plan"]["why"].as_str().unwrap_or_default();
+    assert!(why.contains("grant list on poddisruptionbudgets"), "{why}");
+    assert_eq!(refused.answer["plan"]["moves"], json!([]));
+
+    // Carry it out as a user would: delete the pod; its ReplicaSet makes another, which the real
+    // scheduler places with the waiting pod. kube-scheduler tries the pod of the highest priority first, but
+    // only among those not waiting out a back-off (up to 10 s after a failed try): until then the
+    // replacement, tried first, would take the freed room (docs/fragmentation.md says the same to users).
+    tokio::time::sleep(SCHEDULER_MAX_BACKOFF.saturating_sub(big_created.elapsed())).await;
+    pods.delete(&lo, &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let (_, replaced_on) = work.bound_pod("lo", Some(&lo)).await;
+    let big_on = eventually(CONVERGE, "the scheduler binding big", || async {
+        pods.get("big").await.ok()?.spec?.node_name
+    })
+    .await;
+    assert_eq!(
+        big_on, nodes[2],
+        "the scheduler put big where the plan freed room"
+    );
+    assert_ne!(
+        replaced_on, nodes[2],
+        "lo's replacement took the room the plan freed"
+    );
+    // Nothing else moved: the pinned pods are where they were.
+    assert_eq!(work.bound_pod("db", None).await.1, nodes[0]);
+    assert_eq!(work.bound_pod("agent", None).await.1, nodes[3]);
 
     delete_namespace(&env, &namespace).await;
     env.cleanup().await;

@@ -12,12 +12,13 @@ use super::fit_args::FitArgs;
 use super::output::stdout::emit;
 use super::output::{OutputFormat, formatted, object_name};
 use super::render::aligned;
-use super::scan::{failed, scan_inventory};
+use super::scan::{EXIT_ERROR, failed, scan_inventory, scan_inventory_from};
 use crate::error::{Error, Result};
 use crate::inventory::model::NVLINK;
 use crate::inventory::topology::domains::levels_of;
 use crate::inventory::topology::label_table::HOSTNAME;
 use crate::inventory::topology::{FitAnswer, FitError, FitRequest, fit};
+use crate::sources::pod_traits::ReadFrom;
 
 /// Exit code: the job fits.
 const EXIT_FITS: u8 = 0;
@@ -55,40 +56,57 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
         Ok(None) => {}
         Err(e) => return failed(&e),
     }
-    let shown = answered(global, args)
-        .await
-        .and_then(|(answer, inventory, gaps)| {
-            let plan = args
-                .plan
-                .then(|| super::fit_plan::plan_for(&inventory, &answer))
-                .flatten();
-            Ok((
-                format_planned(&answer, plan.as_ref(), &args.output, !args.no_headers)?,
-                answer.fits,
-                gaps,
-            ))
-        });
-    match shown {
-        Ok((text, fits, gaps)) => emit(
-            &text,
-            gaps.exit_code(if fits { EXIT_FITS } else { EXIT_DOES_NOT_FIT }),
-        ),
-        Err(e) => failed(&e),
+    let (answer, inventory, gaps, from) = match answered(global, args).await {
+        Ok(answered) => answered,
+        Err(e) => return failed(&e),
+    };
+    let planned = match args.plan {
+        true => {
+            let namespace = global.listed_namespace();
+            super::fit_plan::plan_for(&inventory, &answer, &from, namespace).await
+        }
+        false => None,
+    };
+    drop(from);
+    let plan = planned.as_ref().map(|p| &p.json);
+    let text = match format_planned(&answer, plan, &args.output, !args.no_headers) {
+        Ok(text) => text,
+        Err(e) => return failed(&e),
+    };
+    // Fail closed: the traits could not be read whole, so there is no plan, and that is an error.
+    if let Some(why) = planned
+        .as_ref()
+        .filter(|p| p.refused)
+        .and_then(|p| p.json.why())
+    {
+        let code = emit(&text, gaps.or(ExitCode::from(EXIT_ERROR)));
+        super::output::stdout::say(&format!(
+            "error: fit --plan: {}",
+            crate::runtime::terminal_text::visible(why)
+        ));
+        return code;
     }
+    let code = if answer.fits {
+        EXIT_FITS
+    } else {
+        EXIT_DOES_NOT_FIT
+    };
+    emit(&text, gaps.exit_code(code))
 }
 
-/// The answer for `args`, the inventory it was found in, and what of a dump was not read.
+/// The answer for `args`, the inventory it was found in, what of a dump was not read, and where it was
+/// read.
 async fn answered(
     global: &GlobalArgs,
     args: &FitArgs,
-) -> Result<(FitAnswer, crate::inventory::Inventory, DumpGaps)> {
+) -> Result<(FitAnswer, crate::inventory::Inventory, DumpGaps, ReadFrom)> {
     let request = request(args)?;
-    let (inventory, gaps) = read_inventory(global, args).await?;
+    let (inventory, gaps, from) = read_inventory_from(global, args).await?;
     if let Some(level) = &request.level {
         known_level(&inventory, level)?;
     }
     let answer = fit(&inventory.nodes, &request).map_err(|e| Error::InvalidFlag(e.to_string()))?;
-    Ok((answer, inventory, gaps))
+    Ok((answer, inventory, gaps, from))
 }
 
 /// An error when `level` is a label no GPU node carries: a typo (`--level nvlnk`) would otherwise read as
@@ -154,6 +172,19 @@ pub(crate) async fn read_inventory(
     };
     let extra: Vec<String> = args.level.iter().cloned().collect();
     scan_inventory(global, &scan_args, &extra).await
+}
+
+/// As [`read_inventory`], with where it was read: `--plan` reads the pods' traits there.
+async fn read_inventory_from(
+    global: &GlobalArgs,
+    args: &FitArgs,
+) -> Result<(crate::inventory::Inventory, DumpGaps, ReadFrom)> {
+    let scan_args = ScanArgs {
+        input: args.input.clone(),
+        ..ScanArgs::of_query(args.from_file.clone(), args.selector.clone())
+    };
+    let extra: Vec<String> = args.level.iter().cloned().collect();
+    scan_inventory_from(global, &scan_args, &extra).await
 }
 
 /// The answer as `-o` asks: the table (only the domains' rows unless `headers`), or the JSON document

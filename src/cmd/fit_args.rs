@@ -54,8 +54,9 @@ pub struct FitArgs {
     #[arg(long = "toleration", env = "GPUINV_FIT_TOLERATIONS", value_name = "KEY[=VALUE][:EFFECT]",
           value_delimiter = ',', value_parser = Toleration::parse)]
     pub tolerations: Vec<Toleration>,
-    /// Read nodes and pods (and Kueue Topologies) from a `kubectl get nodes,pods -A -o yaml|json` dump
-    /// instead of the cluster; `-` reads stdin.
+    /// Read nodes and pods (and Kueue Topologies; for `--plan`, PodDisruptionBudgets) from a
+    /// `kubectl get nodes,pods,poddisruptionbudgets -A -o yaml|json` dump instead of the cluster; `-` reads
+    /// stdin.
     #[arg(long, short = 'f', env = "GPUINV_FIT_FROM_FILE", value_name = "FILE")]
     pub from_file: Option<String>,
     /// The cap on a `-f` dump.
@@ -75,9 +76,12 @@ pub struct FitArgs {
           value_parser = parse_output, default_value = "table")]
     pub output: OutputFormat,
     /// When it does not fit: the running pods to move, each to where it fits afterwards, so that the job
-    /// starts on one node (a job of one pod: G at most a node's GPUs). The fewest GPUs move; a pod's
-    /// priority, owner and PodDisruptionBudget are not read yet, so every pod counts as movable
-    /// (docs/fragmentation.md). Printed under the answer, and as `plan` in `-o json|yaml`.
+    /// starts on one node (a job of one pod: G at most a node's GPUs). The fewest GPUs move, lower
+    /// priorities first; never a DaemonSet's or static pod, nor more of a PodDisruptionBudget's pods than it
+    /// allows; gangs (Job, JobSet, LeaderWorkerSet group, Kueue pod group) move whole. Reads the pods and
+    /// PodDisruptionBudgets (list on poddisruptionbudgets.policy; with `-n`, only that namespace's pods
+    /// move); when the budgets cannot be read, no plan and exit 2 (docs/fragmentation.md). Printed under
+    /// the answer, and as `plan` in `-o json|yaml`.
     #[arg(long, env = "GPUINV_FIT_PLAN")]
     pub plan: bool,
     /// Print only the table's rows (the domains, or the places of a share): no header or answer lines.

@@ -1,18 +1,23 @@
 //! `fit --plan`: when a job of one pod does not fit now, the running pods to move so that it fits on one
 //! node (`inventory::fragmentation::plan`), printed after `fit`'s answer and as `plan` in `-o json|yaml`.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use serde::Serialize;
 
+use super::output::stdout::say;
 use crate::inventory::Inventory;
-use crate::inventory::fragmentation::plan::{Plan, PodTraits, plan};
-use crate::inventory::model::NodeInventory;
+use crate::inventory::fragmentation::plan::{Immovable, NoPlan, Plan, PodTraits, needed, plan};
+use crate::inventory::model::{Holder, NodeInventory};
 use crate::inventory::topology::FitAnswer;
 use crate::inventory::topology::label_table::HOSTNAME;
 use crate::inventory::totals::same_product_key;
 use crate::runtime::terminal_text::visible;
+use crate::sources::pod_traits::{PodKey, ReadFrom};
 
 /// The plan as JSON prints it: `plan.node`, `plan.displacedGpus`, `plan.moves[]` (namespace, pod, from, to,
-/// gpus, gang); or `plan.why` when there is none.
+/// gpus, gang, owner, priority); or `plan.why` when there is none.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PlanJson {
@@ -26,6 +31,13 @@ pub(crate) struct PlanJson {
     pub(crate) why: Option<String>,
 }
 
+impl PlanJson {
+    /// Why there is no plan, if there is none.
+    pub(crate) fn why(&self) -> Option<&str> {
+        self.why.as_deref()
+    }
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MoveJson {
@@ -36,43 +48,121 @@ pub(crate) struct MoveJson {
     pub(crate) gpus: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gang: Option<String>,
+    /// `kind/name` of its controller; null when none (nothing recreates it once deleted).
+    pub(crate) owner: Option<String>,
+    pub(crate) priority: i32,
 }
 
-/// The plan for `answer` over `inventory`, or why there is none (`None`: it fits, no plan is needed).
-pub(crate) fn plan_for(inventory: &Inventory, answer: &FitAnswer) -> Option<PlanJson> {
+/// A plan, or why there is none; `refused` when the pods' traits could not be read whole, so that no plan
+/// is made (fail closed) and `fit` exits with its error code.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub(crate) json: PlanJson,
+    pub(crate) refused: bool,
+}
+
+impl Planned {
+    fn why(why: String) -> Planned {
+        Planned {
+            json: PlanJson {
+                why: Some(why),
+                ..Default::default()
+            },
+            refused: false,
+        }
+    }
+}
+
+/// The plan for `answer` over `inventory`, or why there is none (`None`: it fits, no plan is needed). The
+/// pods' traits are read from `from` only when moving pods could help; with `-n` (`namespace`) only that
+/// namespace's pods may move.
+pub(crate) async fn plan_for(
+    inventory: &Inventory,
+    answer: &FitAnswer,
+    from: &ReadFrom,
+    namespace: Option<&str>,
+) -> Option<Planned> {
     if answer.fits {
         return None;
     }
-    let why = |why: String| {
-        Some(PlanJson {
-            why: Some(why),
-            ..Default::default()
-        })
-    };
     if answer.level.as_deref().is_some_and(|l| l != HOSTNAME) || answer.gpus_per_pod < answer.gpus {
-        return why(format!(
+        return Some(Planned::why(format!(
             "a plan is made for a job of one pod on one node; this job is {} pods of {} GPUs (a plan for a \
              gang across nodes is not made yet)",
             answer.gpus.div_ceil(answer.gpus_per_pod.max(1)),
             answer.gpus_per_pod
-        ));
+        )));
     }
+    let nodes = product_nodes(inventory, answer);
+    if let Err(no) = needed(&nodes, answer.gpus) {
+        return Some(Planned::why(no_plan(&no, answer.gpus)));
+    }
+    let read = match from.traits(namespace, &holders(&nodes)).await {
+        Ok(read) => read,
+        Err(why) => {
+            return Some(Planned {
+                refused: true,
+                ..Planned::why(why)
+            });
+        }
+    };
+    for note in &read.notes {
+        say(&format!("warning: {}", visible(note)));
+    }
+    let traits = |ns: &str, pod: &str| match namespace.filter(|n| *n != ns) {
+        Some(listed) => PodTraits {
+            immovable: Some(Immovable::OutsideNamespace(listed.to_owned())),
+            ..Default::default()
+        },
+        None => {
+            let key = (ns.to_owned(), pod.to_owned());
+            read.traits.get(&key).cloned().unwrap_or_default()
+        }
+    };
+    Some(match plan(&nodes, answer.gpus, traits) {
+        Ok(plan) => Planned {
+            json: json(plan),
+            refused: false,
+        },
+        Err(no) => Planned::why(no_plan(&no, answer.gpus)),
+    })
+}
+
+/// The nodes of the answer's product (every node when it names none).
+fn product_nodes(inventory: &Inventory, answer: &FitAnswer) -> Vec<Arc<NodeInventory>> {
     let key = answer.product.as_deref().map(same_product_key);
-    let nodes: Vec<std::sync::Arc<NodeInventory>> = inventory
+    inventory
         .nodes
         .iter()
         .filter(|n| {
             key.is_none() || n.product.as_deref().map(same_product_key).as_deref() == key.as_deref()
         })
         .cloned()
-        .collect();
-    // Pods' priorities, owners and disruption budgets are not read yet: each is a movable pod of priority 0.
-    match plan(&nodes, answer.gpus, |_, _| PodTraits::default()) {
-        Some(plan) => Some(json(plan)),
-        None => why(format!(
-            "no set of running pods, moved to where they fit, frees {} GPUs on one node",
-            answer.gpus
-        )),
+        .collect()
+}
+
+/// The pods holding GPUs on `nodes`: those whose traits the plan weighs.
+fn holders(nodes: &[Arc<NodeInventory>]) -> HashSet<PodKey> {
+    let holdings = nodes.iter().flat_map(|n| &n.holdings);
+    holdings
+        .filter_map(|h| match &h.holder {
+            Holder::Pod { namespace, name } => Some((namespace.clone(), name.clone())),
+            Holder::Claim(_) => None,
+        })
+        .collect()
+}
+
+/// Why there is no plan, in words.
+fn no_plan(no: &NoPlan, gpus: u64) -> String {
+    match no {
+        NoPlan::FitsNow => format!(
+            "a node has {gpus} GPUs free now, yet the job does not fit there (a taint it does not tolerate, or \
+             its GPUs per pod): no pod needs to move"
+        ),
+        NoPlan::NoNode => format!(
+            "no Ready, schedulable node has {gpus} GPUs at all: moving pods cannot make room"
+        ),
+        NoPlan::Stopped(stops) => stops.to_string(),
     }
 }
 
@@ -90,6 +180,8 @@ fn json(plan: Plan) -> PlanJson {
                 to: m.to,
                 gpus: m.gpus,
                 gang: m.gang,
+                owner: m.owner,
+                priority: m.priority,
             })
             .collect(),
         why: None,
@@ -118,6 +210,8 @@ pub(crate) fn table(plan: &PlanJson) -> String {
             vec![
                 m.namespace.clone(),
                 m.pod.clone(),
+                m.owner.clone().unwrap_or_else(|| "-".to_owned()),
+                m.priority.to_string(),
                 m.from.clone(),
                 m.to.clone(),
                 m.gpus.to_string(),
@@ -125,9 +219,23 @@ pub(crate) fn table(plan: &PlanJson) -> String {
         })
         .collect();
     out.push_str(&super::render::aligned(
-        &["NAMESPACE", "POD", "FROM", "TO", "GPUS"],
+        &[
+            "NAMESPACE",
+            "POD",
+            "OWNER",
+            "PRIORITY",
+            "FROM",
+            "TO",
+            "GPUS",
+        ],
         &rows,
         true,
     ));
+    if plan.moves.iter().any(|m| m.owner.is_none()) {
+        out.push_str(
+            "\nA pod whose OWNER is - has no controller: once deleted, nothing recreates it; create it again \
+             yourself.\n",
+        );
+    }
     out
 }

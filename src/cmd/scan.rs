@@ -22,6 +22,7 @@ use crate::publish::content::status::{NodeList, desired_status};
 use crate::publish::content::wire::Detail;
 use crate::runtime::client::connect;
 use crate::sources::dump::{Dump, parse_dump_within, read_dump_bytes};
+use crate::sources::pod_traits::ReadFrom;
 use crate::sources::{Cluster, OneShot, Readers, Snapshot, Sources, SourcesConfig};
 
 /// Exit code: every GPU node healthy.
@@ -140,6 +141,17 @@ pub(crate) async fn scan_inventory(
     args: &ScanArgs,
     extra_levels: &[String],
 ) -> Result<(Inventory, DumpGaps)> {
+    scan_inventory_from(global, args, extra_levels)
+        .await
+        .map(|(inventory, gaps, _)| (inventory, gaps))
+}
+
+/// As [`scan_inventory`], with where it read, for a second look (`fit --plan` reads the pods' traits there).
+pub(crate) async fn scan_inventory_from(
+    global: &GlobalArgs,
+    args: &ScanArgs,
+    extra_levels: &[String],
+) -> Result<(Inventory, DumpGaps, ReadFrom)> {
     let selector = match &args.selector {
         Some(text) => {
             parse_selector(text).map_err(|e| Error::InvalidFlag(format!("--selector: {e}")))?
@@ -158,33 +170,37 @@ pub(crate) async fn scan_inventory(
             .collect(),
         utilization: args.utilization.source()?,
     };
-    let (snapshot, gaps) = read_once(global, args, &Readers::of(&config)).await?;
+    let (snapshot, gaps, from) = read_once(global, args, &Readers::of(&config)).await?;
     // A live scan lists the nodes the selector picks, but pods and claims of the whole cluster; a dump holds
     // what the user put in it. Either way the selector is applied to the nodes here, as the operator does.
-    Ok((snapshot.scan(&selector, NodeUniverse::Cluster, None), gaps))
+    let inventory = snapshot.scan(&selector, NodeUniverse::Cluster, None);
+    Ok((inventory, gaps, from))
 }
 
-/// What `readers` read once from the dump `args` name, or else from the cluster, listed page by page. What
-/// could not be read is said once the cluster answered, naming the context where several are read side by
-/// side.
+/// What `readers` read once from the dump `args` name, or else from the cluster, listed page by page, and
+/// where. What could not be read is said once the cluster answered, naming the context where several are
+/// read side by side.
 async fn read_once(
     global: &GlobalArgs,
     args: &ScanArgs,
     readers: &Readers,
-) -> Result<(Snapshot, DumpGaps)> {
+) -> Result<(Snapshot, DumpGaps, ReadFrom)> {
     if let Some(path) = args.from_file.as_deref() {
         let (dump, source) = read_dump(path, args.input.max_input_bytes)?;
         let gaps = DumpGaps::of(&dump, source);
         let snapshot = Sources::list_once(readers, &OneShot::Dump(&dump)).await?;
-        return Ok((snapshot.objects, gaps));
+        return Ok((snapshot.objects, gaps, ReadFrom::Dump(dump)));
     }
     let connection = connect(&global.client_config()).await?;
-    let cluster = Cluster {
+    let from = OneShot::Cluster(Cluster {
         client: connection.client,
         url: connection.cluster_url,
         page: args.chunk_size,
+    });
+    let listed = Sources::list_once(readers, &from).await?;
+    let OneShot::Cluster(cluster) = from else {
+        unreachable!("made as a cluster above")
     };
-    let listed = Sources::list_once(readers, &OneShot::Cluster(cluster)).await?;
     let context = match global.context.last() {
         Some(context) => format!("context {context}: "),
         None => String::new(),
@@ -195,7 +211,11 @@ async fn read_once(
             crate::runtime::terminal_text::visible(&format!("{context}{note}"))
         ));
     }
-    Ok((listed.objects, DumpGaps::default()))
+    Ok((
+        listed.objects,
+        DumpGaps::default(),
+        ReadFrom::Cluster(cluster),
+    ))
 }
 
 /// The dump at `path` (`-`: stdin), read within `limit` bytes (`--max-input-bytes`), and its name; the objects

@@ -16,6 +16,7 @@ pub mod dump;
 pub mod kueue;
 pub mod nodes;
 pub mod optional_api;
+pub mod pod_traits;
 pub mod pods;
 pub mod reader;
 pub mod registry;

@@ -17,6 +17,7 @@ pub mod cluster_periods;
 pub mod dra;
 pub mod exec_plugin;
 pub mod fit_cli;
+pub mod fit_plan_cli;
 pub mod fleet;
 pub mod fresh_scan;
 pub mod helm;
@@ -37,6 +38,7 @@ pub mod silent_server;
 pub mod test_env;
 pub mod tmux;
 pub mod waiting;
+pub mod workloads;
 
 // `common::X` for the test crates: the harness's items by name, wherever they live.
 #[allow(unused_imports)] // each test binary uses a different part of the harness

@@ -20,11 +20,12 @@ use super::fit_plan::plan_for;
 use super::map_args::MapArgs;
 use super::output::stdout::emit;
 use super::output::{formatted, object_name};
-use super::scan::{failed, scan_inventory};
+use super::scan::{failed, scan_inventory_from};
 use crate::error::{Error, Result};
 use crate::inventory::Inventory;
 use crate::inventory::topology::label_table::HOSTNAME;
 use crate::inventory::topology::{FitRequest, fit};
+use crate::sources::pod_traits::ReadFrom;
 use picture::{Grouping, Job, Map, picture};
 use view::View;
 
@@ -40,31 +41,57 @@ pub(crate) async fn run(global: &GlobalArgs, args: &MapArgs, colour: bool) -> Ex
         Grouping::Level(level) => vec![level.clone()],
         _ => Vec::new(),
     };
-    let drawn = scan_inventory(global, &scan_args, &extra)
-        .await
-        .and_then(|(inventory, gaps)| {
-            let map = map_of(&inventory, args)?;
-            let fits = map.job.as_ref().is_none_or(|j| j.fits);
-            Ok((shown(&map, args, colour)?, fits, gaps))
-        });
+    let drawn = match scan_inventory_from(global, &scan_args, &extra).await {
+        Ok((inventory, gaps, from)) => {
+            let namespace = global.listed_namespace();
+            map_of(&inventory, args, &from, namespace)
+                .await
+                .and_then(|map| {
+                    let fits = map.job.as_ref().is_none_or(|j| j.fits);
+                    Ok((shown(&map, args, colour)?, fits, gaps))
+                })
+        }
+        Err(e) => Err(e),
+    };
     match drawn {
         Ok((text, fits, gaps)) => emit(&text, gaps.exit_code(u8::from(!fits))),
         Err(e) => failed(&e),
     }
 }
 
-/// The map `args` ask for: the groups, and the job of `--gpus` (with `--plan`, its plan) laid over them.
-fn map_of(inventory: &Inventory, args: &MapArgs) -> Result<Map> {
+/// The map `args` ask for: the groups, and the job of `--gpus` (with `--plan`, its plan, the pods' traits
+/// read from `from`; with `-n`, only `namespace`'s pods moved) laid over them.
+async fn map_of(
+    inventory: &Inventory,
+    args: &MapArgs,
+    from: &ReadFrom,
+    namespace: Option<&str>,
+) -> Result<Map> {
     let job = match args.gpus {
-        Some(gpus) => Some(job(inventory, gpus, args.product.clone(), args.plan)?),
+        Some(gpus) => {
+            let plan = args.plan.then_some(PlanFrom { from, namespace });
+            Some(job(inventory, gpus, args.product.clone(), plan).await?)
+        }
         None => None,
     };
     Ok(picture(inventory, &args.group_by, job))
 }
 
+/// Where a plan reads the pods' traits, and the one namespace whose pods it may move (`-n`).
+struct PlanFrom<'a> {
+    from: &'a ReadFrom,
+    namespace: Option<&'a str>,
+}
+
 /// A job of `gpus` GPUs in one pod on one node, asked of `fit` as `fit --gpus G --gpus-per-pod G --level
-/// kubernetes.io/hostname` would, with `fit --plan`'s plan when it fits nowhere and `plan` is asked.
-fn job(inventory: &Inventory, gpus: u64, product: Option<String>, plan: bool) -> Result<Job> {
+/// kubernetes.io/hostname` would, with `fit --plan`'s plan when it fits nowhere and a plan is asked. A plan
+/// refused (the pods' traits not read whole: fail closed) is an error.
+async fn job(
+    inventory: &Inventory,
+    gpus: u64,
+    product: Option<String>,
+    plan: Option<PlanFrom<'_>>,
+) -> Result<Job> {
     let request = FitRequest {
         gpus,
         product,
@@ -79,11 +106,24 @@ fn job(inventory: &Inventory, gpus: u64, product: Option<String>, plan: bool) ->
         .iter()
         .flat_map(|d| d.nodes.iter().cloned())
         .collect();
+    let planned = match plan {
+        Some(PlanFrom { from, namespace }) => plan_for(inventory, &answer, from, namespace).await,
+        None => None,
+    };
+    if let Some(refused) = planned.as_ref().filter(|p| p.refused) {
+        return Err(Error::InvalidFlag(format!(
+            "map --plan: {}",
+            refused
+                .json
+                .why()
+                .unwrap_or("the pods' traits could not be read")
+        )));
+    }
     Ok(Job {
         gpus,
         fits: answer.fits,
         nodes,
-        plan: plan.then(|| plan_for(inventory, &answer)).flatten(),
+        plan: planned.map(|p| p.json),
     })
 }
 

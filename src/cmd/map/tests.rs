@@ -15,6 +15,7 @@ use crate::inventory::model::{
 };
 use crate::inventory::test_support::{accounted, bound_pod, gpu_node};
 use crate::inventory::text_map::Text;
+use crate::sources::pod_traits::ReadFrom;
 
 fn h100(name: &str) -> NodeInventory {
     gpu_node(name, 8, "H100", None, &[("nvidia.com/gpu", "8")])
@@ -111,11 +112,22 @@ fn a_fragmented_fleet_is_drawn_one_cell_per_gpu() {
     assert_eq!(lines(&rows).len(), 6, "--no-headers: the rows only\n{rows}");
 }
 
-#[test]
-fn the_plan_is_drawn_over_the_fleet_and_its_moves_listed() {
+/// A plan's second look at an empty dump: every pod movable, of priority 0, under no budget.
+fn plan_from(dump: &ReadFrom) -> Option<super::PlanFrom<'_>> {
+    Some(super::PlanFrom {
+        from: dump,
+        namespace: None,
+    })
+}
+
+#[tokio::test]
+async fn the_plan_is_drawn_over_the_fleet_and_its_moves_listed() {
     let inventory = fragmented();
+    let dump = ReadFrom::Dump(Default::default());
     // c lacks 4 and holds one pod of 4, which fits e's 5 free; a and b lack 5; e lacks 3 but frees only 1.
-    let job = super::job(&inventory, 8, None, true).unwrap();
+    let job = super::job(&inventory, 8, None, plan_from(&dump))
+        .await
+        .unwrap();
     assert!(!job.fits);
     let map = picture(&inventory, &Grouping::Auto, Some(job));
     let text = draw(&map, &PLAIN);
@@ -148,10 +160,13 @@ fn the_plan_is_drawn_over_the_fleet_and_its_moves_listed() {
     assert_eq!((map.counts.leaving, map.counts.arriving), (4, 4));
 }
 
-#[test]
-fn a_job_that_fits_now_marks_its_nodes_and_moves_nothing() {
+#[tokio::test]
+async fn a_job_that_fits_now_marks_its_nodes_and_moves_nothing() {
     let inventory = fragmented();
-    let job = super::job(&inventory, 5, Some("H100".into()), true).unwrap();
+    let dump = ReadFrom::Dump(Default::default());
+    let job = super::job(&inventory, 5, Some("H100".into()), plan_from(&dump))
+        .await
+        .unwrap();
     assert!(job.fits && job.plan.is_none());
     let map = picture(&inventory, &Grouping::Auto, Some(job));
     let text = draw(&map, &PLAIN);

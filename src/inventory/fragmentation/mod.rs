@@ -10,8 +10,11 @@
 
 mod blocked;
 pub mod plan;
+mod plan_place;
 #[cfg(test)]
 mod plan_tests;
+mod plan_types;
+mod plan_why;
 #[cfg(test)]
 mod tests;
 

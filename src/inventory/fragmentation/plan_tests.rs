@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use super::plan::{PodTraits, plan};
+use super::plan::{Immovable, NoPlan, PodTraits, plan};
 use crate::inventory::allocation::GpuPod;
 use crate::inventory::model::NodeInventory;
 use crate::inventory::test_support::{accounted, bound_pod, gpu_node};
@@ -73,13 +73,29 @@ fn lower_priority_moves_before_higher_at_equal_cost() {
 fn an_immovable_pod_never_moves_and_no_plan_is_better_than_a_wrong_one() {
     let nodes = fleet(&[&[4], &[4]]);
     let immovable = |_: &str, _: &str| PodTraits {
-        immovable: Some("DaemonSet".into()),
+        immovable: Some(Immovable::DaemonSet("ml/agent".into())),
         ..Default::default()
     };
-    assert_eq!(plan(&nodes, 8, immovable), None);
+    let Err(NoPlan::Stopped(stops)) = plan(&nodes, 8, immovable) else {
+        panic!("no plan")
+    };
+    assert_eq!(
+        stops.to_string(),
+        "no set of running pods, moved to where they fit, frees 8 GPUs on one node: 2 pods on the \
+         candidate nodes cannot move: 2 DaemonSet pods; moving every pod that may move frees at most 4 GPUs \
+         on one node"
+    );
     // Nowhere to put what moves: two full nodes.
     let full = fleet(&[&[8], &[8]]);
-    assert_eq!(plan(&full, 8, |_, _| PodTraits::default()), None);
+    let Err(NoPlan::Stopped(stops)) = plan(&full, 8, |_, _| PodTraits::default()) else {
+        panic!("no plan")
+    };
+    assert!(
+        stops
+            .to_string()
+            .ends_with("GPUs on one node: the pods that would make room find none elsewhere"),
+        "{stops}"
+    );
 }
 
 #[test]
@@ -96,7 +112,7 @@ fn a_gang_moves_whole_and_its_other_pods_free_their_gpus() {
     assert_eq!(moves(&plan), [("n2-0", "n2", "n0", 4)], "{plan:?}");
     // With n2's pod immovable, the gang moves whole.
     let plan = super::plan::plan(&nodes, 8, |ns, pod| PodTraits {
-        immovable: (pod == "n2-0").then(|| "static pod".to_owned()),
+        immovable: (pod == "n2-0").then_some(Immovable::Static),
         ..gang(ns, pod)
     })
     .expect("a plan");
@@ -114,8 +130,133 @@ fn a_request_that_fits_now_needs_no_plan_and_one_larger_than_any_node_has_none()
     let nodes = fleet(&[&[4], &[]]);
     assert_eq!(
         plan(&nodes, 8, |_, _| PodTraits::default()),
-        None,
+        Err(NoPlan::FitsNow),
         "n1 has 8 free: fits now"
     );
-    assert_eq!(plan(&fleet(&[&[4]]), 16, |_, _| PodTraits::default()), None);
+    assert_eq!(
+        plan(&fleet(&[&[4]]), 16, |_, _| PodTraits::default()),
+        Err(NoPlan::NoNode)
+    );
+}
+
+#[test]
+fn a_disruption_budget_lets_at_most_its_allowance_of_pods_move() {
+    // n0 lacks 4: its two 2-GPU pods must both go (to n1's 3 and n2's 2); n1 and n2 lack more than there
+    // is room for elsewhere. Both pods are under one budget.
+    let nodes = fleet(&[&[2, 2], &[5], &[6]]);
+    let budget = |allowed: u32| {
+        move |_: &str, pod: &str| PodTraits {
+            budgets: if pod.starts_with("n0-") {
+                vec![("ml/web".to_owned(), allowed)]
+            } else {
+                Vec::new()
+            },
+            owner: Some(format!("ReplicaSet/{pod}")),
+            priority: 7,
+            ..Default::default()
+        }
+    };
+    let Err(NoPlan::Stopped(stops)) = plan(&nodes, 8, budget(1)) else {
+        panic!("a budget of 1 forbids moving both")
+    };
+    assert!(
+        stops
+            .to_string()
+            .contains("PodDisruptionBudget ml/web lets only 1 of its pods move at once"),
+        "{stops}"
+    );
+    let plan = plan(&nodes, 8, budget(2)).expect("a budget of 2 lets both move");
+    assert_eq!(
+        moves(&plan),
+        [("n0-0", "n0", "n2", 2), ("n0-1", "n0", "n1", 2)],
+        "{plan:?}"
+    );
+    assert_eq!(plan.moves[0].owner.as_deref(), Some("ReplicaSet/n0-0"));
+    assert_eq!(plan.moves[0].priority, 7);
+}
+
+#[test]
+fn a_budget_counts_pods_across_the_units_it_covers() {
+    // n0: four 1-GPU pods, 4 free: the one plan moves all four, to n1's 3 and n2's 2. Two budgets covering
+    // two pods each, allowing 2, let every pod go; one budget covering all four, allowing 3, does not.
+    let nodes = fleet(&[&[1, 1, 1, 1], &[5], &[6]]);
+    let split = |_: &str, pod: &str| PodTraits {
+        budgets: vec![(if pod < "n0-2" { "ml/a" } else { "ml/b" }.to_owned(), 2)],
+        ..Default::default()
+    };
+    let plan = plan(&nodes, 8, split).expect("each budget allows its two");
+    assert_eq!(
+        (plan.node.as_str(), plan.moves.len()),
+        ("n0", 4),
+        "{plan:?}"
+    );
+    let one = |_: &str, pod: &str| PodTraits {
+        budgets: if pod.starts_with("n0-") {
+            vec![("ml/all".to_owned(), 3)]
+        } else {
+            Vec::new()
+        },
+        ..Default::default()
+    };
+    let Err(NoPlan::Stopped(stops)) = super::plan::plan(&nodes, 8, one) else {
+        panic!("four moves under a budget of 3")
+    };
+    assert!(
+        stops
+            .to_string()
+            .contains("PodDisruptionBudget ml/all lets only 3 of its pods move at once"),
+        "{stops}"
+    );
+}
+
+#[test]
+fn the_why_counts_the_pods_that_cannot_move_by_rule() {
+    // Every node lacks 4; n0's are a DaemonSet's and a budget's, n1's a static pod and a gang pod whose
+    // other pod (on n2) is under the budget; n2's pod is the gang's.
+    let nodes = fleet(&[&[2, 2], &[2, 2], &[4]]);
+    let traits = |_: &str, pod: &str| PodTraits {
+        immovable: match pod {
+            "n0-0" => Some(Immovable::DaemonSet("ml/agent".into())),
+            "n0-1" | "n2-0" => Some(Immovable::NoDisruption("ml/db".into())),
+            "n1-0" => Some(Immovable::Static),
+            _ => None,
+        },
+        gang: matches!(pod, "n1-1" | "n2-0").then(|| "Job ml/train".to_owned()),
+        ..Default::default()
+    };
+    let Err(NoPlan::Stopped(stops)) = plan(&nodes, 8, traits) else {
+        panic!("nothing may move")
+    };
+    assert_eq!(stops.pinned_pods(), 5, "{stops}");
+    assert_eq!(
+        stops.to_string(),
+        "no set of running pods, moved to where they fit, frees 8 GPUs on one node: 5 pods on the \
+         candidate nodes cannot move: 1 DaemonSet pod, 1 static pod, 2 under PodDisruptionBudget ml/db, \
+         which allows no disruption, 1 of gang Job ml/train, which has a pod that cannot move; moving every \
+         pod that may move frees at most 4 GPUs on one node"
+    );
+}
+
+#[test]
+fn a_gang_with_pods_beyond_the_plans_nodes_and_pods_of_other_namespaces_stay() {
+    let nodes = fleet(&[&[4], &[4]]);
+    let traits = |_: &str, pod: &str| PodTraits {
+        immovable: Some(match pod {
+            "n0-0" => Immovable::GangBeyond("JobSet ml/llama".into()),
+            _ => Immovable::OutsideNamespace("team-a".into()),
+        }),
+        gang: (pod == "n0-0").then(|| "JobSet ml/llama".to_owned()),
+        ..Default::default()
+    };
+    let Err(NoPlan::Stopped(stops)) = plan(&nodes, 8, traits) else {
+        panic!("nothing may move")
+    };
+    let why = stops.to_string();
+    assert!(
+        why.contains(
+            "2 pods on the candidate nodes cannot move: 1 outside namespace team-a (-n), 1 of gang JobSet \
+             ml/llama, which has GPU pods on nodes this plan does not weigh"
+        ),
+        "{why}"
+    );
 }

@@ -6,8 +6,11 @@
 pub mod k8s_dra;
 pub mod k8s_node;
 pub mod k8s_pod;
+pub mod k8s_pod_traits;
 pub mod k8s_selector;
 pub mod k8s_taint_rule;
 
 #[cfg(test)]
 mod k8s_node_tests;
+#[cfg(test)]
+mod k8s_pod_traits_tests;

@@ -1,6 +1,6 @@
 //! Reading a dump of cluster objects (`kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses,
 //! devicetaintrules -A -o yaml|json`) for `scan --from-file` and the tests: nodes, the pods the allocation
-//! accounting reads, and the DRA objects.
+//! accounting reads, the DRA objects, Kueue's, and the PodDisruptionBudgets `fit --plan` reads.
 //!
 //! Dumps are read as users make them: from any supported Kubernetes version, by kubectl or by other tools.
 //!

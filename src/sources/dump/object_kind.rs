@@ -12,6 +12,8 @@ pub(super) enum Kind {
     ResourceClaim,
     DeviceClass,
     DeviceTaintRule,
+    /// A PodDisruptionBudget (`policy/v1`): `fit --plan` never moves more of its pods than it allows.
+    PodDisruptionBudget,
     /// One of Kueue's kinds the scan reads (`kueue.x-k8s.io`: Topology, ResourceFlavor, ClusterQueue, Cohort,
     /// LocalQueue, Workload); another group's kind of the same name is not read.
     Kueue(&'static str),
@@ -36,6 +38,7 @@ impl Kind {
             "ResourceClaim" => Kind::ResourceClaim,
             "DeviceClass" => Kind::DeviceClass,
             "DeviceTaintRule" => Kind::DeviceTaintRule,
+            "PodDisruptionBudget" => Kind::PodDisruptionBudget,
             other => Kind::Kueue(KUEUE_KINDS.into_iter().find(|k| *k == other)?),
         })
     }
@@ -48,6 +51,7 @@ impl Kind {
             Kind::ResourceClaim => "ResourceClaim",
             Kind::DeviceClass => "DeviceClass",
             Kind::DeviceTaintRule => "DeviceTaintRule",
+            Kind::PodDisruptionBudget => "PodDisruptionBudget",
             Kind::Kueue(kind) => kind,
         }
     }

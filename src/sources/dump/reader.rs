@@ -2,6 +2,7 @@
 //! charged to the dump's budget, and each one not read (or read without a field the scan reads) recorded.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::api::DynamicObject;
 use serde::de::DeserializeOwned;
@@ -33,6 +34,9 @@ pub struct Dump {
     /// Kueue's objects (`kueue.x-k8s.io`, any version: the fields read are alike): Topologies, and the quota
     /// objects (`sources::kueue`).
     pub(crate) kueue: Vec<DynamicObject>,
+    /// The PodDisruptionBudgets (`policy/v1` only: v1beta1's empty selector selects no pod, v1's every
+    /// pod), which `fit --plan` reads.
+    pub(crate) budgets: Vec<PodDisruptionBudget>,
     /// One line per object skipped or field taken out, each starting with the source name: which object
     /// (list index, kind, name), why (the field that did not decode, or the apiVersion not read) and what to
     /// do.
@@ -159,6 +163,13 @@ impl<'a> Reader<'a> {
                 let pod = self.lenient(object, kind, label, name)?;
                 self.dump.pods.push(pod);
             }
+            Kind::PodDisruptionBudget => {
+                if version != Some(POLICY_V1) {
+                    return Err(Unread::Version(version.unwrap_or_default().to_owned()));
+                }
+                let budget = self.lenient(object, kind, label, name)?;
+                self.dump.budgets.push(budget);
+            }
             Kind::DeviceTaintRule => self
                 .dump
                 .taint_rules
@@ -249,8 +260,18 @@ pub(super) fn object_name(object: &Tree) -> String {
     }
 }
 
+/// The one version of PodDisruptionBudgets read.
+const POLICY_V1: &str = "policy/v1";
+
 /// What the scan reads of `kind`, and how to export it so that it does.
 pub(super) fn version_warning(kind: Kind, version: &str) -> String {
+    if kind == Kind::PodDisruptionBudget {
+        return format!(
+            "apiVersion {version:?} is not one this scan reads ({POLICY_V1}: an older version's empty \
+             selector selects no pod, v1's every pod); skipped. Re-export it: kubectl get \
+             poddisruptionbudgets.v1.policy -A -o yaml"
+        );
+    }
     let (versions, plural, older) = match kind {
         Kind::DeviceTaintRule => (
             versions::TAINT_RULE_VERSIONS,
