@@ -17,7 +17,8 @@
 //! carries) scanned without reading any level (`TopologyLevels::none()`); and that fleet with its levels read.
 //! The cost of reading topology (docs/topology.md) is the third over the second, a ratio; the second over the
 //! first is only the labels' own weight. At the largest size one `fit` of a rack-sized job is timed on the
-//! labelled fleet, against one scan.
+//! labelled fleet, against one scan, and one `fit --plan` of an 8-GPU pod (the plan's search alone: every
+//! GPU node holds a pod, so none has 8 free).
 //!
 //! A fourth way adds Kueue (docs/quotas.md) to the labelled fleet read: 20 ResourceFlavors (one GKE block
 //! each), 50 ClusterQueues giving quota on two flavors each, their LocalQueues and 2,000 pending Workloads
@@ -310,6 +311,7 @@ fn main() {
         if topology && !with_kueue && !std::ptr::eq(levels, TopologyLevels::none()) && n == largest
         {
             time_fit(&held, runs);
+            time_plan(&held, runs);
         }
     }
 }
@@ -363,6 +365,26 @@ fn time_fit(inventory: &Option<gpu_inventory_operator::inventory::model::Invento
     });
     println!(
         "    fit --gpus 64          {:>7.1} ms ({:.1}..{:.1}), fits: {fits}",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
+}
+
+/// One `fit --plan` of an 8-GPU pod that fits no node (each GPU node holds one or two pods): the plan's
+/// search alone, on the scan just made, every pod movable (the traits a live plan reads cost one list).
+fn time_plan(inventory: &Option<gpu_inventory_operator::inventory::model::Inventory>, runs: usize) {
+    use gpu_inventory_operator::inventory::fragmentation::plan::{PodTraits, plan};
+    let Some(inventory) = inventory else {
+        return;
+    };
+    let mut moves = 0;
+    let (median, min, max) = timed(runs, || {
+        let planned = plan(&inventory.nodes, 8, |_, _| PodTraits::default());
+        moves = planned.map_or(0, |p| p.moves.len());
+    });
+    println!(
+        "    fit --gpus 8 --plan    {:>7.1} ms ({:.1}..{:.1}), the plan alone: {moves} move(s)",
         ms(median),
         ms(min),
         ms(max)

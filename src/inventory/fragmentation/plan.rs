@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::plan_place::{place, subsets};
+use super::plan_place::{Pieces, subsets};
 use super::plan_types::{Held, Unit};
 pub use super::plan_types::{Immovable, Move, Plan, PodTraits};
 pub use super::plan_why::Stops;
@@ -61,17 +61,29 @@ pub fn plan(
         .map(|(i, _)| (gpus - free[i], i))
         .collect();
     targets.sort();
+    let pieces = Pieces::of(&free);
+    // No plan moves pods of lower priority than the lowest a movable pod has: a plan displacing only what
+    // its target lacks, at that priority, in one pod, cannot be beaten by a target lacking as much or more.
+    let lowest = units
+        .iter()
+        .filter(|u| u.immovable.is_none())
+        .map(|u| u.priority)
+        .min()
+        .unwrap_or(i32::MIN);
     let mut stops = Stops::new(gpus);
     let mut best: Option<(Key, Plan)> = None;
     for (lacks, target) in targets {
         // A target lacking as much as the best plan displaces may still move pods of lower priority.
-        if best.as_ref().is_some_and(|(key, _)| key.0 < lacks) {
+        if best
+            .as_ref()
+            .is_some_and(|(key, _)| key.0 < lacks || *key <= (lacks, lowest, 1))
+        {
             break;
         }
         let candidates: Vec<usize> = on_node.get(&target).cloned().unwrap_or_default();
         let search = Search {
             nodes,
-            free: &free,
+            pieces: &pieces,
             units: &units,
             target,
             lacks,
@@ -167,7 +179,7 @@ struct Choice {
 /// The search for the cheapest moves that free `lacks` GPUs on `target`.
 struct Search<'a, 'n> {
     nodes: &'a [Arc<NodeInventory>],
-    free: &'a [u64],
+    pieces: &'a Pieces<'a>,
     units: &'a [Unit<'n>],
     target: usize,
     lacks: u64,
@@ -188,7 +200,7 @@ impl Search<'_, '_> {
             .partition(|u| self.units[**u].immovable.is_none());
         stops.pinned_on_target(self.units, &pinned, self.target);
         let reach: u64 = movable.iter().map(|u| self.on_target(*u)).sum();
-        stops.reached(self.free[self.target] + reach);
+        stops.reached(self.pieces.free(self.target) + reach);
         movable.sort_by_key(|u| (self.units[*u].priority, self.on_target(*u)));
         let mut best: Option<Choice> = None;
         for subset in subsets(&movable) {
@@ -213,7 +225,7 @@ impl Search<'_, '_> {
                 stops.over_budget(over);
                 continue;
             }
-            match place(self.free, &pods, self.target) {
+            match self.pieces.place(&pods, self.target) {
                 Some(places) => {
                     best = Some(Choice {
                         key,

@@ -1,5 +1,6 @@
-//! Where `fit --plan`'s moved pods go (best fit, largest first) and which sets of units the search tries
-//! (every combination of a few, the cheapest prefixes of many): the plan's two bounded loops.
+//! Where `fit --plan`'s moved pods go (best fit, largest first, over [`Pieces`] made once per plan) and which
+//! sets of units the search tries (every combination of a few, the cheapest prefixes of many): the plan's two
+//! bounded loops.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,37 +23,65 @@ pub(super) fn subsets(movable: &[usize]) -> Box<dyn Iterator<Item = Vec<usize>> 
     }
 }
 
-/// Where each of `pods` goes (index in `pods`, node), largest first, best fit, never `target`; `None` when
-/// one does not fit. The pods' own GPUs on other nodes are free for them.
-pub(super) fn place(
-    free: &[u64],
-    pods: &[&Held<'_>],
-    target: usize,
-) -> Option<Vec<(usize, usize)>> {
-    let mut left: HashMap<usize, u64> = HashMap::new();
-    for pod in pods.iter().filter(|p| p.node != target) {
-        *left.entry(pod.node).or_insert(free[pod.node]) += pod.gpus;
+/// Every node's free GPUs, and the nodes with some free by how many: made once per plan, read by every
+/// placement tried (a placement only overlays the few nodes it changes, so no try copies the fleet).
+pub(super) struct Pieces<'f> {
+    free: &'f [u64],
+    by_size: BTreeSet<(u64, usize)>,
+}
+
+impl<'f> Pieces<'f> {
+    /// The pieces of `free` (a node's free GPUs, by index).
+    pub(super) fn of(free: &'f [u64]) -> Pieces<'f> {
+        let by_size = free
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f > 0)
+            .map(|(i, f)| (*f, i))
+            .collect();
+        Pieces { free, by_size }
     }
-    // Free pieces as (free, node), the moved pods' nodes with what they free.
-    let mut pieces: BTreeSet<(u64, usize)> = free
-        .iter()
-        .enumerate()
-        .filter(|(i, f)| *i != target && **f > 0 && !left.contains_key(i))
-        .map(|(i, f)| (*f, i))
-        .collect();
-    pieces.extend(left.iter().map(|(i, f)| (*f, *i)));
-    let mut order: Vec<usize> = (0..pods.len()).collect();
-    order.sort_by_key(|i| std::cmp::Reverse(pods[*i].gpus));
-    let mut places = Vec::with_capacity(pods.len());
-    for i in order {
-        let gpus = pods[i].gpus;
-        let &(f, node) = pieces.range((gpus, 0)..).next()?;
-        pieces.remove(&(f, node));
-        if f > gpus {
-            pieces.insert((f - gpus, node));
+
+    /// A node's free GPUs.
+    pub(super) fn free(&self, node: usize) -> u64 {
+        self.free[node]
+    }
+
+    /// Where each of `pods` goes (index in `pods`, node), largest first, best fit, never `target`; `None`
+    /// when one does not fit. The pods' own GPUs on other nodes are free for them.
+    pub(super) fn place(&self, pods: &[&Held<'_>], target: usize) -> Option<Vec<(usize, usize)>> {
+        // What the try changes: the moved pods' nodes (with what they free) and the nodes given pods.
+        let mut changed: HashMap<usize, u64> = HashMap::new();
+        for pod in pods.iter().filter(|p| p.node != target) {
+            *changed.entry(pod.node).or_insert(self.free[pod.node]) += pod.gpus;
         }
-        places.push((i, node));
+        let mut order: Vec<usize> = (0..pods.len()).collect();
+        order.sort_by_key(|i| std::cmp::Reverse(pods[*i].gpus));
+        let mut places = Vec::with_capacity(pods.len());
+        for i in order {
+            let gpus = pods[i].gpus;
+            let node = self.best_fit(gpus, target, &changed)?;
+            let left = changed.get(&node).copied().unwrap_or(self.free[node]);
+            changed.insert(node, left - gpus);
+            places.push((i, node));
+        }
+        places.sort_by_key(|(i, _)| (std::cmp::Reverse(pods[*i].gpus), *i));
+        Some(places)
     }
-    places.sort_by_key(|(i, _)| (std::cmp::Reverse(pods[*i].gpus), *i));
-    Some(places)
+
+    /// The node whose free GPUs fit `gpus` most tightly (the fewer free, then the lower index), never
+    /// `target`, reading `changed` over the fleet's pieces.
+    fn best_fit(&self, gpus: u64, target: usize, changed: &HashMap<usize, u64>) -> Option<usize> {
+        let unchanged = self
+            .by_size
+            .range((gpus, 0)..)
+            .find(|(_, node)| *node != target && !changed.contains_key(node))
+            .copied();
+        let overlaid = changed
+            .iter()
+            .filter(|(node, free)| **node != target && **free >= gpus)
+            .map(|(node, free)| (*free, *node))
+            .min();
+        unchanged.into_iter().chain(overlaid).min().map(|(_, node)| node)
+    }
 }
