@@ -82,6 +82,10 @@ impl<'f> Pieces<'f> {
             .filter(|(node, free)| **node != target && **free >= gpus)
             .map(|(node, free)| (*free, *node))
             .min();
-        unchanged.into_iter().chain(overlaid).min().map(|(_, node)| node)
+        unchanged
+            .into_iter()
+            .chain(overlaid)
+            .min()
+            .map(|(_, node)| node)
     }
 }
