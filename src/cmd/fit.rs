@@ -63,7 +63,8 @@ pub async fn run(global: &GlobalArgs, args: &FitArgs) -> ExitCode {
     let planned = match args.plan {
         true => {
             let namespace = global.listed_namespace();
-            super::fit_plan::plan_for(&inventory, &answer, &from, namespace).await
+            super::fit_plan::plan_for(&inventory, &answer, &from, namespace, &args.tolerations)
+                .await
         }
         false => None,
     };

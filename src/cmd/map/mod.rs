@@ -107,7 +107,9 @@ async fn job(
         .flat_map(|d| d.nodes.iter().cloned())
         .collect();
     let planned = match plan {
-        Some(PlanFrom { from, namespace }) => plan_for(inventory, &answer, from, namespace).await,
+        Some(PlanFrom { from, namespace }) => {
+            plan_for(inventory, &answer, from, namespace, &[]).await
+        }
         None => None,
     };
     if let Some(refused) = planned.as_ref().filter(|p| p.refused) {

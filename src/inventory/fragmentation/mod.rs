@@ -9,6 +9,12 @@
 //! free GPUs, that is the share a stream of such requests could take (1.0: no fragmentation for that size).
 
 mod blocked;
+mod gang_index;
+pub mod gang_plan;
+#[cfg(test)]
+mod gang_plan_tests;
+mod gang_search;
+mod gang_why;
 pub mod plan;
 mod plan_place;
 #[cfg(test)]
