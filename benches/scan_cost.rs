@@ -17,8 +17,8 @@
 //! carries) scanned without reading any level (`TopologyLevels::none()`); and that fleet with its levels read.
 //! The cost of reading topology (docs/topology.md) is the third over the second, a ratio; the second over the
 //! first is only the labels' own weight. At the largest size one `fit` of a rack-sized job is timed on the
-//! labelled fleet, against one scan, and one `fit --plan` of an 8-GPU pod (the plan's search alone: every
-//! GPU node holds a pod, so none has 8 free).
+//! labelled fleet, against one scan, one `fit --plan` of an 8-GPU pod and one of a 512-GPU gang (64 pods of 8
+//! in one GKE block) (the plans' search alone: every GPU node holds a pod, so none has 8 free).
 //!
 //! A fourth way adds Kueue (docs/quotas.md) to the labelled fleet read: 20 ResourceFlavors (one GKE block
 //! each), 50 ClusterQueues giving quota on two flavors each, their LocalQueues and 2,000 pending Workloads
@@ -385,6 +385,26 @@ fn time_plan(inventory: &Option<gpu_inventory_operator::inventory::model::Invent
     });
     println!(
         "    fit --gpus 8 --plan    {:>7.1} ms ({:.1}..{:.1}), the plan alone: {moves} move(s)",
+        ms(median),
+        ms(min),
+        ms(max)
+    );
+    // A 512-GPU gang: 64 pods of 8 GPUs in one GKE block (every GPU node holds a pod: each host frees one
+    // or two GPUs).
+    use gpu_inventory_operator::inventory::fragmentation::gang_plan::{GangJob, gang_plan};
+    let gang = GangJob {
+        pods: 64,
+        gpus_per_pod: 8,
+        level: Some("cloud.google.com/gce-topology-block"),
+        tolerations: &[],
+    };
+    let mut displaced = 0;
+    let (median, min, max) = timed(runs, || {
+        let planned = gang_plan(&inventory.nodes, &gang, |_, _| PodTraits::default());
+        displaced = planned.map_or(0, |p| p.displaced_gpus);
+    });
+    println!(
+        "    fit --gpus 512 --gpus-per-pod 8 --level <block> --plan {:>7.1} ms ({:.1}..{:.1}): {displaced} GPUs displaced",
         ms(median),
         ms(min),
         ms(max)

@@ -198,7 +198,7 @@ fn with_no_level_the_product_is_one_domain() {
 }
 
 #[test]
-fn at_thirteen_thousand_nodes_in_720_cliques_a_gang_is_planned_within_the_bound() {
+fn at_thirteen_thousand_nodes_in_720_cliques_a_gang_is_planned() {
     // Every node holds a 1-GPU pod: no clique offers a pod of 4, each needs 16 moves, all alike.
     let cliques: Vec<(String, Vec<Vec<u64>>)> = (0..720)
         .map(|c| (format!("c{c}-"), vec![vec![1]; 18]))
@@ -208,15 +208,11 @@ fn at_thirteen_thousand_nodes_in_720_cliques_a_gang_is_planned_within_the_bound(
         .map(|(n, h)| (n.as_str(), h.clone()))
         .collect();
     let nodes = fleet(&cliques);
-    let started = std::time::Instant::now();
+    // Its time is `make scan-cost`'s to measure (benches/RESULTS.md), not a test's.
     let plan = gang_plan(&nodes, &job(16), |_, _| PodTraits::default()).expect("a plan");
     assert_eq!((plan.displaced_gpus, plan.moves.len()), (16, 16));
     let mut anywhere = job(128);
     anywhere.level = None;
     let plan = gang_plan(&nodes, &anywhere, |_, _| PodTraits::default()).expect("a plan");
     assert_eq!(plan.displaced_gpus, 128);
-    // The bound of #57 for a 512-GPU gang is 10 s; an unoptimised test build is well within it.
-    let took = started.elapsed();
-    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
-    eprintln!("two plans over {} nodes: {took:?}", nodes.len());
 }
