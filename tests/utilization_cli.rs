@@ -97,8 +97,25 @@ async fn the_idle_command_the_plugin_and_scans_idle_column_read_prometheus_the_s
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         (out.status.code(), listed)
     };
+    // Each node's idle holdings by pod and amount (`idleSince` is read again, a second later or not).
+    let held = |listed: &serde_json::Value| -> Vec<(String, String, u64)> {
+        let nodes = listed["nodes"].as_array().cloned().unwrap_or_default();
+        nodes
+            .iter()
+            .flat_map(|node| {
+                let idle = node["idle"].as_array().cloned().unwrap_or_default();
+                let name = node["name"].as_str().unwrap_or_default().to_owned();
+                idle.into_iter().map(move |i| {
+                    let pod = i["pod"].as_str().unwrap_or_default().to_owned();
+                    (name.clone(), pod, i["amount"].as_u64().unwrap_or(0))
+                })
+            })
+            .collect()
+    };
     let (code, ours) = in_namespace(&ns);
-    assert_eq!((code, &ours["nodes"]), (Some(1), &json["nodes"]), "{ours}");
+    assert_eq!(code, Some(1), "{ours}");
+    assert_eq!(held(&ours), held(&json), "{ours}");
+    assert_eq!(held(&ours).len(), 1, "{ours}");
     let (code, theirs) = in_namespace("kube-system");
     assert_eq!(code, Some(0), "{theirs}");
     assert_eq!(theirs["nodes"], serde_json::json!([]), "{theirs}");

@@ -26,10 +26,37 @@ const LOG_LEVEL: &str = "5";
 const LOG_TAIL: usize = 60;
 
 /// Kueue is cluster-wide: it admits every Workload of every LocalQueue it knows. Two at once would both admit
-/// the same Workloads, so the referee tests take turns: each holds this guard while its Kueue runs.
-pub async fn one_at_a_time() -> MutexGuard<'static, ()> {
+/// the same Workloads, so the tests that run one take turns, across test binaries too (`make test` runs
+/// binaries side by side): each holds this guard while its Kueue runs.
+pub async fn one_at_a_time() -> KueueTurn {
     static TURN: Mutex<()> = Mutex::const_new(());
-    TURN.lock().await
+    let in_process = TURN.lock().await;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-logs/kueue-turn.lock");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // The lock is the kernel's (flock): released when the file closes, also when a test process dies.
+    let file = tokio::task::spawn_blocking(move || {
+        file.lock()
+            .unwrap_or_else(|e| panic!("locking {}: {e}", path.display()));
+        file
+    })
+    .await
+    .unwrap();
+    KueueTurn {
+        _file: file,
+        _in_process: in_process,
+    }
+}
+
+/// One test's turn with Kueue: this process's and the other test binaries'.
+pub struct KueueTurn {
+    _file: std::fs::File,
+    _in_process: MutexGuard<'static, ()>,
 }
 
 /// A running Kueue, stopped when dropped.
