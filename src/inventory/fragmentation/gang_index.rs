@@ -3,11 +3,11 @@
 //! pieces, sorted, that moved pods are placed into (best fit, largest first), changed for one attempt and
 //! restored after it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::plan_types::{Held, PodTraits, Unit};
-use crate::inventory::model::{Holder, NodeInventory};
+use super::plan_types::{PodTraits, Unit};
+use crate::inventory::model::NodeInventory;
 
 /// The units and where they hold GPUs.
 pub(super) struct Index<'n> {
@@ -23,50 +23,8 @@ pub(super) fn index<'n>(
     nodes: &'n [Arc<NodeInventory>],
     traits: &impl Fn(&str, &str) -> PodTraits,
 ) -> Index<'n> {
-    let mut by_gang: BTreeMap<String, Unit<'n>> = BTreeMap::new();
-    let mut units = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
-        for holding in &node.holdings {
-            let Holder::Pod { namespace, name } = &holding.holder else {
-                continue;
-            };
-            if holding.equivalent.is_some_and(|e| e.milli < 1000) || holding.amount == 0 {
-                continue; // a share of a GPU frees no whole GPU
-            }
-            let t = traits(namespace, name);
-            let empty = |gang: Option<String>| Unit {
-                pods: Vec::new(),
-                gang,
-                priority: t.priority,
-                immovable: None,
-                budgets: Vec::new(),
-            };
-            let unit = match &t.gang {
-                Some(gang) => by_gang
-                    .entry(gang.clone())
-                    .or_insert_with(|| empty(Some(gang.clone()))),
-                None => {
-                    units.push(empty(None));
-                    units.last_mut().expect("pushed")
-                }
-            };
-            unit.pods.push(Held {
-                namespace,
-                pod: name,
-                node: i,
-                gpus: holding.amount,
-                owner: t.owner.clone(),
-                priority: t.priority,
-                immovable: t.immovable.clone(),
-            });
-            unit.priority = unit.priority.max(t.priority);
-            if unit.immovable.is_none() {
-                unit.immovable = t.immovable;
-            }
-            unit.budgets.extend(t.budgets);
-        }
-    }
-    units.extend(by_gang.into_values());
+    // The single-node plan's grouping: gangs whole, wherever their pods run.
+    let units = super::plan::units(nodes, traits);
     let mut on_node: Vec<Vec<(usize, u64)>> = vec![Vec::new(); nodes.len()];
     for (u, unit) in units.iter().enumerate() {
         for pod in &unit.pods {

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::gang_index::Pieces;
 use super::gang_plan::{DomainSearch, EXHAUSTIVE_UNITS, GangPlan, GangStops, Key, Opt, ROUNDS};
-use super::plan_types::Move;
 
 /// The key of moving nothing.
 const NOTHING: Key = (0, i32::MIN, 0);
@@ -273,16 +272,7 @@ impl DomainSearch<'_, '_, '_> {
             .iter()
             .map(|(at, to)| {
                 let (pod, unit) = pods[*at];
-                Move {
-                    namespace: pod.namespace.to_owned(),
-                    pod: pod.pod.to_owned(),
-                    from: nodes[pod.node].name.clone(),
-                    to: nodes[*to].name.clone(),
-                    gpus: pod.gpus,
-                    gang: units[unit].gang.clone(),
-                    owner: pod.owner.clone(),
-                    priority: pod.priority,
-                }
+                pod.moved_to(nodes, *to, units[unit].gang.clone())
             })
             .collect();
         let plan = GangPlan {

@@ -118,7 +118,7 @@ fn eligible(node: &NodeInventory) -> bool {
 }
 
 /// Every pod's holding of whole GPUs, grouped into units (gangs whole, wherever their pods run).
-fn units<'n>(
+pub(super) fn units<'n>(
     nodes: &'n [Arc<NodeInventory>],
     traits: &impl Fn(&str, &str) -> PodTraits,
 ) -> Vec<Unit<'n>> {
@@ -272,16 +272,7 @@ fn moves(nodes: &[Arc<NodeInventory>], units: &[Unit<'_>], choice: &Choice) -> V
         .iter()
         .map(|(pod, to)| {
             let (pod, gang) = pods[*pod];
-            Move {
-                namespace: pod.namespace.to_owned(),
-                pod: pod.pod.to_owned(),
-                from: nodes[pod.node].name.clone(),
-                to: nodes[*to].name.clone(),
-                gpus: pod.gpus,
-                gang: gang.clone(),
-                owner: pod.owner.clone(),
-                priority: pod.priority,
-            }
+            pod.moved_to(nodes, *to, gang.clone())
         })
         .collect()
 }

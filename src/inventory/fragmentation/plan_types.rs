@@ -81,6 +81,27 @@ pub(super) struct Held<'n> {
     pub(super) immovable: Option<Immovable>,
 }
 
+impl Held<'_> {
+    /// This pod's move to node `to` of `nodes`, with its gang's name.
+    pub(super) fn moved_to(
+        &self,
+        nodes: &[std::sync::Arc<crate::inventory::model::NodeInventory>],
+        to: usize,
+        gang: Option<String>,
+    ) -> Move {
+        Move {
+            namespace: self.namespace.to_owned(),
+            pod: self.pod.to_owned(),
+            from: nodes[self.node].name.clone(),
+            to: nodes[to].name.clone(),
+            gpus: self.gpus,
+            gang,
+            owner: self.owner.clone(),
+            priority: self.priority,
+        }
+    }
+}
+
 /// The pods that move together: one gang, or one pod.
 #[derive(Clone, Debug)]
 pub(super) struct Unit<'n> {
